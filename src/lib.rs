@@ -1,0 +1,10 @@
+//! drip: pace traffic and size rate limits, exactly.
+//!
+//! The library holds the pure policy core ([`policy`]) on exact integer time
+//! ([`time::Nanos`]) and exact rates ([`rate::Rate`]), and the drivers that
+//! feed it: `pace` (stdin lines on a monotonic clock) and `audit` (log rows
+//! on their own timestamps).
+
+pub mod policy;
+pub mod rate;
+pub mod time;

@@ -1,0 +1,115 @@
+//! Fixed window counter: at most `limit` units per window of length `W`.
+//!
+//! `align=epoch` (default): windows are `[k·W, (k+1)·W)` on the timestamps'
+//! own axis (Unix epoch in audit). `align=first-hit`: a key's window opens at
+//! its first hit and lasts `W`; the next hit after it closes opens the next.
+//! A request of `cost` c is admitted iff `count + c ≤ limit`.
+//! `count=admitted` (default) counts admitted units only; `count=all` counts
+//! refused units too, as the Redis `INCR` + `EXPIRE` limiter (and Python
+//! `limits`) does: with `align=first-hit,count=all` this is that limiter.
+//! A refusal's retry time is the start of the next window; a cost above
+//! `limit` can never fit, gets none, and is not counted even with `count=all`.
+
+use super::{Decision, Policy};
+use crate::time::Nanos;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Align {
+    Epoch,
+    FirstHit,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CountMode {
+    Admitted,
+    All,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FixedWindow {
+    limit: u64,
+    window: Nanos,
+    align: Align,
+    count: CountMode,
+}
+
+impl FixedWindow {
+    pub fn new(limit: u64, window: Nanos, align: Align, count: CountMode) -> Result<Self, String> {
+        if limit == 0 {
+            return Err("limit must be at least 1".into());
+        }
+        if window == Nanos::ZERO {
+            return Err("window must be longer than zero".into());
+        }
+        Ok(FixedWindow {
+            limit,
+            window,
+            align,
+            count,
+        })
+    }
+
+    /// (window start, count so far) of the window that holds `now`.
+    fn current(&self, s: &FixedWindowState, now: Nanos) -> (Nanos, u64) {
+        if s.count > 0 && now < s.start.saturating_add(self.window) && now >= s.start {
+            return (s.start, s.count);
+        }
+        let start = match self.align {
+            Align::Epoch => Nanos(now.0 - now.0 % self.window.0),
+            Align::FirstHit => now,
+        };
+        (start, 0)
+    }
+}
+
+/// The open window's start and count; count 0 means no open window.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct FixedWindowState {
+    pub start: Nanos,
+    pub count: u64,
+}
+
+impl Policy for FixedWindow {
+    type State = FixedWindowState;
+
+    fn check(&self, s: &FixedWindowState, now: Nanos, cost: u64) -> Decision {
+        if cost > self.limit {
+            return Decision::Refuse { retry_at: None };
+        }
+        let (start, count) = self.current(s, now);
+        if count + cost <= self.limit {
+            Decision::Admit { release: now }
+        } else {
+            Decision::Refuse {
+                retry_at: Some(start.saturating_add(self.window)),
+            }
+        }
+    }
+
+    fn admit(&self, s: &mut FixedWindowState, now: Nanos, cost: u64) {
+        let (start, count) = self.current(s, now);
+        *s = FixedWindowState {
+            start,
+            count: count + cost,
+        };
+    }
+
+    fn refuse(&self, s: &mut FixedWindowState, now: Nanos, cost: u64) {
+        // An oversized request never counts: it must not wedge the key.
+        if self.count == CountMode::All && cost <= self.limit {
+            let (start, count) = self.current(s, now);
+            *s = FixedWindowState {
+                start,
+                count: count.saturating_add(cost),
+            };
+        }
+    }
+
+    fn is_neutral(&self, s: &FixedWindowState, now: Nanos) -> bool {
+        self.current(s, now).1 == 0
+    }
+
+    fn level(&self, s: &FixedWindowState, now: Nanos) -> u64 {
+        self.current(s, now).1
+    }
+}

@@ -1,0 +1,236 @@
+//! Per-key state: one map per policy, and a stack of members evaluated as
+//! nginx evaluates several `limit_req` lines.
+//!
+//! A key never seen behaves as the policy's `Default` state (empty bucket,
+//! full tokens). Keys whose state is back to neutral are forgotten by a
+//! sweep that runs whenever the map has doubled since the last one, so the
+//! map follows the keys active within the policy's horizon at amortised
+//! O(1) per decision, not every key ever seen.
+
+use super::{Decision, Policy};
+use crate::time::Nanos;
+use std::collections::HashMap;
+use std::hash::{BuildHasherDefault, Hasher};
+
+/// A key, as the driver numbers it (0 for a single global bucket).
+pub type KeyId = u64;
+
+/// A fast hasher for integer key ids (not for untrusted input).
+#[derive(Default, Clone, Copy)]
+pub struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+    fn write_u64(&mut self, n: u64) {
+        // Multiply-fold: spreads sequential ids over all bits, including the
+        // top seven that the table's control bytes use.
+        let m = u128::from(n ^ 0x2d35_8dcc_aa6c_78a5).wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        self.0 = (m as u64) ^ ((m >> 64) as u64);
+    }
+}
+
+pub type IdMap<V> = HashMap<KeyId, V, BuildHasherDefault<IdHasher>>;
+
+const MIN_SWEEP: usize = 4096;
+
+/// An object-safe view of a policy with its per-key states.
+pub trait Limiter: Send {
+    /// The decision, with no change of state.
+    fn check(&self, key: KeyId, now: Nanos, cost: u64) -> Decision;
+    /// Records an admitted request.
+    fn admit(&mut self, key: KeyId, now: Nanos, cost: u64);
+    /// Records a refused request (most policies change nothing).
+    fn refuse(&mut self, key: KeyId, now: Nanos, cost: u64);
+    /// `check` and record.
+    fn decide(&mut self, key: KeyId, now: Nanos, cost: u64) -> Decision;
+    /// The key's occupancy after its last request (level, backlog, count).
+    fn level(&self, key: KeyId, now: Nanos) -> u64;
+    /// Keys currently held in memory.
+    fn tracked(&self) -> usize;
+    /// True when admitted requests may be delayed.
+    fn shapes(&self) -> bool;
+}
+
+/// A policy and its per-key states.
+pub struct Keyed<P: Policy> {
+    policy: P,
+    states: IdMap<P::State>,
+    sweep_at: usize,
+}
+
+impl<P: Policy> Keyed<P> {
+    pub fn new(policy: P) -> Self {
+        Keyed {
+            policy,
+            states: IdMap::default(),
+            sweep_at: MIN_SWEEP,
+        }
+    }
+
+    pub fn policy(&self) -> &P {
+        &self.policy
+    }
+
+    /// Forgets neutral keys when the map has doubled since the last sweep
+    /// and `key` would add an entry.
+    fn maybe_sweep(&mut self, key: KeyId, now: Nanos) {
+        if self.states.len() >= self.sweep_at && !self.states.contains_key(&key) {
+            let policy = &self.policy;
+            self.states.retain(|_, s| !policy.is_neutral(s, now));
+            self.sweep_at = (self.states.len() * 2).max(MIN_SWEEP);
+        }
+    }
+}
+
+impl<P> Limiter for Keyed<P>
+where
+    P: Policy + Send,
+    P::State: Send,
+{
+    fn check(&self, key: KeyId, now: Nanos, cost: u64) -> Decision {
+        match self.states.get(&key) {
+            Some(s) => self.policy.check(s, now, cost),
+            None => self.policy.check(&P::State::default(), now, cost),
+        }
+    }
+
+    fn admit(&mut self, key: KeyId, now: Nanos, cost: u64) {
+        self.maybe_sweep(key, now);
+        let s = self.states.entry(key).or_default();
+        self.policy.admit(s, now, cost);
+    }
+
+    fn refuse(&mut self, key: KeyId, now: Nanos, cost: u64) {
+        if let Some(s) = self.states.get_mut(&key) {
+            self.policy.refuse(s, now, cost);
+        } else {
+            let mut s = P::State::default();
+            self.policy.refuse(&mut s, now, cost);
+            if !self.policy.is_neutral(&s, now) {
+                self.maybe_sweep(key, now);
+                self.states.insert(key, s);
+            }
+        }
+    }
+
+    fn decide(&mut self, key: KeyId, now: Nanos, cost: u64) -> Decision {
+        let d = self.check(key, now, cost);
+        match d {
+            Decision::Admit { .. } => self.admit(key, now, cost),
+            Decision::Refuse { .. } => self.refuse(key, now, cost),
+        }
+        d
+    }
+
+    fn level(&self, key: KeyId, now: Nanos) -> u64 {
+        self.states
+            .get(&key)
+            .map_or(0, |s| self.policy.level(s, now))
+    }
+
+    fn tracked(&self) -> usize {
+        self.states.len()
+    }
+
+    fn shapes(&self) -> bool {
+        self.policy.shapes()
+    }
+}
+
+/// Several limiters evaluated together, as nginx evaluates several
+/// `limit_req` lines: in order, stopping at the first refusal; admitted only
+/// if every applicable member admits; released at the latest member release
+/// (the delay is the maximum, not the sum); and a refusal records nothing in
+/// any member except the refusing one's own flavour (fixed-window
+/// `count=all` counts the refused hit). A member whose key is `None` (an
+/// empty key) does not apply to the request.
+pub struct Stack {
+    members: Vec<Box<dyn Limiter>>,
+}
+
+impl Stack {
+    pub fn new(members: Vec<Box<dyn Limiter>>) -> Stack {
+        Stack { members }
+    }
+
+    pub fn members(&self) -> &[Box<dyn Limiter>] {
+        &self.members
+    }
+
+    pub fn len(&self) -> usize {
+        self.members.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.members.is_empty()
+    }
+
+    /// Decides one request; `keys[i]` is member i's key.
+    pub fn decide(&mut self, keys: &[Option<KeyId>], now: Nanos, cost: u64) -> Decision {
+        if let [only] = self.members.as_mut_slice() {
+            return match keys[0] {
+                Some(k) => only.decide(k, now, cost),
+                None => Decision::Admit { release: now },
+            };
+        }
+        let mut release = now;
+        for (i, m) in self.members.iter_mut().enumerate() {
+            let Some(k) = keys[i] else { continue };
+            match m.check(k, now, cost) {
+                Decision::Admit { release: r } => release = release.max(r),
+                Decision::Refuse { .. } => {
+                    m.refuse(k, now, cost);
+                    return Decision::Refuse {
+                        retry_at: self.retry_at(keys, now, cost),
+                    };
+                }
+            }
+        }
+        for (i, m) in self.members.iter_mut().enumerate() {
+            if let Some(k) = keys[i] {
+                m.admit(k, now, cost);
+            }
+        }
+        Decision::Admit { release }
+    }
+
+    /// The first instant every member admits, if nothing else arrives.
+    /// Every policy here only loosens as time passes, so it is the latest
+    /// of the members' own answers.
+    fn retry_at(&self, keys: &[Option<KeyId>], now: Nanos, cost: u64) -> Option<Nanos> {
+        let mut at = now;
+        for (i, m) in self.members.iter().enumerate() {
+            let Some(k) = keys[i] else { continue };
+            match m.check(k, now, cost) {
+                Decision::Admit { .. } => {}
+                Decision::Refuse { retry_at } => at = at.max(retry_at?),
+            }
+        }
+        Some(at)
+    }
+
+    /// The largest level among members for their keys.
+    pub fn level(&self, keys: &[Option<KeyId>], now: Nanos) -> u64 {
+        self.members
+            .iter()
+            .zip(keys)
+            .filter_map(|(m, k)| k.map(|k| m.level(k, now)))
+            .max()
+            .unwrap_or(0)
+    }
+
+    pub fn tracked(&self) -> usize {
+        self.members.iter().map(|m| m.tracked()).sum()
+    }
+
+    pub fn shapes(&self) -> bool {
+        self.members.iter().any(|m| m.shapes())
+    }
+}

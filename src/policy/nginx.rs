@@ -1,0 +1,244 @@
+//! nginx `limit_req` (ngx_http_limit_req_module, 1.22), decision by decision
+//! and delay by delay, in nginx's own integer units:
+//!
+//! - time in whole milliseconds (finer timestamps are floored);
+//! - rate in thousandths of a request per second (`rate_m`): `Nr/s` → N·1000,
+//!   `Nr/m` → ⌊N·1000/60⌋ (so `7r/m` is 116, one request per 8.6207 s);
+//! - the bucket level `excess` in thousandths of a request.
+//!
+//! For a key seen before (`excess`, `last`), a request at `now`:
+//!
+//! ```text
+//! ms   = now − last        (negative → 0; below −60 s → 1)
+//! e    = excess − ⌊rate_m·ms/1000⌋ + 1000, clamped at 0 after the add
+//! refuse iff e > burst·1000                  (excess and last untouched)
+//! excess = e; last = now unless ms == 0
+//! wait = 0 if e ≤ delay·1000 else ⌊(e − delay·1000)·1000 / rate_m⌋ ms
+//! ```
+//!
+//! A key never seen is not limited: `e = 0`, stored `{0, now}`.
+//! `nodelay` makes the delay threshold infinite. This is a leaky bucket of
+//! capacity `burst + 1` (GCRA with τ = burst·T), delayed as a FIFO shaper,
+//! except for nginx's integer effects: `r/m` truncation, the leak remainder
+//! lost on every admitted request with `ms ≠ 0` (only for `rate_m` not a
+//! multiple of 1000), and the delay truncated to whole ms. nginx's zone
+//! eviction of long-idle keys is not modelled (a key is forgotten here only
+//! when forgetting it changes nothing). Refused requests answer
+//! `limit_req_status`, 503 unless configured.
+//!
+//! A `cost` c > 1 (not an nginx notion) pours c units: `e` gains
+//! `(c−1)·1000` before the comparison; c = 1 is nginx exactly.
+
+use super::{Decision, Policy};
+use crate::time::Nanos;
+use std::fmt;
+
+/// One `limit_req zone=… [burst=B] [delay=D | nodelay]` with its zone's rate.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NginxLimitReq {
+    /// Thousandths of a request per second (nginx's `rate`).
+    rate_m: u64,
+    /// burst · 1000.
+    burst_m: u64,
+    /// delay · 1000; `u64::MAX` for `nodelay`.
+    delay_m: u64,
+    /// The rate as written, for display.
+    rate_text: RateText,
+    burst: u64,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum RateText {
+    PerSec(u64),
+    PerMin(u64),
+}
+
+impl NginxLimitReq {
+    /// `delay`: `None` for `nodelay`, else the number of requests passed
+    /// without delay (0 = every queued request is delayed).
+    pub fn new(rate: NginxRate, burst: u64, delay: Option<u64>) -> NginxLimitReq {
+        let (rate_m, rate_text) = match rate {
+            NginxRate::PerSec(n) => (n * 1000, RateText::PerSec(n)),
+            NginxRate::PerMin(n) => (n * 1000 / 60, RateText::PerMin(n)),
+        };
+        NginxLimitReq {
+            rate_m,
+            burst_m: burst * 1000,
+            delay_m: delay.map_or(u64::MAX, |d| d * 1000),
+            rate_text,
+            burst,
+        }
+    }
+
+    /// nginx's `rate` in thousandths of a request per second.
+    pub fn rate_m(&self) -> u64 {
+        self.rate_m
+    }
+
+    /// The excess `e` (thousandths) this request would reach, from the state.
+    fn excess_for(&self, s: &NginxState, now_ms: i64, cost: u64) -> i128 {
+        let extra = i128::from(cost.saturating_sub(1)) * 1000;
+        if !s.seen {
+            return extra;
+        }
+        let ms = clamp_ms(now_ms - s.last);
+        let leak = i128::from(self.rate_m) * i128::from(ms) / 1000;
+        let e = (i128::from(s.excess) - leak + 1000).max(0);
+        e + extra
+    }
+
+    /// Delay in ms for an admitted request at excess `e`.
+    fn wait_ms(&self, e: i128) -> u64 {
+        let delay_m = i128::from(self.delay_m);
+        if e <= delay_m {
+            0
+        } else {
+            ((e - delay_m) * 1000 / i128::from(self.rate_m)) as u64
+        }
+    }
+}
+
+impl fmt::Display for NginxLimitReq {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.rate_text {
+            RateText::PerSec(n) => write!(f, "rate={n}r/s")?,
+            RateText::PerMin(n) => write!(f, "rate={n}r/m")?,
+        }
+        write!(f, " burst={}", self.burst)?;
+        match self.delay_m {
+            u64::MAX => write!(f, " nodelay"),
+            0 => Ok(()),
+            d => write!(f, " delay={}", d / 1000),
+        }
+    }
+}
+
+/// A zone rate as nginx accepts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum NginxRate {
+    PerSec(u64),
+    PerMin(u64),
+}
+
+/// Parses nginx's `rate=` value: `Nr/s`, `Nr/m` or bare `N` (r/s), N a
+/// positive integer. Everything nginx rejects is rejected.
+pub fn parse_nginx_rate(text: &str) -> Result<NginxRate, String> {
+    let t = text.trim();
+    let (num, per_min) = if let Some(n) = t.strip_suffix("r/s") {
+        (n, false)
+    } else if let Some(n) = t.strip_suffix("r/m") {
+        (n, true)
+    } else {
+        (t, false)
+    };
+    let hint = "nginx accepts a positive whole number of requests per second or minute, e.g. 10r/s, 30r/m, 10";
+    if num.is_empty() || !num.bytes().all(|b| b.is_ascii_digit()) {
+        return Err(format!("invalid nginx rate '{t}': {hint}"));
+    }
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("invalid nginx rate '{t}': too large"))?;
+    if n == 0 {
+        return Err(format!("invalid nginx rate '{t}': {hint}"));
+    }
+    if n > 1_000_000_000 {
+        return Err(format!("invalid nginx rate '{t}': too large"));
+    }
+    Ok(if per_min {
+        NginxRate::PerMin(n)
+    } else {
+        NginxRate::PerSec(n)
+    })
+}
+
+fn clamp_ms(ms: i64) -> i64 {
+    if ms < -60_000 { 1 } else { ms.max(0) }
+}
+
+fn to_ms(now: Nanos) -> i64 {
+    (now.0 / Nanos::PER_MS) as i64
+}
+
+/// nginx's node: excess (thousandths) left by the last admitted request,
+/// excluding that request's own unit, and that request's time in ms.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NginxState {
+    pub excess: u64,
+    pub last: i64,
+    pub seen: bool,
+}
+
+impl NginxState {
+    /// The logged `excess` value after the last admitted request, in requests
+    /// (nginx prints it with three decimals).
+    pub fn excess_text(&self) -> String {
+        format!("{}.{:03}", self.excess / 1000, self.excess % 1000)
+    }
+}
+
+impl Policy for NginxLimitReq {
+    type State = NginxState;
+
+    fn check(&self, s: &NginxState, now: Nanos, cost: u64) -> Decision {
+        let now_ms = to_ms(now);
+        let e = self.excess_for(s, now_ms, cost);
+        if e <= i128::from(self.burst_m) {
+            let wait = self.wait_ms(e);
+            return Decision::Admit {
+                release: now.saturating_add(Nanos::from_millis(wait)),
+            };
+        }
+        if i128::from(cost.saturating_sub(1)) * 1000 > i128::from(self.burst_m) {
+            return Decision::Refuse { retry_at: None };
+        }
+        // First ms at which ⌊rate_m·ms/1000⌋ ≥ excess + c·1000 − burst_m.
+        let need = i128::from(s.excess) + i128::from(cost) * 1000 - i128::from(self.burst_m);
+        let ms = (need * 1000 + i128::from(self.rate_m) - 1) / i128::from(self.rate_m);
+        let at_ms = (s.last + ms as i64).max(now_ms + 1);
+        Decision::Refuse {
+            retry_at: Some(Nanos::from_millis(at_ms as u64)),
+        }
+    }
+
+    fn admit(&self, s: &mut NginxState, now: Nanos, cost: u64) {
+        let now_ms = to_ms(now);
+        let e = self.excess_for(s, now_ms, cost);
+        if !s.seen {
+            *s = NginxState {
+                excess: e as u64,
+                last: now_ms,
+                seen: true,
+            };
+            return;
+        }
+        let ms = clamp_ms(now_ms - s.last);
+        s.excess = e as u64;
+        if ms != 0 {
+            s.last = now_ms;
+        }
+    }
+
+    /// Forgetting the key changes nothing once a new request would compute
+    /// `e = 0` from it, as it would for a key never seen.
+    fn is_neutral(&self, s: &NginxState, now: Nanos) -> bool {
+        !s.seen || {
+            let ms = clamp_ms(to_ms(now) - s.last);
+            i128::from(self.rate_m) * i128::from(ms) / 1000 >= i128::from(s.excess) + 1000
+        }
+    }
+
+    /// The bucket level in whole requests, counting the last admitted one.
+    fn level(&self, s: &NginxState, now: Nanos) -> u64 {
+        if !s.seen {
+            return 0;
+        }
+        let ms = clamp_ms(to_ms(now) - s.last);
+        let leak = i128::from(self.rate_m) * i128::from(ms) / 1000;
+        let left = (i128::from(s.excess) + 1000 - leak).max(0);
+        (left as u64).div_ceil(1000)
+    }
+
+    fn shapes(&self) -> bool {
+        self.delay_m != u64::MAX
+    }
+}

@@ -1,0 +1,105 @@
+//! Shaper: the leaky bucket as a queue (seed 003), held as one number.
+//!
+//! `next_free` is the earliest instant the next request may be released.
+//! With `T = 1/rate`, a request of `cost` c at `now`:
+//!
+//! ```text
+//! release = max(now, next_free)
+//! refuse iff (release − now) + (c−1)·T > limit      limit = burst·T, or max-wait
+//! on admit: next_free = release + c·T; the request is held until release
+//! ```
+//!
+//! An idle key gets one immediate release, then one per interval: idle time
+//! is never banked. A refused request does not move the schedule. A request
+//! of cost c is c consecutive slots and is admitted when its last slot starts
+//! within the limit, so `shaper(burst=B)` admits exactly what
+//! `gcra(burst=B+1)` admits, for every cost. The retry time of a refusal is
+//! `next_free − limit − (c−1)·T` (seed 003's `release − burst·interval`),
+//! shown rounded up to whole seconds where a `Retry-After` is displayed.
+//! Release instants are rounded up to the next whole nanosecond.
+
+use super::{Decision, Policy};
+use crate::rate::Rate;
+use crate::time::Nanos;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shaper {
+    rate: Rate,
+    /// Longest delay allowed, in scaled units.
+    limit: u128,
+    /// How the limit was given, for display.
+    bound: ShaperBound,
+}
+
+/// The bound on waiting, as configured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ShaperBound {
+    /// At most `burst` requests waiting: delay ≤ burst·T.
+    Burst(u64),
+    /// Delay ≤ this span.
+    MaxWait(Nanos),
+}
+
+impl Shaper {
+    pub fn new(rate: Rate, bound: ShaperBound) -> Shaper {
+        let limit = match bound {
+            ShaperBound::Burst(b) => rate.intervals(b),
+            ShaperBound::MaxWait(w) => rate.scale(w),
+        };
+        Shaper { rate, limit, bound }
+    }
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
+    pub fn bound(&self) -> ShaperBound {
+        self.bound
+    }
+}
+
+/// `next_free` in scaled units; 0 for a key never seen.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ShaperState {
+    pub next_free: u128,
+}
+
+impl Policy for Shaper {
+    type State = ShaperState;
+
+    fn check(&self, s: &ShaperState, now: Nanos, cost: u64) -> Decision {
+        let extra = self.rate.intervals(cost.saturating_sub(1));
+        if extra > self.limit {
+            return Decision::Refuse { retry_at: None };
+        }
+        let now_s = self.rate.scale(now);
+        let release = s.next_free.max(now_s);
+        if release - now_s + extra <= self.limit {
+            Decision::Admit {
+                release: self.rate.unscale_ceil(release).max(now),
+            }
+        } else {
+            Decision::Refuse {
+                retry_at: Some(self.rate.unscale_ceil(s.next_free - (self.limit - extra))),
+            }
+        }
+    }
+
+    fn admit(&self, s: &mut ShaperState, now: Nanos, cost: u64) {
+        let release = s.next_free.max(self.rate.scale(now));
+        s.next_free = release + self.rate.intervals(cost);
+    }
+
+    fn is_neutral(&self, s: &ShaperState, now: Nanos) -> bool {
+        s.next_free <= self.rate.scale(now)
+    }
+
+    /// Requests admitted and not yet released (the backlog), counting the
+    /// one in service.
+    fn level(&self, s: &ShaperState, now: Nanos) -> u64 {
+        let pending = s.next_free.saturating_sub(self.rate.scale(now));
+        pending.div_ceil(self.rate.intervals(1)) as u64
+    }
+
+    fn shapes(&self) -> bool {
+        true
+    }
+}

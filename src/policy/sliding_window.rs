@@ -1,0 +1,122 @@
+//! Sliding window counter: the approximation used by Cloudflare and Python
+//! `limits`. Windows are epoch-aligned, `[k·W, (k+1)·W)`; a key keeps the
+//! admitted units of the current window (`cur`) and of the previous one
+//! (`prev`). With `e = now mod W`, a request of `cost` c is admitted iff
+//!
+//! ```text
+//! c ≤ limit  and  floor(prev · (W − e) / W) + cur + c ≤ limit
+//! ```
+//!
+//! (the floor rule: the weighted previous count is rounded down). The retry
+//! time of a refusal is the first instant the inequality holds with the
+//! counts as they stand, found in closed form, at most two windows ahead.
+
+use super::{Decision, Policy};
+use crate::time::Nanos;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SlidingWindow {
+    limit: u64,
+    window: Nanos,
+}
+
+impl SlidingWindow {
+    pub fn new(limit: u64, window: Nanos) -> Result<Self, String> {
+        if limit == 0 {
+            return Err("limit must be at least 1".into());
+        }
+        if window == Nanos::ZERO {
+            return Err("window must be longer than zero".into());
+        }
+        Ok(SlidingWindow { limit, window })
+    }
+
+    /// (window index, cur, prev) as they stand at `now`.
+    fn roll(&self, s: &SlidingWindowState, now: Nanos) -> (u64, u64, u64) {
+        let idx = now.0 / self.window.0;
+        if idx == s.idx {
+            (idx, s.cur, s.prev)
+        } else if idx == s.idx + 1 {
+            (idx, 0, s.cur)
+        } else {
+            (idx, 0, 0)
+        }
+    }
+
+    /// floor(prev · (W − e) / W).
+    fn weighted(&self, prev: u64, e: u64) -> u64 {
+        let w = u128::from(self.window.0);
+        (u128::from(prev) * (w - u128::from(e)) / w) as u64
+    }
+
+    /// Smallest offset e in [0, W) with floor(prev·(W−e)/W) ≤ room, if any.
+    fn first_offset(&self, prev: u64, room: u64) -> Option<u64> {
+        if prev == 0 {
+            return Some(0);
+        }
+        let w = u128::from(self.window.0);
+        // floor(p(W−e)/W) ≤ r  ⟺  p(W−e) ≤ (r+1)W − 1  ⟺  e ≥ W − ⌊((r+1)W − 1)/p⌋
+        let span = ((u128::from(room) + 1) * w - 1) / u128::from(prev);
+        let e = w.saturating_sub(span);
+        (e < w).then_some(e as u64)
+    }
+}
+
+/// Units admitted in window `idx` (`cur`) and in window `idx − 1` (`prev`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct SlidingWindowState {
+    pub idx: u64,
+    pub cur: u64,
+    pub prev: u64,
+}
+
+impl Policy for SlidingWindow {
+    type State = SlidingWindowState;
+
+    fn check(&self, s: &SlidingWindowState, now: Nanos, cost: u64) -> Decision {
+        if cost > self.limit {
+            return Decision::Refuse { retry_at: None };
+        }
+        let (idx, cur, prev) = self.roll(s, now);
+        let e = now.0 % self.window.0;
+        if self.weighted(prev, e) + cur + cost <= self.limit {
+            return Decision::Admit { release: now };
+        }
+        let w = self.window.0;
+        let retry = match (self.limit - cost).checked_sub(cur) {
+            Some(room) => self
+                .first_offset(prev, room)
+                .map(|e| idx * w + e)
+                .filter(|&t| t > now.0),
+            None => None,
+        }
+        .or_else(|| {
+            // Next window: this one's count becomes `prev`, nothing current.
+            self.first_offset(cur, self.limit - cost)
+                .map(|e| (idx + 1) * w + e)
+        })
+        .unwrap_or((idx + 2) * w);
+        Decision::Refuse {
+            retry_at: Some(Nanos(retry)),
+        }
+    }
+
+    fn admit(&self, s: &mut SlidingWindowState, now: Nanos, cost: u64) {
+        let (idx, cur, prev) = self.roll(s, now);
+        *s = SlidingWindowState {
+            idx,
+            cur: cur + cost,
+            prev,
+        };
+    }
+
+    fn is_neutral(&self, s: &SlidingWindowState, now: Nanos) -> bool {
+        let (_, cur, prev) = self.roll(s, now);
+        cur == 0 && prev == 0
+    }
+
+    fn level(&self, s: &SlidingWindowState, now: Nanos) -> u64 {
+        let (_, cur, prev) = self.roll(s, now);
+        self.weighted(prev, now.0 % self.window.0) + cur
+    }
+}

@@ -1,0 +1,440 @@
+//! Policy specs: `NAME[:PARAM=VALUE,...]` with flags as bare words, any spec
+//! may carry `label=NAME` and `key=COLUMN` (`key=none`: one global bucket),
+//! and specs joined with `+` form one [`Stack`]. A spec that parses builds a
+//! valid policy: every error names the bad part and lists what is valid.
+
+use super::fixed_window::{Align, CountMode, FixedWindow};
+use super::gcra::Gcra;
+use super::keyed::{Keyed, Limiter, Stack};
+use super::leaky_bucket::LeakyBucket;
+use super::nginx::{NginxLimitReq, parse_nginx_rate};
+use super::shaper::{Shaper, ShaperBound};
+use super::sliding_log::SlidingLog;
+use super::sliding_window::SlidingWindow;
+use super::token_bucket::TokenBucket;
+use crate::rate::{Rate, parse_duration, parse_rate};
+use crate::time::Nanos;
+use std::fmt;
+
+/// The policy names, as written in specs.
+pub const POLICY_NAMES: [&str; 8] = [
+    "token-bucket",
+    "leaky-bucket",
+    "gcra",
+    "shaper",
+    "fixed-window",
+    "sliding-window",
+    "sliding-log",
+    "nginx",
+];
+
+/// A spec error: which part of which spec, and what to do.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SpecError {
+    pub spec: String,
+    pub message: String,
+}
+
+impl fmt::Display for SpecError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid policy '{}': {}", self.spec, self.message)
+    }
+}
+
+impl std::error::Error for SpecError {}
+
+/// One validated policy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PolicyConfig {
+    TokenBucket(TokenBucket),
+    LeakyBucket(LeakyBucket),
+    Gcra(Gcra),
+    Shaper(Shaper),
+    FixedWindow(FixedWindow),
+    SlidingWindow(SlidingWindow),
+    SlidingLog(SlidingLog),
+    Nginx(NginxLimitReq),
+}
+
+impl PolicyConfig {
+    /// The policy with empty per-key state.
+    pub fn build(&self) -> Box<dyn Limiter> {
+        match *self {
+            PolicyConfig::TokenBucket(p) => Box::new(Keyed::new(p)),
+            PolicyConfig::LeakyBucket(p) => Box::new(Keyed::new(p)),
+            PolicyConfig::Gcra(p) => Box::new(Keyed::new(p)),
+            PolicyConfig::Shaper(p) => Box::new(Keyed::new(p)),
+            PolicyConfig::FixedWindow(p) => Box::new(Keyed::new(p)),
+            PolicyConfig::SlidingWindow(p) => Box::new(Keyed::new(p)),
+            PolicyConfig::SlidingLog(p) => Box::new(Keyed::new(p)),
+            PolicyConfig::Nginx(p) => Box::new(Keyed::new(p)),
+        }
+    }
+}
+
+/// Which key a member counts by.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum KeyChoice {
+    /// The driver's key (`--key-column` in audit; one bucket without it).
+    Default,
+    /// `key=COLUMN`: this column's value.
+    Column(String),
+    /// `key=none`: one global bucket.
+    Global,
+}
+
+/// One member of a spec (one `+`-separated part).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Member {
+    pub config: PolicyConfig,
+    pub key: KeyChoice,
+    /// The member's text as written.
+    pub text: String,
+}
+
+/// A whole spec: one member, or a `+` stack.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spec {
+    /// The spec as written (trimmed).
+    pub text: String,
+    /// `label=` if given, else the text.
+    pub label: String,
+    pub members: Vec<Member>,
+}
+
+impl Spec {
+    /// The members with empty state, as one stack.
+    pub fn build(&self) -> Stack {
+        Stack::new(self.members.iter().map(|m| m.config.build()).collect())
+    }
+}
+
+fn params_of(name: &str) -> &'static [&'static str] {
+    match name {
+        "token-bucket" | "gcra" => &["rate", "burst"],
+        "leaky-bucket" => &["rate", "capacity"],
+        "shaper" => &["rate", "burst", "max-wait"],
+        "fixed-window" => &["limit", "window", "align", "count"],
+        "sliding-window" | "sliding-log" => &["limit", "window"],
+        "nginx" => &["rate", "burst", "delay", "nodelay"],
+        _ => &[],
+    }
+}
+
+/// Parses one spec (possibly a `+` stack).
+pub fn parse_spec(text: &str) -> Result<Spec, SpecError> {
+    let text = text.trim();
+    let err = |message: String| SpecError {
+        spec: text.to_string(),
+        message,
+    };
+    if text.is_empty() {
+        return Err(err(format!(
+            "empty spec; write NAME[:PARAM=VALUE,...], NAME one of {}",
+            POLICY_NAMES.join(", ")
+        )));
+    }
+    let mut label = None;
+    let mut members = Vec::new();
+    for part in text.split('+') {
+        let (member, l) = parse_member(part.trim()).map_err(&err)?;
+        if let Some(l) = l {
+            if label.is_some() {
+                return Err(err("label= is given twice; give one label per spec".into()));
+            }
+            label = Some(l);
+        }
+        members.push(member);
+    }
+    Ok(Spec {
+        text: text.to_string(),
+        label: label.unwrap_or_else(|| text.to_string()),
+        members,
+    })
+}
+
+/// Parses a `--policies` file: one spec per line, `#` comments and blank
+/// lines ignored. Errors name the line.
+pub fn parse_specs_file(contents: &str) -> Result<Vec<Spec>, (usize, SpecError)> {
+    let mut specs = Vec::new();
+    for (i, line) in contents.lines().enumerate() {
+        let line = line.split('#').next().unwrap_or("").trim();
+        if line.is_empty() {
+            continue;
+        }
+        specs.push(parse_spec(line).map_err(|e| (i + 1, e))?);
+    }
+    Ok(specs)
+}
+
+struct Params<'a> {
+    name: &'a str,
+    values: Vec<(&'a str, Option<&'a str>)>,
+}
+
+impl<'a> Params<'a> {
+    fn take(&mut self, key: &str) -> Option<Option<&'a str>> {
+        let i = self.values.iter().position(|(k, _)| *k == key)?;
+        Some(self.values.remove(i).1)
+    }
+
+    fn value(&mut self, key: &str) -> Result<Option<&'a str>, String> {
+        match self.take(key) {
+            None => Ok(None),
+            Some(Some(v)) => Ok(Some(v)),
+            Some(None) => Err(format!("'{key}' needs a value: {key}=VALUE")),
+        }
+    }
+
+    fn required(&mut self, key: &str, example: &str) -> Result<&'a str, String> {
+        self.value(key)?
+            .ok_or_else(|| format!("{} needs {key}= (for example {example})", self.name))
+    }
+
+    fn rate(&mut self) -> Result<Rate, String> {
+        let v = self.required("rate", &format!("{}:rate=5/s", self.name))?;
+        parse_rate(v).map_err(|e| e.to_string())
+    }
+
+    fn count(&mut self, key: &str, default: Option<u64>) -> Result<u64, String> {
+        let v = match self.value(key)? {
+            Some(v) => v,
+            None => {
+                return default
+                    .ok_or_else(|| format!("{} needs {key}= (for example {key}=10)", self.name));
+            }
+        };
+        v.parse::<u64>()
+            .ok()
+            .filter(|n| *n <= 1_000_000_000)
+            .ok_or_else(|| format!("{key}='{v}' is not a whole number from 0 to 1000000000"))
+    }
+
+    fn duration(&mut self, key: &str) -> Result<Option<Nanos>, String> {
+        self.value(key)?
+            .map(|v| parse_duration(v).map_err(|e| format!("{key}: {e}")))
+            .transpose()
+    }
+
+    fn finish(self) -> Result<(), String> {
+        if let Some((k, _)) = self.values.first() {
+            return Err(format!(
+                "unknown parameter '{k}' for {}; valid: {}, label, key",
+                self.name,
+                params_of(self.name).join(", ")
+            ));
+        }
+        Ok(())
+    }
+}
+
+fn positive(n: u64, what: &str) -> Result<u64, String> {
+    if n == 0 {
+        Err(format!("{what} must be at least 1"))
+    } else {
+        Ok(n)
+    }
+}
+
+fn parse_member(text: &str) -> Result<(Member, Option<String>), String> {
+    let (name, rest) = match text.split_once(':') {
+        Some((n, r)) => (n.trim(), r),
+        None => (text.trim(), ""),
+    };
+    if !POLICY_NAMES.contains(&name) {
+        let shown = if name.is_empty() { "(empty)" } else { name };
+        return Err(format!(
+            "unknown policy '{shown}'; valid: {}",
+            POLICY_NAMES.join(", ")
+        ));
+    }
+    let mut values = Vec::new();
+    for item in rest.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (k, v) = match item.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(v.trim())),
+            None => (item, None),
+        };
+        if values.iter().any(|(seen, _)| *seen == k) {
+            return Err(format!("'{k}' is given twice"));
+        }
+        values.push((k, v));
+    }
+    let mut p = Params { name, values };
+    let label = p.value("label")?.map(str::to_string);
+    if label.as_deref() == Some("") {
+        return Err("label= needs a name".into());
+    }
+    let key = match p.value("key")? {
+        None => KeyChoice::Default,
+        Some("none") => KeyChoice::Global,
+        Some("") => return Err("key= needs a column name or index, or none".into()),
+        Some(c) => KeyChoice::Column(c.to_string()),
+    };
+    let config = match name {
+        "token-bucket" => {
+            let rate = p.rate()?;
+            let burst = positive(p.count("burst", Some(1))?, "burst")?;
+            PolicyConfig::TokenBucket(TokenBucket::new(rate, burst)?)
+        }
+        "gcra" => {
+            let rate = p.rate()?;
+            let burst = positive(p.count("burst", Some(1))?, "burst")?;
+            PolicyConfig::Gcra(Gcra::new(rate, burst)?)
+        }
+        "leaky-bucket" => {
+            let rate = p.rate()?;
+            let cap = positive(p.count("capacity", Some(1))?, "capacity")?;
+            PolicyConfig::LeakyBucket(LeakyBucket::new(rate, cap)?)
+        }
+        "shaper" => {
+            let rate = p.rate()?;
+            let has_burst = p.values.iter().any(|(k, _)| *k == "burst");
+            let burst = p.count("burst", Some(0))?;
+            let bound = match p.duration("max-wait")? {
+                Some(_) if has_burst => {
+                    return Err("give burst= or max-wait=, not both".into());
+                }
+                Some(w) => ShaperBound::MaxWait(w),
+                None => ShaperBound::Burst(burst),
+            };
+            PolicyConfig::Shaper(Shaper::new(rate, bound))
+        }
+        "fixed-window" | "sliding-window" | "sliding-log" => {
+            let limit = positive(p.count("limit", None)?, "limit")?;
+            let window = p.duration("window")?.ok_or_else(|| {
+                format!("{name} needs window= (for example {name}:limit=100,window=1m)")
+            })?;
+            match name {
+                "fixed-window" => {
+                    let align = match p.value("align")? {
+                        None | Some("epoch") => Align::Epoch,
+                        Some("first-hit") => Align::FirstHit,
+                        Some(v) => {
+                            return Err(format!("align='{v}': valid: epoch, first-hit"));
+                        }
+                    };
+                    let count = match p.value("count")? {
+                        None | Some("admitted") => CountMode::Admitted,
+                        Some("all") => CountMode::All,
+                        Some(v) => return Err(format!("count='{v}': valid: admitted, all")),
+                    };
+                    PolicyConfig::FixedWindow(FixedWindow::new(limit, window, align, count)?)
+                }
+                "sliding-window" => PolicyConfig::SlidingWindow(SlidingWindow::new(limit, window)?),
+                _ => PolicyConfig::SlidingLog(SlidingLog::new(limit, window)?),
+            }
+        }
+        "nginx" => {
+            let v = p.required("rate", "nginx:rate=10r/s,burst=5")?;
+            let rate = parse_nginx_rate(v)?;
+            let burst = p.count("burst", Some(0))?;
+            let nodelay = match p.take("nodelay") {
+                None => false,
+                Some(None) => true,
+                Some(Some(_)) => return Err("nodelay is a flag: write it without a value".into()),
+            };
+            let delay = p.count("delay", Some(0))?;
+            let delay = if nodelay {
+                if delay != 0 {
+                    return Err("give delay= or nodelay, not both".into());
+                }
+                None
+            } else {
+                Some(delay)
+            };
+            PolicyConfig::Nginx(NginxLimitReq::new(rate, burst, delay))
+        }
+        _ => unreachable!("name checked against POLICY_NAMES"),
+    };
+    p.finish()?;
+    Ok((
+        Member {
+            config,
+            key,
+            text: text.to_string(),
+        },
+        label,
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn err(t: &str) -> String {
+        parse_spec(t).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn parses_each_policy_with_defaults() {
+        let s = parse_spec("token-bucket:rate=5/s").unwrap();
+        assert_eq!(s.label, "token-bucket:rate=5/s");
+        assert!(matches!(s.members[0].config, PolicyConfig::TokenBucket(_)));
+        let s = parse_spec("shaper:rate=1/s,max-wait=3s,label=slow,key=none").unwrap();
+        assert_eq!(s.label, "slow");
+        assert_eq!(s.members[0].key, KeyChoice::Global);
+        match s.members[0].config {
+            PolicyConfig::Shaper(sh) => {
+                assert_eq!(sh.bound(), ShaperBound::MaxWait(Nanos::from_secs(3)))
+            }
+            _ => panic!(),
+        }
+        for t in [
+            "leaky-bucket:rate=3/s",
+            "gcra:rate=7/s,burst=4",
+            "fixed-window:limit=10,window=1m,align=first-hit,count=all",
+            "sliding-window:limit=10,window=1m",
+            "sliding-log:limit=10,window=1s",
+            "nginx:rate=30r/m,burst=2,nodelay",
+            "nginx:rate=10,burst=6,delay=3",
+        ] {
+            parse_spec(t).unwrap();
+        }
+    }
+
+    #[test]
+    fn stacks_and_keys() {
+        let s = parse_spec("nginx:rate=2r/s,burst=2,delay=1,key=client + nginx:rate=10r/s,burst=2,key=none,label=both").unwrap();
+        assert_eq!(s.members.len(), 2);
+        assert_eq!(s.members[0].key, KeyChoice::Column("client".into()));
+        assert_eq!(s.members[1].key, KeyChoice::Global);
+        assert_eq!(s.label, "both");
+    }
+
+    #[test]
+    fn errors_name_the_bad_part() {
+        assert!(err("bucket:rate=5/s").contains("unknown policy 'bucket'; valid: token-bucket"));
+        assert!(err("gcra").contains("gcra needs rate="));
+        assert!(
+            err("gcra:rate=5/s,brust=3")
+                .contains("unknown parameter 'brust' for gcra; valid: rate, burst")
+        );
+        assert!(err("gcra:rate=fast").contains("invalid rate 'fast'"));
+        assert!(err("gcra:rate=5/s,burst=0").contains("burst must be at least 1"));
+        assert!(err("gcra:rate=5/s,burst=-1").contains("burst='-1'"));
+        assert!(err("shaper:rate=5/s,burst=2,max-wait=1s").contains("not both"));
+        assert!(err("fixed-window:limit=5").contains("needs window="));
+        assert!(
+            err("fixed-window:limit=5,window=1m,align=hour").contains("valid: epoch, first-hit")
+        );
+        assert!(err("nginx:rate=0.5r/s").contains("invalid nginx rate '0.5r/s'"));
+        assert!(err("nginx:rate=5r/h").contains("invalid nginx rate"));
+        assert!(err("nginx:rate=0r/s").contains("invalid nginx rate"));
+        assert!(err("nginx:rate=5r/s,delay=1,nodelay").contains("not both"));
+        assert!(
+            err("gcra:rate=5/s,label=a + gcra:rate=1/s,label=b").contains("label= is given twice")
+        );
+        assert!(err("gcra:rate=5/s,rate=6/s").contains("given twice"));
+        assert!(err("").contains("empty spec"));
+    }
+
+    #[test]
+    fn specs_file_skips_comments_and_names_lines() {
+        let ok =
+            parse_specs_file("# limits\n\ngcra:rate=5/s  # per client\nshaper:rate=1/s\n").unwrap();
+        assert_eq!(ok.len(), 2);
+        let (line, e) = parse_specs_file("gcra:rate=5/s\n\nbogus\n").unwrap_err();
+        assert_eq!(line, 3);
+        assert!(e.to_string().contains("unknown policy 'bogus'"));
+    }
+}

@@ -1,0 +1,688 @@
+//! Vectors from the seeds, hand-worked boundary tables, and seeded
+//! randomised properties over the whole core.
+
+use super::nginx::{NginxRate, NginxState};
+use super::shaper::ShaperBound;
+use super::*;
+use crate::rate::{Rate, parse_rate};
+use crate::time::Nanos;
+
+const MS: u64 = 1_000_000;
+const S: u64 = 1_000_000_000;
+
+fn rate(t: &str) -> Rate {
+    parse_rate(t).unwrap()
+}
+
+fn admit(now: u64) -> Decision {
+    Decision::Admit {
+        release: Nanos(now),
+    }
+}
+
+fn refuse(at: u64) -> Decision {
+    Decision::Refuse {
+        retry_at: Some(Nanos(at)),
+    }
+}
+
+/// Runs `(instant ns, cost)` requests through one key of `p`.
+fn run<P: Policy>(p: &P, reqs: &[(u64, u64)]) -> Vec<Decision> {
+    let mut s = P::State::default();
+    reqs.iter()
+        .map(|&(t, c)| p.decide(&mut s, Nanos(t), c))
+        .collect()
+}
+
+fn admits(ds: &[Decision]) -> Vec<bool> {
+    ds.iter().map(|d| d.is_admit()).collect()
+}
+
+/// splitmix64: a small seeded generator for reproducible properties.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+        z ^ (z >> 31)
+    }
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const RATES: [&str; 7] = [
+    "3/s", "7/s", "1/200ms", "300/min", "7/min", "1000/s", "13/10s",
+];
+
+/// A gap between arrivals: often zero, often a fraction of an interval,
+/// sometimes several intervals.
+fn gap(rng: &mut Rng, r: Rate) -> u64 {
+    let t = r.interval_ceil().0;
+    match rng.below(6) {
+        0 => 0,
+        1 => rng.below(3),
+        2 => rng.below(t / 3 + 1),
+        3 => rng.below(t + 1),
+        4 => t - 1 + rng.below(3),
+        _ => rng.below(4 * t + 1),
+    }
+}
+
+// ---- seeds -------------------------------------------------------------
+
+#[test]
+fn seed_004_capacity_three_leak_one_per_tick() {
+    let lb = LeakyBucket::new(rate("1/s"), 3).unwrap();
+    let ds = run(&lb, &[(0, 1), (0, 1), (0, 1), (0, 1), (S, 1)]);
+    assert_eq!(admits(&ds), [true, true, true, false, true]);
+}
+
+#[test]
+fn seed_002_water_level_walk() {
+    let lb = LeakyBucket::new(rate("1/s"), 3).unwrap();
+    let ds = run(
+        &lb,
+        &[(0, 1), (0, 1), (0, 1), (0, 1), (0, 1), (1000 * MS, 1)],
+    );
+    assert_eq!(admits(&ds), [true, true, true, false, false, true]);
+    // Half a second leaks half a unit: still no room.
+    let ds = run(&lb, &[(0, 1), (0, 1), (0, 1), (500 * MS, 1)]);
+    assert_eq!(ds[3], refuse(S));
+}
+
+#[test]
+fn seed_000_boundary_at_334_ms() {
+    let r = rate("3/s");
+    let lb = LeakyBucket::new(r, 1).unwrap();
+    let tb = TokenBucket::new(r, 1).unwrap();
+    let g = Gcra::new(r, 1).unwrap();
+    let reqs = [(0, 1), (333 * MS, 1), (334 * MS, 1)];
+    let want = [admit(0), refuse(333_333_334), admit(334 * MS)];
+    assert_eq!(run(&lb, &reqs), want);
+    assert_eq!(run(&tb, &reqs), want);
+    assert_eq!(run(&g, &reqs), want);
+}
+
+#[test]
+fn seed_003_shaper_schedule_and_retry_after() {
+    // interval 2 s, burst 2: the limit on the delay is 4 s.
+    let sh = Shaper::new(rate("1/2s"), ShaperBound::Burst(2));
+    let mut s = ShaperState::default();
+    let d = |s: &mut ShaperState, t: u64| sh.decide(s, Nanos(t), 1);
+    // An idle client: one immediate release, then one per interval.
+    assert_eq!(d(&mut s, 0), admit(0));
+    assert_eq!(d(&mut s, 0), admit(2 * S));
+    assert_eq!(d(&mut s, 0), admit(4 * S));
+    // Full: release would be 6 s, a delay of 6 s > 4 s. Retry-After =
+    // release − burst·interval − now = 6 − 4 − 0 = 2 s.
+    let refused = d(&mut s, 0);
+    assert_eq!(refused, refuse(2 * S));
+    // A refusal does not move the schedule: the same answer again.
+    assert_eq!(d(&mut s, 0), refused);
+    assert_eq!(d(&mut s, S), refuse(2 * S));
+    let Decision::Refuse { retry_at: Some(at) } = refused else {
+        unreachable!()
+    };
+    assert_eq!(at.saturating_sub(Nanos(0)).ceil_secs(), 2);
+    assert!(!sh.check(&s, Nanos(2 * S - 1), 1).is_admit());
+    assert_eq!(d(&mut s, 2 * S), admit(6 * S));
+    // Idle time is not banked: after a long pause, one at once, then spaced.
+    assert_eq!(d(&mut s, 100 * S), admit(100 * S));
+    assert_eq!(d(&mut s, 100 * S), admit(102 * S));
+    // Retry-After shown in whole seconds rounds up.
+    let sh = Shaper::new(rate("1/1500ms"), ShaperBound::Burst(0));
+    let mut s = ShaperState::default();
+    d2(&sh, &mut s);
+    fn d2(sh: &Shaper, s: &mut ShaperState) {
+        assert_eq!(sh.decide(s, Nanos(0), 1), admit(0));
+        let Decision::Refuse { retry_at: Some(at) } = sh.decide(s, Nanos(0), 1) else {
+            panic!("expected a refusal")
+        };
+        assert_eq!(at, Nanos(1_500_000_000));
+        assert_eq!(at.ceil_secs(), 2);
+    }
+}
+
+// ---- randomised equivalences -------------------------------------------
+
+#[test]
+fn token_bucket_leaky_bucket_gcra_are_one_algorithm() {
+    let mut rng = Rng(0x5eed_0001);
+    let mut decisions = 0;
+    for case in 0..200 {
+        let r = rate(RATES[case % RATES.len()]);
+        let b = 1 + rng.below(8);
+        let tb = TokenBucket::new(r, b).unwrap();
+        let lb = LeakyBucket::new(r, b).unwrap();
+        let g = Gcra::new(r, b).unwrap();
+        let (mut st, mut sl, mut sg) = Default::default();
+        let mut now = 1_700_000_000 * S + rng.below(S);
+        for _ in 0..150 {
+            now += gap(&mut rng, r);
+            let cost = 1 + rng.below(b + 1);
+            let a = tb.decide(&mut st, Nanos(now), cost);
+            assert_eq!(a, lb.decide(&mut sl, Nanos(now), cost), "{r} burst {b}");
+            assert_eq!(a, g.decide(&mut sg, Nanos(now), cost), "{r} burst {b}");
+            decisions += 1;
+        }
+    }
+    assert!(decisions >= 20_000);
+}
+
+#[test]
+fn shaper_admits_as_gcra_with_one_more_burst_and_waits_until_tat() {
+    let mut rng = Rng(0x5eed_0002);
+    let mut decisions = 0;
+    for case in 0..200 {
+        let r = rate(RATES[case % RATES.len()]);
+        let b = rng.below(8);
+        let sh = Shaper::new(r, ShaperBound::Burst(b));
+        let g = Gcra::new(r, b + 1).unwrap();
+        let (mut ss, mut sg) = (ShaperState::default(), gcra::GcraState::default());
+        let mut now = rng.below(S);
+        for _ in 0..150 {
+            now += gap(&mut rng, r);
+            let cost = 1 + rng.below(b + 2);
+            let tat_before = sg.tat;
+            let a = sh.decide(&mut ss, Nanos(now), cost);
+            let e = g.decide(&mut sg, Nanos(now), cost);
+            assert_eq!(a.is_admit(), e.is_admit(), "{r} burst {b} cost {cost}");
+            if a.is_admit() {
+                let tat = r.unscale_ceil(tat_before);
+                assert_eq!(a.wait(Nanos(now)), tat.saturating_sub(Nanos(now)));
+            } else {
+                assert_eq!(a, e, "retry times agree too");
+            }
+            decisions += 1;
+        }
+    }
+    assert!(decisions >= 20_000);
+}
+
+// ---- properties ----------------------------------------------------------
+
+/// Every policy at (rate, b), with the largest cost each can ever admit.
+fn all_policies(r: Rate, b: u64) -> Vec<(String, PolicyConfig, u64)> {
+    let w = Nanos(r.per().0 * 3);
+    let max_wait = Nanos(r.per().0 * b / 2 + 1);
+    let wait_fits = (r.scale(max_wait) / r.intervals(1)) as u64 + 1;
+    [
+        format!("token-bucket:rate={r},burst={b}"),
+        format!("leaky-bucket:rate={r},capacity={b}"),
+        format!("gcra:rate={r},burst={b}"),
+        format!("shaper:rate={r},burst={b}"),
+        format!("shaper:rate={r},max-wait={}ns", max_wait.0),
+        format!("fixed-window:limit={b},window={}ns", w.0),
+        format!(
+            "fixed-window:limit={b},window={}ns,align=first-hit,count=all",
+            w.0
+        ),
+        format!("sliding-window:limit={b},window={}ns", w.0),
+        format!("sliding-log:limit={b},window={}ns", w.0),
+    ]
+    .into_iter()
+    .map(|t| {
+        let c = parse_spec(&t).unwrap().members[0].config;
+        let fits = match c {
+            PolicyConfig::Shaper(s) if matches!(s.bound(), ShaperBound::Burst(_)) => b + 1,
+            PolicyConfig::Shaper(_) => wait_fits,
+            _ => b,
+        };
+        (t, c, fits)
+    })
+    .collect()
+}
+
+#[test]
+fn a_retry_time_is_the_first_instant_that_admits() {
+    let mut rng = Rng(0x5eed_0003);
+    let mut checked = 0;
+    for case in 0..60 {
+        let r = rate(RATES[case % RATES.len()]);
+        let b = 1 + rng.below(6);
+        for (text, config, fits) in all_policies(r, b) {
+            let mut lim = config.build();
+            let mut now = 1_600_000_000 * S + rng.below(S);
+            for _ in 0..120 {
+                now += gap(&mut rng, r);
+                let cost = 1 + rng.below(fits + 1);
+                let d = lim.decide(0, Nanos(now), cost);
+                if let Decision::Refuse { retry_at } = d {
+                    if cost > fits {
+                        assert_eq!(retry_at, None, "{text}: cost {cost} can never fit");
+                        continue;
+                    }
+                    let at = retry_at.unwrap_or_else(|| panic!("{text}: no retry for {cost}"));
+                    assert!(at > Nanos(now), "{text}");
+                    assert!(
+                        lim.check(0, at, cost).is_admit(),
+                        "{text}: refused at retry {at:?}"
+                    );
+                    assert!(
+                        !lim.check(0, Nanos(at.0 - 1), cost).is_admit(),
+                        "{text}: admitted 1 ns before retry {at:?}"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 5_000, "{checked}");
+}
+
+#[test]
+fn bucket_admits_in_any_window_stay_under_burst_plus_rate_times_window() {
+    let mut rng = Rng(0x5eed_0004);
+    for case in 0..140 {
+        let r = rate(RATES[case % RATES.len()]);
+        let b = 1 + rng.below(8);
+        let g = Gcra::new(r, b).unwrap();
+        let mut s = Default::default();
+        let mut now = rng.below(S);
+        let mut admitted: Vec<(u64, u64)> = Vec::new();
+        for _ in 0..150 {
+            now += gap(&mut rng, r);
+            let cost = 1 + rng.below(b);
+            if g.decide(&mut s, Nanos(now), cost).is_admit() {
+                admitted.push((now, cost));
+            }
+        }
+        for j in 0..admitted.len() {
+            let mut units = 0u128;
+            for i in (0..=j).rev() {
+                units += u128::from(admitted[i].1);
+                let w = admitted[j].0 - admitted[i].0;
+                // units ≤ b + rate·w, exactly: units·per ≤ b·per + w·count
+                assert!(
+                    units * u128::from(r.per().0) <= r.intervals(b) + r.scale(Nanos(w)),
+                    "{r} burst {b}: {units} units in {w} ns"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn an_oversized_cost_is_refused_forever_and_leaves_the_key_usable() {
+    for (text, config, fits) in all_policies(rate("5/s"), 3) {
+        let mut lim = config.build();
+        assert_eq!(
+            lim.decide(0, Nanos(0), fits + 1),
+            Decision::Refuse { retry_at: None },
+            "{text}"
+        );
+        assert!(lim.decide(0, Nanos(0), 1).is_admit(), "{text}");
+    }
+    let n = NginxLimitReq::new(NginxRate::PerSec(5), 2, None);
+    let mut s = NginxState::default();
+    assert_eq!(
+        n.decide(&mut s, Nanos(0), 4),
+        Decision::Refuse { retry_at: None }
+    );
+    assert!(n.decide(&mut s, Nanos(0), 1).is_admit());
+}
+
+// ---- window policies: hand-worked boundaries -----------------------------
+
+#[test]
+fn fixed_window_boundaries() {
+    let spec = |t: &str| match parse_spec(t).unwrap().members[0].config {
+        PolicyConfig::FixedWindow(f) => f,
+        _ => unreachable!(),
+    };
+    // epoch windows of 10 s, limit 2
+    let f = spec("fixed-window:limit=2,window=10s");
+    let ds = run(
+        &f,
+        &[
+            (3 * S, 1),
+            (9 * S, 1),
+            (10 * S - 1, 1),
+            (10 * S, 1),
+            (12 * S, 2),
+        ],
+    );
+    assert_eq!(
+        ds,
+        [
+            admit(3 * S),
+            admit(9 * S),
+            refuse(10 * S),
+            admit(10 * S),
+            refuse(20 * S)
+        ]
+    );
+    // first-hit: the window opens at the first hit and lasts 10 s
+    let f = spec("fixed-window:limit=2,window=10s,align=first-hit");
+    let ds = run(
+        &f,
+        &[
+            (3 * S, 1),
+            (9 * S, 1),
+            (12 * S, 1),
+            (13 * S - 1, 1),
+            (13 * S, 1),
+        ],
+    );
+    assert_eq!(
+        ds,
+        [
+            admit(3 * S),
+            admit(9 * S),
+            refuse(13 * S),
+            refuse(13 * S),
+            admit(13 * S)
+        ]
+    );
+    // count=all: refused hits count too (INCR before compare)
+    let f = spec("fixed-window:limit=2,window=10s,align=first-hit,count=all");
+    let mut s = FixedWindowState::default();
+    for (t, want) in [(0, true), (S, true), (2 * S, false)] {
+        assert_eq!(f.decide(&mut s, Nanos(t), 1).is_admit(), want);
+    }
+    assert_eq!(s.count, 3);
+    assert_eq!(f.level(&s, Nanos(3 * S)), 3);
+    assert_eq!(f.level(&s, Nanos(10 * S)), 0);
+}
+
+use fixed_window::FixedWindowState;
+use shaper::ShaperState;
+
+#[test]
+fn sliding_window_floor_rule() {
+    let f = match parse_spec("sliding-window:limit=10,window=10s")
+        .unwrap()
+        .members[0]
+        .config
+    {
+        PolicyConfig::SlidingWindow(f) => f,
+        _ => unreachable!(),
+    };
+    // 10 admitted in window [0,10 s).
+    let mut reqs: Vec<(u64, u64)> = (0..10).map(|i| (i * S / 2, 1)).collect();
+    // At 10 s (e = 0) the previous window weighs fully: floor(10·10/10) = 10.
+    reqs.push((10 * S, 1));
+    // At 11 s (e = 1 s): floor(10·9/10) = 9, 9 + 0 + 1 ≤ 10: admitted.
+    reqs.push((11 * S, 1));
+    // At 11.5 s: floor(10·8.5/10) = floor(8.5) = 8; 8 + 1 + 1 ≤ 10: admitted
+    // (the floor rule; exact weighting would refuse at 8.5 + 2 > 10).
+    reqs.push((11 * S + S / 2, 1));
+    // Same instant again: 8 + 2 + 1 = 11 > 10; retry where floor(10·(W−e)/W) ≤ 7,
+    // i.e. 10·(10 s − e) < 80 s  ⟹  e > 2 s: first ns is e = 2 s + 1 ns.
+    reqs.push((11 * S + S / 2, 1));
+    let ds = run(&f, &reqs);
+    assert!(admits(&ds[..10]).iter().all(|a| *a));
+    assert_eq!(ds[10], refuse(10 * S + 1));
+    assert_eq!(ds[11], admit(11 * S));
+    assert_eq!(ds[12], admit(11 * S + S / 2));
+    assert_eq!(ds[13], refuse(12 * S + 1));
+    // Two windows later the past no longer counts at all.
+    let mut s = Default::default();
+    for _ in 0..10 {
+        f.decide(&mut s, Nanos(0), 1);
+    }
+    assert!(f.is_neutral(&s, Nanos(20 * S)));
+    assert!(!f.is_neutral(&s, Nanos(20 * S - 1)));
+}
+
+#[test]
+fn sliding_log_entry_exactly_w_old_still_counts() {
+    let f = match parse_spec("sliding-log:limit=2,window=10s")
+        .unwrap()
+        .members[0]
+        .config
+    {
+        PolicyConfig::SlidingLog(f) => f,
+        _ => unreachable!(),
+    };
+    let ds = run(
+        &f,
+        &[
+            (0, 1),
+            (4 * S, 1),
+            (10 * S, 1),
+            (10 * S + 1, 1),
+            (14 * S, 1),
+            (14 * S + 1, 1),
+        ],
+    );
+    assert_eq!(
+        ds,
+        [
+            admit(0),
+            admit(4 * S),
+            refuse(10 * S + 1), // the entry at 0 is exactly 10 s old: counts
+            admit(10 * S + 1),
+            refuse(14 * S + 1),
+            admit(14 * S + 1),
+        ]
+    );
+    // Cost 2 needs both old entries gone: retry after the younger expires.
+    let ds = run(&f, &[(0, 1), (3 * S, 1), (5 * S, 2)]);
+    assert_eq!(ds[2], refuse(13 * S + 1));
+}
+
+// ---- per-key state -----------------------------------------------------
+
+#[test]
+fn neutral_keys_are_forgotten() {
+    let config = parse_spec("gcra:rate=10/s,burst=2").unwrap().members[0].config;
+    let mut lim = config.build();
+    // 100k keys, each hit once, 1 ms apart: each is neutral 100 ms later.
+    for k in 0..100_000u64 {
+        assert!(lim.decide(k, Nanos(k * MS), 1).is_admit());
+    }
+    assert!(lim.tracked() < 10_000, "{} keys held", lim.tracked());
+    // A forgotten key behaves exactly as a fresh one.
+    assert!(lim.decide(3, Nanos(100_000 * MS), 2).is_admit());
+}
+
+// ---- nginx ---------------------------------------------------------------
+
+fn nginx(t: &str) -> NginxLimitReq {
+    match parse_spec(t).unwrap().members[0].config {
+        PolicyConfig::Nginx(n) => n,
+        _ => unreachable!(),
+    }
+}
+
+/// (status, delay in ms) of each request, all at `at_ms`.
+fn burst_of(n: &NginxLimitReq, count: usize, at_ms: u64) -> Vec<(&'static str, u64)> {
+    let mut s = NginxState::default();
+    (0..count)
+        .map(|_| {
+            let now = Nanos(at_ms * MS);
+            let d = n.decide(&mut s, now, 1);
+            (d.nginx_status(now), d.wait(now).0 / MS)
+        })
+        .collect()
+}
+
+#[test]
+fn nginx_parses_rates_as_nginx() {
+    assert_eq!(nginx("nginx:rate=7r/m").rate_m(), 116);
+    assert_eq!(nginx("nginx:rate=30r/m").rate_m(), 500);
+    assert_eq!(nginx("nginx:rate=1r/m").rate_m(), 16);
+    assert_eq!(nginx("nginx:rate=5").rate_m(), 5000);
+    assert_eq!(nginx("nginx:rate=10r/s,burst=0"), nginx("nginx:rate=10r/s"));
+    assert_eq!(
+        nginx("nginx:rate=10r/s,burst=4,delay=0"),
+        nginx("nginx:rate=10r/s,burst=4")
+    );
+}
+
+#[test]
+fn nginx_5rs_burst5_ten_at_once() {
+    let got = burst_of(&nginx("nginx:rate=5r/s,burst=5"), 10, 1000);
+    let mut want = vec![("PASSED", 0)];
+    want.extend([200, 400, 600, 800, 1000].map(|d| ("DELAYED", d)));
+    want.extend([("REJECTED", 0); 4]);
+    assert_eq!(got, want);
+    let got = burst_of(&nginx("nginx:rate=5r/s,burst=5,nodelay"), 10, 1000);
+    let mut want = vec![("PASSED", 0); 6];
+    want.extend([("REJECTED", 0); 4]);
+    assert_eq!(got, want);
+}
+
+#[test]
+fn nginx_2rs_burst6_delay3() {
+    let got = burst_of(&nginx("nginx:rate=2r/s,burst=6,delay=3"), 10, 5);
+    let mut want = vec![("PASSED", 0); 4];
+    want.extend([500, 1000, 1500].map(|d| ("DELAYED", d)));
+    want.extend([("REJECTED", 0); 3]);
+    assert_eq!(got, want);
+}
+
+#[test]
+fn nginx_30rm_burst2() {
+    let got = burst_of(&nginx("nginx:rate=30r/m,burst=2"), 10, 7);
+    let mut want = vec![("PASSED", 0), ("DELAYED", 2000), ("DELAYED", 4000)];
+    want.extend([("REJECTED", 0); 7]);
+    assert_eq!(got, want);
+}
+
+#[test]
+fn nginx_7rm_burst2_truncated_rate() {
+    let got = burst_of(&nginx("nginx:rate=7r/m,burst=2"), 3, 0);
+    assert_eq!(got, [("PASSED", 0), ("DELAYED", 8620), ("DELAYED", 17241)]);
+}
+
+#[test]
+fn nginx_burst0_needs_a_full_drain_and_counts_from_the_last_admit() {
+    let n = nginx("nginx:rate=10r/s");
+    let mut s = NginxState::default();
+    assert!(n.decide(&mut s, Nanos(0), 1).is_admit());
+    // 99 ms: e = 0 − 990 + 1000 = 10 > 0 → rejected, retry at 100 ms.
+    assert_eq!(n.decide(&mut s, Nanos(99 * MS), 1), refuse(100 * MS));
+    // The rejection did not move `last`: 100 ms after the admit passes.
+    assert_eq!(
+        n.decide(&mut s, Nanos(100 * MS + 999_999), 1),
+        admit(100 * MS + 999_999)
+    );
+    assert_eq!(s.last, 100);
+}
+
+#[test]
+fn nginx_r_per_minute_loses_the_leak_remainder() {
+    // 30r/m: leak = floor(500·ms/1000) = floor(ms/2). Admitted 1 ms apart,
+    // nothing leaks: the level rises by a whole unit each time.
+    let n = nginx("nginx:rate=30r/m,burst=3,nodelay");
+    let mut s = NginxState::default();
+    for t in 0..4 {
+        assert!(n.decide(&mut s, Nanos(t * MS), 1).is_admit());
+    }
+    assert_eq!(s.excess, 3000);
+    assert_eq!(s.excess_text(), "3.000");
+    assert!(!n.decide(&mut s, Nanos(4 * MS), 1).is_admit());
+    // 1597 ms apart: each admit throws away half a thousandth.
+    let n = nginx("nginx:rate=30r/m,burst=5,nodelay");
+    let mut s = NginxState::default();
+    let mut t = 0;
+    for _ in 0..3 {
+        n.decide(&mut s, Nanos(t * MS), 1);
+        t += 1597;
+    }
+    // e: 0, then 0 − 798 + 1000 = 202, then 202 − 798 + 1000 = 404.
+    assert_eq!(s.excess, 404);
+}
+
+#[test]
+fn nginx_stack_max_not_sum_and_no_charge_on_refusal() {
+    // zf_key: 2r/s burst=2 delay=1 per client; zf_all: 10r/s burst=2, global,
+    // with the client `vip` mapped to an empty global key.
+    let spec = parse_spec("nginx:rate=2r/s,burst=2,delay=1 + nginx:rate=10r/s,burst=2").unwrap();
+    let mut stack = spec.build();
+    const GLOBAL: u64 = 0;
+    let (a, b, c, vip) = (1, 2, 3, 4);
+    let mut go = |client: u64, ms: u64| {
+        let now = Nanos(ms * MS);
+        let global = (client != vip).then_some(GLOBAL);
+        let d = stack.decide(&[Some(client), global], now, 1);
+        (d.nginx_status(now), d.wait(now).0 / MS)
+    };
+    assert_eq!(go(a, 0), ("PASSED", 0));
+    assert_eq!(go(a, 0), ("DELAYED", 100)); // key 0, global 100
+    assert_eq!(go(a, 0), ("DELAYED", 500)); // key 500, global 200: max, not sum 700
+    // Rejected by the first limit (key e = 3000): the global one is not charged.
+    assert_eq!(go(a, 0), ("REJECTED", 0));
+    // Rejected by the second (global e = 3000): b's own limit is not charged.
+    assert_eq!(go(b, 0), ("REJECTED", 0));
+    assert_eq!(go(b, 0), ("REJECTED", 0));
+    assert_eq!(go(b, 0), ("REJECTED", 0));
+    // vip skips the global limit entirely.
+    assert_eq!(go(vip, 0), ("PASSED", 0));
+    // 100 ms later the global level is exactly 2000 again (not 3000): c passes
+    // with the global delay of 200 ms.
+    assert_eq!(go(c, 100), ("DELAYED", 200));
+    // At 300 ms: b was never charged, so its key bucket is fresh.
+    assert_eq!(go(b, 400), ("PASSED", 0));
+    assert_eq!(go(b, 400), ("DELAYED", 100));
+    assert_eq!(go(b, 400), ("DELAYED", 500));
+}
+
+#[test]
+fn nginx_nodelay_admits_as_leaky_bucket_of_burst_plus_one() {
+    let mut rng = Rng(0x5eed_0005);
+    let mut decisions = 0;
+    for case in 0..160 {
+        let n = 1 + (case as u64 % 20) * 3;
+        let b = rng.below(8);
+        let ng = NginxLimitReq::new(NginxRate::PerSec(n), b, None);
+        let lb = LeakyBucket::new(rate(&format!("{n}/s")), b + 1).unwrap();
+        let (mut sn, mut sl) = (NginxState::default(), Default::default());
+        let mut ms = 1_700_000_000_000 + rng.below(1000);
+        let t = 1000 / n + 1;
+        for _ in 0..130 {
+            ms += match rng.below(4) {
+                0 => 0,
+                1 => rng.below(t + 1),
+                2 => t - 1 + rng.below(3),
+                _ => rng.below(3 * t + 1),
+            };
+            let a = ng.decide(&mut sn, Nanos(ms * MS), 1);
+            let e = lb.decide(&mut sl, Nanos(ms * MS), 1);
+            assert_eq!(a.is_admit(), e.is_admit(), "{n}r/s burst={b} at {ms}");
+            assert_eq!(a.wait(Nanos(ms * MS)), Nanos::ZERO);
+            decisions += 1;
+        }
+    }
+    assert!(decisions >= 20_000);
+}
+
+#[test]
+fn nginx_delays_as_the_shaper_to_the_truncated_ms() {
+    let mut rng = Rng(0x5eed_0006);
+    let mut decisions = 0;
+    for case in 0..160 {
+        let n = 1 + (case as u64 % 25) * 2;
+        let b = rng.below(10);
+        let ng = NginxLimitReq::new(NginxRate::PerSec(n), b, Some(0));
+        let sh = Shaper::new(rate(&format!("{n}/s")), ShaperBound::Burst(b));
+        let (mut sn, mut ss) = (NginxState::default(), ShaperState::default());
+        let mut ms = rng.below(1000);
+        let t = 1000 / n + 1;
+        for _ in 0..130 {
+            ms += match rng.below(4) {
+                0 => 0,
+                1 => rng.below(t + 1),
+                2 => t - 1 + rng.below(3),
+                _ => rng.below(3 * t + 1),
+            };
+            let now = Nanos(ms * MS);
+            let a = ng.decide(&mut sn, now, 1);
+            let e = sh.decide(&mut ss, now, 1);
+            assert_eq!(a.is_admit(), e.is_admit(), "{n}r/s burst={b} at {ms}");
+            assert_eq!(
+                a.wait(now).0,
+                e.wait(now).0 / MS * MS,
+                "{n}r/s burst={b} at {ms}"
+            );
+            decisions += 1;
+        }
+    }
+    assert!(decisions >= 20_000);
+}

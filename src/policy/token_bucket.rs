@@ -1,0 +1,81 @@
+//! Token bucket: starts full with `burst` tokens, refills continuously at
+//! `rate` up to `burst`; a request of `cost` c is admitted iff at least c
+//! tokens are there, and spends them.
+//!
+//! Tokens are held in scaled units (one token = `per` units, refill =
+//! elapsed ns · count), so the refill is exact: there is no fractional
+//! carry to lose. A cost above `burst` can never fit and is refused with no
+//! retry time.
+
+use super::{Decision, Policy};
+use crate::rate::Rate;
+use crate::time::Nanos;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TokenBucket {
+    rate: Rate,
+    burst: u64,
+}
+
+impl TokenBucket {
+    /// `burst` ≥ 1 tokens.
+    pub fn new(rate: Rate, burst: u64) -> Result<TokenBucket, String> {
+        if burst == 0 {
+            return Err("burst must be at least 1".into());
+        }
+        Ok(TokenBucket { rate, burst })
+    }
+
+    fn tokens_at(&self, s: &TokenBucketState, now: Nanos) -> u128 {
+        let full = self.rate.intervals(self.burst);
+        if !s.seen {
+            return full;
+        }
+        let elapsed = now.saturating_sub(s.last);
+        (s.tokens + self.rate.scale(elapsed)).min(full)
+    }
+}
+
+/// Tokens (scaled) at `last`; a key never seen (`seen == false`) is full.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct TokenBucketState {
+    pub tokens: u128,
+    pub last: Nanos,
+    pub seen: bool,
+}
+
+impl Policy for TokenBucket {
+    type State = TokenBucketState;
+
+    fn check(&self, s: &TokenBucketState, now: Nanos, cost: u64) -> Decision {
+        if cost > self.burst {
+            return Decision::Refuse { retry_at: None };
+        }
+        let tokens = self.tokens_at(s, now);
+        let need = self.rate.intervals(cost);
+        if tokens >= need {
+            Decision::Admit { release: now }
+        } else {
+            let wait = self.rate.unscale_ceil(need - tokens);
+            Decision::Refuse {
+                retry_at: Some(now.saturating_add(wait)),
+            }
+        }
+    }
+
+    fn admit(&self, s: &mut TokenBucketState, now: Nanos, cost: u64) {
+        let tokens = self.tokens_at(s, now);
+        s.tokens = tokens - self.rate.intervals(cost);
+        s.last = now.max(s.last);
+        s.seen = true;
+    }
+
+    fn is_neutral(&self, s: &TokenBucketState, now: Nanos) -> bool {
+        self.tokens_at(s, now) == self.rate.intervals(self.burst)
+    }
+
+    fn level(&self, s: &TokenBucketState, now: Nanos) -> u64 {
+        let used = self.rate.intervals(self.burst) - self.tokens_at(s, now);
+        used.div_ceil(self.rate.intervals(1)) as u64
+    }
+}

@@ -1,0 +1,291 @@
+//! Exact rates: `count` events per `per` nanoseconds, reduced to lowest terms.
+//!
+//! A rate is never turned into a rounded interval: 3/s stays 3 per
+//! 1_000_000_000 ns. Policies keep their state in *scaled time*, nanoseconds
+//! multiplied by `count`, in which one interval is exactly `per` units. Every
+//! decision is then integer arithmetic; a scaled instant is converted back to
+//! nanoseconds by rounding up (`Rate::unscale_ceil`), so a reported wait or
+//! retry time is the first whole nanosecond that satisfies the rule.
+
+use crate::time::Nanos;
+use std::fmt;
+
+/// Largest count accepted: 10^12 events per period. Keeps every scaled
+/// product (`now · count`, `burst · per`) far inside `u128`.
+const MAX_COUNT: u64 = 1_000_000_000_000;
+
+/// An exact rate: `count` events per `per` nanoseconds (both ≥ 1, coprime).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Rate {
+    count: u64,
+    per: u64,
+}
+
+/// Why a rate (or duration) text was rejected; the text is quoted in `Display`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RateError {
+    pub text: String,
+    pub reason: String,
+}
+
+impl fmt::Display for RateError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "invalid rate '{}': {} (examples: 5/s, 300/min, 2/h, 1/200ms, 30r/m, 10)",
+            self.text, self.reason
+        )
+    }
+}
+
+impl std::error::Error for RateError {}
+
+fn gcd(mut a: u128, mut b: u128) -> u128 {
+    while b != 0 {
+        (a, b) = (b, a % b);
+    }
+    a
+}
+
+impl Rate {
+    /// `count` per `per`, reduced. Errors on zero or out-of-range values.
+    pub fn new(count: u64, per: Nanos) -> Result<Rate, String> {
+        Self::from_ratio(u128::from(count), u128::from(per.0))
+    }
+
+    fn from_ratio(count: u128, per: u128) -> Result<Rate, String> {
+        if count == 0 {
+            return Err("the count must be at least 1".into());
+        }
+        if per == 0 {
+            return Err("the period must be longer than zero".into());
+        }
+        let g = gcd(count, per);
+        let (count, per) = (count / g, per / g);
+        if count > u128::from(MAX_COUNT) {
+            return Err("too fast to represent exactly (at most 10^12 per period)".into());
+        }
+        let per = u64::try_from(per).map_err(|_| "the period is too long".to_string())?;
+        Ok(Rate {
+            count: count as u64,
+            per,
+        })
+    }
+
+    /// Events per period, in lowest terms.
+    pub fn count(self) -> u64 {
+        self.count
+    }
+    /// The period in nanoseconds, in lowest terms.
+    pub fn per(self) -> Nanos {
+        Nanos(self.per)
+    }
+
+    /// `now` in scaled units (ns · count).
+    #[inline]
+    pub fn scale(self, now: Nanos) -> u128 {
+        u128::from(now.0) * u128::from(self.count)
+    }
+
+    /// `n` intervals in scaled units (n · per).
+    #[inline]
+    pub fn intervals(self, n: u64) -> u128 {
+        u128::from(n) * u128::from(self.per)
+    }
+
+    /// A scaled instant back in nanoseconds, rounded up (first instant at or after it).
+    #[inline]
+    pub fn unscale_ceil(self, scaled: u128) -> Nanos {
+        Nanos::from_u128(scaled.div_ceil(u128::from(self.count)))
+    }
+
+    /// The interval `per / count` in nanoseconds, rounded up. For display only.
+    pub fn interval_ceil(self) -> Nanos {
+        Nanos(self.per.div_ceil(self.count))
+    }
+
+    /// Events per second as a float. For display only, never for a decision.
+    pub fn per_second_f64(self) -> f64 {
+        self.count as f64 * 1e9 / self.per as f64
+    }
+}
+
+impl fmt::Display for Rate {
+    /// Shortest faithful form: `5/s`, `300/min` → `5/s`, `1/200ms`, `7/60s`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        const UNITS: [(u64, &str); 6] = [
+            (3_600_000_000_000, "h"),
+            (60_000_000_000, "min"),
+            (1_000_000_000, "s"),
+            (1_000_000, "ms"),
+            (1_000, "us"),
+            (1, "ns"),
+        ];
+        for (ns, name) in UNITS {
+            if self.per == ns {
+                return write!(f, "{}/{}", self.count, name);
+            }
+        }
+        // Prefer a whole count per second when the rate is one.
+        let per_sec = u128::from(self.count) * 1_000_000_000;
+        if per_sec.is_multiple_of(u128::from(self.per)) && self.per < 1_000_000_000 {
+            return write!(f, "{}/s", per_sec / u128::from(self.per));
+        }
+        for (ns, name) in UNITS {
+            if self.per.is_multiple_of(ns) {
+                return write!(f, "{}/{}{}", self.count, self.per / ns, name);
+            }
+        }
+        unreachable!("every period is a whole number of nanoseconds")
+    }
+}
+
+/// Nanoseconds in a bare unit name (`s`, `min`, `m`, `h`, ...), if it is one.
+fn unit_nanos(unit: &str) -> Option<u64> {
+    Some(match unit {
+        "ns" | "nsec" => 1,
+        "us" | "µs" | "usec" => 1_000,
+        "ms" | "msec" => 1_000_000,
+        "s" | "sec" | "second" | "seconds" | "secs" => 1_000_000_000,
+        "m" | "min" | "mins" | "minute" | "minutes" => 60_000_000_000,
+        "h" | "hr" | "hour" | "hours" => 3_600_000_000_000,
+        "d" | "day" | "days" => 86_400_000_000_000,
+        _ => return None,
+    })
+}
+
+/// Parses a decimal count (`5`, `0.5`, `1.25`) exactly as numerator/10^k.
+fn parse_count(text: &str) -> Result<(u128, u128), String> {
+    let t = text.trim();
+    if t.starts_with('-') {
+        return Err("the count must be positive".into());
+    }
+    let (int, frac) = match t.split_once('.') {
+        Some((i, f)) => (i, f),
+        None => (t, ""),
+    };
+    if int.is_empty() && frac.is_empty()
+        || !int.bytes().all(|b| b.is_ascii_digit())
+        || !frac.bytes().all(|b| b.is_ascii_digit())
+    {
+        return Err(format!("'{t}' is not a number"));
+    }
+    if frac.len() > 9 {
+        return Err("at most 9 fraction digits".into());
+    }
+    let digits = format!("{int}{frac}");
+    let num: u128 = digits
+        .parse()
+        .map_err(|_| "the count is too large".to_string())?;
+    Ok((num, 10u128.pow(frac.len() as u32)))
+}
+
+/// Parses a rate: `N/UNIT`, `N/DURATION`, nginx's `Nr/s` and `Nr/m`, or a
+/// bare `N` meaning N per second. Counts may be decimal when the result is
+/// exact (`0.5/s` is 1 per 2 s).
+pub fn parse_rate(text: &str) -> Result<Rate, RateError> {
+    let err = |reason: String| RateError {
+        text: text.to_string(),
+        reason,
+    };
+    let t = text.trim();
+    if t.is_empty() {
+        return Err(err("empty".into()));
+    }
+    let (count_text, per_text) = match t.split_once('/') {
+        Some((c, p)) => (c.trim(), p.trim()),
+        None => (t, "s"),
+    };
+    let count_text = count_text.strip_suffix('r').unwrap_or(count_text);
+    let (num, den) = parse_count(count_text).map_err(err)?;
+    if per_text.is_empty() {
+        return Err(err("missing the period after '/'".into()));
+    }
+    let per_ns: u128 = match unit_nanos(per_text) {
+        Some(ns) => u128::from(ns),
+        None => {
+            if !per_text.as_bytes()[0].is_ascii_digit() {
+                return Err(err(format!("unknown unit '{per_text}'")));
+            }
+            let d = humantime::parse_duration(per_text)
+                .map_err(|e| err(format!("period '{per_text}': {e}")))?;
+            d.as_nanos()
+        }
+    };
+    // num/den events per per_ns  ==  num events per per_ns·den.
+    Rate::from_ratio(num, per_ns.saturating_mul(den)).map_err(err)
+}
+
+/// Parses a human duration (`500ms`, `2s`, `1h 30m`) into `Nanos`.
+pub fn parse_duration(text: &str) -> Result<Nanos, String> {
+    let t = text.trim();
+    let d = humantime::parse_duration(t)
+        .map_err(|e| format!("invalid duration '{t}': {e} (examples: 500ms, 2s, 1m, 1h 30m)"))?;
+    Ok(Nanos::from_duration(d))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn r(t: &str) -> Rate {
+        parse_rate(t).unwrap()
+    }
+
+    #[test]
+    fn accepted_spellings() {
+        assert_eq!(r("5/s"), Rate::new(5, Nanos::from_secs(1)).unwrap());
+        assert_eq!(r("300/min"), Rate::new(5, Nanos::from_secs(1)).unwrap());
+        assert_eq!(r("2/h"), Rate::new(1, Nanos::from_secs(1800)).unwrap());
+        assert_eq!(r("1/200ms"), Rate::new(1, Nanos::from_millis(200)).unwrap());
+        assert_eq!(r("5r/s"), r("5/s"));
+        assert_eq!(r("30r/m"), Rate::new(1, Nanos::from_secs(2)).unwrap());
+        assert_eq!(r("10"), r("10/s"));
+        assert_eq!(r("0.5/s"), Rate::new(1, Nanos::from_secs(2)).unwrap());
+        assert_eq!(r("1/1h 30m"), Rate::new(1, Nanos::from_secs(5400)).unwrap());
+        assert_eq!(r("3/s").count(), 3);
+        assert_eq!(r("3/s").per(), Nanos::from_secs(1));
+        assert_eq!(r("100000/s"), Rate::new(1, Nanos(10_000)).unwrap());
+    }
+
+    #[test]
+    fn rejected_texts_are_quoted() {
+        for bad in [
+            "0/s",
+            "-5/s",
+            "abc",
+            "5/",
+            "5/fortnight",
+            "",
+            "5/0s",
+            "1.0000000001/s",
+            "99999999999999999999999999999999999999999/s",
+            "1e3/s",
+        ] {
+            let e = parse_rate(bad).unwrap_err();
+            let msg = e.to_string();
+            assert!(msg.contains(&format!("'{bad}'")), "{msg}");
+            assert!(msg.contains("examples"), "{msg}");
+        }
+        assert!(parse_rate("2000000000000/ns").is_err());
+    }
+
+    #[test]
+    fn display_round_trips() {
+        for t in ["5/s", "1/200ms", "2/h", "7/min", "1/90s", "3/s"] {
+            let rate = r(t);
+            assert_eq!(r(&rate.to_string()), rate, "{t} -> {rate}");
+        }
+        assert_eq!(r("300/min").to_string(), "5/s");
+        assert_eq!(r("1/200ms").to_string(), "5/s");
+    }
+
+    #[test]
+    fn scaled_math_is_exact() {
+        let rate = r("3/s");
+        // One interval of 3/s is 1e9 scaled units; back in ns it rounds up.
+        assert_eq!(rate.intervals(1), 1_000_000_000);
+        assert_eq!(rate.unscale_ceil(rate.intervals(1)), Nanos(333_333_334));
+        assert_eq!(rate.unscale_ceil(rate.intervals(3)), Nanos(1_000_000_000));
+    }
+}
