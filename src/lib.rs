@@ -2,9 +2,12 @@
 //!
 //! The library holds the pure policy core ([`policy`]) on exact integer time
 //! ([`time::Nanos`]) and exact rates ([`rate::Rate`]), and the drivers that
-//! feed it: `pace` (stdin lines on a monotonic clock) and `audit` (log rows
-//! on their own timestamps).
+//! feed it: [`pace`] (stdin lines on a monotonic clock) and [`audit`] (log
+//! rows on their own timestamps). [`cli`] is the command-line surface.
 
+pub mod audit;
+pub mod cli;
+pub mod pace;
 pub mod policy;
 pub mod rate;
 pub mod time;

@@ -1,0 +1,189 @@
+//! Command-line surface: clap derive types and value parsers, no logic.
+//! Each driver turns its arguments into its own configuration once.
+
+use crate::rate::{Rate, parse_duration, parse_rate};
+use crate::time::Nanos;
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// Pace traffic and audit rate limits, exactly.
+#[derive(Debug, Parser)]
+#[command(name = "drip", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+// Parsed once per run: the size difference between variants does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Release stdin lines to stdout at a fixed rate, evenly spaced.
+    Pace(PaceArgs),
+    /// Replay timestamped request logs through rate-limit policies.
+    Audit(AuditArgs),
+}
+
+fn rate_arg(s: &str) -> Result<Rate, String> {
+    parse_rate(s).map_err(|e| e.to_string())
+}
+
+fn duration_arg(s: &str) -> Result<Nanos, String> {
+    parse_duration(s)
+}
+
+/// What `pace` does with a line that does not fit in the backlog.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnFull {
+    /// Stop reading until there is room: the upstream writer blocks.
+    Block,
+    /// Refuse the line, count it, and write it to --rejects if given.
+    Drop,
+    /// Exit with status 3.
+    Fail,
+}
+
+/// Prefix for each released line.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Stamp {
+    /// RFC 3339 UTC with microseconds: 2026-11-29T18:00:00.000123Z
+    Rfc3339,
+    /// Unix epoch seconds with microseconds: 1795975200.000123
+    Epoch,
+    /// RFC 9110 IMF-fixdate, as an HTTP Date header: Sun, 29 Nov 2026 18:00:00 GMT
+    HttpDate,
+}
+
+/// Summary format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum StatsFormat {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct PaceArgs {
+    /// Lines per period: 5/s, 300/min, 2/h, 1/200ms, 0.5/s, or 10 (= 10/s).
+    #[arg(long, short, value_parser = rate_arg, required_unless_present = "policy")]
+    pub rate: Option<Rate>,
+    /// Lines allowed to wait in the backlog (default 0: a line is read when it can go).
+    #[arg(long, short, conflicts_with = "max_wait")]
+    pub burst: Option<u64>,
+    /// Longest a line may wait instead of a --burst count (500ms, 2s, 1m).
+    #[arg(long, value_parser = duration_arg)]
+    pub max_wait: Option<Nanos>,
+    /// When the backlog is full: block reading, drop the line, or fail.
+    #[arg(long, value_enum, default_value_t = OnFull::Block)]
+    pub on_full: OnFull,
+    /// Write dropped lines (and, on a signal, the unsent backlog) to FILE.
+    #[arg(long, value_name = "FILE")]
+    pub rejects: Option<PathBuf>,
+    /// Any audit policy spec instead of the shaper (e.g. token-bucket:rate=5/s,burst=10).
+    #[arg(long, short, conflicts_with_all = ["rate", "burst", "max_wait"])]
+    pub policy: Option<String>,
+    /// Records are separated by NUL bytes instead of newlines.
+    #[arg(short = '0', long = "null")]
+    pub null: bool,
+    /// Prefix each released line with its release time and a tab.
+    #[arg(long, value_enum)]
+    pub stamp: Option<Stamp>,
+    /// Print a summary to stderr at exit (text or json).
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "text", require_equals = true)]
+    pub stats: Option<StatsFormat>,
+    /// Show a progress line on stderr (default when stderr is a terminal).
+    #[arg(long, overrides_with = "no_progress")]
+    pub progress: bool,
+    /// Never show a progress line.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// After a stall, send late lines at once to restore the long-run schedule.
+    #[arg(long)]
+    pub catch_up: bool,
+}
+
+/// Report format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Format {
+    Table,
+    Json,
+    Csv,
+    Markdown,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// CSV logs (plain or .gz), read in order as one log; '-' or none for stdin.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+    /// A policy spec (repeatable): NAME[:PARAM=VALUE,...], '+' for a stack.
+    #[arg(long = "policy", short = 'p', value_name = "SPEC")]
+    pub policies: Vec<String>,
+    /// A file of policy specs, one per line, '#' comments allowed.
+    #[arg(long = "policies", value_name = "FILE")]
+    pub policies_file: Option<PathBuf>,
+    /// The timestamp column: header name or 0-based index (default: ts, time, timestamp, ...).
+    #[arg(long, value_name = "NAME|INDEX")]
+    pub time_column: Option<String>,
+    /// auto, rfc3339, epoch-s, epoch-ms, epoch-us, epoch-ns, clf, or a strftime pattern.
+    #[arg(long, default_value = "auto", value_name = "FORMAT")]
+    pub time_format: String,
+    /// The key column (one bucket per key); without it, one global bucket.
+    #[arg(long, value_name = "NAME|INDEX")]
+    pub key_column: Option<String>,
+    /// The cost column (a positive whole number per row; default 1).
+    #[arg(long, value_name = "NAME|INDEX")]
+    pub cost_column: Option<String>,
+    /// Field delimiter: one character, or 'tab' (default: ',', or tab for .tsv files).
+    #[arg(long, short, value_name = "C")]
+    pub delimiter: Option<String>,
+    /// The first row is data; name columns by 0-based index.
+    #[arg(long)]
+    pub no_header: bool,
+    /// Re-sort rows that are at most this much out of order.
+    #[arg(long, value_parser = duration_arg, default_value = "5s", value_name = "DUR")]
+    pub reorder_window: Nanos,
+    /// Skip and count rows that cannot be read instead of failing.
+    #[arg(long)]
+    pub skip_bad: bool,
+    /// Report format.
+    #[arg(long, short, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Add per-interval rows (arrived, sent, dropped, level) of this length.
+    #[arg(long, value_parser = duration_arg, value_name = "DUR")]
+    pub timeline: Option<Nanos>,
+    /// Keys listed per policy, most drops first.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub top: usize,
+    /// Write one CSV row per (row, policy) decision to FILE ('-' for stdout).
+    #[arg(long, value_name = "FILE")]
+    pub decisions: Option<PathBuf>,
+    /// Fail (exit 1) when a policy drops more than PCT percent: PCT or LABEL=PCT.
+    #[arg(long, value_name = "[LABEL=]PCT")]
+    pub max_drop_rate: Vec<String>,
+    /// Fail (exit 1) when a policy drops more than N requests: N or LABEL=N.
+    #[arg(long, value_name = "[LABEL=]N")]
+    pub max_drops: Vec<String>,
+    /// Fail (exit 1) when a request waits longer than DUR: DUR or LABEL=DUR.
+    #[arg(long, value_name = "[LABEL=]DUR")]
+    pub max_wait: Vec<String>,
+    /// Show a progress bar on stderr (default when stderr is a terminal).
+    #[arg(long, overrides_with = "no_progress")]
+    pub progress: bool,
+    /// Never show a progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// No progress bar and no notes on stderr; errors and threshold crossings only.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn clap_definition_is_consistent() {
+        Cli::command().debug_assert();
+    }
+}
