@@ -10,4 +10,5 @@ pub mod cli;
 pub mod pace;
 pub mod policy;
 pub mod rate;
+pub mod report;
 pub mod time;

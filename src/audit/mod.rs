@@ -1,7 +1,393 @@
-//! `drip audit`: replay request logs through policies in one pass.
+//! `drip audit`: replay timestamped request logs through rate-limit
+//! policies, all in one pass, and report admits, drops and waits.
+//!
+//! Data flow: a reader thread parses rows (CSV → timestamp, key ids, cost)
+//! into batches; the main thread re-sorts them within the reorder window and
+//! decides each row under every policy, with the row's own timestamp as
+//! `now`. Memory follows the reorder window and the active keys, not the
+//! log's length. Exit status: 0 when every threshold holds, 1 when one is
+//! crossed, 2 for usage or input errors.
 
-use crate::cli::AuditArgs;
+pub mod input;
+pub mod keys;
+pub mod order;
+pub mod replay;
+pub mod timestamp;
 
-pub fn run(_args: AuditArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("audit is not built yet")
+use crate::cli::{AuditArgs, Format};
+use crate::policy::{KeyChoice, Spec, parse_spec, parse_specs_file};
+use crate::report::{Crossing, InputInfo, Report, Timeline};
+use crate::time::Nanos;
+use anyhow::{Context, Result, anyhow, bail};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use input::{ColSel, InputSpec, MAX_KEYS, file_name};
+use replay::{Replay, Run, Slot};
+use std::io::{IsTerminal, Write};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
+use timestamp::TimeFormat;
+
+/// A threshold as given: for one policy label, or all.
+struct Threshold<T> {
+    label: Option<String>,
+    value: T,
+    text: String,
+}
+
+fn parse_thresholds<T>(
+    flag: &str,
+    given: &[String],
+    labels: &[String],
+    parse: impl Fn(&str) -> Option<T>,
+    example: &str,
+) -> Result<Vec<Threshold<T>>> {
+    given
+        .iter()
+        .map(|g| {
+            let (label, value) = match g.rsplit_once('=') {
+                Some((l, v)) => (Some(l.to_string()), v),
+                None => (None, g.as_str()),
+            };
+            if let Some(l) = &label
+                && !labels.contains(l)
+            {
+                bail!(
+                    "{flag} '{g}': no policy labelled '{l}'; labels are: {}",
+                    labels.join(", ")
+                );
+            }
+            let v = parse(value.trim()).ok_or_else(|| {
+                anyhow!("{flag} '{g}': invalid value '{value}' (for example {example})")
+            })?;
+            Ok(Threshold {
+                label,
+                value: v,
+                text: value.trim().to_string(),
+            })
+        })
+        .collect()
+}
+
+/// A percentage as an exact fraction: (numerator, denominator) of PCT/100.
+fn parse_pct(s: &str) -> Option<(u128, u128)> {
+    let s = s.strip_suffix('%').unwrap_or(s);
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    if int.is_empty() && frac.is_empty() || frac.len() > 9 {
+        return None;
+    }
+    if !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let num: u128 = format!("{int}{frac}").parse().ok()?;
+    let den = 100 * 10u128.pow(frac.len() as u32);
+    (num <= den).then_some((num, den))
+}
+
+fn load_specs(args: &AuditArgs) -> Result<Vec<Spec>> {
+    let mut specs = Vec::new();
+    for text in &args.policies {
+        specs.push(parse_spec(text)?);
+    }
+    if let Some(path) = &args.policies_file {
+        let contents = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read --policies file '{}'", path.display()))?;
+        let from_file = parse_specs_file(&contents)
+            .map_err(|(line, e)| anyhow!("{}:{line}: {e}", path.display()))?;
+        if from_file.is_empty() {
+            bail!("{}: no policy specs in the file", path.display());
+        }
+        specs.extend(from_file);
+    }
+    if specs.is_empty() {
+        bail!(
+            "no policy given; add --policy SPEC (e.g. --policy gcra:rate=10/s,burst=20) or --policies FILE"
+        );
+    }
+    let mut seen = std::collections::HashSet::new();
+    for s in &specs {
+        if !seen.insert(s.label.clone()) {
+            bail!(
+                "two policies are labelled '{}'; give each a distinct label=",
+                s.label
+            );
+        }
+    }
+    Ok(specs)
+}
+
+pub fn run(args: AuditArgs) -> Result<u8> {
+    let specs = load_specs(&args)?;
+    let labels: Vec<String> = specs.iter().map(|s| s.label.clone()).collect();
+    let max_drop_rate = parse_thresholds(
+        "--max-drop-rate",
+        &args.max_drop_rate,
+        &labels,
+        parse_pct,
+        "5 or 'api=0.5'",
+    )?;
+    let max_drops = parse_thresholds(
+        "--max-drops",
+        &args.max_drops,
+        &labels,
+        |s| s.parse::<u64>().ok(),
+        "100",
+    )?;
+    let max_wait = parse_thresholds(
+        "--max-wait",
+        &args.max_wait,
+        &labels,
+        |s| crate::rate::parse_duration(s).ok(),
+        "2s",
+    )?;
+
+    // Distinct key columns: the default first, then each member's key=.
+    let mut key_cols: Vec<ColSel> = Vec::new();
+    let default_key = args.key_column.as_deref().map(ColSel::parse);
+    let slot_for = |sel: ColSel, key_cols: &mut Vec<ColSel>| -> Result<usize> {
+        if let Some(i) = key_cols.iter().position(|c| *c == sel) {
+            return Ok(i);
+        }
+        if key_cols.len() == MAX_KEYS {
+            bail!("at most {MAX_KEYS} distinct key columns can be used in one run");
+        }
+        key_cols.push(sel);
+        Ok(key_cols.len() - 1)
+    };
+    let default_slot = default_key
+        .map(|k| slot_for(k, &mut key_cols))
+        .transpose()?;
+    let mut member_slots: Vec<Vec<Slot>> = Vec::new();
+    for s in &specs {
+        let mut slots = Vec::new();
+        for m in &s.members {
+            slots.push(match &m.key {
+                KeyChoice::Default => default_slot.map_or(Slot::Global, Slot::Column),
+                KeyChoice::Global => Slot::Global,
+                KeyChoice::Column(c) => Slot::Column(slot_for(ColSel::parse(c), &mut key_cols)?),
+            });
+        }
+        member_slots.push(slots);
+    }
+    let runs: Vec<Run> = specs
+        .iter()
+        .zip(&member_slots)
+        .map(|(s, slots)| Run::new(s, slots.clone()))
+        .collect();
+
+    let delimiter = args
+        .delimiter
+        .as_deref()
+        .map(input::parse_delimiter)
+        .transpose()?;
+    let files: Vec<std::path::PathBuf> = args.files.clone();
+    let spec = InputSpec {
+        files: files.clone(),
+        time_col: args.time_column.as_deref().map(ColSel::parse),
+        time_format: TimeFormat::parse(&args.time_format),
+        key_cols: key_cols.clone(),
+        cost_col: args.cost_column.as_deref().map(ColSel::parse),
+        delimiter,
+        no_header: args.no_header,
+        skip_bad: args.skip_bad,
+        quiet: args.quiet,
+    };
+    if let TimeFormat::Strftime(p) = &spec.time_format
+        && !p.contains('%')
+    {
+        bail!(
+            "invalid --time-format '{p}': give auto, rfc3339, epoch-s, epoch-ms, epoch-us, epoch-ns, clf, or a strftime pattern such as '%d/%m/%Y %H:%M:%S'"
+        );
+    }
+    for f in &files {
+        if f.as_os_str() != "-" && !f.exists() {
+            bail!("cannot open '{}': no such file", f.display());
+        }
+    }
+
+    let decisions: Option<Box<dyn Write>> = match &args.decisions {
+        None => None,
+        Some(p) if p.as_os_str() == "-" => {
+            Some(Box::new(std::io::BufWriter::new(std::io::stdout())))
+        }
+        Some(p) => Some(Box::new(std::io::BufWriter::with_capacity(
+            1 << 16,
+            std::fs::File::create(p)
+                .with_context(|| format!("cannot create --decisions file '{}'", p.display()))?,
+        ))),
+    };
+    let mut replay = Replay::new(runs, key_cols.len(), decisions, args.timeline, args.top)?;
+
+    let show_progress =
+        !args.quiet && !args.no_progress && (args.progress || std::io::stderr().is_terminal());
+    let total: u64 = files
+        .iter()
+        .filter(|f| f.as_os_str() != "-")
+        .filter_map(|f| std::fs::metadata(f).ok())
+        .map(|m| m.len())
+        .sum();
+    let bar = if show_progress {
+        let bar = if total > 0 {
+            ProgressBar::new(total)
+        } else {
+            ProgressBar::no_length()
+        };
+        bar.set_draw_target(ProgressDrawTarget::stderr());
+        bar.set_style(
+            ProgressStyle::with_template(
+                "{spinner} {bytes}/{total_bytes} {wide_bar} {msg} eta {eta}",
+            )
+            .expect("valid template"),
+        );
+        bar
+    } else {
+        ProgressBar::hidden()
+    };
+
+    let bytes = Arc::new(AtomicU64::new(0));
+    let (tx, rx) = mpsc::sync_channel::<input::Batch>(8);
+    let reader = {
+        let bytes = bytes.clone();
+        let spec = spec.clone();
+        std::thread::Builder::new()
+            .name("drip-reader".into())
+            .spawn(move || input::read_all(&spec, &bytes, |b| tx.send(b).is_ok()))
+            .context("cannot start the reader thread")?
+    };
+
+    let started = std::time::Instant::now();
+    let mut order = order::Reorder::new(args.reorder_window);
+    let mut rows_seen = 0u64;
+    let names: Vec<String> = if files.is_empty() {
+        vec!["<stdin>".into()]
+    } else {
+        files.iter().map(|f| file_name(f)).collect()
+    };
+    let replayed: Result<()> = (|| {
+        for batch in rx.iter() {
+            replay.add_keys(batch.new_keys);
+            rows_seen += batch.events.len() as u64;
+            for ev in batch.events {
+                if let Err(late) = order.push(ev) {
+                    let behind = Nanos(late.newest.0 - ev.at.0);
+                    bail!(
+                        "{}:{}: this row's time {} is {} older than an earlier row's {}, beyond the reorder window of {}; raise --reorder-window above {} or sort the log by time",
+                        names[ev.file as usize],
+                        ev.line,
+                        crate::report::instant(ev.at.0),
+                        behind,
+                        crate::report::instant(late.newest.0),
+                        args.reorder_window,
+                        behind
+                    );
+                }
+                while let Some(ready) = order.pop_ready() {
+                    replay.decide(&ready)?;
+                }
+            }
+            let done = bytes.load(Ordering::Relaxed);
+            bar.set_position(done);
+            let secs = started.elapsed().as_secs_f64().max(1e-3);
+            bar.set_message(format!("{:.0} rows/s", rows_seen as f64 / secs));
+        }
+        while let Some(ev) = order.pop_any() {
+            replay.decide(&ev)?;
+        }
+        Ok(())
+    })();
+    if replayed.is_err() {
+        drop(rx);
+    }
+    let read = reader
+        .join()
+        .map_err(|_| anyhow!("the reader thread failed"))?;
+    bar.finish_and_clear();
+    let summary = read?;
+    replayed?;
+
+    let first = replay.first;
+    let last = replay.last;
+    let (mut policies, timeline) = replay.finish()?;
+    for p in &mut policies {
+        p.skipped_bad = summary.bad_rows;
+    }
+    let mut report = Report {
+        input: InputInfo {
+            files: names,
+            rows: summary.rows,
+            bad_rows_skipped: summary.bad_rows,
+            rows_reordered: order.reordered,
+            time_column: summary.time_column,
+            time_format: summary.time_format,
+            first_ns: first.map(|t| t.0),
+            last_ns: last.map(|t| t.0),
+        },
+        policies,
+        timeline: timeline.map(|(i, rows)| Timeline {
+            interval_ns: i.0,
+            rows,
+        }),
+        crossings: Vec::new(),
+    };
+
+    let applies = |label: &Option<String>, p: &str| label.as_deref().is_none_or(|l| l == p);
+    let mut crossings = Vec::new();
+    for p in &report.policies {
+        for t in &max_drop_rate {
+            let (num, den) = t.value;
+            // dropped/requests > num/den, exactly
+            if applies(&t.label, &p.label)
+                && u128::from(p.dropped) * den > num * u128::from(p.requests)
+            {
+                crossings.push(Crossing {
+                    policy: p.label.clone(),
+                    threshold: "--max-drop-rate".into(),
+                    limit: format!("{}%", t.text.trim_end_matches('%')),
+                    measured: format!(
+                        "{}% ({} of {})",
+                        crate::report::pct(p.drop_pct),
+                        p.dropped,
+                        p.requests
+                    ),
+                });
+            }
+        }
+        for t in &max_drops {
+            if applies(&t.label, &p.label) && p.dropped > t.value {
+                crossings.push(Crossing {
+                    policy: p.label.clone(),
+                    threshold: "--max-drops".into(),
+                    limit: t.value.to_string(),
+                    measured: p.dropped.to_string(),
+                });
+            }
+        }
+        for t in &max_wait {
+            let max = p.wait.map_or(0, |w| w.max_ns);
+            if applies(&t.label, &p.label) && max > t.value.0 {
+                crossings.push(Crossing {
+                    policy: p.label.clone(),
+                    threshold: "--max-wait".into(),
+                    limit: t.text.clone(),
+                    measured: Nanos(max).to_string(),
+                });
+            }
+        }
+    }
+    report.crossings = crossings;
+
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match args.format {
+        Format::Table => crate::report::table::render(&report, &mut out),
+        Format::Json => crate::report::json::render(&report, &mut out),
+        Format::Csv => crate::report::csv::render(&report, &mut out),
+        Format::Markdown => crate::report::markdown::render(&report, &mut out),
+    }
+    .and_then(|_| out.flush())
+    .context("cannot write the report")?;
+    for c in &report.crossings {
+        eprintln!("drip: threshold crossed: {c}");
+    }
+    Ok(if report.crossings.is_empty() { 0 } else { 1 })
 }

@@ -1,0 +1,423 @@
+//! Reading logs: plain, `.gz` (by magic bytes) and stdin, several files as
+//! one log in the order given, each with its own header row. Every data row
+//! becomes an [`Event`] `{at, key ids, cost}`; a row that cannot be read is
+//! an error naming file, line and text, or is skipped and counted with
+//! `--skip-bad`. Rows stream in batches: memory does not follow the log.
+
+use super::keys::Interner;
+use super::timestamp::TimeFormat;
+use crate::time::Nanos;
+use anyhow::{Context, Result, anyhow, bail};
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Most distinct key columns one run can count by.
+pub const MAX_KEYS: usize = 4;
+
+/// Rows per batch handed from the reader to the replay.
+pub const BATCH: usize = 4096;
+
+/// Header names tried, in order, when no `--time-column` is given.
+const TIME_NAMES: [&str; 14] = [
+    "ts",
+    "time",
+    "timestamp",
+    "@timestamp",
+    "date",
+    "datetime",
+    "time_local",
+    "time_iso8601",
+    "start_time",
+    "starttime",
+    "request_time",
+    "msec",
+    "_time",
+    "t",
+];
+
+/// A column named by header or by 0-based index.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ColSel {
+    Name(String),
+    Index(usize),
+}
+
+impl ColSel {
+    pub fn parse(text: &str) -> ColSel {
+        match text.parse::<usize>() {
+            Ok(i) => ColSel::Index(i),
+            Err(_) => ColSel::Name(text.to_string()),
+        }
+    }
+}
+
+impl std::fmt::Display for ColSel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ColSel::Name(n) => write!(f, "'{n}'"),
+            ColSel::Index(i) => write!(f, "#{i}"),
+        }
+    }
+}
+
+/// What to read and how.
+#[derive(Clone, Debug)]
+pub struct InputSpec {
+    /// Files in order; empty or `-` means stdin.
+    pub files: Vec<PathBuf>,
+    pub time_col: Option<ColSel>,
+    pub time_format: TimeFormat,
+    /// Distinct key columns; an event carries one id per entry.
+    pub key_cols: Vec<ColSel>,
+    pub cost_col: Option<ColSel>,
+    pub delimiter: Option<u8>,
+    pub no_header: bool,
+    pub skip_bad: bool,
+    pub quiet: bool,
+}
+
+/// One request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub at: Nanos,
+    /// 1-based data row in input order (headers not counted).
+    pub row: u64,
+    /// Line of the row in its file, for messages.
+    pub line: u64,
+    pub file: u32,
+    pub cost: u32,
+    /// Key id per key column (`EMPTY_KEY` for an empty value).
+    pub keys: [u32; MAX_KEYS],
+}
+
+/// Rows read since the last batch, and the key values first seen in them.
+#[derive(Default)]
+pub struct Batch {
+    pub events: Vec<Event>,
+    /// (key column, value) in order of first appearance.
+    pub new_keys: Vec<(u8, Box<[u8]>)>,
+}
+
+/// What the reader learned.
+#[derive(Clone, Debug, Default)]
+pub struct InputSummary {
+    pub rows: u64,
+    pub bad_rows: u64,
+    pub time_column: String,
+    pub time_format: String,
+}
+
+/// A display name for a file argument.
+pub fn file_name(p: &Path) -> String {
+    if p.as_os_str() == "-" {
+        "<stdin>".into()
+    } else {
+        p.display().to_string()
+    }
+}
+
+/// Counts bytes read, for the progress bar.
+struct Counting<R> {
+    inner: R,
+    bytes: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+fn open(path: &Path, bytes: &Arc<AtomicU64>) -> Result<Box<dyn Read + Send>> {
+    let raw: Box<dyn Read + Send> = if path.as_os_str() == "-" {
+        Box::new(io::stdin())
+    } else {
+        let f = File::open(path)
+            .with_context(|| format!("cannot open '{}'; check the path", path.display()))?;
+        Box::new(f)
+    };
+    let mut buffered = BufReader::with_capacity(
+        1 << 16,
+        Counting {
+            inner: raw,
+            bytes: bytes.clone(),
+        },
+    );
+    let magic = buffered
+        .fill_buf()
+        .with_context(|| format!("cannot read '{}'", file_name(path)))?;
+    if magic.starts_with(&[0x1f, 0x8b]) {
+        Ok(Box::new(BufReader::with_capacity(
+            1 << 16,
+            flate2::bufread::MultiGzDecoder::new(buffered),
+        )))
+    } else {
+        Ok(Box::new(buffered))
+    }
+}
+
+fn default_delimiter(path: &Path) -> u8 {
+    let name = path.to_string_lossy();
+    let name = name.strip_suffix(".gz").unwrap_or(&name);
+    if name.ends_with(".tsv") || name.ends_with(".tab") {
+        b'\t'
+    } else {
+        b','
+    }
+}
+
+/// Parses `--delimiter`: one ASCII character, `tab` or `\t`.
+pub fn parse_delimiter(text: &str) -> Result<u8> {
+    match text {
+        "tab" | "\\t" | "\t" => Ok(b'\t'),
+        t if t.len() == 1 && t.is_ascii() => Ok(t.as_bytes()[0]),
+        t => bail!("invalid --delimiter '{t}': give one ASCII character, or 'tab'"),
+    }
+}
+
+/// Column positions resolved against one file's header.
+struct Columns {
+    time: usize,
+    keys: Vec<usize>,
+    cost: Option<usize>,
+}
+
+fn resolve(sel: &ColSel, header: Option<&[String]>, what: &str, file: &str) -> Result<usize> {
+    let listing = |h: &[String]| {
+        h.iter()
+            .enumerate()
+            .map(|(i, n)| format!("{i}:{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    match (sel, header) {
+        (ColSel::Index(i), Some(h)) if *i >= h.len() => bail!(
+            "{file}: no {what} column #{i}: the file has {} columns ({})",
+            h.len(),
+            listing(h)
+        ),
+        (ColSel::Index(i), _) => Ok(*i),
+        (ColSel::Name(n), None) => bail!(
+            "{file}: {what} column '{n}' named, but --no-header is set; name it by 0-based index"
+        ),
+        (ColSel::Name(n), Some(h)) => h
+            .iter()
+            .position(|c| c == n)
+            .or_else(|| h.iter().position(|c| c.eq_ignore_ascii_case(n)))
+            .ok_or_else(|| {
+                anyhow!(
+                    "{file}: no {what} column '{n}'; the columns are: {}",
+                    listing(h)
+                )
+            }),
+    }
+}
+
+fn pick_time_column(header: Option<&[String]>, file: &str) -> Result<usize> {
+    let Some(h) = header else {
+        bail!("{file}: with --no-header, give --time-column as a 0-based index");
+    };
+    for name in TIME_NAMES {
+        if let Some(i) = h.iter().position(|c| c.trim().eq_ignore_ascii_case(name)) {
+            return Ok(i);
+        }
+    }
+    // Then the first header that says it holds a time (`time_ms`, `req_date`).
+    if let Some(i) = h.iter().position(|c| {
+        let c = c.to_ascii_lowercase();
+        c.contains("time") || c.contains("date")
+    }) {
+        return Ok(i);
+    }
+    bail!(
+        "{file}: no time column found among {}; give --time-column NAME or INDEX",
+        h.iter()
+            .enumerate()
+            .map(|(i, n)| format!("{i}:{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    )
+}
+
+fn shown(value: &[u8]) -> String {
+    let s = String::from_utf8_lossy(value);
+    let mut out: String = s.chars().take(80).collect();
+    if s.chars().count() > 80 {
+        out.push('…');
+    }
+    out
+}
+
+/// Reads every file in order, calling `emit` with each batch; `emit`
+/// returns false to stop early (the replay has failed).
+pub fn read_all(
+    spec: &InputSpec,
+    bytes: &Arc<AtomicU64>,
+    mut emit: impl FnMut(Batch) -> bool,
+) -> Result<InputSummary> {
+    let stdin = [PathBuf::from("-")];
+    let files: &[PathBuf] = if spec.files.is_empty() {
+        &stdin
+    } else {
+        &spec.files
+    };
+    let mut interners: Vec<Interner> = spec.key_cols.iter().map(|_| Interner::default()).collect();
+    let mut summary = InputSummary::default();
+    let mut format = spec.time_format.clone();
+    let mut batch = Batch::default();
+    let mut row_no = 0u64;
+    for (file_idx, path) in files.iter().enumerate() {
+        let name = file_name(path);
+        let reader = open(path, bytes)?;
+        let delimiter = spec.delimiter.unwrap_or_else(|| default_delimiter(path));
+        let mut csv = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .delimiter(delimiter)
+            .buffer_capacity(1 << 16)
+            .from_reader(reader);
+        let mut record = csv::ByteRecord::new();
+        let read = |csv: &mut csv::Reader<_>, record: &mut csv::ByteRecord| {
+            csv.read_byte_record(record)
+                .with_context(|| format!("{name}: cannot read the log"))
+        };
+        let header: Option<Vec<String>> = if spec.no_header {
+            None
+        } else if read(&mut csv, &mut record)? {
+            Some(
+                record
+                    .iter()
+                    .map(|f| String::from_utf8_lossy(f).trim().to_string())
+                    .collect(),
+            )
+        } else {
+            continue; // an empty file: no header, no rows
+        };
+        let h = header.as_deref();
+        let cols = Columns {
+            time: match &spec.time_col {
+                Some(sel) => resolve(sel, h, "time", &name)?,
+                None => pick_time_column(h, &name)?,
+            },
+            keys: spec
+                .key_cols
+                .iter()
+                .map(|k| resolve(k, h, "key", &name))
+                .collect::<Result<_>>()?,
+            cost: spec
+                .cost_col
+                .as_ref()
+                .map(|c| resolve(c, h, "cost", &name))
+                .transpose()?,
+        };
+        if summary.time_column.is_empty() {
+            summary.time_column = match h {
+                Some(h) => h[cols.time].clone(),
+                None => format!("#{}", cols.time),
+            };
+        }
+        while read(&mut csv, &mut record)? {
+            let line = record.position().map_or(0, |p| p.line());
+            if record.len() == 1 && record[0].trim_ascii().is_empty() {
+                continue; // a blank line
+            }
+            row_no += 1;
+            let bad = |what: String| -> anyhow::Error {
+                anyhow!(
+                    "{name}:{line}: {what}; fix the row, or pass --skip-bad to skip and count such rows"
+                )
+            };
+            let parsed = (|| -> Result<Event> {
+                let field = |i: usize, what: &str| {
+                    record.get(i).ok_or_else(|| {
+                        bad(format!(
+                            "the row has {} fields, no {what} column #{i}",
+                            record.len()
+                        ))
+                    })
+                };
+                let tv = field(cols.time, "time")?;
+                if format == TimeFormat::Auto {
+                    format = TimeFormat::detect(tv).ok_or_else(|| {
+                        bad(format!(
+                            "cannot tell the time format of '{}' in column '{}'; set --time-format",
+                            shown(tv),
+                            summary.time_column
+                        ))
+                    })?;
+                    if !spec.quiet {
+                        eprintln!(
+                            "drip: reading column '{}' as {format} (detected from '{}'; set --time-format to override)",
+                            summary.time_column,
+                            shown(tv.trim_ascii())
+                        );
+                    }
+                }
+                let at = format.parse_value(tv).map_err(|e| {
+                    bad(format!(
+                        "bad timestamp '{}' in column '{}': {e}",
+                        shown(tv),
+                        summary.time_column
+                    ))
+                })?;
+                let cost = match cols.cost {
+                    None => 1,
+                    Some(c) => {
+                        let v = field(c, "cost")?;
+                        std::str::from_utf8(v.trim_ascii())
+                            .ok()
+                            .and_then(|s| s.parse::<u32>().ok())
+                            .filter(|&c| c > 0)
+                            .ok_or_else(|| {
+                                bad(format!(
+                                    "bad cost '{}': a whole number from 1 to 4294967295",
+                                    shown(v)
+                                ))
+                            })?
+                    }
+                };
+                let mut keys = [super::keys::EMPTY_KEY; MAX_KEYS];
+                for (slot, &c) in cols.keys.iter().enumerate() {
+                    let v = field(c, "key")?.trim_ascii();
+                    let (id, new) = interners[slot].intern(v);
+                    if new {
+                        batch.new_keys.push((slot as u8, v.into()));
+                    }
+                    keys[slot] = id;
+                }
+                Ok(Event {
+                    at,
+                    row: row_no,
+                    line,
+                    file: file_idx as u32,
+                    cost,
+                    keys,
+                })
+            })();
+            match parsed {
+                Ok(ev) => {
+                    summary.rows += 1;
+                    batch.events.push(ev);
+                    if batch.events.len() >= BATCH && !emit(std::mem::take(&mut batch)) {
+                        return Ok(summary);
+                    }
+                }
+                Err(e) if spec.skip_bad => {
+                    let _ = e;
+                    summary.bad_rows += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+    if !batch.events.is_empty() || !batch.new_keys.is_empty() {
+        emit(batch);
+    }
+    summary.time_format = format.to_string();
+    Ok(summary)
+}

@@ -1,0 +1,403 @@
+//! The replay: every row through every policy, in time order, in one pass,
+//! collecting what the report needs. Per-key tables are vectors indexed by
+//! key id; policies hold only the keys active within their horizon.
+
+use super::input::{Event, MAX_KEYS};
+use super::keys::EMPTY_KEY;
+use crate::policy::keyed::{KeyId, Stack};
+use crate::policy::{Decision, Spec};
+use crate::report::{KeyRow, PolicyReport, TimelineRow, Waits};
+use crate::time::{Nanos, fmt_millis};
+use anyhow::{Result, bail};
+use hdrhistogram::Histogram;
+use std::collections::HashMap;
+use std::io::Write;
+
+/// Where a member takes its key from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Slot {
+    /// One bucket for everything.
+    Global,
+    /// The event's key id in this key column.
+    Column(usize),
+}
+
+/// Waits of admitted requests: exact while there are at most `EXACT_CAP`
+/// non-zero waits, then an HDR histogram (3 significant digits).
+struct WaitStats {
+    zeros: u64,
+    exact: Vec<u64>,
+    hist: Option<Histogram<u64>>,
+    max: u64,
+}
+
+const EXACT_CAP: usize = 1 << 20;
+
+impl WaitStats {
+    fn new() -> WaitStats {
+        WaitStats {
+            zeros: 0,
+            exact: Vec::new(),
+            hist: None,
+            max: 0,
+        }
+    }
+
+    #[inline]
+    fn record(&mut self, ns: u64) {
+        self.max = self.max.max(ns);
+        if ns == 0 {
+            self.zeros += 1;
+        } else if let Some(h) = &mut self.hist {
+            h.saturating_record(ns);
+        } else {
+            self.exact.push(ns);
+            if self.exact.len() > EXACT_CAP {
+                let mut h = Histogram::new(3).expect("3 significant digits is valid");
+                for &v in &self.exact {
+                    h.saturating_record(v);
+                }
+                self.exact = Vec::new();
+                self.hist = Some(h);
+            }
+        }
+    }
+
+    /// Nearest-rank percentiles over all admitted requests.
+    fn summary(mut self) -> Waits {
+        let n = self.zeros + self.exact.len() as u64 + self.hist.as_ref().map_or(0, |h| h.len());
+        self.exact.sort_unstable();
+        let at = |q: u64| -> u64 {
+            if n == 0 {
+                return 0;
+            }
+            let rank = (q * n).div_ceil(100).max(1); // 1-based
+            if rank <= self.zeros {
+                return 0;
+            }
+            let i = rank - self.zeros;
+            match &self.hist {
+                Some(h) => h.value_at_quantile(i as f64 / h.len() as f64).min(self.max),
+                None => self.exact[i as usize - 1],
+            }
+        };
+        Waits {
+            p50_ns: at(50),
+            p95_ns: at(95),
+            p99_ns: at(99),
+            max_ns: self.max,
+        }
+    }
+}
+
+/// Per-interval counts of one policy.
+#[derive(Clone, Copy, Default)]
+struct Bin {
+    arrived: u64,
+    sent: u64,
+    dropped: u64,
+    level: u64,
+}
+
+/// Most timeline intervals kept per policy.
+const MAX_BINS: usize = 1_000_000;
+
+/// One policy (or stack) being replayed.
+pub struct Run {
+    pub label: String,
+    pub spec: String,
+    stack: Stack,
+    slots: Vec<Slot>,
+    report_slot: Option<usize>,
+    keys: Vec<Option<KeyId>>,
+    requests: u64,
+    admitted: u64,
+    dropped: u64,
+    waits: WaitStats,
+    peak: u64,
+    drops_by_key: HashMap<u32, u64>,
+    bins: Vec<Bin>,
+}
+
+impl Run {
+    /// `slots[i]`: where member i of `spec` takes its key from.
+    pub fn new(spec: &Spec, slots: Vec<Slot>) -> Run {
+        let report_slot = slots.iter().find_map(|s| match s {
+            Slot::Column(c) => Some(*c),
+            Slot::Global => None,
+        });
+        Run {
+            label: spec.label.clone(),
+            spec: spec.text.clone(),
+            stack: spec.build(),
+            keys: vec![None; slots.len()],
+            slots,
+            report_slot,
+            requests: 0,
+            admitted: 0,
+            dropped: 0,
+            waits: WaitStats::new(),
+            peak: 0,
+            drops_by_key: HashMap::new(),
+            bins: Vec::new(),
+        }
+    }
+}
+
+/// The whole replay state.
+pub struct Replay {
+    pub runs: Vec<Run>,
+    /// Key values per key column, by id.
+    names: Vec<Vec<Box<[u8]>>>,
+    /// Requests per key, per key column.
+    requests_by_key: Vec<Vec<u64>>,
+    decisions: Option<csv::Writer<Box<dyn Write>>>,
+    timeline: Option<(Nanos, u64)>,
+    pub first: Option<Nanos>,
+    pub last: Option<Nanos>,
+    top: usize,
+}
+
+impl Replay {
+    pub fn new(
+        runs: Vec<Run>,
+        key_columns: usize,
+        decisions: Option<Box<dyn Write>>,
+        timeline: Option<Nanos>,
+        top: usize,
+    ) -> Result<Replay> {
+        let decisions = match decisions {
+            Some(w) => {
+                let mut w = csv::Writer::from_writer(w);
+                w.write_record([
+                    "row",
+                    "policy",
+                    "key",
+                    "cost",
+                    "admit",
+                    "wait_ms",
+                    "retry_after_ms",
+                ])?;
+                Some(w)
+            }
+            None => None,
+        };
+        assert!(key_columns <= MAX_KEYS);
+        Ok(Replay {
+            runs,
+            names: vec![Vec::new(); key_columns],
+            requests_by_key: vec![Vec::new(); key_columns],
+            decisions,
+            timeline: timeline.map(|i| (i, 0)),
+            first: None,
+            last: None,
+            top,
+        })
+    }
+
+    /// Key values first seen in a batch, in id order.
+    pub fn add_keys(&mut self, new_keys: Vec<(u8, Box<[u8]>)>) {
+        for (col, v) in new_keys {
+            self.names[col as usize].push(v);
+            self.requests_by_key[col as usize].push(0);
+        }
+    }
+
+
+    /// Decides one request under every policy.
+    pub fn decide(&mut self, ev: &Event) -> Result<()> {
+        let now = ev.at;
+        if self.first.is_none() {
+            self.first = Some(now);
+            if let Some((i, t0)) = &mut self.timeline {
+                *t0 = now.0 - now.0 % i.0;
+            }
+        }
+        self.last = Some(now);
+        for (c, reqs) in self.requests_by_key.iter_mut().enumerate() {
+            if let Some(n) = reqs.get_mut(ev.keys[c] as usize) {
+                *n += 1;
+            }
+        }
+        let cost = u64::from(ev.cost);
+        for ri in 0..self.runs.len() {
+            let run = &mut self.runs[ri];
+            for (k, s) in run.keys.iter_mut().zip(&run.slots) {
+                *k = match *s {
+                    Slot::Global => Some(0),
+                    Slot::Column(c) => {
+                        let id = ev.keys[c];
+                        (id != EMPTY_KEY).then_some(KeyId::from(id))
+                    }
+                };
+            }
+            let d = run.stack.decide(&run.keys, now, cost);
+            run.requests += 1;
+            let level = run.stack.level(&run.keys, now);
+            run.peak = run.peak.max(level);
+            match d {
+                Decision::Admit { release } => {
+                    run.admitted += 1;
+                    run.waits.record(release.0 - now.0);
+                }
+                Decision::Refuse { .. } => {
+                    run.dropped += 1;
+                    if let Some(c) = run.report_slot {
+                        let id = ev.keys[c];
+                        if id != EMPTY_KEY {
+                            *run.drops_by_key.entry(id).or_insert(0) += 1;
+                        }
+                    }
+                }
+            }
+            if let Some((interval, t0)) = self.timeline {
+                let bin = |t: Nanos| ((t.0 - t0) / interval.0) as usize;
+                let (here, sent_at) = match d {
+                    Decision::Admit { release } => (bin(now), Some(bin(release))),
+                    Decision::Refuse { .. } => (bin(now), None),
+                };
+                let need = here.max(sent_at.unwrap_or(0)) + 1;
+                if need > MAX_BINS {
+                    bail!(
+                        "the timeline would have more than {MAX_BINS} intervals; choose a longer --timeline"
+                    );
+                }
+                if run.bins.len() < need {
+                    run.bins.resize(need, Bin::default());
+                }
+                let b = &mut run.bins[here];
+                b.arrived += 1;
+                b.level = b.level.max(level);
+                match sent_at {
+                    Some(s) => run.bins[s].sent += 1,
+                    None => b.dropped += 1,
+                }
+            }
+            if let Some(w) = self.decisions.as_mut() {
+                let key = key_text(&self.names, self.runs[ri].report_slot, ev);
+                let (admit, wait, retry) = match d {
+                    Decision::Admit { release } => {
+                        ("1", fmt_millis(release.saturating_sub(now)), String::new())
+                    }
+                    Decision::Refuse { retry_at } => (
+                        "0",
+                        String::new(),
+                        retry_at.map_or(String::new(), |t| fmt_millis(t.saturating_sub(now))),
+                    ),
+                };
+                w.write_record([
+                    ev.row.to_string().as_str(),
+                    self.runs[ri].label.as_str(),
+                    key.as_str(),
+                    ev.cost.to_string().as_str(),
+                    admit,
+                    wait.as_str(),
+                    retry.as_str(),
+                ])?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Flushes the decisions file and builds the per-policy reports and
+    /// timeline rows.
+    pub fn finish(mut self) -> Result<(Vec<PolicyReport>, Option<TimelineRows>)> {
+        if let Some(mut w) = self.decisions.take() {
+            w.flush()?;
+        }
+        let mut reports = Vec::new();
+        let mut rows = Vec::new();
+        let nbins = self.runs.iter().map(|r| r.bins.len()).max().unwrap_or(0);
+        for run in std::mem::take(&mut self.runs) {
+            let shapes = run.stack.shapes();
+            let keys_seen = match run.report_slot {
+                Some(c) => self.names[c].len() as u64,
+                None => u64::from(run.requests > 0),
+            };
+            let mut top: Vec<(u32, u64)> = run.drops_by_key.iter().map(|(k, v)| (*k, *v)).collect();
+            let names = run.report_slot.map(|c| &self.names[c]);
+            top.sort_unstable_by(|a, b| {
+                b.1.cmp(&a.1).then_with(|| match names {
+                    Some(n) => n[a.0 as usize].cmp(&n[b.0 as usize]),
+                    None => a.0.cmp(&b.0),
+                })
+            });
+            let top_keys = top
+                .iter()
+                .take(self.top)
+                .map(|&(id, dropped)| {
+                    let c = run.report_slot.expect("drops by key need a key column");
+                    let requests = self.requests_by_key[c][id as usize];
+                    KeyRow {
+                        key: String::from_utf8_lossy(&self.names[c][id as usize]).into_owned(),
+                        requests,
+                        dropped,
+                        drop_pct: percent(dropped, requests),
+                    }
+                })
+                .collect();
+            if let Some((interval, t0)) = self.timeline {
+                for i in 0..nbins {
+                    let b = run.bins.get(i).copied().unwrap_or_default();
+                    rows.push((
+                        i,
+                        TimelineRow {
+                            start_ns: t0 + i as u64 * interval.0,
+                            policy: run.label.clone(),
+                            arrived: b.arrived,
+                            sent: b.sent,
+                            dropped: b.dropped,
+                            level: b.level,
+                        },
+                    ));
+                }
+            }
+            reports.push(PolicyReport {
+                label: run.label,
+                spec: run.spec,
+                requests: run.requests,
+                admitted: run.admitted,
+                dropped: run.dropped,
+                drop_pct: percent(run.dropped, run.requests),
+                shapes,
+                wait: shapes.then(|| run.waits.summary()),
+                peak: run.peak,
+                peak_kind: if shapes { "backlog" } else { "level" },
+                keys_seen,
+                keys_with_drops: match run.report_slot {
+                    Some(_) => run.drops_by_key.len() as u64,
+                    None => u64::from(run.dropped > 0),
+                },
+                skipped_bad: 0,
+                top_keys,
+            });
+        }
+        // Interval by interval, policies in the order given.
+        rows.sort_by_key(|(i, _)| *i);
+        let timeline = self
+            .timeline
+            .map(|(i, _)| (i, rows.into_iter().map(|(_, r)| r).collect()));
+        Ok((reports, timeline))
+    }
+}
+
+/// The timeline interval and its rows.
+pub type TimelineRows = (Nanos, Vec<TimelineRow>);
+
+/// The text of the key a run reports by, for the decisions file.
+fn key_text(names: &[Vec<Box<[u8]>>], slot: Option<usize>, ev: &Event) -> String {
+    match slot {
+        Some(c) if ev.keys[c] != EMPTY_KEY => {
+            String::from_utf8_lossy(&names[c][ev.keys[c] as usize]).into_owned()
+        }
+        _ => String::new(),
+    }
+}
+
+fn percent(part: u64, whole: u64) -> f64 {
+    if whole == 0 {
+        0.0
+    } else {
+        part as f64 * 100.0 / whole as f64
+    }
+}

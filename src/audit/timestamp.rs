@@ -1,0 +1,468 @@
+//! Log timestamps → `Nanos` since the Unix epoch (UTC), exactly.
+//!
+//! Forms: RFC 3339 / ISO 8601 (`T`, `t` or space; 0–9 fraction digits; `Z`,
+//! `±HH:MM` or `±HHMM`; no offset means UTC), epoch seconds / ms / µs / ns
+//! as integers or decimals (the fraction is read as digits, never through a
+//! float), Common Log Format (`10/Oct/2000:13:55:36 -0700`, brackets and a
+//! fraction optional), and any strftime pattern. `auto` picks a form from a
+//! sample value.
+
+use crate::time::Nanos;
+use std::fmt;
+
+/// How a timestamp column is written.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TimeFormat {
+    Auto,
+    Rfc3339,
+    /// Epoch with this many nanoseconds per unit (1e9 for seconds).
+    Epoch(u64),
+    Clf,
+    Strftime(String),
+}
+
+impl TimeFormat {
+    pub fn parse(text: &str) -> TimeFormat {
+        match text {
+            "auto" => TimeFormat::Auto,
+            "rfc3339" | "iso8601" => TimeFormat::Rfc3339,
+            "epoch-s" | "epoch" => TimeFormat::Epoch(1_000_000_000),
+            "epoch-ms" => TimeFormat::Epoch(1_000_000),
+            "epoch-us" => TimeFormat::Epoch(1_000),
+            "epoch-ns" => TimeFormat::Epoch(1),
+            "clf" => TimeFormat::Clf,
+            other => TimeFormat::Strftime(other.to_string()),
+        }
+    }
+
+    /// Picks a concrete form for a sample value, if one fits.
+    pub fn detect(sample: &[u8]) -> Option<TimeFormat> {
+        let s = trim(sample);
+        if parse_rfc3339(s).is_ok() {
+            return Some(TimeFormat::Rfc3339);
+        }
+        if parse_clf(s).is_ok() {
+            return Some(TimeFormat::Clf);
+        }
+        let (int, frac) = split_decimal(s)?;
+        if frac.is_some() {
+            // A decimal: seconds (nginx $msec, Caddy ts) unless the integer
+            // part is itself ms, µs or ns by its length.
+            return Some(TimeFormat::Epoch(
+                unit_by_digits(int.len()).unwrap_or(1_000_000_000),
+            ));
+        }
+        unit_by_digits(int.len()).map(TimeFormat::Epoch)
+    }
+
+    /// Parses one value. Errors say what was expected.
+    pub fn parse_value(&self, value: &[u8]) -> Result<Nanos, TimeError> {
+        let s = trim(value);
+        match self {
+            TimeFormat::Auto => match TimeFormat::detect(s) {
+                Some(f) => f.parse_value(s),
+                None => Err(TimeError::Unrecognised),
+            },
+            TimeFormat::Rfc3339 => parse_rfc3339(s),
+            TimeFormat::Epoch(unit) => parse_epoch(s, *unit),
+            TimeFormat::Clf => parse_clf(s),
+            TimeFormat::Strftime(f) => parse_strftime(f, s),
+        }
+    }
+}
+
+impl fmt::Display for TimeFormat {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TimeFormat::Auto => f.write_str("auto"),
+            TimeFormat::Rfc3339 => f.write_str("rfc3339"),
+            TimeFormat::Epoch(1_000_000_000) => f.write_str("epoch-s"),
+            TimeFormat::Epoch(1_000_000) => f.write_str("epoch-ms"),
+            TimeFormat::Epoch(1_000) => f.write_str("epoch-us"),
+            TimeFormat::Epoch(_) => f.write_str("epoch-ns"),
+            TimeFormat::Clf => f.write_str("clf"),
+            TimeFormat::Strftime(p) => write!(f, "'{p}'"),
+        }
+    }
+}
+
+/// Why a timestamp did not parse.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TimeError {
+    Expected(&'static str),
+    OutOfRange,
+    BeforeEpoch,
+    Unrecognised,
+    Strftime(String),
+}
+
+impl fmt::Display for TimeError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            TimeError::Expected(what) => write!(f, "expected {what}"),
+            TimeError::OutOfRange => f.write_str("a field is out of range"),
+            TimeError::BeforeEpoch => f.write_str("before 1970 or after 2554"),
+            TimeError::Unrecognised => f.write_str(
+                "not a recognised timestamp (RFC 3339, epoch s/ms/us/ns, or CLF); set --time-format",
+            ),
+            TimeError::Strftime(e) => f.write_str(e),
+        }
+    }
+}
+
+fn trim(s: &[u8]) -> &[u8] {
+    s.trim_ascii()
+}
+
+fn unit_by_digits(n: usize) -> Option<u64> {
+    match n {
+        9..=11 => Some(1_000_000_000),
+        12..=14 => Some(1_000_000),
+        15..=17 => Some(1_000),
+        18..=20 => Some(1),
+        _ => None,
+    }
+}
+
+fn split_decimal(s: &[u8]) -> Option<(&[u8], Option<&[u8]>)> {
+    let (int, frac) = match s.iter().position(|&b| b == b'.') {
+        Some(i) => (&s[..i], Some(&s[i + 1..])),
+        None => (s, None),
+    };
+    let digits = |d: &[u8]| !d.is_empty() && d.iter().all(u8::is_ascii_digit);
+    (digits(int) && frac.is_none_or(digits)).then_some((int, frac))
+}
+
+fn digits_value(d: &[u8]) -> Option<u64> {
+    let mut v: u64 = 0;
+    for &b in d {
+        v = v.checked_mul(10)?.checked_add(u64::from(b - b'0'))?;
+    }
+    Some(v)
+}
+
+/// Epoch value in units of `unit` ns, integer or decimal, exactly.
+pub fn parse_epoch(s: &[u8], unit: u64) -> Result<Nanos, TimeError> {
+    let expected = TimeError::Expected("an epoch number such as 1700000000 or 1700000000.123");
+    let (int, frac) = split_decimal(s).ok_or(expected)?;
+    let whole = digits_value(int)
+        .and_then(|v| v.checked_mul(unit))
+        .ok_or(TimeError::BeforeEpoch)?;
+    let mut part = 0u64;
+    if let Some(frac) = frac {
+        // Digits beyond 1 ns are dropped (floor).
+        let mut scale = unit;
+        for &b in frac {
+            scale /= 10;
+            if scale == 0 {
+                break;
+            }
+            part += u64::from(b - b'0') * scale;
+        }
+    }
+    whole
+        .checked_add(part)
+        .map(Nanos)
+        .ok_or(TimeError::BeforeEpoch)
+}
+
+/// Days since 1970-01-01 of a proleptic Gregorian date.
+pub fn days_from_civil(year: i64, month: u32, day: u32) -> i64 {
+    // Shift the year to start in March so the leap day is the year's last.
+    let y = if month <= 2 { year - 1 } else { year };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let m = i64::from(month);
+    let doy = (153 * (if m > 2 { m - 3 } else { m + 9 }) + 2) / 5 + i64::from(day) - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    era * 146_097 + doe - 719_468
+}
+
+fn days_in_month(year: i64, month: u32) -> u32 {
+    match month {
+        4 | 6 | 9 | 11 => 30,
+        2 if (year % 4 == 0 && year % 100 != 0) || year % 400 == 0 => 29,
+        2 => 28,
+        _ => 31,
+    }
+}
+
+/// A byte cursor for the fixed-layout forms.
+struct Cursor<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl Cursor<'_> {
+    fn num(&mut self, n: usize) -> Option<u32> {
+        let d = self.s.get(self.i..self.i + n)?;
+        if !d.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        self.i += n;
+        Some(d.iter().fold(0, |v, &b| v * 10 + u32::from(b - b'0')))
+    }
+    fn lit(&mut self, c: u8) -> Option<()> {
+        (self.s.get(self.i) == Some(&c)).then(|| self.i += 1)
+    }
+    fn peek(&self) -> Option<u8> {
+        self.s.get(self.i).copied()
+    }
+    fn done(&self) -> bool {
+        self.i == self.s.len()
+    }
+    /// `.ddddddddd` → nanoseconds (digits past nine are dropped).
+    fn fraction(&mut self) -> Option<u64> {
+        if self.peek() != Some(b'.') && self.peek() != Some(b',') {
+            return Some(0);
+        }
+        self.i += 1;
+        let start = self.i;
+        let mut ns = 0u64;
+        let mut scale = 100_000_000u64;
+        while let Some(b) = self.peek().filter(u8::is_ascii_digit) {
+            ns += u64::from(b - b'0') * scale;
+            scale /= 10;
+            self.i += 1;
+        }
+        (self.i > start).then_some(ns)
+    }
+    /// `Z`, `±HH:MM`, `±HHMM`, `±HH`, or nothing (UTC): seconds east of UTC.
+    fn offset(&mut self) -> Option<i64> {
+        match self.peek() {
+            None => Some(0),
+            Some(b'Z' | b'z') => {
+                self.i += 1;
+                Some(0)
+            }
+            Some(sign @ (b'+' | b'-')) => {
+                self.i += 1;
+                let h = self.num(2)?;
+                let m = if self.lit(b':').is_some() {
+                    self.num(2)?
+                } else {
+                    self.num(2).unwrap_or(0)
+                };
+                if h > 23 || m > 59 {
+                    return None;
+                }
+                let secs = i64::from(h * 3600 + m * 60);
+                Some(if sign == b'-' { -secs } else { secs })
+            }
+            _ => None,
+        }
+    }
+}
+
+fn civil_to_nanos(
+    (year, month, day): (i64, u32, u32),
+    (h, mi, sec): (u32, u32, u32),
+    frac: u64,
+    offset: i64,
+) -> Result<Nanos, TimeError> {
+    if !(1..=12).contains(&month)
+        || day == 0
+        || day > days_in_month(year, month)
+        || h > 23
+        || mi > 59
+        || sec > 60
+    {
+        return Err(TimeError::OutOfRange);
+    }
+    let secs =
+        days_from_civil(year, month, day) * 86_400 + i64::from(h * 3600 + mi * 60 + sec) - offset;
+    let secs = u64::try_from(secs).map_err(|_| TimeError::BeforeEpoch)?;
+    secs.checked_mul(Nanos::PER_SEC)
+        .and_then(|n| n.checked_add(frac))
+        .map(Nanos)
+        .ok_or(TimeError::BeforeEpoch)
+}
+
+/// RFC 3339 / ISO 8601: `2024-05-01T12:00:00.123456789+02:00` and kin.
+pub fn parse_rfc3339(s: &[u8]) -> Result<Nanos, TimeError> {
+    const WANT: TimeError =
+        TimeError::Expected("an RFC 3339 time such as 2024-05-01T12:00:00.123Z");
+    let mut c = Cursor { s, i: 0 };
+    let date = (|| {
+        let y = c.num(4)?;
+        c.lit(b'-')?;
+        let mo = c.num(2)?;
+        c.lit(b'-')?;
+        let d = c.num(2)?;
+        match c.peek()? {
+            b'T' | b't' | b' ' => c.i += 1,
+            _ => return None,
+        }
+        let h = c.num(2)?;
+        c.lit(b':')?;
+        let mi = c.num(2)?;
+        c.lit(b':')?;
+        let sec = c.num(2)?;
+        let frac = c.fraction()?;
+        if c.peek() == Some(b' ') {
+            c.i += 1;
+        }
+        let off = c.offset()?;
+        c.done()
+            .then_some(((i64::from(y), mo, d), (h, mi, sec), frac, off))
+    })()
+    .ok_or(WANT)?;
+    civil_to_nanos(date.0, date.1, date.2, date.3)
+}
+
+const MONTHS: [&[u8; 3]; 12] = [
+    b"Jan", b"Feb", b"Mar", b"Apr", b"May", b"Jun", b"Jul", b"Aug", b"Sep", b"Oct", b"Nov", b"Dec",
+];
+
+/// Common Log Format: `[10/Oct/2000:13:55:36 -0700]`; brackets, a fraction
+/// (HAProxy's `.655`) and the zone (then UTC) are optional.
+pub fn parse_clf(s: &[u8]) -> Result<Nanos, TimeError> {
+    const WANT: TimeError =
+        TimeError::Expected("a Common Log Format time such as 10/Oct/2000:13:55:36 -0700");
+    let s = s.strip_prefix(b"[").unwrap_or(s);
+    let s = s.strip_suffix(b"]").unwrap_or(s);
+    let mut c = Cursor { s, i: 0 };
+    let parts = (|| {
+        let d = c.num(2)?;
+        c.lit(b'/')?;
+        let mon = s.get(c.i..c.i + 3)?;
+        let mo = MONTHS.iter().position(|m| m.eq_ignore_ascii_case(mon))? as u32 + 1;
+        c.i += 3;
+        c.lit(b'/')?;
+        let y = c.num(4)?;
+        c.lit(b':')?;
+        let h = c.num(2)?;
+        c.lit(b':')?;
+        let mi = c.num(2)?;
+        c.lit(b':')?;
+        let sec = c.num(2)?;
+        let frac = c.fraction()?;
+        if c.peek() == Some(b' ') {
+            c.i += 1;
+        }
+        let off = c.offset()?;
+        c.done()
+            .then_some(((i64::from(y), mo, d), (h, mi, sec), frac, off))
+    })()
+    .ok_or(WANT)?;
+    civil_to_nanos(parts.0, parts.1, parts.2, parts.3)
+}
+
+/// A strftime pattern, via jiff. Without a zone in the pattern, UTC.
+pub fn parse_strftime(format: &str, s: &[u8]) -> Result<Nanos, TimeError> {
+    let text = std::str::from_utf8(s).map_err(|_| TimeError::Expected("UTF-8 text"))?;
+    let tm = jiff::fmt::strtime::parse(format, text)
+        .map_err(|e| TimeError::Strftime(format!("does not match '{format}': {e}")))?;
+    let ts = if tm.offset().is_some() {
+        tm.to_timestamp()
+    } else {
+        tm.to_datetime()
+            .and_then(|dt| jiff::tz::TimeZone::UTC.to_timestamp(dt))
+    }
+    .map_err(|e| TimeError::Strftime(format!("does not match '{format}': {e}")))?;
+    let ns = ts.as_nanosecond();
+    u64::try_from(ns)
+        .map(Nanos)
+        .map_err(|_| TimeError::BeforeEpoch)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const S: u64 = 1_000_000_000;
+
+    fn rfc(s: &str) -> u64 {
+        parse_rfc3339(s.as_bytes()).unwrap().0
+    }
+
+    #[test]
+    fn civil_days() {
+        assert_eq!(days_from_civil(1970, 1, 1), 0);
+        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
+        assert_eq!(days_from_civil(1995, 8, 1), 9_343);
+    }
+
+    #[test]
+    fn rfc3339_forms() {
+        let base = 1_714_564_800 * S; // 2024-05-01T12:00:00Z
+        assert_eq!(rfc("2024-05-01T12:00:00Z"), base);
+        assert_eq!(rfc("2024-05-01t12:00:00z"), base);
+        assert_eq!(rfc("2024-05-01 12:00:00"), base);
+        assert_eq!(rfc("2024-05-01T12:00:00.5Z"), base + S / 2);
+        assert_eq!(rfc("2024-05-01T12:00:00.123456789Z"), base + 123_456_789);
+        assert_eq!(rfc("2024-05-01T12:00:00.1234567891Z"), base + 123_456_789);
+        assert_eq!(rfc("2024-05-01T14:00:00+02:00"), base);
+        assert_eq!(rfc("2024-05-01T07:30:00-0430"), base);
+        assert_eq!(rfc("2024-05-01T12:00:00.186641Z"), base + 186_641_000);
+        for bad in [
+            "2024-13-01T00:00:00Z",
+            "2023-02-29T00:00:00Z",
+            "2024-05-01",
+            "2024-05-01T12:00Z",
+            "x",
+        ] {
+            assert!(parse_rfc3339(bad.as_bytes()).is_err(), "{bad}");
+        }
+        assert_eq!(rfc("2024-02-29T00:00:00Z"), 1_709_164_800 * S);
+        assert_eq!(
+            parse_rfc3339(b"1969-12-31T23:59:59Z"),
+            Err(TimeError::BeforeEpoch)
+        );
+    }
+
+    #[test]
+    fn epoch_forms_are_exact() {
+        let p = |s: &str, u| parse_epoch(s.as_bytes(), u).unwrap().0;
+        assert_eq!(p("1663839717.105", S), 1_663_839_717_105_000_000);
+        assert_eq!(p("1646861401.5241024", S), 1_646_861_401_524_102_400);
+        assert_eq!(p("1433209822425", 1_000_000), 1_433_209_822_425_000_000);
+        assert_eq!(p("1700000000123456789", 1), 1_700_000_000_123_456_789);
+        assert_eq!(p("1700000000.1234567899", S), 1_700_000_000_123_456_789);
+        assert!(parse_epoch(b"-5", S).is_err());
+        assert!(parse_epoch(b"12a", S).is_err());
+        assert!(parse_epoch(b"99999999999999999999", S).is_err());
+    }
+
+    #[test]
+    fn clf_forms() {
+        let p = |s: &str| parse_clf(s.as_bytes()).unwrap().0;
+        assert_eq!(p("10/Oct/2000:13:55:36 -0700"), 971_211_336 * S);
+        assert_eq!(p("[10/Oct/2000:13:55:36 -0700]"), 971_211_336 * S);
+        assert_eq!(p("10/Oct/2000:20:55:36"), 971_211_336 * S);
+        assert_eq!(
+            p("06/Feb/2009:12:14:14.655"),
+            1_233_922_454 * S + 655_000_000
+        );
+        assert!(parse_clf(b"10/Foo/2000:13:55:36 -0700").is_err());
+    }
+
+    #[test]
+    fn detection() {
+        let d = |s: &str| TimeFormat::detect(s.as_bytes());
+        assert_eq!(d("2024-05-01T12:00:00Z"), Some(TimeFormat::Rfc3339));
+        assert_eq!(d("[10/Oct/2000:13:55:36 -0700]"), Some(TimeFormat::Clf));
+        assert_eq!(d("807256800"), Some(TimeFormat::Epoch(S)));
+        assert_eq!(d("1663839717.105"), Some(TimeFormat::Epoch(S)));
+        assert_eq!(d("1433209822425"), Some(TimeFormat::Epoch(1_000_000)));
+        assert_eq!(d("1700000000123456"), Some(TimeFormat::Epoch(1_000)));
+        assert_eq!(d("1700000000123456789"), Some(TimeFormat::Epoch(1)));
+        assert_eq!(d("hello"), None);
+        assert_eq!(d("42"), None);
+    }
+
+    #[test]
+    fn strftime_patterns() {
+        let f = TimeFormat::parse("%d.%m.%Y %H:%M:%S");
+        assert_eq!(
+            f.parse_value(b"01.05.2024 12:00:00").unwrap().0,
+            1_714_564_800 * S
+        );
+        let f = TimeFormat::parse("%Y-%m-%d %H:%M:%S %z");
+        assert_eq!(
+            f.parse_value(b"2024-05-01 14:00:00 +0200").unwrap().0,
+            1_714_564_800 * S
+        );
+        assert!(f.parse_value(b"yesterday").is_err());
+    }
+}

@@ -1,0 +1,825 @@
+//! `drip audit` end to end: the built binary on files, gz, stdin and pipes.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn drip(args: &[&str], stdin: Option<&[u8]>) -> Out {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_drip"));
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("audit")
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("run drip");
+    if let Some(data) = stdin {
+        let mut pipe = child.stdin.take().unwrap();
+        let data = data.to_vec();
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(&data);
+        });
+    }
+    let out = child.wait_with_output().unwrap();
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A fresh path per call (tests run in parallel), ending in `name`.
+fn tmp(name: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("drip-audit-test-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn write(name: &str, contents: &str) -> PathBuf {
+    let p = tmp(name);
+    std::fs::write(&p, contents).unwrap();
+    p
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn json(out: &Out) -> serde_json::Value {
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
+}
+
+/// The decisions file as (admit, wait_ms, retry_after_ms) per row, for a
+/// log in time order (rows come out in input order).
+fn decisions(args: &[&str]) -> Vec<(String, String, String)> {
+    let rows = decisions_with_rows(args);
+    for (i, (row, _)) in rows.iter().enumerate() {
+        assert_eq!(*row, i as u64 + 1, "rows in input order");
+    }
+    rows.into_iter().map(|(_, d)| d).collect()
+}
+
+/// The decisions file as (row, (admit, wait_ms, retry_after_ms)), in the
+/// order decided.
+fn decisions_with_rows(args: &[&str]) -> Vec<(u64, (String, String, String))> {
+    let d = tmp("decisions.csv");
+    let mut all = args.to_vec();
+    all.extend(["--decisions", s(&d), "--quiet"]);
+    let out = drip(&all, None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let text = std::fs::read_to_string(&d).unwrap();
+    assert!(text.starts_with("row,policy,key,cost,admit,wait_ms,retry_after_ms\n"));
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    r.records()
+        .map(|rec| {
+            let f = rec.unwrap();
+            let row = f[0].parse().unwrap();
+            (row, (f[4].to_string(), f[5].to_string(), f[6].to_string()))
+        })
+        .collect()
+}
+
+fn d(admit: &str, wait: &str, retry: &str) -> (String, String, String) {
+    (admit.into(), wait.into(), retry.into())
+}
+
+// ---- seed vectors through the binary -------------------------------------
+
+#[test]
+fn decisions_seed_000_boundary() {
+    for p in [
+        "leaky-bucket:rate=3/s",
+        "token-bucket:rate=3/s",
+        "gcra:rate=3/s",
+    ] {
+        let got = decisions(&[
+            "fixtures/seeds/seed000.csv",
+            "--time-format",
+            "epoch-ms",
+            "-p",
+            p,
+        ]);
+        assert_eq!(
+            got,
+            [d("1", "0", ""), d("0", "", "0.333334"), d("1", "0", "")],
+            "{p}"
+        );
+    }
+}
+
+#[test]
+fn decisions_seed_002_walk_and_004() {
+    let got = decisions(&[
+        "fixtures/seeds/seed002.csv",
+        "--time-format",
+        "epoch-ms",
+        "-p",
+        "leaky-bucket:rate=1/s,capacity=3",
+    ]);
+    let want = [
+        d("1", "0", ""),
+        d("1", "0", ""),
+        d("1", "0", ""),
+        d("0", "", "1000"),
+        d("0", "", "1000"),
+        d("1", "0", ""),
+    ];
+    assert_eq!(got, want);
+    let got = decisions(&[
+        "fixtures/seeds/seed004.csv",
+        "--time-format",
+        "epoch-s",
+        "--time-column",
+        "tick",
+        "-p",
+        "leaky-bucket:rate=1/s,capacity=3",
+    ]);
+    assert_eq!(
+        got,
+        [
+            d("1", "0", ""),
+            d("1", "0", ""),
+            d("1", "0", ""),
+            d("0", "", "1000"),
+            d("1", "0", "")
+        ]
+    );
+}
+
+#[test]
+fn decisions_seed_003_shaper() {
+    let got = decisions(&[
+        "fixtures/seeds/seed003.csv",
+        "--time-format",
+        "epoch-ms",
+        "--key-column",
+        "client",
+        "-p",
+        "shaper:rate=1/2s,burst=2",
+    ]);
+    let want = [
+        d("1", "0", ""),
+        d("1", "2000", ""),
+        d("1", "4000", ""),
+        d("0", "", "2000"), // release 6 s − burst·interval 4 s − now 0
+        d("0", "", "1000"), // a refusal did not move the schedule
+        d("1", "4000", ""), // at 2 s: released at 6 s
+        d("1", "0", ""),    // idle time is not banked
+        d("1", "2000", ""),
+    ];
+    assert_eq!(got, want);
+}
+
+#[test]
+fn decisions_nginx_vocabulary_matches_core() {
+    let log = write("ten.csv", &format!("ts\n{}", "1000\n".repeat(10)));
+    let got = decisions(&[
+        s(&log),
+        "--time-format",
+        "epoch-ms",
+        "-p",
+        "nginx:rate=5r/s,burst=5",
+    ]);
+    let waits: Vec<&str> = got.iter().map(|(_, w, _)| w.as_str()).collect();
+    assert_eq!(
+        waits,
+        ["0", "200", "400", "600", "800", "1000", "", "", "", ""]
+    );
+    assert_eq!(got[6].2, "200"); // the first rejected may retry when one unit has leaked
+}
+
+// ---- time formats ----------------------------------------------------------
+
+/// The same three instants in each format give the same report.
+#[test]
+fn every_time_format_reads_the_same_instants() {
+    // 2024-05-01T12:00:00Z + 0, 0.25, 1.5 s
+    let forms: [(&str, &str, [&str; 3]); 9] = [
+        (
+            "auto",
+            "rfc3339",
+            [
+                "2024-05-01T12:00:00Z",
+                "2024-05-01T14:00:00.25+02:00",
+                "2024-05-01T12:00:01.500000000Z",
+            ],
+        ),
+        (
+            "rfc3339",
+            "rfc3339",
+            [
+                "2024-05-01 12:00:00",
+                "2024-05-01T07:30:00.250-0430",
+                "2024-05-01t12:00:01.5z",
+            ],
+        ),
+        (
+            "epoch-s",
+            "epoch-s",
+            ["1714564800", "1714564800.25", "1714564801.5"],
+        ),
+        (
+            "auto",
+            "epoch-ms",
+            ["1714564800000", "1714564800250", "1714564801500"],
+        ),
+        (
+            "epoch-us",
+            "epoch-us",
+            ["1714564800000000", "1714564800250000", "1714564801500000"],
+        ),
+        (
+            "epoch-ns",
+            "epoch-ns",
+            [
+                "1714564800000000000",
+                "1714564800250000000",
+                "1714564801500000000",
+            ],
+        ),
+        (
+            "auto",
+            "clf",
+            [
+                "[01/May/2024:12:00:00 +0000]",
+                "[01/May/2024:14:00:00.25 +0200]",
+                "[01/May/2024:12:00:01.5 +0000]",
+            ],
+        ),
+        (
+            "clf",
+            "clf",
+            [
+                "01/May/2024:05:00:00 -0700",
+                "01/May/2024:12:00:00.250",
+                "01/May/2024:12:00:01.500 +0000",
+            ],
+        ),
+        (
+            "%d.%m.%Y %H:%M:%S%.f",
+            "'%d.%m.%Y %H:%M:%S%.f'",
+            [
+                "01.05.2024 12:00:00",
+                "01.05.2024 12:00:00.25",
+                "01.05.2024 12:00:01.5",
+            ],
+        ),
+    ];
+    for (flag, picked, values) in forms {
+        let log = write(
+            "fmt.csv",
+            &format!("time\n{}\n{}\n{}\n", values[0], values[1], values[2]),
+        );
+        let out = drip(
+            &[
+                s(&log),
+                "--time-format",
+                flag,
+                "-p",
+                "gcra:rate=1/s",
+                "-f",
+                "json",
+            ],
+            None,
+        );
+        let j = json(&out);
+        assert_eq!(
+            j["input"]["first_ns"], 1_714_564_800_000_000_000u64,
+            "{flag}: {}",
+            out.stdout
+        );
+        assert_eq!(
+            j["input"]["last_ns"], 1_714_564_801_500_000_000u64,
+            "{flag}"
+        );
+        assert_eq!(j["input"]["time_format"], picked, "{flag}");
+        assert_eq!(j["policies"][0]["admitted"], 2, "{flag}");
+        if flag == "auto" {
+            assert!(
+                out.stderr.contains(&format!("as {picked}")),
+                "{}",
+                out.stderr
+            );
+        }
+    }
+}
+
+// ---- inputs ------------------------------------------------------------------
+
+#[test]
+fn gz_stdin_and_several_files_are_one_log() {
+    let plain = std::fs::read("fixtures/small.csv").unwrap();
+    let gz = tmp("small.csv.gz");
+    let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    enc.write_all(&plain).unwrap();
+    std::fs::write(&gz, enc.finish().unwrap()).unwrap();
+    let args = |src: &str| {
+        vec![
+            src.to_string(),
+            "--key-column".into(),
+            "client".into(),
+            "--cost-column".into(),
+            "cost".into(),
+            "--policies".into(),
+            "fixtures/policies.txt".into(),
+            "-f".into(),
+            "csv".into(),
+        ]
+    };
+    let run = |a: Vec<String>, stdin: Option<&[u8]>| {
+        let a: Vec<&str> = a.iter().map(String::as_str).collect();
+        let o = drip(&a, stdin);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        o.stdout
+    };
+    let from_file = run(args("fixtures/small.csv"), None);
+    assert_eq!(run(args(s(&gz)), None), from_file);
+    assert_eq!(run(args("-"), Some(&plain)), from_file);
+    // stdin gzipped too
+    let gz_bytes = std::fs::read(&gz).unwrap();
+    assert_eq!(run(args("-"), Some(&gz_bytes)), from_file);
+
+    // Two halves, each with its header, read in order as one log.
+    let text = String::from_utf8(plain).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let a = write("a.csv", &format!("{}\n", lines[..9].join("\n")));
+    let b = write(
+        "b.csv",
+        &format!("{}\n{}\n", lines[0], lines[9..].join("\n")),
+    );
+    let mut two = args(s(&a));
+    two.insert(1, s(&b).to_string());
+    assert_eq!(run(two, None), from_file);
+}
+
+#[test]
+fn tab_separated_by_flag_or_name() {
+    let tsv = "ts\tclient\n1714564800\ta\n1714564800\ta\n1714564800\tb\n";
+    let as_txt = write("log.txt", tsv);
+    let out = drip(
+        &[
+            s(&as_txt),
+            "--delimiter",
+            "tab",
+            "--key-column",
+            "client",
+            "-p",
+            "gcra:rate=1/s",
+            "-f",
+            "json",
+        ],
+        None,
+    );
+    let j = json(&out);
+    assert_eq!(j["policies"][0]["dropped"], 1);
+    assert_eq!(j["policies"][0]["keys_seen"], 2);
+    let as_tsv = write("log.tsv", tsv);
+    let j2 = json(&drip(
+        &[
+            s(&as_tsv),
+            "--key-column",
+            "1",
+            "-p",
+            "gcra:rate=1/s",
+            "-f",
+            "json",
+        ],
+        None,
+    ));
+    assert_eq!(j2["policies"][0]["dropped"], 1);
+}
+
+#[test]
+fn the_nasa_fixture_audits() {
+    let out = drip(
+        &[
+            "fixtures/nasa_19950801.tsv",
+            "--key-column",
+            "host",
+            "-p",
+            "gcra:rate=1/s,burst=10",
+            "-f",
+            "json",
+            "--quiet",
+        ],
+        None,
+    );
+    let j = json(&out);
+    assert_eq!(j["input"]["rows"], 30969);
+    assert_eq!(j["input"]["time_format"], "epoch-s");
+    let p = &j["policies"][0];
+    assert_eq!(p["requests"], 30969);
+    assert_eq!(
+        p["admitted"].as_u64().unwrap() + p["dropped"].as_u64().unwrap(),
+        30969
+    );
+    assert!(p["keys_seen"].as_u64().unwrap() > 1000);
+    assert!(out.stderr.is_empty(), "--quiet: {}", out.stderr);
+}
+
+// ---- order -----------------------------------------------------------------
+
+#[test]
+fn rows_out_of_order_within_the_window_are_resorted() {
+    // 1/s meter: sorted, 0 and 1 s are admitted, 0.5 s refused.
+    let log = write("ooo.csv", "ts\n1000\n0\n500\n");
+    let j = json(&drip(
+        &[
+            s(&log),
+            "--time-format",
+            "epoch-ms",
+            "-p",
+            "leaky-bucket:rate=1/s",
+            "-f",
+            "json",
+        ],
+        None,
+    ));
+    assert_eq!(j["input"]["rows_reordered"], 2);
+    assert_eq!(j["policies"][0]["admitted"], 2);
+    // Decided in time order; `row` still names each row's place in the file.
+    let got = decisions_with_rows(&[
+        s(&log),
+        "--time-format",
+        "epoch-ms",
+        "-p",
+        "leaky-bucket:rate=1/s",
+    ]);
+    assert_eq!(
+        got,
+        [
+            (2, d("1", "0", "")),
+            (3, d("0", "", "500")),
+            (1, d("1", "0", ""))
+        ]
+    );
+}
+
+#[test]
+fn a_row_beyond_the_window_is_an_error_with_the_fix() {
+    let log = write("late.csv", "ts\n10000\n20000\n3000\n");
+    let out = drip(
+        &[s(&log), "--time-format", "epoch-ms", "-p", "gcra:rate=1/s"],
+        None,
+    );
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("late.csv:4:"), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("1970-01-01T00:00:03Z"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("1970-01-01T00:00:20Z"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("--reorder-window"), "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    let ok = drip(
+        &[
+            s(&log),
+            "--time-format",
+            "epoch-ms",
+            "-p",
+            "gcra:rate=1/s",
+            "--reorder-window",
+            "20s",
+        ],
+        None,
+    );
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+}
+
+// ---- bad input ---------------------------------------------------------------
+
+fn fails(args: &[&str], needles: &[&str]) {
+    let out = drip(args, None);
+    assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+    // The note saying which time format auto-detection picked is not an error.
+    let errors: Vec<&str> = out
+        .stderr
+        .lines()
+        .filter(|l| !l.starts_with("drip: reading column"))
+        .collect();
+    assert_eq!(errors.len(), 1, "one line: {}", out.stderr);
+    assert!(out.stderr.starts_with("drip: "), "{}", out.stderr);
+    for n in needles {
+        assert!(
+            out.stderr.contains(n),
+            "{args:?}: missing {n:?} in {}",
+            out.stderr
+        );
+    }
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+}
+
+#[test]
+fn bad_rows_name_file_line_and_text() {
+    let log = write(
+        "bad.csv",
+        "ts,client,cost\n1714564800,a,1\nyesterday,a,1\n1714564802,a,x\n",
+    );
+    fails(
+        &[s(&log), "-p", "gcra:rate=1/s"],
+        &["bad.csv:3:", "'yesterday'", "--skip-bad"],
+    );
+    fails(
+        &[
+            s(&log),
+            "-p",
+            "gcra:rate=1/s",
+            "--time-format",
+            "epoch-s",
+            "--cost-column",
+            "cost",
+            "--reorder-window",
+            "1h",
+        ],
+        &["bad.csv:3:", "'yesterday'"],
+    );
+    let log2 = write(
+        "badcost.csv",
+        "ts,client,cost\n1714564800,a,1\n1714564802,a,0\n",
+    );
+    fails(
+        &[s(&log2), "-p", "gcra:rate=1/s", "--cost-column", "cost"],
+        &["badcost.csv:3:", "bad cost '0'"],
+    );
+    let short = write("short.csv", "ts,client\n1714564800,a\n1714564801\n");
+    fails(
+        &[s(&short), "-p", "gcra:rate=1/s", "--key-column", "client"],
+        &["short.csv:3:", "1 fields"],
+    );
+}
+
+#[test]
+fn skip_bad_counts_in_every_format() {
+    let log = write(
+        "bad2.csv",
+        "ts,client\n1714564800,a\nnope,a\n1714564801,a\n,a\n",
+    );
+    for f in ["table", "json", "csv", "markdown"] {
+        let out = drip(
+            &[
+                s(&log),
+                "-p",
+                "gcra:rate=1/s",
+                "--skip-bad",
+                "-f",
+                f,
+                "--time-format",
+                "epoch-s",
+            ],
+            None,
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        match f {
+            "json" => assert_eq!(json(&out)["input"]["bad_rows_skipped"], 2),
+            "csv" => {
+                let mut r = csv::Reader::from_reader(out.stdout.as_bytes());
+                let h = r.headers().unwrap().clone();
+                let i = h
+                    .iter()
+                    .position(|c| c == "skipped_bad")
+                    .expect("skipped_bad column");
+                assert_eq!(&r.records().next().unwrap().unwrap()[i], "2");
+            }
+            _ => assert!(
+                out.stdout.contains("2 skipped as bad"),
+                "{f}: {}",
+                out.stdout
+            ),
+        }
+    }
+}
+
+#[test]
+fn missing_columns_list_what_exists() {
+    fails(
+        &[
+            "fixtures/small.csv",
+            "-p",
+            "gcra:rate=1/s",
+            "--key-column",
+            "user",
+        ],
+        &["no key column 'user'", "0:ts", "1:client", "3:cost"],
+    );
+    fails(
+        &[
+            "fixtures/small.csv",
+            "-p",
+            "gcra:rate=1/s",
+            "--time-column",
+            "9",
+        ],
+        &["no time column #9", "4 columns"],
+    );
+    let log = write("notime.csv", "a,b\n1,2\n");
+    fails(
+        &[s(&log), "-p", "gcra:rate=1/s"],
+        &["no time column found", "0:a, 1:b", "--time-column"],
+    );
+}
+
+#[test]
+fn usage_errors_are_one_line_and_exit_2() {
+    fails(&["fixtures/small.csv"], &["no policy given", "--policy"]);
+    fails(
+        &["fixtures/small.csv", "-p", "gcra:rate=fast"],
+        &["invalid rate 'fast'"],
+    );
+    fails(
+        &["fixtures/small.csv", "-p", "bucket"],
+        &["unknown policy 'bucket'", "token-bucket"],
+    );
+    fails(
+        &["nope.csv", "-p", "gcra:rate=1/s"],
+        &["cannot open 'nope.csv'"],
+    );
+    fails(
+        &[
+            "fixtures/small.csv",
+            "-p",
+            "gcra:rate=1/s",
+            "--max-drop-rate",
+            "x=5",
+        ],
+        &["no policy labelled 'x'"],
+    );
+    fails(
+        &[
+            "fixtures/small.csv",
+            "-p",
+            "gcra:rate=1/s",
+            "--max-drop-rate",
+            "lots",
+        ],
+        &["invalid value 'lots'"],
+    );
+    fails(
+        &[
+            "fixtures/small.csv",
+            "-p",
+            "gcra:rate=1/s",
+            "--delimiter",
+            "ab",
+        ],
+        &["--delimiter 'ab'"],
+    );
+    fails(
+        &[
+            "fixtures/small.csv",
+            "-p",
+            "gcra:rate=1/s",
+            "-p",
+            "gcra:rate=1/s",
+        ],
+        &["labelled 'gcra:rate=1/s'"],
+    );
+    let pf = write("p.txt", "gcra:rate=1/s\n# fine\nleaky:rate=2/s\n");
+    fails(
+        &["fixtures/small.csv", "--policies", s(&pf)],
+        &["p.txt:3:", "unknown policy 'leaky'"],
+    );
+}
+
+#[test]
+fn empty_input_is_a_report_of_zeros() {
+    for contents in ["", "ts,client\n"] {
+        let log = write("empty.csv", contents);
+        let j = json(&drip(
+            &[
+                s(&log),
+                "-p",
+                "gcra:rate=1/s",
+                "-p",
+                "shaper:rate=1/s",
+                "-f",
+                "json",
+            ],
+            None,
+        ));
+        assert_eq!(j["input"]["rows"], 0);
+        assert_eq!(j["policies"][0]["requests"], 0);
+        assert_eq!(j["policies"][0]["drop_pct"], 0.0);
+        assert_eq!(j["policies"][1]["wait"]["max_ns"], 0);
+    }
+}
+
+// ---- thresholds ----------------------------------------------------------------
+
+#[test]
+fn thresholds_exit_0_or_1_with_a_message_per_crossing() {
+    let base = [
+        "fixtures/small.csv",
+        "--key-column",
+        "client",
+        "--cost-column",
+        "cost",
+        "--policies",
+        "fixtures/policies.txt",
+        "--quiet",
+    ];
+    let with = |extra: &[&str]| {
+        let mut a = base.to_vec();
+        a.extend(extra);
+        drip(&a, None)
+    };
+    assert_eq!(with(&["--max-drop-rate", "30"]).code, 0);
+    assert_eq!(with(&["--max-drops", "5"]).code, 0);
+    assert_eq!(with(&["--max-wait", "1s"]).code, 0);
+    let o = with(&["--max-drop-rate", "20"]);
+    assert_eq!(o.code, 1);
+    assert!(
+        o.stderr
+            .contains("'egress' crossed --max-drop-rate: measured 29.41% (5 of 17), limit 20%"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(o.stderr.lines().count(), 1, "{}", o.stderr);
+    assert!(o.stdout.contains("policy"), "the report is still printed");
+    let o = with(&[
+        "--max-drop-rate",
+        "per-client=17.64",
+        "--max-drops",
+        "nginx-edge=2",
+        "--max-wait",
+        "999ms",
+    ]);
+    assert_eq!(o.code, 1);
+    assert_eq!(o.stderr.lines().count(), 4, "{}", o.stderr);
+    assert!(o.stderr.contains("'per-client' crossed --max-drop-rate"));
+    assert!(
+        o.stderr
+            .contains("'nginx-edge' crossed --max-drops: measured 3, limit 2")
+    );
+    assert!(
+        o.stderr
+            .contains("'egress' crossed --max-wait: measured 1s, limit 999ms")
+    );
+    assert!(o.stderr.contains("'nginx-edge' crossed --max-wait"));
+    assert_eq!(with(&["--max-drop-rate", "per-client=17.65"]).code, 0);
+}
+
+// ---- golden outputs ------------------------------------------------------------
+
+#[test]
+fn golden_outputs_for_every_format() {
+    for (format, ext) in [
+        ("table", "txt"),
+        ("json", "json"),
+        ("csv", "csv"),
+        ("markdown", "md"),
+    ] {
+        let out = drip(
+            &[
+                "fixtures/small.csv",
+                "--key-column",
+                "client",
+                "--cost-column",
+                "cost",
+                "--policies",
+                "fixtures/policies.txt",
+                "--timeline",
+                "1s",
+                "--top",
+                "3",
+                "-f",
+                format,
+                "--quiet",
+            ],
+            None,
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let path = format!("fixtures/golden/small.{ext}");
+        if std::env::var_os("DRIP_BLESS").is_some() {
+            std::fs::write(
+                Path::new(env!("CARGO_MANIFEST_DIR")).join(&path),
+                &out.stdout,
+            )
+            .unwrap();
+        }
+        let want = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(&path))
+            .unwrap_or_else(|e| panic!("{path}: {e} (run with DRIP_BLESS=1 to create)"));
+        assert!(
+            out.stdout == want,
+            "{format} differs from {path}\n--- want\n{want}\n--- got\n{}",
+            out.stdout
+        );
+    }
+}
