@@ -4,7 +4,6 @@
 //! an error naming file, line and text, or is skipped and counted with
 //! `--skip-bad`. Rows stream in batches: memory does not follow the log.
 
-use super::keys::Interner;
 use super::timestamp::TimeFormat;
 use crate::time::Nanos;
 use anyhow::{Context, Result, anyhow, bail};
@@ -89,16 +88,42 @@ pub struct Event {
     pub line: u64,
     pub file: u32,
     pub cost: u32,
-    /// Key id per key column (`EMPTY_KEY` for an empty value).
+    /// Key id per key column (`EMPTY_KEY` for an empty value). As read,
+    /// before [`Batch::intern`], the end of each key value in the batch's
+    /// `key_bytes` (values are stored back to back, row by row).
     pub keys: [u32; MAX_KEYS],
 }
 
-/// Rows read since the last batch, and the key values first seen in them.
+/// Rows read since the last batch, with their key values back to back.
 #[derive(Default)]
 pub struct Batch {
     pub events: Vec<Event>,
-    /// (key column, value) in order of first appearance.
-    pub new_keys: Vec<(u8, Box<[u8]>)>,
+    pub key_bytes: Vec<u8>,
+    /// True once `keys` hold ids.
+    pub interned: bool,
+    /// (key column, start, end) in `key_bytes` of each value first seen in
+    /// this batch, in id order.
+    pub new_keys: Vec<(u8, u32, u32)>,
+}
+
+impl Batch {
+    /// Turns each event's key values into ids, in row order (so ids follow
+    /// first appearance), noting values never seen before in `new_keys`.
+    pub fn intern(&mut self, interners: &mut [super::keys::Interner]) {
+        let mut start = 0usize;
+        for ev in &mut self.events {
+            for (c, interner) in interners.iter_mut().enumerate() {
+                let end = ev.keys[c] as usize;
+                let (id, new) = interner.intern(&self.key_bytes[start..end]);
+                if new {
+                    self.new_keys.push((c as u8, start as u32, end as u32));
+                }
+                ev.keys[c] = id;
+                start = end;
+            }
+        }
+        self.interned = true;
+    }
 }
 
 /// What the reader learned.
@@ -255,18 +280,26 @@ fn shown(value: &[u8]) -> String {
 
 /// Reads every file in order, calling `emit` with each batch; `emit`
 /// returns false to stop early (the replay has failed).
+/// With `interners`, key values are turned into ids here, on the reader's
+/// thread; without, the receiver does it.
 pub fn read_all(
     spec: &InputSpec,
     bytes: &Arc<AtomicU64>,
+    mut interners: Option<Vec<super::keys::Interner>>,
     mut emit: impl FnMut(Batch) -> bool,
 ) -> Result<InputSummary> {
+    let mut emit = |mut b: Batch| {
+        if let Some(i) = interners.as_mut() {
+            b.intern(i);
+        }
+        emit(b)
+    };
     let stdin = [PathBuf::from("-")];
     let files: &[PathBuf] = if spec.files.is_empty() {
         &stdin
     } else {
         &spec.files
     };
-    let mut interners: Vec<Interner> = spec.key_cols.iter().map(|_| Interner::default()).collect();
     let mut summary = InputSummary::default();
     let mut format = spec.time_format.clone();
     let mut batch = Batch::default();
@@ -381,14 +414,19 @@ pub fn read_all(
                             })?
                     }
                 };
-                let mut keys = [super::keys::EMPTY_KEY; MAX_KEYS];
+                let mut keys = [0; MAX_KEYS];
+                let mark = batch.key_bytes.len();
                 for (slot, &c) in cols.keys.iter().enumerate() {
-                    let v = field(c, "key")?.trim_ascii();
-                    let (id, new) = interners[slot].intern(v);
-                    if new {
-                        batch.new_keys.push((slot as u8, v.into()));
-                    }
-                    keys[slot] = id;
+                    let v = match field(c, "key") {
+                        Ok(v) => v.trim_ascii(),
+                        Err(e) => {
+                            batch.key_bytes.truncate(mark);
+                            return Err(e);
+                        }
+                    };
+                    batch.key_bytes.extend_from_slice(v);
+                    keys[slot] = u32::try_from(batch.key_bytes.len())
+                        .map_err(|_| bad("key values too long".into()))?;
                 }
                 Ok(Event {
                     at,
@@ -415,7 +453,7 @@ pub fn read_all(
             }
         }
     }
-    if !batch.events.is_empty() || !batch.new_keys.is_empty() {
+    if !batch.events.is_empty() {
         emit(batch);
     }
     summary.time_format = format.to_string();

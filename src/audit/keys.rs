@@ -4,8 +4,7 @@
 //! limited by the policies counting by that column (as nginx exempts an
 //! empty `limit_req_zone` key).
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use std::hash::Hasher;
 
 /// The id of the empty value: the request is exempt from that key's limits.
 pub const EMPTY_KEY: u32 = u32::MAX;
@@ -52,10 +51,55 @@ impl Hasher for BytesHasher {
     }
 }
 
+/// Keys of at most this many bytes are stored inside the table itself.
+const INLINE: usize = 11;
+
+/// A table slot, 16 bytes: a short key inline (zero-padded, its length in
+/// the last byte), or a long key's place in the arena (`LONG` in the last
+/// byte).
+#[derive(Clone, Copy)]
+struct Entry {
+    inline: [u8; 12],
+    id: u32,
+}
+
+const LONG: u8 = 0xff;
+
+fn pad(value: &[u8]) -> [u8; 12] {
+    let mut p = [0u8; 12];
+    p[..value.len()].copy_from_slice(value);
+    p[11] = value.len() as u8;
+    p
+}
+
+fn hash_short(p: &[u8; 12]) -> u64 {
+    let a = u64::from_le_bytes(p[..8].try_into().expect("eight bytes"));
+    let b = u32::from_le_bytes(p[8..].try_into().expect("four bytes"));
+    let h = a.wrapping_mul(K).rotate_left(26) ^ u64::from(b);
+    let m = u128::from(h).wrapping_mul(u128::from(K));
+    (m as u64) ^ ((m >> 64) as u64)
+}
+
+fn hash_long(value: &[u8]) -> u64 {
+    let mut h = BytesHasher::default();
+    h.write(value);
+    h.finish()
+}
+
+/// A long key stored in the arena at `at`: a u32 length, then the bytes.
+fn long_key<'a>(arena: &'a [u8], e: &Entry) -> &'a [u8] {
+    let at = u64::from_le_bytes(e.inline[..8].try_into().expect("eight bytes")) as usize;
+    let len = u32::from_le_bytes(arena[at..at + 4].try_into().expect("four bytes")) as usize;
+    &arena[at + 4..at + 4 + len]
+}
+
 /// Distinct values of one column → dense ids, in order of first appearance.
+/// Short keys (most client ids and IPv4 addresses) live inside the table's
+/// 16-byte slots, so a lookup touches one slot and compares two words.
 #[derive(Default)]
 pub struct Interner {
-    ids: HashMap<Box<[u8]>, u32, BuildHasherDefault<BytesHasher>>,
+    table: hashbrown::HashTable<Entry>,
+    long: Vec<u8>,
 }
 
 impl Interner {
@@ -65,20 +109,82 @@ impl Interner {
         if value.is_empty() {
             return (EMPTY_KEY, false);
         }
-        if let Some(&id) = self.ids.get(value) {
-            return (id, false);
+        let next = self.table.len() as u32;
+        let long = &mut self.long;
+        let rehash = |e: &Entry, long: &[u8]| {
+            if e.inline[11] == LONG {
+                hash_long(long_key(long, e))
+            } else {
+                hash_short(&e.inline)
+            }
+        };
+        if value.len() <= INLINE {
+            let p = pad(value);
+            let h = hash_short(&p);
+            if let Some(e) = self.table.find(h, |e| e.inline == p) {
+                return (e.id, false);
+            }
+            let entry = Entry {
+                inline: p,
+                id: next,
+            };
+            self.table.insert_unique(h, entry, |e| rehash(e, long));
+        } else {
+            let h = hash_long(value);
+            let found = self
+                .table
+                .find(h, |e| e.inline[11] == LONG && long_key(long, e) == value);
+            if let Some(e) = found {
+                return (e.id, false);
+            }
+            let mut inline = [0u8; 12];
+            inline[..8].copy_from_slice(&(long.len() as u64).to_le_bytes());
+            inline[11] = LONG;
+            long.extend_from_slice(&(value.len() as u32).to_le_bytes());
+            long.extend_from_slice(value);
+            let entry = Entry { inline, id: next };
+            self.table.insert_unique(h, entry, |e| rehash(e, long));
         }
-        let id = self.ids.len() as u32;
-        self.ids.insert(value.into(), id);
-        (id, true)
+        (next, true)
     }
 
     pub fn len(&self) -> usize {
-        self.ids.len()
+        self.table.len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.ids.is_empty()
+        self.table.is_empty()
+    }
+}
+
+/// Key values by id, packed in one buffer.
+#[derive(Default)]
+pub struct KeyNames {
+    bytes: Vec<u8>,
+    ends: Vec<u32>,
+}
+
+impl KeyNames {
+    /// Appends the value of the next id.
+    pub fn push(&mut self, value: &[u8]) {
+        self.bytes.extend_from_slice(value);
+        // Key text beyond 4 GiB in one column is not a log this reads.
+        self.ends
+            .push(u32::try_from(self.bytes.len()).unwrap_or(u32::MAX));
+    }
+
+    pub fn get(&self, id: u32) -> &[u8] {
+        let i = id as usize;
+        let start = if i == 0 { 0 } else { self.ends[i - 1] as usize };
+        &self.bytes[start..self.ends[i] as usize]
+    }
+
+    pub fn len(&self) -> usize {
+        self.ends.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.ends.is_empty()
     }
 }
 
@@ -98,5 +204,21 @@ mod tests {
             i.intern(format!("client-{n}").as_bytes());
         }
         assert_eq!(i.intern(b"client-9999"), (10_001, false));
+        // Long keys (beyond the inline size) and near-misses.
+        let long = b"2001:db8:85a3::8a2e:370:7334/with-a-long-suffix";
+        assert_eq!(i.intern(long), (10_002, true));
+        assert_eq!(i.intern(&long[..long.len() - 1]), (10_003, true));
+        assert_eq!(i.intern(long), (10_002, false));
+        assert_eq!(i.intern(b"client-999\0"), (10_004, true));
+        for n in 0..10_000u32 {
+            let v = format!("a-rather-long-client-name-{n}");
+            assert_eq!(i.intern(v.as_bytes()).0, 10_005 + n);
+        }
+        assert_eq!(i.intern(b"a-rather-long-client-name-77"), (10_082, false));
+        let mut names = KeyNames::default();
+        names.push(b"a");
+        names.push(b"bcd");
+        assert_eq!(names.get(1), b"bcd");
+        assert_eq!(names.get(0), b"a");
     }
 }

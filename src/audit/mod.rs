@@ -28,6 +28,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use timestamp::TimeFormat;
 
+/// How far ahead of the row being decided its successors' states are
+/// fetched: the state slot at `FAR`, what it points to at `NEAR`.
+const PREFETCH_FAR: usize = 8;
+const PREFETCH_NEAR: usize = 3;
+
 /// A threshold as given: for one policy label, or all.
 struct Threshold<T> {
     label: Option<String>,
@@ -244,6 +249,14 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         ProgressBar::hidden()
     };
 
+    // Interning keys costs about as much as deciding one policy: with one
+    // policy it balances the two threads on the replay's side, with more on
+    // the reader's.
+    let reader_interns = (specs.len() > 1).then(|| {
+        (0..key_cols.len())
+            .map(|_| keys::Interner::default())
+            .collect()
+    });
     let bytes = Arc::new(AtomicU64::new(0));
     let (tx, rx) = mpsc::sync_channel::<input::Batch>(8);
     let reader = {
@@ -251,7 +264,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         let spec = spec.clone();
         std::thread::Builder::new()
             .name("drip-reader".into())
-            .spawn(move || input::read_all(&spec, &bytes, |b| tx.send(b).is_ok()))
+            .spawn(move || input::read_all(&spec, &bytes, reader_interns, |b| tx.send(b).is_ok()))
             .context("cannot start the reader thread")?
     };
 
@@ -264,8 +277,8 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         files.iter().map(|f| file_name(f)).collect()
     };
     let replayed: Result<()> = (|| {
-        for batch in rx.iter() {
-            replay.add_keys(batch.new_keys);
+        for mut batch in rx.iter() {
+            replay.intern(&mut batch);
             rows_seen += batch.events.len() as u64;
             for ev in batch.events {
                 if let Err(late) = order.push(ev) {
@@ -282,6 +295,14 @@ pub fn run(args: AuditArgs) -> Result<u8> {
                     );
                 }
                 while let Some(ready) = order.pop_ready() {
+                    // States of rows a few places ahead are fetched from
+                    // memory while this one is decided.
+                    if let Some(ahead) = order.peek(PREFETCH_FAR) {
+                        replay.prefetch(ahead, false);
+                    }
+                    if let Some(ahead) = order.peek(PREFETCH_NEAR) {
+                        replay.prefetch(ahead, true);
+                    }
                     replay.decide(&ready)?;
                 }
             }

@@ -3,14 +3,13 @@
 //! key id; policies hold only the keys active within their horizon.
 
 use super::input::{Event, MAX_KEYS};
-use super::keys::EMPTY_KEY;
-use crate::policy::keyed::{KeyId, Stack};
+use super::keys::{EMPTY_KEY, Interner, KeyNames};
+use crate::policy::keyed::{IdMap, KeyId, Stack};
 use crate::policy::{Decision, Spec};
 use crate::report::{KeyRow, PolicyReport, TimelineRow, Waits};
 use crate::time::{Nanos, fmt_millis};
 use anyhow::{Result, bail};
 use hdrhistogram::Histogram;
-use std::collections::HashMap;
 use std::io::Write;
 
 /// Where a member takes its key from.
@@ -115,7 +114,7 @@ pub struct Run {
     dropped: u64,
     waits: WaitStats,
     peak: u64,
-    drops_by_key: HashMap<u32, u64>,
+    drops_by_key: IdMap<u64>,
     bins: Vec<Bin>,
 }
 
@@ -129,7 +128,7 @@ impl Run {
         Run {
             label: spec.label.clone(),
             spec: spec.text.clone(),
-            stack: spec.build(),
+            stack: spec.build_dense(),
             keys: vec![None; slots.len()],
             slots,
             report_slot,
@@ -138,7 +137,7 @@ impl Run {
             dropped: 0,
             waits: WaitStats::new(),
             peak: 0,
-            drops_by_key: HashMap::new(),
+            drops_by_key: IdMap::default(),
             bins: Vec::new(),
         }
     }
@@ -148,7 +147,8 @@ impl Run {
 pub struct Replay {
     pub runs: Vec<Run>,
     /// Key values per key column, by id.
-    names: Vec<Vec<Box<[u8]>>>,
+    names: Vec<KeyNames>,
+    interners: Vec<Interner>,
     /// Requests per key, per key column.
     requests_by_key: Vec<Vec<u64>>,
     decisions: Option<csv::Writer<Box<dyn Write>>>,
@@ -185,7 +185,8 @@ impl Replay {
         assert!(key_columns <= MAX_KEYS);
         Ok(Replay {
             runs,
-            names: vec![Vec::new(); key_columns],
+            names: (0..key_columns).map(|_| KeyNames::default()).collect(),
+            interners: (0..key_columns).map(|_| Interner::default()).collect(),
             requests_by_key: vec![Vec::new(); key_columns],
             decisions,
             timeline: timeline.map(|i| (i, 0)),
@@ -195,14 +196,35 @@ impl Replay {
         })
     }
 
-    /// Key values first seen in a batch, in id order.
-    pub fn add_keys(&mut self, new_keys: Vec<(u8, Box<[u8]>)>) {
-        for (col, v) in new_keys {
-            self.names[col as usize].push(v);
-            self.requests_by_key[col as usize].push(0);
+    /// Turns a batch's key values into ids unless the reader did, and
+    /// learns the values first seen in it.
+    pub fn intern(&mut self, batch: &mut super::input::Batch) {
+        if !batch.interned {
+            batch.intern(&mut self.interners);
+        }
+        for &(c, start, end) in &batch.new_keys {
+            self.names[c as usize].push(&batch.key_bytes[start as usize..end as usize]);
+            self.requests_by_key[c as usize].push(0);
         }
     }
 
+    /// A hint that `ev` is decided soon (see [`Limiter::prefetch`]).
+    ///
+    /// [`Limiter::prefetch`]: crate::policy::keyed::Limiter::prefetch
+    pub fn prefetch(&mut self, ev: &Event, deep: bool) {
+        for run in &mut self.runs {
+            for (k, s) in run.keys.iter_mut().zip(&run.slots) {
+                *k = match *s {
+                    Slot::Global => Some(0),
+                    Slot::Column(c) => {
+                        let id = ev.keys[c];
+                        (id != EMPTY_KEY).then_some(KeyId::from(id))
+                    }
+                };
+            }
+            run.stack.prefetch(&run.keys, deep);
+        }
+    }
 
     /// Decides one request under every policy.
     pub fn decide(&mut self, ev: &Event) -> Result<()> {
@@ -220,6 +242,7 @@ impl Replay {
             }
         }
         let cost = u64::from(ev.cost);
+        let timeline = self.timeline.is_some();
         for ri in 0..self.runs.len() {
             let run = &mut self.runs[ri];
             for (k, s) in run.keys.iter_mut().zip(&run.slots) {
@@ -231,9 +254,8 @@ impl Replay {
                     }
                 };
             }
-            let d = run.stack.decide(&run.keys, now, cost);
+            let (d, level) = run.stack.decide_level(&run.keys, now, cost, timeline);
             run.requests += 1;
-            let level = run.stack.level(&run.keys, now);
             run.peak = run.peak.max(level);
             match d {
                 Decision::Admit { release } => {
@@ -245,7 +267,7 @@ impl Replay {
                     if let Some(c) = run.report_slot {
                         let id = ev.keys[c];
                         if id != EMPTY_KEY {
-                            *run.drops_by_key.entry(id).or_insert(0) += 1;
+                            *run.drops_by_key.entry(u64::from(id)).or_insert(0) += 1;
                         }
                     }
                 }
@@ -314,11 +336,15 @@ impl Replay {
                 Some(c) => self.names[c].len() as u64,
                 None => u64::from(run.requests > 0),
             };
-            let mut top: Vec<(u32, u64)> = run.drops_by_key.iter().map(|(k, v)| (*k, *v)).collect();
+            let mut top: Vec<(u32, u64)> = run
+                .drops_by_key
+                .iter()
+                .map(|(k, v)| (*k as u32, *v))
+                .collect();
             let names = run.report_slot.map(|c| &self.names[c]);
             top.sort_unstable_by(|a, b| {
                 b.1.cmp(&a.1).then_with(|| match names {
-                    Some(n) => n[a.0 as usize].cmp(&n[b.0 as usize]),
+                    Some(n) => n.get(a.0).cmp(n.get(b.0)),
                     None => a.0.cmp(&b.0),
                 })
             });
@@ -329,7 +355,7 @@ impl Replay {
                     let c = run.report_slot.expect("drops by key need a key column");
                     let requests = self.requests_by_key[c][id as usize];
                     KeyRow {
-                        key: String::from_utf8_lossy(&self.names[c][id as usize]).into_owned(),
+                        key: String::from_utf8_lossy(self.names[c].get(id)).into_owned(),
                         requests,
                         dropped,
                         drop_pct: percent(dropped, requests),
@@ -385,10 +411,10 @@ impl Replay {
 pub type TimelineRows = (Nanos, Vec<TimelineRow>);
 
 /// The text of the key a run reports by, for the decisions file.
-fn key_text(names: &[Vec<Box<[u8]>>], slot: Option<usize>, ev: &Event) -> String {
+fn key_text(names: &[KeyNames], slot: Option<usize>, ev: &Event) -> String {
     match slot {
         Some(c) if ev.keys[c] != EMPTY_KEY => {
-            String::from_utf8_lossy(&names[c][ev.keys[c] as usize]).into_owned()
+            String::from_utf8_lossy(names[c].get(ev.keys[c])).into_owned()
         }
         _ => String::new(),
     }

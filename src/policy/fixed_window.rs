@@ -105,6 +105,10 @@ impl Policy for FixedWindow {
         }
     }
 
+    fn refusal_counts(&self) -> bool {
+        self.count == CountMode::All
+    }
+
     fn is_neutral(&self, s: &FixedWindowState, now: Nanos) -> bool {
         self.current(s, now).1 == 0
     }

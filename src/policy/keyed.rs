@@ -50,12 +50,37 @@ pub trait Limiter: Send {
     fn refuse(&mut self, key: KeyId, now: Nanos, cost: u64);
     /// `check` and record.
     fn decide(&mut self, key: KeyId, now: Nanos, cost: u64) -> Decision;
+    /// `decide`, and the key's level just after. With `on_refuse` false the
+    /// level of a refusal that changed nothing is not computed (0): peaks
+    /// only rise on admits.
+    fn decide_level(
+        &mut self,
+        key: KeyId,
+        now: Nanos,
+        cost: u64,
+        on_refuse: bool,
+    ) -> (Decision, u64);
     /// The key's occupancy after its last request (level, backlog, count).
     fn level(&self, key: KeyId, now: Nanos) -> u64;
     /// Keys currently held in memory.
     fn tracked(&self) -> usize;
     /// True when admitted requests may be delayed.
     fn shapes(&self) -> bool;
+    /// A hint that `key` will be decided soon: start loading its state
+    /// (`deep`: also what the state points to). Changes nothing.
+    fn prefetch(&self, _key: KeyId, _deep: bool) {}
+}
+
+/// Asks the CPU to start loading the cache line at `p`.
+#[inline(always)]
+pub fn prefetch_line<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: a prefetch is a hint; it never faults, even on a bad address.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// A policy and its per-key states.
@@ -121,12 +146,27 @@ where
     }
 
     fn decide(&mut self, key: KeyId, now: Nanos, cost: u64) -> Decision {
-        let d = self.check(key, now, cost);
-        match d {
-            Decision::Admit { .. } => self.admit(key, now, cost),
-            Decision::Refuse { .. } => self.refuse(key, now, cost),
-        }
-        d
+        self.decide_level(key, now, cost, false).0
+    }
+
+    fn decide_level(
+        &mut self,
+        key: KeyId,
+        now: Nanos,
+        cost: u64,
+        on_refuse: bool,
+    ) -> (Decision, u64) {
+        // One lookup; a refused key never seen leaves a neutral entry that
+        // the next sweep forgets.
+        self.maybe_sweep(key, now);
+        let s = self.states.entry(key).or_default();
+        let d = self.policy.decide(s, now, cost);
+        let level = if d.is_admit() || on_refuse || self.policy.refusal_counts() {
+            self.policy.level(s, now)
+        } else {
+            0
+        };
+        (d, level)
     }
 
     fn level(&self, key: KeyId, now: Nanos) -> u64 {
@@ -141,6 +181,105 @@ where
 
     fn shapes(&self) -> bool {
         self.policy.shapes()
+    }
+}
+
+/// A policy with its per-key states in a vector indexed by key id, for a
+/// driver whose keys are dense ids (audit interns every key value): one
+/// indexed access per decision, no hashing, no sweeps. Memory is one state
+/// per key id ever used; no key is forgotten.
+pub struct Dense<P: Policy> {
+    policy: P,
+    states: Vec<P::State>,
+}
+
+impl<P: Policy> Dense<P> {
+    pub fn new(policy: P) -> Self {
+        Dense {
+            policy,
+            states: Vec::new(),
+        }
+    }
+
+    /// Makes room for `key`; returns its index.
+    #[inline]
+    fn grow(&mut self, key: KeyId) -> usize {
+        let i = key as usize;
+        if i >= self.states.len() {
+            self.states.resize_with(i + 1, P::State::default);
+        }
+        i
+    }
+}
+
+impl<P> Limiter for Dense<P>
+where
+    P: Policy + Send,
+    P::State: Send,
+{
+    fn check(&self, key: KeyId, now: Nanos, cost: u64) -> Decision {
+        match self.states.get(key as usize) {
+            Some(s) => self.policy.check(s, now, cost),
+            None => self.policy.check(&P::State::default(), now, cost),
+        }
+    }
+
+    fn admit(&mut self, key: KeyId, now: Nanos, cost: u64) {
+        let i = self.grow(key);
+        self.policy.admit(&mut self.states[i], now, cost);
+    }
+
+    fn refuse(&mut self, key: KeyId, now: Nanos, cost: u64) {
+        let i = self.grow(key);
+        self.policy.refuse(&mut self.states[i], now, cost);
+    }
+
+    fn decide(&mut self, key: KeyId, now: Nanos, cost: u64) -> Decision {
+        self.decide_level(key, now, cost, false).0
+    }
+
+    #[inline]
+    fn decide_level(
+        &mut self,
+        key: KeyId,
+        now: Nanos,
+        cost: u64,
+        on_refuse: bool,
+    ) -> (Decision, u64) {
+        let i = self.grow(key);
+        let s = &mut self.states[i];
+        let d = self.policy.decide(s, now, cost);
+        let level = if d.is_admit() || on_refuse || self.policy.refusal_counts() {
+            self.policy.level(s, now)
+        } else {
+            0
+        };
+        (d, level)
+    }
+
+    fn level(&self, key: KeyId, now: Nanos) -> u64 {
+        self.states
+            .get(key as usize)
+            .map_or(0, |s| self.policy.level(s, now))
+    }
+
+    fn tracked(&self) -> usize {
+        self.states.len()
+    }
+
+    fn shapes(&self) -> bool {
+        self.policy.shapes()
+    }
+
+    #[inline]
+    fn prefetch(&self, key: KeyId, deep: bool) {
+        if let Some(s) = self.states.get(key as usize) {
+            if deep {
+                self.policy.prefetch(s);
+            } else {
+                prefetch_line(s);
+            }
+        }
     }
 }
 
@@ -174,12 +313,29 @@ impl Stack {
 
     /// Decides one request; `keys[i]` is member i's key.
     pub fn decide(&mut self, keys: &[Option<KeyId>], now: Nanos, cost: u64) -> Decision {
+        self.decide_level(keys, now, cost, false).0
+    }
+
+    /// `decide`, and the largest member level for these keys just after
+    /// (see [`Limiter::decide_level`] for `on_refuse`).
+    pub fn decide_level(
+        &mut self,
+        keys: &[Option<KeyId>],
+        now: Nanos,
+        cost: u64,
+        on_refuse: bool,
+    ) -> (Decision, u64) {
         if let [only] = self.members.as_mut_slice() {
             return match keys[0] {
-                Some(k) => only.decide(k, now, cost),
-                None => Decision::Admit { release: now },
+                Some(k) => only.decide_level(k, now, cost, on_refuse),
+                None => (Decision::Admit { release: now }, 0),
             };
         }
+        let d = self.decide_many(keys, now, cost);
+        (d, self.level(keys, now))
+    }
+
+    fn decide_many(&mut self, keys: &[Option<KeyId>], now: Nanos, cost: u64) -> Decision {
         let mut release = now;
         for (i, m) in self.members.iter_mut().enumerate() {
             let Some(k) = keys[i] else { continue };
@@ -214,6 +370,16 @@ impl Stack {
             }
         }
         Some(at)
+    }
+
+    /// See [`Limiter::prefetch`].
+    #[inline]
+    pub fn prefetch(&self, keys: &[Option<KeyId>], deep: bool) {
+        for (m, k) in self.members.iter().zip(keys) {
+            if let Some(k) = k {
+                m.prefetch(*k, deep);
+            }
+        }
     }
 
     /// The largest level among members for their keys.

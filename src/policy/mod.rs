@@ -99,6 +99,15 @@ pub trait Policy {
     /// (bucket level, backlog, window count), for reports.
     fn level(&self, state: &Self::State, now: Nanos) -> u64;
 
+    /// A hint: start loading what `state` points to (the sliding log's
+    /// entries). Changes nothing.
+    fn prefetch(&self, _state: &Self::State) {}
+
+    /// True when a refusal changes state (fixed-window `count=all`).
+    fn refusal_counts(&self) -> bool {
+        false
+    }
+
     /// True for policies that delay admitted requests (shaper, nginx).
     fn shapes(&self) -> bool {
         false

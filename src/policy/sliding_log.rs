@@ -96,6 +96,12 @@ impl Policy for SlidingLog {
         self.prune(s, now);
     }
 
+    fn prefetch(&self, s: &SlidingLogState) {
+        if let Some(front) = s.entries.front() {
+            super::keyed::prefetch_line(front);
+        }
+    }
+
     fn is_neutral(&self, s: &SlidingLogState, now: Nanos) -> bool {
         s.entries.back().is_none_or(|&(t, _)| !self.live(t, now))
     }

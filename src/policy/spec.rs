@@ -5,7 +5,7 @@
 
 use super::fixed_window::{Align, CountMode, FixedWindow};
 use super::gcra::Gcra;
-use super::keyed::{Keyed, Limiter, Stack};
+use super::keyed::{Dense, Keyed, Limiter, Stack};
 use super::leaky_bucket::LeakyBucket;
 use super::nginx::{NginxLimitReq, parse_nginx_rate};
 use super::shaper::{Shaper, ShaperBound};
@@ -57,6 +57,20 @@ pub enum PolicyConfig {
 }
 
 impl PolicyConfig {
+    /// The policy with per-key state in a vector indexed by dense key ids.
+    pub fn build_dense(&self) -> Box<dyn Limiter> {
+        match *self {
+            PolicyConfig::TokenBucket(p) => Box::new(Dense::new(p)),
+            PolicyConfig::LeakyBucket(p) => Box::new(Dense::new(p)),
+            PolicyConfig::Gcra(p) => Box::new(Dense::new(p)),
+            PolicyConfig::Shaper(p) => Box::new(Dense::new(p)),
+            PolicyConfig::FixedWindow(p) => Box::new(Dense::new(p)),
+            PolicyConfig::SlidingWindow(p) => Box::new(Dense::new(p)),
+            PolicyConfig::SlidingLog(p) => Box::new(Dense::new(p)),
+            PolicyConfig::Nginx(p) => Box::new(Dense::new(p)),
+        }
+    }
+
     /// The policy with empty per-key state.
     pub fn build(&self) -> Box<dyn Limiter> {
         match *self {
@@ -106,6 +120,16 @@ impl Spec {
     /// The members with empty state, as one stack.
     pub fn build(&self) -> Stack {
         Stack::new(self.members.iter().map(|m| m.config.build()).collect())
+    }
+
+    /// The same, with per-key state indexed by dense key ids.
+    pub fn build_dense(&self) -> Stack {
+        Stack::new(
+            self.members
+                .iter()
+                .map(|m| m.config.build_dense())
+                .collect(),
+        )
     }
 }
 
