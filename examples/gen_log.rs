@@ -99,7 +99,11 @@ fn main() {
         let ms = START_S * 1000 + at;
         let (y, mo, d, h, mi, s) = civil(ms / 1000);
         let path = rng.next() % 50_000;
-        let status = if rng.next().is_multiple_of(50) { 404 } else { 200 };
+        let status = if rng.next().is_multiple_of(50) {
+            404
+        } else {
+            200
+        };
         let bytes = rng.next() % 100_000;
         writeln!(
             w,

@@ -96,7 +96,13 @@ impl Rate {
     /// A scaled instant back in nanoseconds, rounded up (first instant at or after it).
     #[inline]
     pub fn unscale_ceil(self, scaled: u128) -> Nanos {
-        Nanos::from_u128(scaled.div_ceil(u128::from(self.count)))
+        Nanos::from_u128(div_ceil(scaled, u128::from(self.count)))
+    }
+
+    /// A scaled span in whole intervals, rounded up (a level in units).
+    #[inline]
+    pub fn units_ceil(self, scaled: u128) -> u64 {
+        u64::try_from(div_ceil(scaled, u128::from(self.per))).unwrap_or(u64::MAX)
     }
 
     /// The interval `per / count` in nanoseconds, rounded up. For display only.
@@ -137,6 +143,16 @@ impl fmt::Display for Rate {
             }
         }
         unreachable!("every period is a whole number of nanoseconds")
+    }
+}
+
+/// ⌈a / b⌉, through 64-bit division when both fit (the common case; the
+/// 128-bit one is a slow library call).
+#[inline]
+pub fn div_ceil(a: u128, b: u128) -> u128 {
+    match (u64::try_from(a), u64::try_from(b)) {
+        (Ok(a), Ok(b)) => u128::from(a.div_ceil(b)),
+        _ => a.div_ceil(b),
     }
 }
 

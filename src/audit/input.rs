@@ -4,7 +4,7 @@
 //! an error naming file, line and text, or is skipped and counted with
 //! `--skip-bad`. Rows stream in batches: memory does not follow the log.
 
-use super::timestamp::TimeFormat;
+use super::timestamp::{TimeFormat, TimeParser};
 use crate::time::Nanos;
 use anyhow::{Context, Result, anyhow, bail};
 use std::fs::File;
@@ -110,17 +110,30 @@ impl Batch {
     /// Turns each event's key values into ids, in row order (so ids follow
     /// first appearance), noting values never seen before in `new_keys`.
     pub fn intern(&mut self, interners: &mut [super::keys::Interner]) {
+        use super::keys::Interner;
+        const AHEAD: usize = 8;
+        let cols = interners.len();
+        // Hash every value first, so each table slot can be fetched from
+        // memory a few values before it is probed.
+        let mut spans = Vec::with_capacity(self.events.len() * cols);
         let mut start = 0usize;
-        for ev in &mut self.events {
-            for (c, interner) in interners.iter_mut().enumerate() {
+        for ev in &self.events {
+            for c in 0..cols {
                 let end = ev.keys[c] as usize;
-                let (id, new) = interner.intern(&self.key_bytes[start..end]);
-                if new {
-                    self.new_keys.push((c as u8, start as u32, end as u32));
-                }
-                ev.keys[c] = id;
+                spans.push((start, end, Interner::hash(&self.key_bytes[start..end])));
                 start = end;
             }
+        }
+        for (n, &(start, end, h)) in spans.iter().enumerate() {
+            if let Some(&(_, _, ahead)) = spans.get(n + AHEAD * cols) {
+                interners[n % cols].prefetch(ahead);
+            }
+            let c = n % cols;
+            let (id, new) = interners[c].intern_hashed(&self.key_bytes[start..end], h);
+            if new {
+                self.new_keys.push((c as u8, start as u32, end as u32));
+            }
+            self.events[n / cols].keys[c] = id;
         }
         self.interned = true;
     }
@@ -301,7 +314,7 @@ pub fn read_all(
         &spec.files
     };
     let mut summary = InputSummary::default();
-    let mut format = spec.time_format.clone();
+    let mut times = TimeParser::new(spec.time_format.clone());
     let mut batch = Batch::default();
     let mut row_no = 0u64;
     for (file_idx, path) in files.iter().enumerate() {
@@ -375,8 +388,8 @@ pub fn read_all(
                     })
                 };
                 let tv = field(cols.time, "time")?;
-                if format == TimeFormat::Auto {
-                    format = TimeFormat::detect(tv).ok_or_else(|| {
+                if times.format == TimeFormat::Auto {
+                    let format = TimeFormat::detect(tv).ok_or_else(|| {
                         bad(format!(
                             "cannot tell the time format of '{}' in column '{}'; set --time-format",
                             shown(tv),
@@ -390,8 +403,9 @@ pub fn read_all(
                             shown(tv.trim_ascii())
                         );
                     }
+                    times = TimeParser::new(format);
                 }
-                let at = format.parse_value(tv).map_err(|e| {
+                let at = times.parse(tv).map_err(|e| {
                     bad(format!(
                         "bad timestamp '{}' in column '{}': {e}",
                         shown(tv),
@@ -456,6 +470,6 @@ pub fn read_all(
     if !batch.events.is_empty() {
         emit(batch);
     }
-    summary.time_format = format.to_string();
+    summary.time_format = times.format.to_string();
     Ok(summary)
 }

@@ -93,67 +93,144 @@ fn long_key<'a>(arena: &'a [u8], e: &Entry) -> &'a [u8] {
     &arena[at + 4..at + 4 + len]
 }
 
+/// An empty table slot.
+const VACANT: u32 = u32::MAX;
+
 /// Distinct values of one column → dense ids, in order of first appearance.
-/// Short keys (most client ids and IPv4 addresses) live inside the table's
-/// 16-byte slots, so a lookup touches one slot and compares two words.
-#[derive(Default)]
+///
+/// An open-addressing table of 16-byte slots with linear probing, at most
+/// at most three quarters full. Short keys (most client ids and IPv4 addresses) live inside
+/// their slot, so a lookup usually touches one cache line and compares two
+/// words; `prefetch` lets a caller start that load early.
 pub struct Interner {
-    table: hashbrown::HashTable<Entry>,
+    slots: Vec<Entry>,
+    len: u32,
     long: Vec<u8>,
 }
 
+impl Default for Interner {
+    fn default() -> Self {
+        Interner {
+            slots: vec![
+                Entry {
+                    inline: [0; 12],
+                    id: VACANT
+                };
+                1024
+            ],
+            len: 0,
+            long: Vec::new(),
+        }
+    }
+}
+
 impl Interner {
+    /// The hash the table files `value` under.
+    #[inline]
+    pub fn hash(value: &[u8]) -> u64 {
+        if value.len() <= INLINE {
+            hash_short(&pad(value))
+        } else {
+            hash_long(value)
+        }
+    }
+
+    /// Starts loading the slot where a value with hash `h` would be.
+    #[inline]
+    pub fn prefetch(&self, h: u64) {
+        let i = h as usize & (self.slots.len() - 1);
+        crate::policy::keyed::prefetch_line(&self.slots[i]);
+    }
+
     /// The id of `value`, and whether it is new.
     #[inline]
     pub fn intern(&mut self, value: &[u8]) -> (u32, bool) {
+        self.intern_hashed(value, Self::hash(value))
+    }
+
+    /// `intern` with the value's `hash` already computed.
+    #[inline]
+    pub fn intern_hashed(&mut self, value: &[u8], h: u64) -> (u32, bool) {
         if value.is_empty() {
             return (EMPTY_KEY, false);
         }
-        let next = self.table.len() as u32;
-        let long = &mut self.long;
-        let rehash = |e: &Entry, long: &[u8]| {
-            if e.inline[11] == LONG {
-                hash_long(long_key(long, e))
-            } else {
-                hash_short(&e.inline)
-            }
-        };
+        let mask = self.slots.len() - 1;
+        let mut i = h as usize & mask;
         if value.len() <= INLINE {
             let p = pad(value);
-            let h = hash_short(&p);
-            if let Some(e) = self.table.find(h, |e| e.inline == p) {
-                return (e.id, false);
+            loop {
+                let e = &self.slots[i];
+                if e.id == VACANT {
+                    break;
+                }
+                if e.inline == p {
+                    return (e.id, false);
+                }
+                i = (i + 1) & mask;
             }
-            let entry = Entry {
+            self.slots[i] = Entry {
                 inline: p,
-                id: next,
+                id: self.len,
             };
-            self.table.insert_unique(h, entry, |e| rehash(e, long));
         } else {
-            let h = hash_long(value);
-            let found = self
-                .table
-                .find(h, |e| e.inline[11] == LONG && long_key(long, e) == value);
-            if let Some(e) = found {
-                return (e.id, false);
+            loop {
+                let e = &self.slots[i];
+                if e.id == VACANT {
+                    break;
+                }
+                if e.inline[11] == LONG && long_key(&self.long, e) == value {
+                    return (e.id, false);
+                }
+                i = (i + 1) & mask;
             }
             let mut inline = [0u8; 12];
-            inline[..8].copy_from_slice(&(long.len() as u64).to_le_bytes());
+            inline[..8].copy_from_slice(&(self.long.len() as u64).to_le_bytes());
             inline[11] = LONG;
-            long.extend_from_slice(&(value.len() as u32).to_le_bytes());
-            long.extend_from_slice(value);
-            let entry = Entry { inline, id: next };
-            self.table.insert_unique(h, entry, |e| rehash(e, long));
+            self.long
+                .extend_from_slice(&(value.len() as u32).to_le_bytes());
+            self.long.extend_from_slice(value);
+            self.slots[i] = Entry {
+                inline,
+                id: self.len,
+            };
         }
-        (next, true)
+        let id = self.len;
+        self.len += 1;
+        if self.len as usize * 4 > self.slots.len() * 3 {
+            self.grow();
+        }
+        (id, true)
+    }
+
+    /// Doubles the table and files every entry again.
+    fn grow(&mut self) {
+        let old = std::mem::take(&mut self.slots);
+        let vacant = Entry {
+            inline: [0; 12],
+            id: VACANT,
+        };
+        self.slots = vec![vacant; old.len() * 2];
+        let mask = self.slots.len() - 1;
+        for e in old.into_iter().filter(|e| e.id != VACANT) {
+            let h = if e.inline[11] == LONG {
+                hash_long(long_key(&self.long, &e))
+            } else {
+                hash_short(&e.inline)
+            };
+            let mut i = h as usize & mask;
+            while self.slots[i].id != VACANT {
+                i = (i + 1) & mask;
+            }
+            self.slots[i] = e;
+        }
     }
 
     pub fn len(&self) -> usize {
-        self.table.len()
+        self.len as usize
     }
 
     pub fn is_empty(&self) -> bool {
-        self.table.is_empty()
+        self.len == 0
     }
 }
 

@@ -21,6 +21,20 @@ pub enum Slot {
     Column(usize),
 }
 
+impl Slot {
+    /// The member's key for `ev`; `None` when its value is empty (exempt).
+    #[inline]
+    fn key(self, ev: &Event) -> Option<KeyId> {
+        match self {
+            Slot::Global => Some(0),
+            Slot::Column(c) => {
+                let id = ev.keys[c];
+                (id != EMPTY_KEY).then_some(KeyId::from(id))
+            }
+        }
+    }
+}
+
 /// Waits of admitted requests: exact while there are at most `EXACT_CAP`
 /// non-zero waits, then an HDR histogram (3 significant digits).
 struct WaitStats {
@@ -211,18 +225,13 @@ impl Replay {
     /// A hint that `ev` is decided soon (see [`Limiter::prefetch`]).
     ///
     /// [`Limiter::prefetch`]: crate::policy::keyed::Limiter::prefetch
-    pub fn prefetch(&mut self, ev: &Event, deep: bool) {
-        for run in &mut self.runs {
-            for (k, s) in run.keys.iter_mut().zip(&run.slots) {
-                *k = match *s {
-                    Slot::Global => Some(0),
-                    Slot::Column(c) => {
-                        let id = ev.keys[c];
-                        (id != EMPTY_KEY).then_some(KeyId::from(id))
-                    }
-                };
+    pub fn prefetch(&self, ev: &Event, deep: bool) {
+        for run in &self.runs {
+            for (m, s) in run.stack.members().iter().zip(&run.slots) {
+                if let Some(k) = s.key(ev) {
+                    m.prefetch(k, deep);
+                }
             }
-            run.stack.prefetch(&run.keys, deep);
         }
     }
 
@@ -246,13 +255,7 @@ impl Replay {
         for ri in 0..self.runs.len() {
             let run = &mut self.runs[ri];
             for (k, s) in run.keys.iter_mut().zip(&run.slots) {
-                *k = match *s {
-                    Slot::Global => Some(0),
-                    Slot::Column(c) => {
-                        let id = ev.keys[c];
-                        (id != EMPTY_KEY).then_some(KeyId::from(id))
-                    }
-                };
+                *k = s.key(ev);
             }
             let (d, level) = run.stack.decide_level(&run.keys, now, cost, timeline);
             run.requests += 1;

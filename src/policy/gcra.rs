@@ -75,6 +75,6 @@ impl Policy for Gcra {
 
     fn level(&self, s: &GcraState, now: Nanos) -> u64 {
         let pending = s.tat.saturating_sub(self.rate.scale(now));
-        (pending.div_ceil(self.rate.intervals(1))) as u64
+        self.rate.units_ceil(pending)
     }
 }

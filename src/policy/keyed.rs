@@ -372,16 +372,6 @@ impl Stack {
         Some(at)
     }
 
-    /// See [`Limiter::prefetch`].
-    #[inline]
-    pub fn prefetch(&self, keys: &[Option<KeyId>], deep: bool) {
-        for (m, k) in self.members.iter().zip(keys) {
-            if let Some(k) = k {
-                m.prefetch(*k, deep);
-            }
-        }
-    }
-
     /// The largest level among members for their keys.
     pub fn level(&self, keys: &[Option<KeyId>], now: Nanos) -> u64 {
         self.members

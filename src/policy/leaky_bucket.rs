@@ -70,6 +70,6 @@ impl Policy for LeakyBucket {
     }
 
     fn level(&self, s: &LeakyBucketState, now: Nanos) -> u64 {
-        self.level_at(s, now).div_ceil(self.rate.intervals(1)) as u64
+        self.rate.units_ceil(self.level_at(s, now))
     }
 }

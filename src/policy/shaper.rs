@@ -96,7 +96,7 @@ impl Policy for Shaper {
     /// one in service.
     fn level(&self, s: &ShaperState, now: Nanos) -> u64 {
         let pending = s.next_free.saturating_sub(self.rate.scale(now));
-        pending.div_ceil(self.rate.intervals(1)) as u64
+        self.rate.units_ceil(pending)
     }
 
     fn shapes(&self) -> bool {

@@ -50,6 +50,10 @@ impl SlidingLog {
             s.entries.pop_front();
             s.sum -= c;
         }
+        if s.entries.is_empty() && s.entries.capacity() > 0 {
+            // An idle key gives its buffer back.
+            s.entries = VecDeque::new();
+        }
     }
 }
 

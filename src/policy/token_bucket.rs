@@ -76,6 +76,6 @@ impl Policy for TokenBucket {
 
     fn level(&self, s: &TokenBucketState, now: Nanos) -> u64 {
         let used = self.rate.intervals(self.burst) - self.tokens_at(s, now);
-        used.div_ceil(self.rate.intervals(1)) as u64
+        self.rate.units_ceil(used)
     }
 }

@@ -1,0 +1,79 @@
+#!/usr/bin/env python3
+"""Audit benchmark: `drip audit` against the csv floor, measured in one run.
+
+    python3 bench/audit.py [--rows 10000000] [--reps 5]
+
+Generates the seeded log once (target/bench/), then runs, interleaved and
+REPS times each: the floor (csv ByteRecord loop counting rows), drip with one
+policy (gcra per client), and drip with the eight policies of
+bench/policies8.txt in one pass. Prints medians of wall time, CPU time and
+peak RSS, and the ratios to the floor, as a markdown table.
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def run(cmd):
+    """Wall s, CPU s (user+sys), peak RSS KiB, stdout of one run."""
+    out = subprocess.run(
+        ["/usr/bin/time", "-f", "%e %U %S %M"] + cmd,
+        cwd=ROOT, capture_output=True, text=True, check=True,
+    )
+    wall, user, sys_, rss = out.stderr.strip().splitlines()[-1].split()
+    return float(wall), float(user) + float(sys_), int(rss), out.stdout
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=10_000_000)
+    ap.add_argument("--reps", type=int, default=5)
+    a = ap.parse_args()
+    subprocess.run(["cargo", "build", "--release", "--quiet", "--examples", "--bin", "drip"],
+                   cwd=ROOT, check=True)
+    log = os.path.join(ROOT, "target", "bench", f"log{a.rows}.csv")
+    if not os.path.exists(log):
+        os.makedirs(os.path.dirname(log), exist_ok=True)
+        subprocess.run([os.path.join(ROOT, "target/release/examples/gen_log"), str(a.rows), log],
+                       check=True)
+    drip = os.path.join(ROOT, "target/release/drip")
+    cases = {
+        "floor: csv ByteRecord count": [os.path.join(ROOT, "target/release/examples/csv_count"), log],
+        "drip audit, 1 policy (gcra per client)": [
+            drip, "audit", log, "--key-column", "client", "-p", "gcra:rate=5/s,burst=20",
+            "--quiet", "-f", "json"],
+        "drip audit, 8 policies in one pass": [
+            drip, "audit", log, "--key-column", "client", "--policies",
+            os.path.join(ROOT, "bench/policies8.txt"), "--quiet", "-f", "json"],
+    }
+    results = {k: [] for k in cases}
+    keys = None
+    for _ in range(a.reps):
+        for name, cmd in cases.items():
+            wall, cpu, rss, out = run(cmd)
+            results[name].append((wall, cpu, rss))
+            if "1 policy" in name:
+                keys = json.loads(out)["policies"][0]["keys_seen"]
+    floor = statistics.median(w for w, _, _ in results["floor: csv ByteRecord count"])
+    size = os.path.getsize(log) / 1e6
+    print(f"{a.rows} rows, {size:.0f} MB, {keys} distinct clients, {a.reps} runs each (medians)\n")
+    print("| case | wall s | ratio to floor | CPU s | peak RSS MiB | RSS bytes per key |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for name in cases:
+        wall = statistics.median(w for w, _, _ in results[name])
+        cpu = statistics.median(c for _, c, _ in results[name])
+        rss = statistics.median(r for _, _, r in results[name])
+        per_key = f"{rss * 1024 / keys:.0f}" if "drip" in name and keys else "-"
+        print(f"| {name} | {wall:.2f} | {wall / floor:.2f}x | {cpu:.2f} | {rss / 1024:.1f} | {per_key} |")
+    print(f"\nall runs (wall s): " + "; ".join(
+        f"{n.split(',')[0] if 'floor' in n else n.split(', ')[1]}: " + ", ".join(f"{w:.2f}" for w, _, _ in r)
+        for n, r in results.items()))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
