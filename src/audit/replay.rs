@@ -226,6 +226,13 @@ impl Replay {
     ///
     /// [`Limiter::prefetch`]: crate::policy::keyed::Limiter::prefetch
     pub fn prefetch(&self, ev: &Event, deep: bool) {
+        if !deep {
+            for (c, reqs) in self.requests_by_key.iter().enumerate() {
+                if let Some(n) = reqs.get(ev.keys[c] as usize) {
+                    crate::policy::keyed::prefetch_line(n);
+                }
+            }
+        }
         for run in &self.runs {
             for (m, s) in run.stack.members().iter().zip(&run.slots) {
                 if let Some(k) = s.key(ev) {
