@@ -125,6 +125,7 @@ pub struct Run {
     keys: Vec<Option<KeyId>>,
     requests: u64,
     admitted: u64,
+    delayed: u64,
     dropped: u64,
     waits: WaitStats,
     peak: u64,
@@ -148,6 +149,7 @@ impl Run {
             report_slot,
             requests: 0,
             admitted: 0,
+            delayed: 0,
             dropped: 0,
             waits: WaitStats::new(),
             peak: 0,
@@ -270,7 +272,9 @@ impl Replay {
             match d {
                 Decision::Admit { release } => {
                     run.admitted += 1;
-                    run.waits.record(release.0 - now.0);
+                    let wait = release.0 - now.0;
+                    run.delayed += u64::from(wait > 0);
+                    run.waits.record(wait);
                 }
                 Decision::Refuse { .. } => {
                     run.dropped += 1;
@@ -393,6 +397,7 @@ impl Replay {
                 spec: run.spec,
                 requests: run.requests,
                 admitted: run.admitted,
+                delayed: run.delayed,
                 dropped: run.dropped,
                 drop_pct: percent(run.dropped, run.requests),
                 shapes,

@@ -53,6 +53,9 @@ pub struct PolicyReport {
     pub spec: String,
     pub requests: u64,
     pub admitted: u64,
+    /// Admitted requests that waited (nginx's DELAYED; PASSED is
+    /// admitted − delayed, REJECTED is dropped).
+    pub delayed: u64,
     pub dropped: u64,
     /// dropped / requests · 100 (0 when there were no requests).
     pub drop_pct: f64,
