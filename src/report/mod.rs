@@ -187,6 +187,11 @@ pub const SUMMARY: &[Column<PolicyReport>] = &[
         numeric: true,
     },
     Column {
+        header: "delayed",
+        cell: |p, _| p.delayed.to_string(),
+        numeric: true,
+    },
+    Column {
         header: "dropped",
         cell: |p, _| p.dropped.to_string(),
         numeric: true,
