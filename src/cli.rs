@@ -154,7 +154,7 @@ pub struct AuditArgs {
     /// Keys listed per policy, most drops first.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub top: usize,
-    /// Write one CSV row per (row, policy) decision to FILE ('-' for stdout).
+    /// Write one CSV row per (row, policy) decision to FILE ('-': to stdout, instead of the report).
     #[arg(long, value_name = "FILE")]
     pub decisions: Option<PathBuf>,
     /// Fail (exit 1) when a policy drops more than PCT percent: PCT or LABEL=PCT.

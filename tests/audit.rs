@@ -823,3 +823,25 @@ fn golden_outputs_for_every_format() {
         );
     }
 }
+
+#[test]
+fn decisions_to_stdout_replace_the_report() {
+    let out = drip(
+        &[
+            "fixtures/seeds/seed000.csv",
+            "--time-format",
+            "epoch-ms",
+            "-p",
+            "gcra:rate=3/s",
+            "--decisions",
+            "-",
+            "-q",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(
+        out.stdout,
+        "row,policy,key,cost,admit,wait_ms,retry_after_ms\n1,gcra:rate=3/s,,1,1,0,\n2,gcra:rate=3/s,,1,0,,0.333334\n3,gcra:rate=3/s,,1,1,0,\n"
+    );
+}

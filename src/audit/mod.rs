@@ -397,9 +397,14 @@ pub fn run(args: AuditArgs) -> Result<u8> {
     }
     report.crossings = crossings;
 
+    let decisions_on_stdout = args
+        .decisions
+        .as_deref()
+        .is_some_and(|p| p.as_os_str() == "-");
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match args.format {
+        _ if decisions_on_stdout => Ok(()),
         Format::Table => crate::report::table::render(&report, &mut out),
         Format::Json => crate::report::json::render(&report, &mut out),
         Format::Csv => crate::report::csv::render(&report, &mut out),
