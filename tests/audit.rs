@@ -845,3 +845,38 @@ fn decisions_to_stdout_replace_the_report() {
         "row,policy,key,cost,admit,wait_ms,retry_after_ms\n1,gcra:rate=3/s,,1,1,0,\n2,gcra:rate=3/s,,1,0,,0.333334\n3,gcra:rate=3/s,,1,1,0,\n"
     );
 }
+
+#[test]
+fn policies_decided_on_two_threads_report_as_on_one() {
+    // With a decisions file every policy is decided on one thread; without,
+    // they are split over two. The reports must be identical.
+    let base = [
+        "fixtures/nasa_19950801.tsv",
+        "--key-column",
+        "host",
+        "-q",
+        "-f",
+        "json",
+        "--timeline",
+        "1h",
+        "-p",
+        "gcra:rate=1/s,burst=5",
+        "-p",
+        "shaper:rate=3/s,burst=30,key=none",
+        "-p",
+        "sliding-log:limit=20,window=10s",
+        "-p",
+        "nginx:rate=1r/s,burst=3",
+        "-p",
+        "fixed-window:limit=30,window=1m,align=first-hit,count=all",
+    ];
+    let split = drip(&base, None);
+    let d = tmp("d.csv");
+    let mut one = base.to_vec();
+    one.extend(["--decisions", s(&d)]);
+    let single = drip(&one, None);
+    assert_eq!(split.code, 0, "{}", split.stderr);
+    assert_eq!(single.code, 0, "{}", single.stderr);
+    assert_eq!(split.stdout, single.stdout);
+    assert!(json(&split)["policies"][1]["dropped"].as_u64().unwrap() > 0);
+}

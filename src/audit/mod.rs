@@ -33,6 +33,72 @@ use timestamp::TimeFormat;
 const PREFETCH_FAR: usize = 8;
 const PREFETCH_NEAR: usize = 3;
 
+/// A second replay thread deciding some of the runs: rows in time order
+/// reach it in chunks.
+struct Helper {
+    pending: Vec<input::Event>,
+    tx: Option<mpsc::SyncSender<Vec<input::Event>>>,
+    handle: std::thread::JoinHandle<Result<Vec<Run>>>,
+}
+
+const CHUNK: usize = 4096;
+
+impl Helper {
+    fn start(runs: Vec<Run>, timeline: Option<Nanos>, top: usize) -> Result<Helper> {
+        let (tx, rx) = mpsc::sync_channel::<Vec<input::Event>>(4);
+        let mut replay = Replay::new(runs, 0, None, timeline, top)?;
+        let handle = std::thread::Builder::new()
+            .name("drip-replay".into())
+            .spawn(move || {
+                for chunk in rx.iter() {
+                    for (i, ev) in chunk.iter().enumerate() {
+                        if let Some(ahead) = chunk.get(i + PREFETCH_FAR) {
+                            replay.prefetch(ahead, false);
+                        }
+                        if let Some(ahead) = chunk.get(i + PREFETCH_NEAR) {
+                            replay.prefetch(ahead, true);
+                        }
+                        replay.decide(ev)?;
+                    }
+                }
+                Ok(replay.into_runs())
+            })
+            .context("cannot start a replay thread")?;
+        Ok(Helper {
+            pending: Vec::with_capacity(CHUNK),
+            tx: Some(tx),
+            handle,
+        })
+    }
+
+    fn push(&mut self, ev: input::Event) -> Result<()> {
+        self.pending.push(ev);
+        if self.pending.len() >= CHUNK {
+            self.flush()?;
+        }
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        let chunk = std::mem::replace(&mut self.pending, Vec::with_capacity(CHUNK));
+        if let Some(tx) = &self.tx
+            && tx.send(chunk).is_err()
+        {
+            // The thread stopped: its error comes out of `finish`.
+            self.tx = None;
+        }
+        Ok(())
+    }
+
+    fn finish(mut self) -> Result<Vec<Run>> {
+        self.flush()?;
+        drop(self.tx.take());
+        self.handle
+            .join()
+            .map_err(|_| anyhow!("a replay thread failed"))?
+    }
+}
+
 /// A threshold as given: for one policy label, or all.
 struct Threshold<T> {
     label: Option<String>,
@@ -210,7 +276,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         }
     }
 
-    let decisions: Option<Box<dyn Write>> = match &args.decisions {
+    let decisions: Option<Box<dyn Write + Send>> = match &args.decisions {
         None => None,
         Some(p) if p.as_os_str() == "-" => {
             Some(Box::new(std::io::BufWriter::new(std::io::stdout())))
@@ -268,6 +334,14 @@ pub fn run(args: AuditArgs) -> Result<u8> {
             .context("cannot start the reader thread")?
     };
 
+    // With several policies and no decisions file, half of them are decided
+    // on a thread of their own, fed the same rows in time order.
+    let mut helper = if specs.len() >= 2 && args.decisions.is_none() {
+        let runs = replay.split_off(specs.len() / 2);
+        Some(Helper::start(runs, args.timeline, args.top)?)
+    } else {
+        None
+    };
     let started = std::time::Instant::now();
     let mut order = order::Reorder::new(args.reorder_window);
     let mut rows_seen = 0u64;
@@ -304,6 +378,9 @@ pub fn run(args: AuditArgs) -> Result<u8> {
                         replay.prefetch(ahead, true);
                     }
                     replay.decide(&ready)?;
+                    if let Some(h) = &mut helper {
+                        h.push(ready)?;
+                    }
                 }
             }
             let done = bytes.load(Ordering::Relaxed);
@@ -313,9 +390,13 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         }
         while let Some(ev) = order.pop_any() {
             replay.decide(&ev)?;
+            if let Some(h) = &mut helper {
+                h.push(ev)?;
+            }
         }
         Ok(())
     })();
+    let helped = helper.map(Helper::finish);
     if replayed.is_err() {
         drop(rx);
     }
@@ -325,6 +406,9 @@ pub fn run(args: AuditArgs) -> Result<u8> {
     bar.finish_and_clear();
     let summary = read?;
     replayed?;
+    if let Some(runs) = helped {
+        replay.rejoin(runs?);
+    }
 
     let first = replay.first;
     let last = replay.last;

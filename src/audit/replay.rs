@@ -167,7 +167,7 @@ pub struct Replay {
     interners: Vec<Interner>,
     /// Requests per key, per key column.
     requests_by_key: Vec<Vec<u64>>,
-    decisions: Option<csv::Writer<Box<dyn Write>>>,
+    decisions: Option<csv::Writer<Box<dyn Write + Send>>>,
     timeline: Option<(Nanos, u64)>,
     pub first: Option<Nanos>,
     pub last: Option<Nanos>,
@@ -178,7 +178,7 @@ impl Replay {
     pub fn new(
         runs: Vec<Run>,
         key_columns: usize,
-        decisions: Option<Box<dyn Write>>,
+        decisions: Option<Box<dyn Write + Send>>,
         timeline: Option<Nanos>,
         top: usize,
     ) -> Result<Replay> {
@@ -333,6 +333,22 @@ impl Replay {
             }
         }
         Ok(())
+    }
+
+    /// Splits off the runs from `at` on, to be decided on another thread
+    /// by a replay of their own.
+    pub fn split_off(&mut self, at: usize) -> Vec<Run> {
+        self.runs.split_off(at)
+    }
+
+    /// Takes back runs decided elsewhere (after those it has).
+    pub fn rejoin(&mut self, runs: Vec<Run>) {
+        self.runs.extend(runs);
+    }
+
+    /// The runs, once every event is decided.
+    pub fn into_runs(self) -> Vec<Run> {
+        self.runs
     }
 
     /// Flushes the decisions file and builds the per-policy reports and
