@@ -334,10 +334,10 @@ pub fn run(args: AuditArgs) -> Result<u8> {
             .context("cannot start the reader thread")?
     };
 
-    // With several policies and no decisions file, half of them are decided
+    // With several policies and no decisions file, every second one is decided
     // on a thread of their own, fed the same rows in time order.
     let mut helper = if specs.len() >= 2 && args.decisions.is_none() {
-        let runs = replay.split_off(specs.len() / 2);
+        let runs = replay.split_off();
         Some(Helper::start(runs, args.timeline, args.top)?)
     } else {
         None

@@ -335,15 +335,26 @@ impl Replay {
         Ok(())
     }
 
-    /// Splits off the runs from `at` on, to be decided on another thread
-    /// by a replay of their own.
-    pub fn split_off(&mut self, at: usize) -> Vec<Run> {
-        self.runs.split_off(at)
+    /// Splits off every second run (the 2nd, 4th, ...), to be decided on
+    /// another thread by a replay of their own: alternate runs spread the
+    /// costly policies over both.
+    pub fn split_off(&mut self) -> Vec<Run> {
+        let (mine, theirs): (Vec<_>, Vec<_>) = std::mem::take(&mut self.runs)
+            .into_iter()
+            .enumerate()
+            .partition(|(i, _)| i % 2 == 0);
+        self.runs = mine.into_iter().map(|(_, r)| r).collect();
+        theirs.into_iter().map(|(_, r)| r).collect()
     }
 
-    /// Takes back runs decided elsewhere (after those it has).
-    pub fn rejoin(&mut self, runs: Vec<Run>) {
-        self.runs.extend(runs);
+    /// Takes back the runs `split_off` gave away, in their first order.
+    pub fn rejoin(&mut self, theirs: Vec<Run>) {
+        let mine = std::mem::take(&mut self.runs);
+        let mut theirs = theirs.into_iter();
+        for r in mine {
+            self.runs.push(r);
+            self.runs.extend(theirs.next());
+        }
     }
 
     /// The runs, once every event is decided.
