@@ -880,3 +880,41 @@ fn policies_decided_on_two_threads_report_as_on_one() {
     assert_eq!(split.stdout, single.stdout);
     assert!(json(&split)["policies"][1]["dropped"].as_u64().unwrap() > 0);
 }
+
+#[test]
+fn no_header_names_columns_by_index() {
+    let log = write("nohdr.csv", "1714564800,a\n1714564800,a\n1714564800,b\n");
+    let j = json(&drip(
+        &[
+            s(&log),
+            "--no-header",
+            "--time-column",
+            "0",
+            "--key-column",
+            "1",
+            "-p",
+            "gcra:rate=1/s",
+            "-f",
+            "json",
+        ],
+        None,
+    ));
+    assert_eq!(j["input"]["rows"], 3);
+    assert_eq!(j["policies"][0]["dropped"], 1);
+    assert_eq!(j["input"]["time_column"], "#0");
+    fails(
+        &[s(&log), "--no-header", "-p", "gcra:rate=1/s"],
+        &["--no-header", "--time-column"],
+    );
+    fails(
+        &[
+            s(&log),
+            "--no-header",
+            "--time-column",
+            "ts",
+            "-p",
+            "gcra:rate=1/s",
+        ],
+        &["by 0-based index"],
+    );
+}
