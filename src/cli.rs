@@ -121,7 +121,8 @@ pub struct AuditArgs {
     /// A file of policy specs, one per line, '#' comments allowed.
     #[arg(long = "policies", value_name = "FILE")]
     pub policies_file: Option<PathBuf>,
-    /// The timestamp column: header name or 0-based index (default: ts, time, timestamp, ...).
+    /// The timestamp column: header name or 0-based index (default: ts, time, timestamp, ...);
+    /// DATE,TIME joins a date and a time column with a space.
     #[arg(long, value_name = "NAME|INDEX")]
     pub time_column: Option<String>,
     /// auto, rfc3339, epoch-s, epoch-ms, epoch-us, epoch-ns, clf, or a strftime pattern.

@@ -918,3 +918,41 @@ fn no_header_names_columns_by_index() {
         &["by 0-based index"],
     );
 }
+
+#[test]
+fn split_date_and_time_columns_are_joined() {
+    // CloudFront's standard logs: tab-separated, date and time in two columns, UTC.
+    let log = write(
+        "cf.tsv",
+        "date\ttime\tx-edge-location\tc-ip\n2019-12-04\t21:02:31\tLAX1\t192.0.2.10\n2019-12-04\t21:02:31\tLAX1\t192.0.2.10\n2019-12-04\t21:02:32\tLAX1\t192.0.2.10\n",
+    );
+    let out = drip(
+        &[
+            s(&log),
+            "--time-column",
+            "date,time",
+            "--key-column",
+            "c-ip",
+            "-p",
+            "gcra:rate=1/s",
+            "-f",
+            "json",
+        ],
+        None,
+    );
+    let j = json(&out);
+    assert_eq!(j["input"]["first_ns"], 1_575_493_351_000_000_000u64);
+    assert_eq!(j["input"]["time_column"], "date+time");
+    assert_eq!(j["policies"][0]["dropped"], 1);
+    assert!(out.stderr.contains("as rfc3339"), "{}", out.stderr);
+    fails(
+        &[
+            s(&log),
+            "--time-column",
+            "date,time,x",
+            "-p",
+            "gcra:rate=1/s",
+        ],
+        &["DATE,TIME"],
+    );
+}

@@ -67,7 +67,9 @@ impl std::fmt::Display for ColSel {
 pub struct InputSpec {
     /// Files in order; empty or `-` means stdin.
     pub files: Vec<PathBuf>,
-    pub time_col: Option<ColSel>,
+    /// The time column, or two (a date and a time column, joined with a
+    /// space before parsing, as CloudFront and IIS logs write them).
+    pub time_col: Option<Vec<ColSel>>,
     pub time_format: TimeFormat,
     /// Distinct key columns; an event carries one id per entry.
     pub key_cols: Vec<ColSel>,
@@ -221,6 +223,8 @@ pub fn parse_delimiter(text: &str) -> Result<u8> {
 /// Column positions resolved against one file's header.
 struct Columns {
     time: usize,
+    /// The time-of-day column when date and time are split.
+    time2: Option<usize>,
     keys: Vec<usize>,
     cost: Option<usize>,
 }
@@ -346,9 +350,13 @@ pub fn read_all(
         };
         let h = header.as_deref();
         let cols = Columns {
-            time: match &spec.time_col {
-                Some(sel) => resolve(sel, h, "time", &name)?,
-                None => pick_time_column(h, &name)?,
+            time: match spec.time_col.as_deref() {
+                Some([sel, ..]) => resolve(sel, h, "time", &name)?,
+                _ => pick_time_column(h, &name)?,
+            },
+            time2: match spec.time_col.as_deref() {
+                Some([_, sel]) => Some(resolve(sel, h, "time", &name)?),
+                _ => None,
             },
             keys: spec
                 .key_cols
@@ -362,11 +370,16 @@ pub fn read_all(
                 .transpose()?,
         };
         if summary.time_column.is_empty() {
-            summary.time_column = match h {
-                Some(h) => h[cols.time].clone(),
-                None => format!("#{}", cols.time),
+            let col = |i: usize| match h {
+                Some(h) => h[i].clone(),
+                None => format!("#{i}"),
+            };
+            summary.time_column = match cols.time2 {
+                Some(t2) => format!("{}+{}", col(cols.time), col(t2)),
+                None => col(cols.time),
             };
         }
+        let mut joined = Vec::new();
         while read(&mut csv, &mut record)? {
             let line = record.position().map_or(0, |p| p.line());
             if record.len() == 1 && record[0].trim_ascii().is_empty() {
@@ -387,7 +400,14 @@ pub fn read_all(
                         ))
                     })
                 };
-                let tv = field(cols.time, "time")?;
+                let mut tv = field(cols.time, "time")?;
+                if let Some(t2) = cols.time2 {
+                    joined.clear();
+                    joined.extend_from_slice(tv.trim_ascii());
+                    joined.push(b' ');
+                    joined.extend_from_slice(field(t2, "time")?.trim_ascii());
+                    tv = &joined;
+                }
                 if times.format == TimeFormat::Auto {
                     let format = TimeFormat::detect(tv).ok_or_else(|| {
                         bad(format!(

@@ -254,7 +254,18 @@ pub fn run(args: AuditArgs) -> Result<u8> {
     let files: Vec<std::path::PathBuf> = args.files.clone();
     let spec = InputSpec {
         files: files.clone(),
-        time_col: args.time_column.as_deref().map(ColSel::parse),
+        time_col: match args.time_column.as_deref() {
+            None => None,
+            Some(t) => {
+                let cols: Vec<ColSel> = t.split(',').map(|c| ColSel::parse(c.trim())).collect();
+                if cols.len() > 2 || cols.iter().any(|c| *c == ColSel::Name(String::new())) {
+                    bail!(
+                        "invalid --time-column '{t}': give one column, or a date and a time column as DATE,TIME"
+                    );
+                }
+                Some(cols)
+            }
+        },
         time_format: TimeFormat::parse(&args.time_format),
         key_cols: key_cols.clone(),
         cost_col: args.cost_column.as_deref().map(ColSel::parse),
