@@ -120,14 +120,7 @@ impl TimeParser {
         };
         if self.prefix_len == plen && body.len() >= plen && body[..plen] == self.prefix[..plen] {
             let mut c = Cursor { s: body, i: plen };
-            if let Some(t) = (|| {
-                let frac = c.fraction()?;
-                if c.peek() == Some(b' ') {
-                    c.i += 1;
-                }
-                let off = c.offset()?;
-                c.done().then_some((frac, off))
-            })() {
+            if let Some(t) = c.tail() {
                 let secs = u64::try_from(self.local - t.1).map_err(|_| TimeError::BeforeEpoch)?;
                 return secs
                     .checked_mul(Nanos::PER_SEC)
@@ -295,6 +288,17 @@ impl Cursor<'_> {
         }
         (self.i > start).then_some(ns)
     }
+    /// What follows the seconds: an optional fraction, an optional space,
+    /// an optional offset, and the end: (fraction ns, offset s).
+    fn tail(&mut self) -> Option<(u64, i64)> {
+        let frac = self.fraction()?;
+        if self.peek() == Some(b' ') {
+            self.i += 1;
+        }
+        let off = self.offset()?;
+        self.done().then_some((frac, off))
+    }
+
     /// `Z`, `±HH:MM`, `±HHMM`, `±HH`, or nothing (UTC): seconds east of UTC.
     fn offset(&mut self) -> Option<i64> {
         match self.peek() {
@@ -366,13 +370,8 @@ pub fn parse_rfc3339(s: &[u8]) -> Result<Nanos, TimeError> {
         let mi = c.num(2)?;
         c.lit(b':')?;
         let sec = c.num(2)?;
-        let frac = c.fraction()?;
-        if c.peek() == Some(b' ') {
-            c.i += 1;
-        }
-        let off = c.offset()?;
-        c.done()
-            .then_some(((i64::from(y), mo, d), (h, mi, sec), frac, off))
+        let (frac, off) = c.tail()?;
+        Some(((i64::from(y), mo, d), (h, mi, sec), frac, off))
     })()
     .ok_or(WANT)?;
     civil_to_nanos(date.0, date.1, date.2, date.3)
@@ -404,13 +403,8 @@ pub fn parse_clf(s: &[u8]) -> Result<Nanos, TimeError> {
         let mi = c.num(2)?;
         c.lit(b':')?;
         let sec = c.num(2)?;
-        let frac = c.fraction()?;
-        if c.peek() == Some(b' ') {
-            c.i += 1;
-        }
-        let off = c.offset()?;
-        c.done()
-            .then_some(((i64::from(y), mo, d), (h, mi, sec), frac, off))
+        let (frac, off) = c.tail()?;
+        Some(((i64::from(y), mo, d), (h, mi, sec), frac, off))
     })()
     .ok_or(WANT)?;
     civil_to_nanos(parts.0, parts.1, parts.2, parts.3)

@@ -83,6 +83,25 @@ pub fn prefetch_line<T>(p: *const T) {
     let _ = p;
 }
 
+/// `decide`, and the level after it unless a refusal changed nothing and
+/// `on_refuse` is false (then 0: peaks only rise on admits).
+#[inline]
+fn decide_level<P: Policy>(
+    policy: &P,
+    s: &mut P::State,
+    now: Nanos,
+    cost: u64,
+    on_refuse: bool,
+) -> (Decision, u64) {
+    let d = policy.decide(s, now, cost);
+    let level = if d.is_admit() || on_refuse || policy.refusal_counts() {
+        policy.level(s, now)
+    } else {
+        0
+    };
+    (d, level)
+}
+
 /// A policy and its per-key states.
 pub struct Keyed<P: Policy> {
     policy: P,
@@ -160,13 +179,7 @@ where
         // the next sweep forgets.
         self.maybe_sweep(key, now);
         let s = self.states.entry(key).or_default();
-        let d = self.policy.decide(s, now, cost);
-        let level = if d.is_admit() || on_refuse || self.policy.refusal_counts() {
-            self.policy.level(s, now)
-        } else {
-            0
-        };
-        (d, level)
+        decide_level(&self.policy, s, now, cost, on_refuse)
     }
 
     fn level(&self, key: KeyId, now: Nanos) -> u64 {
@@ -247,14 +260,7 @@ where
         on_refuse: bool,
     ) -> (Decision, u64) {
         let i = self.grow(key);
-        let s = &mut self.states[i];
-        let d = self.policy.decide(s, now, cost);
-        let level = if d.is_admit() || on_refuse || self.policy.refusal_counts() {
-            self.policy.level(s, now)
-        } else {
-            0
-        };
-        (d, level)
+        decide_level(&self.policy, &mut self.states[i], now, cost, on_refuse)
     }
 
     fn level(&self, key: KeyId, now: Nanos) -> u64 {
