@@ -35,7 +35,7 @@ use crate::rate::Rate;
 use crate::time::Nanos;
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use schedule::{Offer, Pending, Schedule, stall_threshold};
+use schedule::{Offer, Pending, Schedule, Timing};
 use stats::{Ending, Stats};
 use std::collections::VecDeque;
 use std::fs::File;
@@ -48,13 +48,6 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 pub const INBOX_BUDGET: usize = 64 * 1024;
 /// Bytes asked of stdin per read.
 const READ_CHUNK: usize = 64 * 1024;
-/// Half an interval shorter than this is below what the OS timer sleeps
-/// reliably: lines due in one wake-up then go in one write.
-const TIMER_FLOOR: Nanos = Nanos(250_000);
-/// Lateness that counts as a stall where half an interval is below
-/// `TIMER_FLOOR` (rates above 2000/s).
-const STALL_FLOOR: Nanos = Nanos(10_000_000);
-
 /// `pace`'s configuration, validated once from the arguments.
 pub struct Config {
     spec: Spec,
@@ -167,6 +160,8 @@ struct Inbox {
     signal: Option<i32>,
     /// Tells the reader to stop.
     stop: bool,
+    /// The reader waits for room (so a wake-up is worth a syscall).
+    reader_waiting: bool,
 }
 
 impl Inbox {
@@ -217,7 +212,9 @@ fn read_loop(mut input: File, shared: &Shared, clock: MonotonicClock, sep: u8) {
         {
             let mut g = shared.lock();
             while !g.stop && !g.records.is_empty() && g.buffered >= INBOX_BUDGET {
+                g.reader_waiting = true;
                 g = shared.reader_cv.wait(g).unwrap_or_else(|e| e.into_inner());
+                g.reader_waiting = false;
             }
             if g.stop {
                 return;
@@ -278,8 +275,12 @@ impl Pacer {
             .try_clone_to_owned()
             .context("cannot use standard input")?;
         let stack: Stack = config.spec.build();
-        let stall = stall_threshold(config.interval, TIMER_FLOOR, STALL_FLOOR);
-        let schedule = Schedule::new(stack, stall, config.catch_up);
+        let shaper = matches!(
+            config.spec.members.as_slice(),
+            [m] if matches!(m.config, PolicyConfig::Shaper(_))
+        );
+        let timing = Timing::new(config.interval, shaper, config.catch_up);
+        let schedule = Schedule::new(stack, timing);
         let clock = MonotonicClock::new();
         let shared = Arc::new(Shared {
             inbox: Mutex::new(Inbox::default()),
@@ -390,8 +391,9 @@ impl Pacer {
                                 arrived: rec.arrived,
                                 bytes: item,
                             });
+                            // Offered again at once when `r` has passed.
                             held = Some(r);
-                            break;
+                            continue;
                         }
                         OnFull::Drop => {
                             self.stats.dropped += 1;
@@ -430,7 +432,7 @@ impl Pacer {
                 }
                 break Ending::Full;
             }
-            if g.buffered < INBOX_BUDGET / 2 {
+            if g.reader_waiting && g.buffered < INBOX_BUDGET / 2 {
                 self.shared.reader_cv.notify_one();
             }
             // Write what is due, without holding the lock.
@@ -452,9 +454,16 @@ impl Pacer {
                 break Ending::Eof;
             }
             self.update_progress();
+            // A held record is offered at its retry instant whenever we
+            // wake, so waking for it before the next write may happen
+            // would only cost a wake-up.
             let wake = [
                 self.schedule.next_due(),
-                held.map(|r| self.schedule.real_time(r)),
+                held.map(|r| {
+                    self.schedule
+                        .real_time(r)
+                        .max(self.schedule.earliest_write())
+                }),
             ]
             .into_iter()
             .flatten()
@@ -547,6 +556,7 @@ impl Pacer {
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(false),
             Err(e) => return Err(e).context("writing standard output"),
         }
+        self.schedule.wrote(self.clock.now());
         for p in due {
             self.stats.sent(p.arrived, at);
         }

@@ -2,16 +2,22 @@
 //! admitted record leaves. Pure: every method takes the time it acts at.
 //!
 //! Two time lines meet here. *Real* time is the monotonic clock's reading;
-//! *policy* time is what the policy is told, `real − slip`. The slip is 0
-//! until the writer falls behind by more than the stall threshold (the
-//! process was paused, the machine was busy, downstream blocked a write):
-//! then, unless `catch_up` is set, the schedule is re-based by the lateness,
-//! so the late record leaves now and the ones after it follow at the rate —
-//! no bunch. Lateness within the threshold (ordinary sleep overshoot) is
-//! absorbed: deadlines stay where the schedule put them, so it never
-//! accumulates into drift. With the shaper and a threshold of half an
-//! interval, two records never leave closer than half an interval apart.
+//! *policy* time is what the policy is told, `real − slip`. Deadlines come
+//! from the policy's releases, never from the last wake-up, so ordinary
+//! sleep overshoot is absorbed and never accumulates into drift. Lateness
+//! is handled in two tiers ([`Timing`]):
+//! - a *hiccup* (late by at most `stall`: one interval, or 20 ms if that is
+//!   longer) is made up without moving the schedule, the shaper keeping
+//!   `min_gap` (half an interval) between writes: at most twice the rate
+//!   while catching up, and the long-run rate stays exact;
+//! - a *stall* (later than that: a paused process, a blocked downstream)
+//!   re-bases the schedule by the lateness (`slip` grows), so the late
+//!   record leaves now and the ones after it follow at the rate, never in a
+//!   bunch. With `catch_up` neither applies: late records leave at once and
+//!   the schedule is restored.
 //!
+//! Where an interval is shorter than the timer sleeps reliably, a writer
+//! wakes at most once per `quantum` and writes every record due together.
 //! Records leave in arrival order; a record is due at its policy release
 //! plus the slip, and never before the record ahead of it.
 
@@ -40,13 +46,52 @@ pub enum Offer<T> {
     Full { retry_at: Option<Nanos>, item: T },
 }
 
+/// Lateness below this is a hiccup whatever the interval.
+pub const STALL_FLOOR: Nanos = Nanos(20_000_000);
+/// Intervals shorter than this (rates above 2000/s) are batched: at most
+/// one wake-up per quantum, every record due written together. A wake-up
+/// costs tens of µs of CPU and the timer overshoots by tens of µs, so one
+/// per line at 10k/s and above would cost more than it keeps.
+pub const BATCH_QUANTUM: Nanos = Nanos(500_000);
+
+/// How lateness and batching are handled (see the module doc).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Timing {
+    /// Lateness beyond which the schedule is re-based, ns.
+    pub stall: Nanos,
+    /// Least time between two writes (half the shaper's interval), ns.
+    pub min_gap: Option<Nanos>,
+    /// Least time between two writing wake-ups, ns (0: no batching).
+    pub quantum: Nanos,
+    /// Restore the schedule after a stall instead of re-basing it.
+    pub catch_up: bool,
+}
+
+impl Timing {
+    /// The timing for a policy whose shaping interval is `interval` (ns,
+    /// rounded down; `None` when the policy has none). `shaper`: the policy
+    /// is the shaper alone, whose records are at least an interval apart,
+    /// so a gap of half an interval can be kept.
+    pub fn new(interval: Option<Nanos>, shaper: bool, catch_up: bool) -> Timing {
+        let t = interval.unwrap_or(Nanos::ZERO);
+        let half = Nanos(t.0 / 2);
+        let batched = interval.is_some() && t < BATCH_QUANTUM;
+        Timing {
+            stall: t.max(STALL_FLOOR),
+            min_gap: (shaper && !catch_up && !batched).then_some(half),
+            quantum: if batched { BATCH_QUANTUM } else { Nanos::ZERO },
+            catch_up,
+        }
+    }
+}
+
 /// Decisions and the backlog of one `pace` run.
 pub struct Schedule<T> {
     stack: Stack,
     keys: Vec<Option<KeyId>>,
-    catch_up: bool,
-    /// Lateness (ns) beyond which the schedule is re-based.
-    stall: Nanos,
+    timing: Timing,
+    /// Real time of the last write.
+    last_write: Option<Nanos>,
     /// Policy time = real time − slip.
     slip: Nanos,
     /// The latest policy time decided at; decisions never go back in time.
@@ -55,14 +100,13 @@ pub struct Schedule<T> {
 }
 
 impl<T> Schedule<T> {
-    /// `stall`: the lateness that counts as a stall (see the module doc).
-    pub fn new(stack: Stack, stall: Nanos, catch_up: bool) -> Schedule<T> {
+    pub fn new(stack: Stack, timing: Timing) -> Schedule<T> {
         let keys = vec![Some(0); stack.len()];
         Schedule {
             stack,
             keys,
-            catch_up,
-            stall,
+            timing,
+            last_write: None,
             slip: Nanos::ZERO,
             last: Nanos::ZERO,
             queue: VecDeque::new(),
@@ -119,52 +163,60 @@ impl<T> Schedule<T> {
     /// record, so a stall does not let a pile of past-due records in.
     pub fn settle(&mut self, due: Nanos, now: Nanos) {
         let late = now.saturating_sub(self.real_time(due));
-        if !self.catch_up && late > self.stall {
+        if !self.timing.catch_up && late > self.timing.stall {
             self.slip = self.slip.saturating_add(late);
         }
     }
 
-    /// When the next record is due, real time.
-    pub fn next_due(&self) -> Option<Nanos> {
-        self.queue.front().map(|p| self.real_time(p.release))
+    /// The earliest real instant the next write may happen (gap, quantum).
+    pub fn earliest_write(&self) -> Nanos {
+        let least = self
+            .timing
+            .min_gap
+            .unwrap_or(Nanos::ZERO)
+            .max(self.timing.quantum);
+        self.last_write
+            .map_or(Nanos::ZERO, |w| w.saturating_add(least))
     }
 
-    /// Moves every record due at real instant `now` into `out`, in order,
-    /// re-basing first when the head is later than the stall threshold
-    /// (unless catching up). Returns how many were moved.
+    /// When the next record is due, real time.
+    pub fn next_due(&self) -> Option<Nanos> {
+        let head = self.queue.front()?;
+        Some(self.real_time(head.release).max(self.earliest_write()))
+    }
+
+    /// Moves the records due at real instant `now` into `out`, in order:
+    /// with a gap to keep, the head alone; else every record due. Re-bases
+    /// first when the head is a stall late. Returns how many were moved.
     pub fn take_due(&mut self, now: Nanos, out: &mut Vec<Pending<T>>) -> usize {
-        let Some(head) = self.next_due() else {
-            return 0;
-        };
-        if head > now {
-            return 0;
+        match self.next_due() {
+            Some(due) if due <= now => {}
+            _ => return 0,
         }
-        self.settle(head.saturating_sub(self.slip), now);
+        let head = self.queue.front().map_or(Nanos::ZERO, |p| p.release);
+        self.settle(head, now);
         let mut n = 0;
         while let Some(p) = self.queue.front() {
-            if self.real_time(p.release) > now {
+            if self.real_time(p.release) > now || (n == 1 && self.timing.min_gap.is_some()) {
                 break;
             }
             out.extend(self.queue.pop_front());
             n += 1;
         }
+        self.last_write = Some(now);
         n
+    }
+
+    /// Records that the last write completed at real instant `at`: the gap
+    /// and the quantum count from there, so a write that was itself
+    /// delayed does not let the next one come closer.
+    pub fn wrote(&mut self, at: Nanos) {
+        self.last_write = self.last_write.max(Some(at));
     }
 
     /// Empties the backlog (at a stop: the records are unsent).
     pub fn take_all(&mut self) -> impl Iterator<Item = Pending<T>> + '_ {
         self.queue.drain(..)
-    }
-}
-
-/// The stall threshold for a shaping interval `interval` (ns, if known):
-/// half the interval where the timer can sleep that precisely, else
-/// `floor`, below which lateness is timer granularity, caught up by
-/// writing the records due in one wake-up together.
-pub fn stall_threshold(interval: Option<Nanos>, timer: Nanos, floor: Nanos) -> Nanos {
-    match interval {
-        Some(t) if Nanos(t.0 / 2) >= timer => Nanos(t.0 / 2),
-        _ => floor,
     }
 }
 
@@ -176,8 +228,11 @@ mod tests {
 
     const MS: u64 = 1_000_000;
 
-    fn schedule(spec: &str, stall: Nanos, catch_up: bool) -> Schedule<u32> {
-        Schedule::new(parse_spec(spec).unwrap().build(), stall, catch_up)
+    /// A schedule for `spec`, a lone shaper of interval `t`.
+    fn schedule(spec: &str, t: Nanos, catch_up: bool) -> Schedule<u32> {
+        let shaper = spec.starts_with("shaper");
+        let timing = Timing::new(Some(t), shaper, catch_up);
+        Schedule::new(parse_spec(spec).unwrap().build(), timing)
     }
 
     /// A block-mode pacer on `clock`, as the driver runs it: records are
@@ -211,8 +266,8 @@ mod tests {
                         next += 1;
                     }
                     Offer::Full { retry_at, .. } => {
+                        // Offered again at once if the retry has passed.
                         retry = retry_at;
-                        break;
                     }
                 }
             }
@@ -243,7 +298,7 @@ mod tests {
         // 3/s: the ideal k-th release is ceil(k·1e9/3) ns after the first.
         let clock = ManualClock::new();
         clock.set_overshoot(Nanos(80_000));
-        let mut s = schedule("shaper:rate=3/s", Nanos(166 * MS), false);
+        let mut s = schedule("shaper:rate=3/s", Nanos(333 * MS), false);
         let sent = run(&mut s, &clock, 301, None);
         for (k, (item, at)) in sent.iter().enumerate() {
             assert_eq!(*item, k as u32, "order");
@@ -265,7 +320,7 @@ mod tests {
     fn a_stall_rebases_and_never_bunches() {
         let clock = ManualClock::new();
         // burst 5 so a backlog is queued when the stall hits.
-        let mut s = schedule("shaper:rate=10/s,burst=5", Nanos(50 * MS), false);
+        let mut s = schedule("shaper:rate=10/s,burst=5", Nanos(100 * MS), false);
         let sent = run(&mut s, &clock, 40, Some((10, Nanos(2_000 * MS))));
         for w in sent.windows(2) {
             let gap = w[1].1.0 - w[0].1.0;
@@ -283,7 +338,7 @@ mod tests {
     #[test]
     fn catch_up_restores_the_schedule_after_a_stall() {
         let clock = ManualClock::new();
-        let mut s = schedule("shaper:rate=10/s,burst=5", Nanos(50 * MS), true);
+        let mut s = schedule("shaper:rate=10/s,burst=5", Nanos(100 * MS), true);
         let sent = run(&mut s, &clock, 40, Some((10, Nanos(1_000 * MS))));
         assert_eq!(s.slip(), Nanos::ZERO);
         // The line after the stall and the queued ones behind it leave at once.
@@ -296,7 +351,7 @@ mod tests {
     #[test]
     fn idle_time_is_not_banked() {
         let clock = ManualClock::new();
-        let mut s = schedule("shaper:rate=2/s,burst=3", Nanos(250 * MS), false);
+        let mut s = schedule("shaper:rate=2/s,burst=3", Nanos(500 * MS), false);
         let mut out = Vec::new();
         assert_eq!(
             s.offer(Nanos::ZERO, Nanos::ZERO, 0),
@@ -327,7 +382,7 @@ mod tests {
 
     #[test]
     fn a_token_bucket_releases_its_burst_in_one_take() {
-        let mut s = schedule("token-bucket:rate=1/s,burst=3", Nanos(5 * MS), false);
+        let mut s = schedule("token-bucket:rate=1/s,burst=3", Nanos(1_000 * MS), false);
         for i in 0..3 {
             assert!(matches!(
                 s.offer(Nanos(10), Nanos(10), i),
@@ -346,7 +401,7 @@ mod tests {
 
     #[test]
     fn policy_time_never_goes_back_after_a_rebase() {
-        let mut s = schedule("shaper:rate=1/s,burst=2", Nanos(500 * MS), false);
+        let mut s = schedule("shaper:rate=1/s,burst=2", Nanos(1_000 * MS), false);
         s.offer(Nanos::ZERO, Nanos::ZERO, 0);
         s.offer(Nanos::ZERO, Nanos::ZERO, 1);
         let mut out = Vec::new();
@@ -359,18 +414,61 @@ mod tests {
     }
 
     #[test]
-    fn thresholds() {
-        let timer = Nanos(250_000);
-        let floor = Nanos(10 * MS);
-        assert_eq!(
-            stall_threshold(Some(Nanos(200 * MS)), timer, floor),
-            Nanos(100 * MS)
-        );
-        assert_eq!(
-            stall_threshold(Some(Nanos(500_000)), timer, floor),
-            Nanos(250_000)
-        );
-        assert_eq!(stall_threshold(Some(Nanos(10_000)), timer, floor), floor);
-        assert_eq!(stall_threshold(None, timer, floor), floor);
+    fn a_hiccup_is_made_up_at_half_intervals_without_drift() {
+        let clock = ManualClock::new();
+        let mut s = schedule("shaper:rate=10/s,burst=5", Nanos(100 * MS), false);
+        // 80 ms late once: less than an interval, so not a stall.
+        let sent = run(&mut s, &clock, 20, Some((5, Nanos(80 * MS))));
+        assert_eq!(s.slip(), Nanos::ZERO);
+        for w in sent.windows(2) {
+            let gap = w[1].1.0 - w[0].1.0;
+            assert!(
+                gap >= 50 * MS,
+                "gap {gap} between {:?} and {:?}",
+                w[0],
+                w[1]
+            );
+        }
+        // Back on the ideal schedule: 19 intervals.
+        assert_eq!(sent[19].1, Nanos(1_900 * MS));
+    }
+
+    #[test]
+    fn timing_follows_the_interval() {
+        let t = Timing::new(Some(Nanos(200 * MS)), true, false);
+        assert_eq!(t.stall, Nanos(200 * MS));
+        assert_eq!(t.min_gap, Some(Nanos(100 * MS)));
+        assert_eq!(t.quantum, Nanos::ZERO);
+        // 1000/s: a hiccup is up to 20 ms.
+        let t = Timing::new(Some(Nanos(MS)), true, false);
+        assert_eq!((t.stall, t.min_gap), (STALL_FLOOR, Some(Nanos(500_000))));
+        // 2000/s keeps its gap; 2500/s and 10k/s are batched, no gap kept.
+        let t = Timing::new(Some(Nanos(500_000)), true, false);
+        assert_eq!((t.min_gap, t.quantum), (Some(Nanos(250_000)), Nanos::ZERO));
+        for interval in [400_000, 100_000] {
+            let t = Timing::new(Some(Nanos(interval)), true, false);
+            assert_eq!((t.min_gap, t.quantum), (None, BATCH_QUANTUM));
+        }
+        // Catching up keeps no gap; other policies keep none either.
+        assert_eq!(Timing::new(Some(Nanos(MS)), true, true).min_gap, None);
+        assert_eq!(Timing::new(Some(Nanos(MS)), false, false).min_gap, None);
+        let t = Timing::new(None, false, false);
+        assert_eq!((t.stall, t.quantum), (STALL_FLOOR, Nanos::ZERO));
+    }
+
+    #[test]
+    fn batching_writes_every_due_record_once_per_quantum() {
+        let clock = ManualClock::new();
+        clock.set_overshoot(Nanos(60_000));
+        // 100k/s: 10 µs intervals, 500 µs quantum.
+        let mut s = schedule("shaper:rate=100000/s", Nanos(10_000), false);
+        let sent = run(&mut s, &clock, 100_001, None);
+        let writes = sent.windows(2).filter(|w| w[1].1 != w[0].1).count() + 1;
+        assert!(writes <= 100_001 / 50 + 1, "{writes} writes");
+        assert_eq!(s.slip(), Nanos::ZERO);
+        // The exact average: 100k intervals in 1 s, the last write late by
+        // less than a quantum and two overshoots, not by 100k overshoots.
+        let last = sent[100_000].1.0;
+        assert!((1_000_000_000..1_000_620_000).contains(&last), "{last}");
     }
 }
