@@ -56,6 +56,8 @@ struct Run {
     /// Achieved rate as a fraction of the target (all-at-once only).
     rate_ratio: Option<f64>,
     cpu_ms: f64,
+    /// CPU time as a share of one core over the run's wall time, %.
+    cpu_pct: f64,
     lost: usize,
     dup: usize,
     reordered: usize,
@@ -117,6 +119,7 @@ fn run_once(drip: &str, tool: Tool, rate: u64, n: usize, input: Input, seed: u64
         }
     };
     let cpu_before = children_cpu_ms();
+    let spawned = Instant::now();
     let mut child = cmd
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -210,6 +213,7 @@ fn run_once(drip: &str, tool: Tool, rate: u64, n: usize, input: Input, seed: u64
     child.wait().expect("wait for the pacer");
     let arrivals = feeder.join().unwrap();
     let cpu_ms = children_cpu_ms() - cpu_before;
+    let wall_ms = spawned.elapsed().as_secs_f64() * 1e3;
 
     // Lost, duplicated, reordered.
     let mut seen = vec![0u32; n + 2];
@@ -227,6 +231,7 @@ fn run_once(drip: &str, tool: Tool, rate: u64, n: usize, input: Input, seed: u64
     let m = times.len();
     let mut run = Run {
         cpu_ms,
+        cpu_pct: cpu_ms * 100.0 / wall_ms,
         lost,
         dup,
         reordered,
@@ -291,6 +296,7 @@ fn summarise(runs: &[Run]) -> Run {
             .rate_ratio
             .map(|_| median(runs.iter().filter_map(|r| r.rate_ratio).collect())),
         cpu_ms: med(|r| r.cpu_ms),
+        cpu_pct: med(|r| r.cpu_pct),
         lost: runs.iter().map(|r| r.lost).max().unwrap_or(0),
         dup: runs.iter().map(|r| r.dup).max().unwrap_or(0),
         reordered: runs.iter().map(|r| r.reordered).max().unwrap_or(0),
@@ -342,9 +348,9 @@ fn main() {
         tools.push(Tool::Pv);
     }
     println!(
-        "| rate/s | input | lines | tool | dev p99 ms | dev max ms | min gap ms | max lines per 1/rate | end drift ms | achieved rate | CPU ms per 1000 lines | lost/dup/reordered |"
+        "| rate/s | input | lines | tool | dev p99 ms | dev max ms | min gap ms | max lines per 1/rate | end drift ms | achieved rate | CPU ms per 1000 lines | CPU % of a core | lost/dup/reordered |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for (rate, input) in cases {
         let n = ((rate as f64 * secs) as usize + 1).max(11);
         for &tool in &tools {
@@ -356,7 +362,7 @@ fn main() {
                 .rate_ratio
                 .map_or("-".to_string(), |r| format!("{:+.3}%", (r - 1.0) * 100.0));
             println!(
-                "| {rate} | {} | {n} | {} | {:.3} | {:.3} | {:.3} | {} | {:+.3} | {rate_text} | {:.1} | {}/{}/{} |",
+                "| {rate} | {} | {n} | {} | {:.3} | {:.3} | {:.3} | {} | {:+.3} | {rate_text} | {:.1} | {:.1} | {}/{}/{} |",
                 input.name(),
                 match tool {
                     Tool::Drip => "drip",
@@ -368,6 +374,7 @@ fn main() {
                 s.max_in_window,
                 s.drift,
                 s.cpu_ms * 1000.0 / n as f64,
+                s.cpu_pct,
                 s.lost,
                 s.dup,
                 s.reordered,
