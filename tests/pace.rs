@@ -444,6 +444,49 @@ fn sigterm_writes_the_backlog_to_rejects_and_exits_143() {
     signal_accounting("TERM", 143);
 }
 
+/// Pauses drip (SIGSTOP) for a second while it paces, then resumes it.
+fn paused_run(extra: &[&str]) -> (Vec<(Instant, String)>, serde_json::Value) {
+    let mut args = vec!["--rate", "10/s", "--burst", "3", "--stats=json"];
+    args.extend_from_slice(extra);
+    let mut t = spawn_timed(&args);
+    let mut stdin = t.child.stdin.take().unwrap();
+    stdin.write_all(&numbered(15)).unwrap();
+    drop(stdin);
+    thread::sleep(Duration::from_millis(300));
+    kill(t.child.id(), "STOP");
+    thread::sleep(Duration::from_millis(1_000));
+    kill(t.child.id(), "CONT");
+    assert!(t.child.wait().unwrap().success());
+    let got = t.reader.join().unwrap();
+    let mut err = String::new();
+    t.child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let texts: Vec<String> = got.iter().map(|(_, l)| l.clone()).collect();
+    let want: Vec<String> = (1..=15).map(|i| i.to_string()).collect();
+    assert_eq!(texts, want);
+    (got, json(err.as_bytes()))
+}
+
+#[test]
+fn after_a_pause_lines_resume_at_the_rate() {
+    let (got, stats) = paused_run(&[]);
+    // The schedule moved by about the pause; no two lines came together.
+    assert!(stats["rebased_ms"].as_f64().unwrap() >= 500.0, "{stats}");
+    for g in gaps(&got) {
+        assert!(g >= Duration::from_millis(25), "gap {g:?}");
+    }
+}
+
+#[test]
+fn catch_up_keeps_the_schedule_after_a_pause() {
+    let (_, stats) = paused_run(&["--catch-up"]);
+    assert_eq!(stats["rebased_ms"].as_f64(), Some(0.0), "{stats}");
+}
+
 #[test]
 fn stats_json_fields() {
     let out = run(&["--rate", "200/s", "--stats=json"], &numbered(5));

@@ -612,3 +612,37 @@ impl Pacer {
         self.progress.tick();
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn records(inbox: &Inbox) -> Vec<&[u8]> {
+        inbox.records.iter().map(|r| r.bytes.as_slice()).collect()
+    }
+
+    #[test]
+    fn records_split_across_reads_keep_every_byte() {
+        let mut inbox = Inbox::default();
+        inbox.ingest(b"one\ntw", Nanos(1), b'\n');
+        inbox.ingest(b"o\n\xff\xfe", Nanos(2), b'\n');
+        inbox.ingest(b"\n", Nanos(3), b'\n');
+        assert_eq!(records(&inbox), [&b"one\n"[..], b"two\n", b"\xff\xfe\n"]);
+        // A record's arrival is the read that completed it.
+        let arrivals: Vec<Nanos> = inbox.records.iter().map(|r| r.arrived).collect();
+        assert_eq!(arrivals, [Nanos(1), Nanos(2), Nanos(3)]);
+        assert_eq!(inbox.buffered, 11);
+        assert_eq!(inbox.lines_in, 3);
+        assert!(inbox.partial.is_empty());
+        inbox.ingest(b"tail", Nanos(4), b'\n');
+        assert_eq!(inbox.partial, b"tail");
+        assert_eq!(inbox.lines_in, 3);
+    }
+
+    #[test]
+    fn nul_separates_and_newlines_are_data() {
+        let mut inbox = Inbox::default();
+        inbox.ingest(b"a\nb\0c\0", Nanos(0), 0);
+        assert_eq!(records(&inbox), [&b"a\nb\0"[..], b"c\0"]);
+    }
+}
