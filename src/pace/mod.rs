@@ -9,7 +9,7 @@
 //!   `-0`); a final record without one is passed as it came. Nothing is
 //!   decoded, nothing is written partially.
 //! - Deadlines come from the [`schedule::Schedule`], never from the last
-//!   wake-up; each wake-up writes every record due in one `write` and
+//!   wake-up; each wake-up writes the records due in one `write` and
 //!   nothing is buffered after it.
 //! - Every record read is written, refused (`dropped`, and in `--rejects`),
 //!   or counted as unsent when the run stops early (also in `--rejects`).
@@ -48,6 +48,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 pub const INBOX_BUDGET: usize = 64 * 1024;
 /// Bytes asked of stdin per read.
 const READ_CHUNK: usize = 64 * 1024;
+
 /// `pace`'s configuration, validated once from the arguments.
 pub struct Config {
     spec: Spec,
