@@ -67,19 +67,19 @@ pub struct PaceArgs {
     #[arg(long, short, value_parser = rate_arg, required_unless_present = "policy")]
     pub rate: Option<Rate>,
     /// Lines allowed to wait in the backlog (default 0: a line is read when it can go).
-    #[arg(long, short, conflicts_with = "max_wait")]
+    #[arg(long, short, conflicts_with = "max_wait", value_name = "N")]
     pub burst: Option<u64>,
     /// Longest a line may wait instead of a --burst count (500ms, 2s, 1m).
-    #[arg(long, value_parser = duration_arg)]
+    #[arg(long, value_parser = duration_arg, value_name = "DUR")]
     pub max_wait: Option<Nanos>,
     /// When the backlog is full: block reading, drop the line, or fail.
     #[arg(long, value_enum, default_value_t = OnFull::Block)]
     pub on_full: OnFull,
-    /// Write dropped lines (and, on a signal, the unsent backlog) to FILE.
+    /// Write dropped lines, and the unsent backlog when the run stops early, to FILE.
     #[arg(long, value_name = "FILE")]
     pub rejects: Option<PathBuf>,
     /// Any audit policy spec instead of the shaper (e.g. token-bucket:rate=5/s,burst=10).
-    #[arg(long, short, conflicts_with_all = ["rate", "burst", "max_wait"])]
+    #[arg(long, short, conflicts_with_all = ["rate", "burst", "max_wait"], value_name = "SPEC")]
     pub policy: Option<String>,
     /// Records are separated by NUL bytes instead of newlines.
     #[arg(short = '0', long = "null")]
@@ -96,7 +96,8 @@ pub struct PaceArgs {
     /// Never show a progress line.
     #[arg(long)]
     pub no_progress: bool,
-    /// After a stall, send late lines at once to restore the long-run schedule.
+    /// After a stall, send late lines at once to restore the long-run schedule
+    /// (default: the schedule moves, and lines resume at the rate).
     #[arg(long)]
     pub catch_up: bool,
 }

@@ -7,6 +7,7 @@
 
 pub mod audit;
 pub mod cli;
+pub mod clock;
 pub mod pace;
 pub mod policy;
 pub mod rate;

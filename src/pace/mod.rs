@@ -1,7 +1,649 @@
-//! `drip pace`: stdin lines to stdout through a shaper on a monotonic clock.
+//! `drip pace`: stdin records to stdout through a policy on a monotonic clock.
+//!
+//! Contract (DESIGN.md §3):
+//! - The default policy is the shaper: one record per interval, idle time
+//!   never banked, at most `--burst` records waiting (or `--max-wait`).
+//!   `--policy SPEC` takes any audit policy; a refused record waits in
+//!   block mode until the policy's retry time and is offered again.
+//! - Records are bytes up to and including a separator (`\n`, or NUL with
+//!   `-0`); a final record without one is passed as it came. Nothing is
+//!   decoded, nothing is written partially.
+//! - Deadlines come from the [`schedule::Schedule`], never from the last
+//!   wake-up; each wake-up writes the records due in one `write` and
+//!   nothing is buffered after it.
+//! - Every record read is written, refused (`dropped`, and in `--rejects`),
+//!   or counted as unsent when the run stops early (also in `--rejects`).
+//!
+//! Threads: a reader moves stdin bytes into an inbox (and stops reading
+//! while the inbox holds [`INBOX_BUDGET`] bytes of undecided records, so a
+//! blocked pacer blocks its upstream); the main thread decides, waits and
+//! writes; a signal thread turns SIGINT/SIGTERM into a stop. Waits are
+//! condition-variable waits until the next deadline, or without a timeout
+//! when nothing is due: no wake-ups while idle.
 
-use crate::cli::PaceArgs;
+pub mod schedule;
+pub mod stamp;
+pub mod stats;
 
-pub fn run(_args: PaceArgs) -> anyhow::Result<u8> {
-    anyhow::bail!("pace is not built yet")
+use crate::cli::{OnFull, PaceArgs, Stamp, StatsFormat};
+use crate::clock::{Clock, MonotonicClock};
+use crate::policy::keyed::Stack;
+use crate::policy::shaper::ShaperBound;
+use crate::policy::spec::{KeyChoice, PolicyConfig, parse_spec};
+use crate::policy::{Shaper, Spec};
+use crate::rate::Rate;
+use crate::time::Nanos;
+use anyhow::{Context, bail};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use schedule::{Offer, Pending, Schedule, Timing};
+use stats::{Ending, Stats};
+use std::collections::VecDeque;
+use std::fs::File;
+use std::io::{self, BufWriter, IsTerminal, Read, Write};
+use std::os::fd::AsFd;
+use std::path::PathBuf;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+
+/// Undecided bytes the reader holds before it stops reading.
+pub const INBOX_BUDGET: usize = 64 * 1024;
+/// Bytes asked of stdin per read.
+const READ_CHUNK: usize = 64 * 1024;
+
+/// `pace`'s configuration, validated once from the arguments.
+pub struct Config {
+    spec: Spec,
+    /// The shaping interval (ns), when the policy has one.
+    interval: Option<Nanos>,
+    /// The rate or spec, for messages and the summary.
+    target: String,
+    on_full: OnFull,
+    rejects: Option<PathBuf>,
+    separator: u8,
+    stamp: Option<Stamp>,
+    stats: Option<StatsFormat>,
+    progress: bool,
+    catch_up: bool,
+}
+
+/// One interval of `rate` in ns, rounded down (for thresholds only).
+fn interval_of(rate: Rate) -> Nanos {
+    Nanos(rate.per().0 / rate.count())
+}
+
+impl Config {
+    pub fn from_args(args: PaceArgs) -> anyhow::Result<Config> {
+        let (spec, target) = match (&args.policy, args.rate) {
+            (Some(text), _) => {
+                let spec = parse_spec(text).with_context(|| "--policy".to_string())?;
+                if let Some((m, c)) = spec.members.iter().find_map(|m| match &m.key {
+                    KeyChoice::Column(c) => Some((m, c)),
+                    _ => None,
+                }) {
+                    bail!(
+                        "--policy '{}': key={c} has no meaning in pace (one schedule for all lines); remove it",
+                        m.text
+                    );
+                }
+                (spec, text.trim().to_string())
+            }
+            (None, Some(rate)) => {
+                let bound = match (args.burst, args.max_wait) {
+                    (_, Some(w)) => ShaperBound::MaxWait(w),
+                    (b, None) => ShaperBound::Burst(b.unwrap_or(0)),
+                };
+                let mut text = format!("shaper:rate={rate}");
+                match bound {
+                    ShaperBound::Burst(b) => text.push_str(&format!(",burst={b}")),
+                    ShaperBound::MaxWait(w) => text.push_str(&format!(",max-wait={w}")),
+                }
+                let config = PolicyConfig::Shaper(Shaper::new(rate, bound));
+                let spec = Spec {
+                    text: text.clone(),
+                    label: text.clone(),
+                    members: vec![crate::policy::Member {
+                        config,
+                        key: KeyChoice::Default,
+                        text,
+                    }],
+                };
+                (spec, rate.to_string())
+            }
+            (None, None) => bail!("give --rate RATE (for example --rate 5/s) or --policy SPEC"),
+        };
+        let interval = spec
+            .members
+            .iter()
+            .filter_map(|m| match m.config {
+                PolicyConfig::Shaper(s) => Some(interval_of(s.rate())),
+                PolicyConfig::Gcra(g) => Some(interval_of(g.rate())),
+                _ => None,
+            })
+            .min();
+        let progress = !args.no_progress && (args.progress || io::stderr().is_terminal());
+        Ok(Config {
+            spec,
+            interval,
+            target,
+            on_full: args.on_full,
+            rejects: args.rejects,
+            separator: if args.null { 0 } else { b'\n' },
+            stamp: args.stamp,
+            stats: args.stats,
+            progress,
+            catch_up: args.catch_up,
+        })
+    }
+}
+
+/// Runs `pace` and returns the exit status.
+pub fn run(args: PaceArgs) -> anyhow::Result<u8> {
+    let config = Config::from_args(args)?;
+    Pacer::start(config)?.run()
+}
+
+/// A record with its arrival (real time).
+struct Record {
+    arrived: Nanos,
+    bytes: Vec<u8>,
+}
+
+/// What the reader and the signal thread share with the main thread.
+#[derive(Default)]
+struct Inbox {
+    records: VecDeque<Record>,
+    /// Bytes in `records`.
+    buffered: usize,
+    /// Bytes after the last separator, not yet a record.
+    partial: Vec<u8>,
+    lines_in: u64,
+    eof: bool,
+    read_error: Option<io::Error>,
+    signal: Option<i32>,
+    /// Tells the reader to stop.
+    stop: bool,
+    /// The reader waits for room (so a wake-up is worth a syscall).
+    reader_waiting: bool,
+}
+
+impl Inbox {
+    fn push(&mut self, arrived: Nanos, bytes: Vec<u8>) {
+        self.buffered += bytes.len();
+        self.lines_in += 1;
+        self.records.push_back(Record { arrived, bytes });
+    }
+
+    /// Splits a chunk read at `arrived` into records after `partial`.
+    fn ingest(&mut self, chunk: &[u8], arrived: Nanos, sep: u8) {
+        let mut start = 0;
+        while let Some(i) = chunk[start..].iter().position(|&b| b == sep) {
+            let end = start + i + 1;
+            let bytes = if self.partial.is_empty() {
+                chunk[start..end].to_vec()
+            } else {
+                let mut p = std::mem::take(&mut self.partial);
+                p.extend_from_slice(&chunk[start..end]);
+                p
+            };
+            self.push(arrived, bytes);
+            start = end;
+        }
+        self.partial.extend_from_slice(&chunk[start..]);
+    }
+}
+
+struct Shared {
+    inbox: Mutex<Inbox>,
+    /// Wakes the main thread: records arrived, input ended, a signal.
+    main_cv: Condvar,
+    /// Wakes the reader: room in the inbox, or stop.
+    reader_cv: Condvar,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, Inbox> {
+        // A poisoned lock only means another thread panicked; the data is
+        // still consistent enough to account for every line.
+        self.inbox.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+fn read_loop(mut input: File, shared: &Shared, clock: MonotonicClock, sep: u8) {
+    let mut buf = vec![0u8; READ_CHUNK];
+    loop {
+        {
+            let mut g = shared.lock();
+            while !g.stop && !g.records.is_empty() && g.buffered >= INBOX_BUDGET {
+                g.reader_waiting = true;
+                g = shared.reader_cv.wait(g).unwrap_or_else(|e| e.into_inner());
+                g.reader_waiting = false;
+            }
+            if g.stop {
+                return;
+            }
+        }
+        let result = input.read(&mut buf);
+        let now = clock.now();
+        let mut g = shared.lock();
+        match result {
+            Ok(0) => {
+                if !g.partial.is_empty() {
+                    let last = std::mem::take(&mut g.partial);
+                    g.push(now, last);
+                }
+                g.eof = true;
+            }
+            Ok(n) => g.ingest(&buf[..n], now, sep),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => {
+                g.read_error = Some(e);
+                g.eof = true;
+            }
+        }
+        let done = g.eof;
+        drop(g);
+        shared.main_cv.notify_one();
+        if done {
+            return;
+        }
+    }
+}
+
+struct Pacer {
+    config: Config,
+    clock: MonotonicClock,
+    shared: Arc<Shared>,
+    schedule: Schedule<Vec<u8>>,
+    output: File,
+    rejects: Option<BufWriter<File>>,
+    stats: Stats,
+    progress: ProgressBar,
+    /// (time, lines out) when the shown rate was last measured.
+    rate_mark: (Nanos, u64),
+    /// Lines per second over the last measured span, for the progress line.
+    shown_rate: f64,
+}
+
+impl Pacer {
+    fn start(config: Config) -> anyhow::Result<Pacer> {
+        let rejects = match &config.rejects {
+            Some(path) => Some(BufWriter::new(File::create(path).with_context(|| {
+                format!("cannot create the rejects file '{}'", path.display())
+            })?)),
+            None => None,
+        };
+        let output = io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .context("cannot use standard output")?;
+        let input = io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .context("cannot use standard input")?;
+        let stack: Stack = config.spec.build();
+        let shaper = matches!(
+            config.spec.members.as_slice(),
+            [m] if matches!(m.config, PolicyConfig::Shaper(_))
+        );
+        let timing = Timing::new(config.interval, shaper, config.catch_up);
+        let schedule = Schedule::new(stack, timing);
+        let clock = MonotonicClock::new();
+        let shared = Arc::new(Shared {
+            inbox: Mutex::new(Inbox::default()),
+            main_cv: Condvar::new(),
+            reader_cv: Condvar::new(),
+        });
+
+        let mut signals = signal_hook::iterator::Signals::new([
+            signal_hook::consts::SIGINT,
+            signal_hook::consts::SIGTERM,
+        ])
+        .context("cannot install the SIGINT/SIGTERM handlers")?;
+        let s = Arc::clone(&shared);
+        std::thread::Builder::new()
+            .name("signals".into())
+            .spawn(move || {
+                let mut signals = signals.forever();
+                if let Some(sig) = signals.next() {
+                    s.lock().signal = Some(sig);
+                    s.main_cv.notify_one();
+                }
+                // The main thread may be stuck in a write to a downstream
+                // that stopped reading; a second signal leaves at once.
+                if let Some(sig) = signals.next() {
+                    eprintln!("drip: second signal: exiting without accounting for the backlog");
+                    std::process::exit(128 + sig);
+                }
+            })
+            .context("cannot start the signal thread")?;
+        let s = Arc::clone(&shared);
+        let sep = config.separator;
+        std::thread::Builder::new()
+            .name("reader".into())
+            .spawn(move || read_loop(File::from(input), &s, clock, sep))
+            .context("cannot start the reader thread")?;
+
+        let progress = if config.progress {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} {msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+            );
+            bar
+        } else {
+            ProgressBar::hidden()
+        };
+        Ok(Pacer {
+            config,
+            clock,
+            shared,
+            schedule,
+            output: File::from(output),
+            rejects,
+            stats: Stats::new(),
+            progress,
+            rate_mark: (Nanos::ZERO, 0),
+            shown_rate: 0.0,
+        })
+    }
+
+    fn run(mut self) -> anyhow::Result<u8> {
+        let mut held: Option<Nanos> = None;
+        let mut due: Vec<Pending<Vec<u8>>> = Vec::new();
+        let mut batch: Vec<u8> = Vec::new();
+        // The line number refused under --on-full fail.
+        let mut full_at = 0u64;
+        let shared = Arc::clone(&self.shared);
+        let mut g = shared.lock();
+        let ending = loop {
+            if let Some(sig) = g.signal {
+                break if sig == signal_hook::consts::SIGTERM {
+                    Ending::Sigterm
+                } else {
+                    Ending::Sigint
+                };
+            }
+            if g.read_error.is_some() {
+                break Ending::Eof;
+            }
+            let now = self.clock.now();
+            // Decide the records that have arrived, in order.
+            let mut full = false;
+            while let Some(front) = g.records.front() {
+                let at = match held {
+                    Some(r) if self.schedule.real_time(r) > now => break,
+                    Some(r) => {
+                        self.schedule.settle(r, now);
+                        r
+                    }
+                    None => self.schedule.policy_time(front.arrived),
+                };
+                let rec = g.records.pop_front().expect("front exists");
+                g.buffered -= rec.bytes.len();
+                match self.schedule.offer(at, rec.arrived, rec.bytes) {
+                    Offer::Queued { .. } => held = None,
+                    Offer::Full {
+                        retry_at: None,
+                        item,
+                    } => {
+                        g.buffered += item.len();
+                        g.records.push_front(Record {
+                            arrived: rec.arrived,
+                            bytes: item,
+                        });
+                        bail!(
+                            "--policy '{}' can never admit a line; give it a burst or limit of at least 1",
+                            self.config.target
+                        );
+                    }
+                    Offer::Full {
+                        retry_at: Some(r),
+                        item,
+                    } => match self.config.on_full {
+                        OnFull::Block => {
+                            g.buffered += item.len();
+                            g.records.push_front(Record {
+                                arrived: rec.arrived,
+                                bytes: item,
+                            });
+                            // Offered again at once when `r` has passed.
+                            held = Some(r);
+                            continue;
+                        }
+                        OnFull::Drop => {
+                            self.stats.dropped += 1;
+                            if let Some(w) = &mut self.rejects {
+                                w.write_all(&item).context("writing the rejects file")?;
+                            }
+                        }
+                        OnFull::Fail => {
+                            g.buffered += item.len();
+                            g.records.push_front(Record {
+                                arrived: rec.arrived,
+                                bytes: item,
+                            });
+                            full = true;
+                            full_at = self.stats.lines_out
+                                + self.stats.dropped
+                                + self.schedule.backlog() as u64
+                                + 1;
+                            break;
+                        }
+                    },
+                }
+            }
+            if full {
+                // What was due before the refusal still goes out.
+                due.clear();
+                if self.schedule.take_due(now, &mut due) > 0 {
+                    drop(g);
+                    let written = self.write(&due, &mut batch)?;
+                    g = shared.lock();
+                    if !written {
+                        for p in due.drain(..) {
+                            self.unsent(p.item)?;
+                        }
+                    }
+                }
+                break Ending::Full;
+            }
+            if g.reader_waiting && g.buffered < INBOX_BUDGET / 2 {
+                self.shared.reader_cv.notify_one();
+            }
+            // Write what is due, without holding the lock.
+            due.clear();
+            if self.schedule.take_due(now, &mut due) > 0 {
+                drop(g);
+                let written = self.write(&due, &mut batch)?;
+                g = shared.lock();
+                if !written {
+                    // Downstream closed: the batch reached no one.
+                    for p in due.drain(..) {
+                        self.unsent(p.item)?;
+                    }
+                    break Ending::BrokenPipe;
+                }
+                continue;
+            }
+            if g.eof && g.records.is_empty() && self.schedule.backlog() == 0 {
+                break Ending::Eof;
+            }
+            self.update_progress();
+            // A held record is offered at its retry instant whenever we
+            // wake, so waking for it before the next write may happen
+            // would only cost a wake-up.
+            let wake = [
+                self.schedule.next_due(),
+                held.map(|r| {
+                    self.schedule
+                        .real_time(r)
+                        .max(self.schedule.earliest_write())
+                }),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
+            g = match wake {
+                None => shared.main_cv.wait(g).unwrap_or_else(|e| e.into_inner()),
+                Some(t) => {
+                    let now = self.clock.now();
+                    if t <= now {
+                        continue;
+                    }
+                    let timeout = t.saturating_sub(now).to_duration();
+                    shared
+                        .main_cv
+                        .wait_timeout(g, timeout)
+                        .unwrap_or_else(|e| e.into_inner())
+                        .0
+                }
+            };
+        };
+        // Stop the reader; account for everything not written.
+        g.stop = true;
+        let records: Vec<Record> = g.records.drain(..).collect();
+        let partial = std::mem::take(&mut g.partial);
+        let read_error = g.read_error.take();
+        self.stats.lines_in = g.lines_in;
+        drop(g);
+        self.shared.reader_cv.notify_one();
+        let backlog: Vec<Vec<u8>> = self.schedule.take_all().map(|p| p.item).collect();
+        for item in backlog {
+            self.unsent(item)?;
+        }
+        for r in records {
+            self.unsent(r.bytes)?;
+        }
+        if !partial.is_empty() {
+            self.stats.lines_in += 1;
+            self.unsent(partial)?;
+        }
+        if let Some(w) = &mut self.rejects {
+            w.flush().context("writing the rejects file")?;
+        }
+        self.progress.finish_and_clear();
+        if let Some(e) = read_error {
+            return Err(e).context("reading standard input");
+        }
+        let signalled = matches!(ending, Ending::Sigint | Ending::Sigterm);
+        if self.config.stats.is_some() || signalled {
+            let summary = self.stats.summary(
+                self.clock.now(),
+                self.config.target.clone(),
+                ending,
+                self.schedule.slip(),
+            );
+            let text = match self.config.stats {
+                Some(StatsFormat::Json) => summary.to_json(),
+                _ => summary.to_text(),
+            };
+            // stderr may be gone too; nothing else to tell then.
+            let _ = io::stderr().write_all(text.as_bytes());
+        }
+        Ok(match ending {
+            Ending::Eof | Ending::BrokenPipe => 0,
+            Ending::Full => {
+                eprintln!(
+                    "drip: backlog full at input line {full_at}: lines arrive faster than {} allows; use --on-full block (wait) or drop, or a larger --burst/--max-wait",
+                    self.config.target
+                );
+                3
+            }
+            Ending::Sigint => 130,
+            Ending::Sigterm => 143,
+        })
+    }
+
+    /// Writes one batch (stamped if asked) in one write. `Ok(false)` when
+    /// downstream has closed.
+    fn write(&mut self, due: &[Pending<Vec<u8>>], batch: &mut Vec<u8>) -> anyhow::Result<bool> {
+        batch.clear();
+        let wall = self.config.stamp.map(|_| stamp::wall_now());
+        for p in due {
+            if let (Some(format), Some(wall)) = (self.config.stamp, wall) {
+                stamp::write_stamp(batch, format, wall);
+            }
+            batch.extend_from_slice(&p.item);
+        }
+        let at = self.clock.now();
+        match self.output.write_all(batch) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(false),
+            Err(e) => return Err(e).context("writing standard output"),
+        }
+        self.schedule.wrote(self.clock.now());
+        for p in due {
+            self.stats.sent(p.arrived, at);
+        }
+        self.update_progress();
+        Ok(true)
+    }
+
+    /// Accounts for a line read and not written: counted, and kept in the
+    /// rejects file when there is one.
+    fn unsent(&mut self, item: Vec<u8>) -> anyhow::Result<()> {
+        self.stats.unsent += 1;
+        if let Some(w) = &mut self.rejects {
+            w.write_all(&item).context("writing the rejects file")?;
+        }
+        Ok(())
+    }
+
+    /// Redraws the progress line (indicatif limits the redraw rate). The
+    /// current rate is measured over the last second or more of writes;
+    /// nothing wakes up just to redraw.
+    fn update_progress(&mut self) {
+        if self.progress.is_hidden() {
+            return;
+        }
+        let now = self.clock.now();
+        let (at, out) = self.rate_mark;
+        let span = now.saturating_sub(at);
+        if span >= Nanos::from_secs(1) {
+            // Display only: a float is fine here.
+            self.shown_rate = (self.stats.lines_out - out) as f64 * 1e9 / span.0 as f64;
+            self.rate_mark = (now, self.stats.lines_out);
+        }
+        self.progress.set_message(format!(
+            "{} sent, {} dropped, {} waiting, {:.1}/s",
+            self.stats.lines_out,
+            self.stats.dropped,
+            self.schedule.backlog(),
+            self.shown_rate
+        ));
+        self.progress.tick();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn records(inbox: &Inbox) -> Vec<&[u8]> {
+        inbox.records.iter().map(|r| r.bytes.as_slice()).collect()
+    }
+
+    #[test]
+    fn records_split_across_reads_keep_every_byte() {
+        let mut inbox = Inbox::default();
+        inbox.ingest(b"one\ntw", Nanos(1), b'\n');
+        inbox.ingest(b"o\n\xff\xfe", Nanos(2), b'\n');
+        inbox.ingest(b"\n", Nanos(3), b'\n');
+        assert_eq!(records(&inbox), [&b"one\n"[..], b"two\n", b"\xff\xfe\n"]);
+        // A record's arrival is the read that completed it.
+        let arrivals: Vec<Nanos> = inbox.records.iter().map(|r| r.arrived).collect();
+        assert_eq!(arrivals, [Nanos(1), Nanos(2), Nanos(3)]);
+        assert_eq!(inbox.buffered, 11);
+        assert_eq!(inbox.lines_in, 3);
+        assert!(inbox.partial.is_empty());
+        inbox.ingest(b"tail", Nanos(4), b'\n');
+        assert_eq!(inbox.partial, b"tail");
+        assert_eq!(inbox.lines_in, 3);
+    }
+
+    #[test]
+    fn nul_separates_and_newlines_are_data() {
+        let mut inbox = Inbox::default();
+        inbox.ingest(b"a\nb\0c\0", Nanos(0), 0);
+        assert_eq!(records(&inbox), [&b"a\nb\0"[..], b"c\0"]);
+    }
 }

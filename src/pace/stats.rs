@@ -1,0 +1,194 @@
+//! The `--stats` summary: counts, elapsed time, achieved rate and waits.
+//!
+//! Every line read is in exactly one of `out`, `dropped` (refused, written
+//! to `--rejects` when given) or `unsent` (read but not written when the run
+//! stopped: downstream closed, a signal, `--on-full fail`), so
+//! `lines_in = lines_out + dropped + unsent`. A wait is the time from a
+//! line's arrival to its write, recorded in microseconds.
+
+use crate::time::Nanos;
+use hdrhistogram::Histogram;
+use serde::Serialize;
+
+/// Longest wait recorded exactly, µs (longer ones are recorded as this).
+const MAX_WAIT_MICROS: u64 = 10_000_000_000_000;
+
+/// Why the run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Ending {
+    /// Input ended and the backlog was sent.
+    Eof,
+    /// Downstream closed the pipe.
+    BrokenPipe,
+    Sigint,
+    Sigterm,
+    /// `--on-full fail` and the backlog was full.
+    Full,
+}
+
+/// Counters and the wait histogram of one run.
+pub struct Stats {
+    pub lines_in: u64,
+    pub lines_out: u64,
+    pub dropped: u64,
+    pub unsent: u64,
+    /// Real time of the first and last write, ns.
+    first_write: Option<Nanos>,
+    last_write: Nanos,
+    waits: Histogram<u64>,
+}
+
+/// The summary as data; rendered as text or JSON.
+#[derive(Debug, Serialize)]
+pub struct Summary {
+    pub lines_in: u64,
+    pub lines_out: u64,
+    pub dropped: u64,
+    pub unsent: u64,
+    pub elapsed_s: f64,
+    /// Lines per second between the first and the last write.
+    pub rate_per_s: Option<f64>,
+    pub target: String,
+    pub wait_p50_ms: f64,
+    pub wait_p99_ms: f64,
+    pub wait_max_ms: f64,
+    pub ended: Ending,
+    /// Total time the schedule was moved back after stalls, ms.
+    pub rebased_ms: f64,
+}
+
+impl Default for Stats {
+    fn default() -> Self {
+        Stats::new()
+    }
+}
+
+impl Stats {
+    pub fn new() -> Stats {
+        Stats {
+            lines_in: 0,
+            lines_out: 0,
+            dropped: 0,
+            unsent: 0,
+            first_write: None,
+            last_write: Nanos::ZERO,
+            // 1 µs to ~115 days at 3 significant digits: valid bounds.
+            waits: Histogram::new_with_bounds(1, MAX_WAIT_MICROS, 3)
+                .expect("valid histogram bounds"),
+        }
+    }
+
+    /// Records one written line: when it arrived and when it went out.
+    pub fn sent(&mut self, arrived: Nanos, at: Nanos) {
+        self.lines_out += 1;
+        self.first_write.get_or_insert(at);
+        self.last_write = at;
+        let micros = at.saturating_sub(arrived).0 / 1_000;
+        self.waits.saturating_record(micros);
+    }
+
+    /// The summary at real instant `now`.
+    pub fn summary(&self, now: Nanos, target: String, ended: Ending, rebased: Nanos) -> Summary {
+        let ms = |micros: u64| micros as f64 / 1_000.0;
+        let rate_per_s = match self.first_write {
+            Some(first) if self.lines_out > 1 && self.last_write > first => {
+                Some((self.lines_out - 1) as f64 * 1e9 / (self.last_write.0 - first.0) as f64)
+            }
+            _ => None,
+        };
+        let empty = self.waits.is_empty();
+        Summary {
+            lines_in: self.lines_in,
+            lines_out: self.lines_out,
+            dropped: self.dropped,
+            unsent: self.unsent,
+            elapsed_s: now.0 as f64 / 1e9,
+            rate_per_s,
+            target,
+            wait_p50_ms: if empty {
+                0.0
+            } else {
+                ms(self.waits.value_at_quantile(0.5))
+            },
+            wait_p99_ms: if empty {
+                0.0
+            } else {
+                ms(self.waits.value_at_quantile(0.99))
+            },
+            wait_max_ms: if empty { 0.0 } else { ms(self.waits.max()) },
+            ended,
+            rebased_ms: rebased.0 as f64 / 1e6,
+        }
+    }
+}
+
+impl Summary {
+    /// The text form: a few aligned lines for people.
+    pub fn to_text(&self) -> String {
+        let rate = self
+            .rate_per_s
+            .map_or("-".to_string(), |r| format!("{r:.3}/s"));
+        let ended = match self.ended {
+            Ending::Eof => "end of input",
+            Ending::BrokenPipe => "downstream closed",
+            Ending::Sigint => "interrupted (SIGINT)",
+            Ending::Sigterm => "terminated (SIGTERM)",
+            Ending::Full => "backlog full (--on-full fail)",
+        };
+        format!(
+            "drip pace: {ended}\n  lines    in {}, out {}, dropped {}, unsent {}\n  elapsed  {:.3}s\n  rate     {rate} (target {})\n  wait     p50 {:.3}ms, p99 {:.3}ms, max {:.3}ms\n",
+            self.lines_in,
+            self.lines_out,
+            self.dropped,
+            self.unsent,
+            self.elapsed_s,
+            self.target,
+            self.wait_p50_ms,
+            self.wait_p99_ms,
+            self.wait_max_ms,
+        )
+    }
+
+    pub fn to_json(&self) -> String {
+        let mut s =
+            serde_json::to_string(self).unwrap_or_else(|e| format!("{{\"error\":\"{e}\"}}"));
+        s.push('\n');
+        s
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summary_counts_rate_and_waits() {
+        let mut s = Stats::new();
+        s.lines_in = 5;
+        s.dropped = 1;
+        s.unsent = 1;
+        // Three lines, 500 ms apart, waiting 0, 10 and 20 ms.
+        for k in 0..3u64 {
+            let at = Nanos(k * 500_000_000);
+            s.sent(Nanos(at.0 - k * 10_000_000), at);
+        }
+        let sum = s.summary(Nanos(2_000_000_000), "2/s".into(), Ending::Eof, Nanos::ZERO);
+        assert_eq!(sum.lines_out, 3);
+        assert_eq!(sum.rate_per_s, Some(2.0));
+        assert!((sum.wait_p50_ms - 10.0).abs() < 0.1, "{sum:?}");
+        assert!((sum.wait_max_ms - 20.0).abs() < 0.1);
+        let v: serde_json::Value = serde_json::from_str(&sum.to_json()).unwrap();
+        assert_eq!(v["ended"], "eof");
+        assert_eq!(v["lines_in"], 5);
+        assert!(sum.to_text().contains("in 5, out 3, dropped 1, unsent 1"));
+    }
+
+    #[test]
+    fn no_rate_without_two_writes() {
+        let s = Stats::new();
+        let sum = s.summary(Nanos(1), "1/s".into(), Ending::Sigint, Nanos::ZERO);
+        assert_eq!(sum.rate_per_s, None);
+        assert_eq!(sum.wait_max_ms, 0.0);
+    }
+}
