@@ -7,7 +7,7 @@
 //! list, which is its state). `pace` passes monotonic readings as `now`,
 //! `audit` passes log timestamps.
 //!
-//! Every rule is exact integer arithmetic on [`Nanos`] and exact [`Rate`]s;
+//! Every rule is exact integer arithmetic on [`Nanos`] and exact [`Rate`](crate::rate::Rate)s;
 //! see the module of each policy for its formula.
 
 pub mod fixed_window;

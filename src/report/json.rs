@@ -1,4 +1,4 @@
-//! JSON for scripts: the [`Report`](super::Report) as it is, pretty-printed.
+//! JSON for scripts: the [`Report`] as it is, pretty-printed.
 //! Field names are stable; times are integer nanoseconds (`*_ns`), counts
 //! are integers, `drop_pct` is a number, `wait` is present only for
 //! shaping policies and `timeline` only with `--timeline`.
