@@ -199,11 +199,15 @@ where
 
 /// A policy with its per-key states in a vector indexed by key id, for a
 /// driver whose keys are dense ids (audit interns every key value): one
-/// indexed access per decision, no hashing, no sweeps. Memory is one state
-/// per key id ever used; no key is forgotten.
+/// indexed access per decision, no hashing. Memory is one fixed-size state
+/// per key id ever used; for a policy whose state holds memory of its own
+/// (the sliding log's entries), neutral states are reset to the never-seen
+/// state by a sweep after every `max(keys, 4096)` decisions, so that memory
+/// follows the active keys (amortised O(1) per decision).
 pub struct Dense<P: Policy> {
     policy: P,
     states: Vec<P::State>,
+    since_sweep: usize,
 }
 
 impl<P: Policy> Dense<P> {
@@ -211,7 +215,29 @@ impl<P: Policy> Dense<P> {
         Dense {
             policy,
             states: Vec::new(),
+            since_sweep: 0,
         }
+    }
+
+    #[inline]
+    fn maybe_sweep(&mut self, now: Nanos) {
+        if !self.policy.holds_memory() {
+            return;
+        }
+        self.since_sweep += 1;
+        if self.since_sweep >= self.states.len().max(MIN_SWEEP) {
+            self.since_sweep = 0;
+            for s in &mut self.states {
+                if self.policy.is_neutral(s, now) {
+                    *s = P::State::default();
+                }
+            }
+        }
+    }
+
+    /// The per-key states, by key id.
+    pub fn states(&self) -> &[P::State] {
+        &self.states
     }
 
     /// Makes room for `key`; returns its index.
@@ -238,11 +264,13 @@ where
     }
 
     fn admit(&mut self, key: KeyId, now: Nanos, cost: u64) {
+        self.maybe_sweep(now);
         let i = self.grow(key);
         self.policy.admit(&mut self.states[i], now, cost);
     }
 
     fn refuse(&mut self, key: KeyId, now: Nanos, cost: u64) {
+        self.maybe_sweep(now);
         let i = self.grow(key);
         self.policy.refuse(&mut self.states[i], now, cost);
     }
@@ -259,6 +287,7 @@ where
         cost: u64,
         on_refuse: bool,
     ) -> (Decision, u64) {
+        self.maybe_sweep(now);
         let i = self.grow(key);
         decide_level(&self.policy, &mut self.states[i], now, cost, on_refuse)
     }

@@ -99,6 +99,12 @@ pub trait Policy {
     /// (bucket level, backlog, window count), for reports.
     fn level(&self, state: &Self::State, now: Nanos) -> u64;
 
+    /// True when a state owns memory beyond its own size (the sliding
+    /// log's entries), so forgetting neutral states frees memory.
+    fn holds_memory(&self) -> bool {
+        false
+    }
+
     /// A hint: start loading what `state` points to (the sliding log's
     /// entries). Changes nothing.
     fn prefetch(&self, _state: &Self::State) {}

@@ -100,6 +100,10 @@ impl Policy for SlidingLog {
         self.prune(s, now);
     }
 
+    fn holds_memory(&self) -> bool {
+        true
+    }
+
     fn prefetch(&self, s: &SlidingLogState) {
         if let Some(front) = s.entries.front() {
             super::keyed::prefetch_line(front);

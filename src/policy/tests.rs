@@ -481,6 +481,38 @@ fn neutral_keys_are_forgotten() {
     assert!(lim.decide(3, Nanos(100_000 * MS), 2).is_admit());
 }
 
+#[test]
+fn dense_sliding_logs_of_idle_keys_are_released() {
+    let config = parse_spec("sliding-log:limit=50,window=1s")
+        .unwrap()
+        .members[0]
+        .config;
+    let PolicyConfig::SlidingLog(p) = config else {
+        unreachable!()
+    };
+    let mut lim = keyed::Dense::new(p);
+    use keyed::Limiter;
+    // 20k keys each send 10 requests, then go quiet; the clock moves on.
+    for k in 0..20_000u64 {
+        for i in 0..10 {
+            assert!(lim.decide(k, Nanos(k * MS + i), 1).is_admit());
+        }
+    }
+    // Sweeps run every 20k decisions here: only the keys active in the last
+    // second or two still hold entries (without sweeps all 20k would).
+    let holding = lim
+        .states()
+        .iter()
+        .filter(|s| !s.entries.is_empty())
+        .count();
+    assert!(holding < 3_000, "{holding} keys hold entries");
+    // A reset key decides as a fresh one.
+    for i in 0..50 {
+        assert!(lim.decide(3, Nanos(30_000 * MS + i), 1).is_admit());
+    }
+    assert!(!lim.decide(3, Nanos(30_000 * MS + 50), 1).is_admit());
+}
+
 // ---- nginx ---------------------------------------------------------------
 
 fn nginx(t: &str) -> NginxLimitReq {
