@@ -4,7 +4,7 @@
 
 use super::input::{Event, MAX_KEYS};
 use super::keys::{EMPTY_KEY, Interner, KeyNames};
-use crate::policy::keyed::{IdMap, KeyId, Stack};
+use crate::policy::keyed::{KeyId, Stack};
 use crate::policy::{Decision, Spec};
 use crate::report::{KeyRow, PolicyReport, TimelineRow, Waits};
 use crate::time::{Nanos, fmt_millis};
@@ -129,7 +129,8 @@ pub struct Run {
     dropped: u64,
     waits: WaitStats,
     peak: u64,
-    drops_by_key: IdMap<u64>,
+    /// Drops per key id of the report column (saturating).
+    drops_by_key: Vec<u32>,
     bins: Vec<Bin>,
 }
 
@@ -153,7 +154,7 @@ impl Run {
             dropped: 0,
             waits: WaitStats::new(),
             peak: 0,
-            drops_by_key: IdMap::default(),
+            drops_by_key: Vec::new(),
             bins: Vec::new(),
         }
     }
@@ -281,7 +282,11 @@ impl Replay {
                     if let Some(c) = run.report_slot {
                         let id = ev.keys[c];
                         if id != EMPTY_KEY {
-                            *run.drops_by_key.entry(u64::from(id)).or_insert(0) += 1;
+                            let i = id as usize;
+                            if i >= run.drops_by_key.len() {
+                                run.drops_by_key.resize(i + 1, 0);
+                            }
+                            run.drops_by_key[i] = run.drops_by_key[i].saturating_add(1);
                         }
                     }
                 }
@@ -380,7 +385,9 @@ impl Replay {
             let mut top: Vec<(u32, u64)> = run
                 .drops_by_key
                 .iter()
-                .map(|(k, v)| (*k as u32, *v))
+                .enumerate()
+                .filter(|(_, d)| **d > 0)
+                .map(|(k, d)| (k as u32, u64::from(*d)))
                 .collect();
             let names = run.report_slot.map(|c| &self.names[c]);
             top.sort_unstable_by(|a, b| {
@@ -433,7 +440,7 @@ impl Replay {
                 peak_kind: if shapes { "backlog" } else { "level" },
                 keys_seen,
                 keys_with_drops: match run.report_slot {
-                    Some(_) => run.drops_by_key.len() as u64,
+                    Some(_) => run.drops_by_key.iter().filter(|d| **d > 0).count() as u64,
                     None => u64::from(run.dropped > 0),
                 },
                 skipped_bad: 0,
