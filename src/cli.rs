@@ -32,6 +32,13 @@ fn duration_arg(s: &str) -> Result<Nanos, String> {
     parse_duration(s)
 }
 
+fn positive_duration_arg(s: &str) -> Result<Nanos, String> {
+    match parse_duration(s)? {
+        Nanos::ZERO => Err(format!("'{s}' is zero; give a length such as 1s or 1m")),
+        d => Ok(d),
+    }
+}
+
 /// What `pace` does with a line that does not fit in the backlog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum OnFull {
@@ -64,7 +71,7 @@ pub enum StatsFormat {
 #[derive(Debug, Args)]
 pub struct PaceArgs {
     /// Lines per period: 5/s, 300/min, 2/h, 1/200ms, 0.5/s, or 10 (= 10/s).
-    #[arg(long, short, value_parser = rate_arg, required_unless_present = "policy")]
+    #[arg(long, short, value_parser = rate_arg)]
     pub rate: Option<Rate>,
     /// Lines allowed to wait in the backlog (default 0: a line is read when it can go).
     #[arg(long, short, conflicts_with = "max_wait", value_name = "N")]
@@ -88,7 +95,7 @@ pub struct PaceArgs {
     #[arg(long, value_enum)]
     pub stamp: Option<Stamp>,
     /// Print a summary to stderr at exit (text or json).
-    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "text", require_equals = true)]
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "text")]
     pub stats: Option<StatsFormat>,
     /// Show a progress line on stderr (default when stderr is a terminal).
     #[arg(long, overrides_with = "no_progress")]
@@ -151,7 +158,7 @@ pub struct AuditArgs {
     #[arg(long, short, value_enum, default_value_t = Format::Table)]
     pub format: Format,
     /// Add per-interval rows (arrived, sent, dropped, level) of this length.
-    #[arg(long, value_parser = duration_arg, value_name = "DUR")]
+    #[arg(long, value_parser = positive_duration_arg, value_name = "DUR")]
     pub timeline: Option<Nanos>,
     /// Keys listed per policy, most drops first.
     #[arg(long, default_value_t = 10, value_name = "N")]

@@ -15,11 +15,13 @@ impl Nanos {
     pub const PER_MS: u64 = 1_000_000;
     pub const PER_SEC: u64 = 1_000_000_000;
 
+    /// Saturates at `Nanos::MAX`.
     pub const fn from_secs(s: u64) -> Nanos {
-        Nanos(s * Self::PER_SEC)
+        Nanos(s.saturating_mul(Self::PER_SEC))
     }
+    /// Saturates at `Nanos::MAX`.
     pub const fn from_millis(ms: u64) -> Nanos {
-        Nanos(ms * Self::PER_MS)
+        Nanos(ms.saturating_mul(Self::PER_MS))
     }
     pub const fn as_u64(self) -> u64 {
         self.0

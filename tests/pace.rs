@@ -575,7 +575,10 @@ fn bad_arguments_exit_2_with_one_clear_line() {
         (vec!["--rate", "0/s"], "invalid rate '0/s'"),
         (vec!["--rate", "fast"], "invalid rate 'fast'"),
         (vec!["--rate", "5/fortnight"], "unknown unit"),
-        (vec![], "--rate"),
+        (
+            vec![],
+            "--rate RATE (for example --rate 5/s) or --policy SPEC",
+        ),
         (
             vec!["--rate", "5/s", "--burst", "2", "--max-wait", "1s"],
             "--max-wait",
@@ -624,4 +627,24 @@ fn tempdir() -> std::path::PathBuf {
     ));
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+#[test]
+fn a_record_without_separator_cannot_fill_memory() {
+    // 65 MiB with no newline (say, `find -print0` output without -0): drip
+    // stops with one line naming the fix instead of holding it all.
+    let input = vec![b'x'; 65 * 1024 * 1024];
+    let out = run(&["--rate", "1/s", "--stats=json"], &input);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(err.contains("no newline in its first 64 MiB"), "{err}");
+    assert!(err.contains("-0"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn stats_takes_its_format_after_a_space_too() {
+    let out = run(&["--rate", "1000/s", "--stats", "json"], b"a\nb\n");
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(json(&out.stderr)["lines_out"], 2);
 }

@@ -286,9 +286,11 @@ fn pick_time_column(header: Option<&[String]>, file: &str) -> Result<usize> {
     )
 }
 
+/// A field's text for a message: at most 80 characters, control
+/// characters escaped (a stray quote can pull newlines into a field).
 fn shown(value: &[u8]) -> String {
     let s = String::from_utf8_lossy(value);
-    let mut out: String = s.chars().take(80).collect();
+    let mut out: String = s.chars().take(80).flat_map(char::escape_debug).collect();
     if s.chars().count() > 80 {
         out.push('…');
     }
@@ -319,6 +321,7 @@ pub fn read_all(
     };
     let mut summary = InputSummary::default();
     let mut times = TimeParser::new(spec.time_format.clone());
+    let mut announce: Option<String> = None;
     let mut batch = Batch::default();
     let mut row_no = 0u64;
     for (file_idx, path) in files.iter().enumerate() {
@@ -395,7 +398,7 @@ pub fn read_all(
                 let field = |i: usize, what: &str| {
                     record.get(i).ok_or_else(|| {
                         bad(format!(
-                            "the row has {} fields, no {what} column #{i}",
+                            "the row has {} field(s), no {what} column #{i}",
                             record.len()
                         ))
                     })
@@ -416,13 +419,13 @@ pub fn read_all(
                             summary.time_column
                         ))
                     })?;
-                    if !spec.quiet {
-                        eprintln!(
+                    announce = (!spec.quiet).then(|| {
+                        format!(
                             "drip: reading column '{}' as {format} (detected from '{}'; set --time-format to override)",
                             summary.time_column,
                             shown(tv.trim_ascii())
-                        );
-                    }
+                        )
+                    });
                     times = TimeParser::new(format);
                 }
                 let at = times.parse(tv).map_err(|e| {
@@ -473,6 +476,10 @@ pub fn read_all(
             })();
             match parsed {
                 Ok(ev) => {
+                    // Said once a row has read well, so an error stays one line.
+                    if let Some(note) = announce.take() {
+                        eprintln!("{note}");
+                    }
                     summary.rows += 1;
                     batch.events.push(ev);
                     if batch.events.len() >= BATCH && !emit(std::mem::take(&mut batch)) {

@@ -128,9 +128,8 @@ fn parse_thresholds<T>(
                     labels.join(", ")
                 );
             }
-            let v = parse(value.trim()).ok_or_else(|| {
-                anyhow!("{flag} '{g}': invalid value '{value}' (for example {example})")
-            })?;
+            let v = parse(value.trim())
+                .ok_or_else(|| anyhow!("{flag} '{g}': invalid value '{value}'; give {example}"))?;
             Ok(Threshold {
                 label,
                 value: v,
@@ -195,21 +194,21 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         &args.max_drop_rate,
         &labels,
         parse_pct,
-        "5 or 'api=0.5'",
+        "a percentage from 0 to 100, e.g. 5 or api=0.5",
     )?;
     let max_drops = parse_thresholds(
         "--max-drops",
         &args.max_drops,
         &labels,
         |s| s.parse::<u64>().ok(),
-        "100",
+        "a whole number, e.g. 100",
     )?;
     let max_wait = parse_thresholds(
         "--max-wait",
         &args.max_wait,
         &labels,
         |s| crate::rate::parse_duration(s).ok(),
-        "2s",
+        "a duration, e.g. 2s or api=500ms",
     )?;
 
     // Distinct key columns: the default first, then each member's key=.
@@ -417,6 +416,15 @@ pub fn run(args: AuditArgs) -> Result<u8> {
     bar.finish_and_clear();
     let summary = read?;
     replayed?;
+    if summary.rows == 0 && summary.bad_rows > 0 {
+        bail!(
+            "all {} rows were bad and skipped, nothing was replayed; check --time-column and --time-format (drop --skip-bad to see the first bad row)",
+            summary.bad_rows
+        );
+    }
+    if summary.rows == 0 && !args.quiet {
+        eprintln!("drip: the input has no rows; every count in the report is zero");
+    }
     if let Some(runs) = helped {
         replay.rejoin(runs?);
     }

@@ -437,7 +437,7 @@ impl Replay {
                 shapes,
                 wait: shapes.then(|| run.waits.summary()),
                 peak: run.peak,
-                peak_kind: if shapes { "backlog" } else { "level" },
+                peak_kind: run.stack.level_kind(),
                 keys_seen,
                 keys_with_drops: match run.report_slot {
                     Some(_) => run.drops_by_key.iter().filter(|d| **d > 0).count() as u64,

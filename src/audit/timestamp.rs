@@ -38,10 +38,18 @@ impl TimeFormat {
     /// Picks a concrete form for a sample value, if one fits.
     pub fn detect(sample: &[u8]) -> Option<TimeFormat> {
         let s = trim(sample);
-        if parse_rfc3339(s).is_ok() {
+        // A value of the right shape picks the form even when it is out of
+        // range, so the error says what is wrong with it.
+        let shaped = |r: Result<Nanos, TimeError>| {
+            matches!(
+                r,
+                Ok(_) | Err(TimeError::BeforeEpoch | TimeError::OutOfRange)
+            )
+        };
+        if shaped(parse_rfc3339(s)) {
             return Some(TimeFormat::Rfc3339);
         }
-        if parse_clf(s).is_ok() {
+        if shaped(parse_clf(s)) {
             return Some(TimeFormat::Clf);
         }
         let (int, frac) = split_decimal(s)?;
@@ -510,6 +518,8 @@ mod tests {
         assert_eq!(d("1700000000123456"), Some(TimeFormat::Epoch(1_000)));
         assert_eq!(d("1700000000123456789"), Some(TimeFormat::Epoch(1)));
         assert_eq!(d("hello"), None);
+        assert_eq!(d("1960-01-01T00:00:00Z"), Some(TimeFormat::Rfc3339));
+        assert_eq!(d("2024-13-01T00:00:00Z"), Some(TimeFormat::Rfc3339));
         assert_eq!(d("42"), None);
     }
 

@@ -46,6 +46,9 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// Undecided bytes the reader holds before it stops reading.
 pub const INBOX_BUDGET: usize = 64 * 1024;
+/// The longest record held while waiting for its separator. A longer one
+/// stops the run: without it one unterminated "line" could fill memory.
+pub const MAX_RECORD: usize = 64 * 1024 * 1024;
 /// Bytes asked of stdin per read.
 const READ_CHUNK: usize = 64 * 1024;
 
@@ -232,7 +235,24 @@ fn read_loop(mut input: File, shared: &Shared, clock: MonotonicClock, sep: u8) {
                 }
                 g.eof = true;
             }
-            Ok(n) => g.ingest(&buf[..n], now, sep),
+            Ok(n) => {
+                g.ingest(&buf[..n], now, sep);
+                if g.partial.len() > MAX_RECORD {
+                    let (what, hint) = if sep == 0 {
+                        ("NUL", "is the input newline-separated? then drop -0")
+                    } else {
+                        ("newline", "is it NUL-separated (find -print0)? then add -0")
+                    };
+                    g.read_error = Some(io::Error::new(
+                        io::ErrorKind::InvalidData,
+                        format!(
+                            "a record has no {what} in its first {} MiB; {hint}",
+                            MAX_RECORD >> 20
+                        ),
+                    ));
+                    g.eof = true;
+                }
+            }
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => {
                 g.read_error = Some(e);

@@ -66,6 +66,8 @@ pub trait Limiter: Send {
     fn tracked(&self) -> usize;
     /// True when admitted requests may be delayed.
     fn shapes(&self) -> bool;
+    /// What `level` measures (see [`Policy::level_kind`]).
+    fn level_kind(&self) -> &'static str;
     /// A hint that `key` will be decided soon: start loading its state
     /// (`deep`: also what the state points to). Changes nothing.
     fn prefetch(&self, _key: KeyId, _deep: bool) {}
@@ -195,6 +197,10 @@ where
     fn shapes(&self) -> bool {
         self.policy.shapes()
     }
+
+    fn level_kind(&self) -> &'static str {
+        self.policy.level_kind()
+    }
 }
 
 /// A policy with its per-key states in a vector indexed by key id, for a
@@ -304,6 +310,10 @@ where
 
     fn shapes(&self) -> bool {
         self.policy.shapes()
+    }
+
+    fn level_kind(&self) -> &'static str {
+        self.policy.level_kind()
     }
 
     #[inline]
@@ -423,5 +433,14 @@ impl Stack {
 
     pub fn shapes(&self) -> bool {
         self.members.iter().any(|m| m.shapes())
+    }
+
+    /// "backlog" when every member measures one, else "level".
+    pub fn level_kind(&self) -> &'static str {
+        if self.members.iter().all(|m| m.level_kind() == "backlog") {
+            "backlog"
+        } else {
+            "level"
+        }
     }
 }

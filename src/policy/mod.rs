@@ -114,6 +114,12 @@ pub trait Policy {
         false
     }
 
+    /// What `level` measures, for reports: "level" (bucket level, window
+    /// count) or "backlog" (requests waiting to be released).
+    fn level_kind(&self) -> &'static str {
+        "level"
+    }
+
     /// True for policies that delay admitted requests (shaper, nginx).
     fn shapes(&self) -> bool {
         false

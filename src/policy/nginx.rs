@@ -93,7 +93,7 @@ impl NginxLimitReq {
         if e <= delay_m {
             0
         } else {
-            ((e - delay_m) * 1000 / i128::from(self.rate_m)) as u64
+            u64::try_from((e - delay_m) * 1000 / i128::from(self.rate_m)).unwrap_or(u64::MAX)
         }
     }
 }
@@ -194,9 +194,9 @@ impl Policy for NginxLimitReq {
         // First ms at which ⌊rate_m·ms/1000⌋ ≥ excess + c·1000 − burst_m.
         let need = i128::from(s.excess) + i128::from(cost) * 1000 - i128::from(self.burst_m);
         let ms = (need * 1000 + i128::from(self.rate_m) - 1) / i128::from(self.rate_m);
-        let at_ms = (s.last + ms as i64).max(now_ms + 1);
+        let at_ms = (i128::from(s.last) + ms).max(i128::from(now_ms) + 1);
         Decision::Refuse {
-            retry_at: Some(Nanos::from_millis(at_ms as u64)),
+            retry_at: Some(Nanos::from_millis(u64::try_from(at_ms).unwrap_or(u64::MAX))),
         }
     }
 

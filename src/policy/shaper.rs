@@ -92,11 +92,16 @@ impl Policy for Shaper {
         s.next_free <= self.rate.scale(now)
     }
 
-    /// Requests admitted and not yet released (the backlog), counting the
-    /// one in service.
+    /// The backlog: units admitted and not yet released at `now` (at most
+    /// `burst`). Releases are `T` apart and the last is at `next_free − T`,
+    /// so ⌈(next_free − now)/T⌉ − 1 of them are still ahead.
     fn level(&self, s: &ShaperState, now: Nanos) -> u64 {
         let pending = s.next_free.saturating_sub(self.rate.scale(now));
-        self.rate.units_ceil(pending)
+        self.rate.units_ceil(pending).saturating_sub(1)
+    }
+
+    fn level_kind(&self) -> &'static str {
+        "backlog"
     }
 
     fn shapes(&self) -> bool {

@@ -86,16 +86,16 @@ impl Policy for SlidingWindow {
         let retry = match (self.limit - cost).checked_sub(cur) {
             Some(room) => self
                 .first_offset(prev, room)
-                .map(|e| idx * w + e)
+                .map(|e| idx.saturating_mul(w).saturating_add(e))
                 .filter(|&t| t > now.0),
             None => None,
         }
         .or_else(|| {
             // Next window: this one's count becomes `prev`, nothing current.
             self.first_offset(cur, self.limit - cost)
-                .map(|e| (idx + 1) * w + e)
+                .map(|e| (idx + 1).saturating_mul(w).saturating_add(e))
         })
-        .unwrap_or((idx + 2) * w);
+        .unwrap_or_else(|| (idx + 2).saturating_mul(w));
         Decision::Refuse {
             retry_at: Some(Nanos(retry)),
         }

@@ -68,6 +68,7 @@ pub struct PolicyReport {
     pub peak: u64,
     /// "backlog" or "level".
     pub peak_kind: &'static str,
+    #[serde(rename = "keys")]
     pub keys_seen: u64,
     pub keys_with_drops: u64,
     /// Rows skipped with --skip-bad (not replayed through any policy).
