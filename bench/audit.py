@@ -58,7 +58,7 @@ def main():
             wall, cpu, rss, out = run(cmd)
             results[name].append((wall, cpu, rss))
             if "1 policy" in name:
-                keys = json.loads(out)["policies"][0]["keys_seen"]
+                keys = json.loads(out)["policies"][0]["keys"]
     floor = statistics.median(w for w, _, _ in results["floor: csv ByteRecord count"])
     size = os.path.getsize(log) / 1e6
     print(f"{a.rows} rows, {size:.0f} MB, {keys} distinct clients, {a.reps} runs each (medians)\n")

@@ -57,11 +57,14 @@ impl SlidingLog {
     }
 }
 
-/// Admitted (instant, cost) entries, oldest first, and their cost sum.
+/// Admitted (instant, cost) entries, oldest first, their cost sum, and the
+/// newest entry's instant (kept beside them so that telling an idle key
+/// needs no look into the entries).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SlidingLogState {
     pub entries: VecDeque<(Nanos, u64)>,
     pub sum: u64,
+    pub newest: Nanos,
 }
 
 impl Policy for SlidingLog {
@@ -89,6 +92,7 @@ impl Policy for SlidingLog {
     fn admit(&self, s: &mut SlidingLogState, now: Nanos, cost: u64) {
         self.prune(s, now);
         s.sum += cost;
+        s.newest = now;
         match s.entries.back_mut() {
             Some((t, c)) if *t == now => *c += cost,
             _ => s.entries.push_back((now, cost)),
@@ -111,7 +115,7 @@ impl Policy for SlidingLog {
     }
 
     fn is_neutral(&self, s: &SlidingLogState, now: Nanos) -> bool {
-        s.entries.back().is_none_or(|&(t, _)| !self.live(t, now))
+        s.entries.is_empty() || !self.live(s.newest, now)
     }
 
     fn level(&self, s: &SlidingLogState, now: Nanos) -> u64 {
