@@ -296,6 +296,15 @@ impl Cursor<'_> {
         }
         (self.i > start).then_some(ns)
     }
+    /// `HH:MM:SS` → (hours, minutes, seconds), unchecked ranges.
+    fn clock(&mut self) -> Option<(u32, u32, u32)> {
+        let h = self.num(2)?;
+        self.lit(b':')?;
+        let mi = self.num(2)?;
+        self.lit(b':')?;
+        Some((h, mi, self.num(2)?))
+    }
+
     /// What follows the seconds: an optional fraction, an optional space,
     /// an optional offset, and the end: (fraction ns, offset s).
     fn tail(&mut self) -> Option<(u64, i64)> {
@@ -373,13 +382,9 @@ pub fn parse_rfc3339(s: &[u8]) -> Result<Nanos, TimeError> {
             b'T' | b't' | b' ' => c.i += 1,
             _ => return None,
         }
-        let h = c.num(2)?;
-        c.lit(b':')?;
-        let mi = c.num(2)?;
-        c.lit(b':')?;
-        let sec = c.num(2)?;
+        let hms = c.clock()?;
         let (frac, off) = c.tail()?;
-        Some(((i64::from(y), mo, d), (h, mi, sec), frac, off))
+        Some(((i64::from(y), mo, d), hms, frac, off))
     })()
     .ok_or(WANT)?;
     civil_to_nanos(date.0, date.1, date.2, date.3)
@@ -406,13 +411,9 @@ pub fn parse_clf(s: &[u8]) -> Result<Nanos, TimeError> {
         c.lit(b'/')?;
         let y = c.num(4)?;
         c.lit(b':')?;
-        let h = c.num(2)?;
-        c.lit(b':')?;
-        let mi = c.num(2)?;
-        c.lit(b':')?;
-        let sec = c.num(2)?;
+        let hms = c.clock()?;
         let (frac, off) = c.tail()?;
-        Some(((i64::from(y), mo, d), (h, mi, sec), frac, off))
+        Some(((i64::from(y), mo, d), hms, frac, off))
     })()
     .ok_or(WANT)?;
     civil_to_nanos(parts.0, parts.1, parts.2, parts.3)
