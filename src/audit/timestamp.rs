@@ -578,3 +578,54 @@ mod tests {
         assert!(f.parse_value(b"yesterday").is_err());
     }
 }
+
+#[cfg(test)]
+mod fuzz {
+    use super::*;
+
+    /// Random near-timestamps never panic any parser (values are the user's data).
+    #[test]
+    fn parsers_never_panic() {
+        const ALPHABET: &[u8] = b"0123456789-:T.+Z /[]tzJanOctx,\x00\xff";
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let seeds = [
+            "2024-05-01T12:00:00.123456789+02:00",
+            "[10/Oct/2000:13:55:36 -0700]",
+            "1700000000.123",
+        ];
+        let formats = [
+            TimeFormat::Auto,
+            TimeFormat::Rfc3339,
+            TimeFormat::Clf,
+            TimeFormat::Epoch(1),
+            TimeFormat::Epoch(1_000_000_000),
+            TimeFormat::Strftime("%Y-%m-%d %H:%M:%S".into()),
+        ];
+        // Parsers kept across values exercise the second cache too.
+        let mut parsers: Vec<TimeParser> = formats.iter().cloned().map(TimeParser::new).collect();
+        for i in 0..30_000 {
+            let mut v: Vec<u8> = seeds[i % 3].as_bytes().to_vec();
+            for _ in 0..(next() % 4) {
+                let at = (next() as usize) % (v.len() + 1);
+                match next() % 3 {
+                    0 if at < v.len() => {
+                        v.remove(at);
+                    }
+                    1 if at < v.len() => v[at] = ALPHABET[(next() as usize) % ALPHABET.len()],
+                    _ => v.insert(at, ALPHABET[(next() as usize) % ALPHABET.len()]),
+                }
+            }
+            let _ = TimeFormat::detect(&v);
+            for (f, p) in formats.iter().zip(&mut parsers) {
+                let fresh = f.parse_value(&v);
+                assert_eq!(p.parse(&v), fresh, "{:?}", String::from_utf8_lossy(&v));
+            }
+        }
+    }
+}

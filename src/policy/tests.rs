@@ -718,3 +718,42 @@ fn nginx_delays_as_the_shaper_to_the_truncated_ms() {
     }
     assert!(decisions >= 20_000);
 }
+
+#[test]
+fn spec_and_rate_parsers_never_panic() {
+    const ALPHABET: &[char] = &[
+        '0', '1', '5', '9', '/', ':', '=', ',', '+', '.', ' ', '-', 'r', 's', 'm', 'h', 'n', 'u',
+        'µ', '\0', 'a', 'e', 'k', 'l', 'x', 'y',
+    ];
+    let seeds = [
+        "nginx:rate=30r/m,burst=2,delay=1,key=client + gcra:rate=5/s,label=x",
+        "shaper:rate=1/200ms,max-wait=1h 30m",
+        "fixed-window:limit=10,window=1m,align=first-hit,count=all",
+        "sliding-log:limit=99999999999999999999,window=0s",
+    ];
+    let mut rng = Rng(0x5eed_0007);
+    for i in 0..30_000 {
+        let mut v: Vec<char> = seeds[i % seeds.len()].chars().collect();
+        for _ in 0..(rng.below(5)) {
+            let at = rng.below(v.len() as u64 + 1) as usize;
+            let c = ALPHABET[rng.below(ALPHABET.len() as u64) as usize];
+            match rng.below(3) {
+                0 if at < v.len() => {
+                    v.remove(at);
+                }
+                1 if at < v.len() => v[at] = c,
+                _ => v.insert(at, c),
+            }
+        }
+        let text: String = v.into_iter().collect();
+        if let Ok(spec) = parse_spec(&text) {
+            // Whatever parses builds and decides without panicking.
+            let mut stack = spec.build();
+            let keys = vec![Some(1); spec.members.len()];
+            stack.decide(&keys, Nanos(1_700_000_000 * S), 1 + rng.below(3));
+            stack.decide(&keys, Nanos(u64::MAX - 1), 1);
+        }
+        let _ = parse_rate(&text);
+        let _ = crate::rate::parse_duration(&text);
+    }
+}
