@@ -8,6 +8,7 @@
 //! log's length. Exit status: 0 when every threshold holds, 1 when one is
 //! crossed, 2 for usage or input errors.
 
+pub mod exec;
 pub mod input;
 pub mod keys;
 pub mod order;

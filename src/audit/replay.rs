@@ -2,9 +2,10 @@
 //! collecting what the report needs. Per-key tables are vectors indexed by
 //! key id; policies hold only the keys active within their horizon.
 
+use super::exec::Exec;
 use super::input::{Event, MAX_KEYS};
 use super::keys::{EMPTY_KEY, Interner, KeyNames};
-use crate::policy::keyed::{KeyId, Stack};
+use crate::policy::keyed::{KeyId, Levels};
 use crate::policy::{Decision, Spec};
 use crate::report::{KeyRow, PolicyReport, TimelineRow, Waits};
 use crate::time::{Nanos, fmt_millis};
@@ -119,7 +120,10 @@ const MAX_BINS: usize = 1_000_000;
 pub struct Run {
     pub label: String,
     pub spec: String,
-    stack: Stack,
+    exec: Exec,
+    /// The highest level the policy can reach: once `peak` is there, no
+    /// level needs computing (without a timeline).
+    peak_cap: u64,
     slots: Vec<Slot>,
     report_slot: Option<usize>,
     keys: Vec<Option<KeyId>>,
@@ -137,6 +141,8 @@ pub struct Run {
 impl Run {
     /// `slots[i]`: where member i of `spec` takes its key from.
     pub fn new(spec: &Spec, slots: Vec<Slot>) -> Run {
+        let exec = Exec::new(spec);
+        let peak_cap = exec.max_level();
         let report_slot = slots.iter().find_map(|s| match s {
             Slot::Column(c) => Some(*c),
             Slot::Global => None,
@@ -144,7 +150,8 @@ impl Run {
         Run {
             label: spec.label.clone(),
             spec: spec.text.clone(),
-            stack: spec.build_dense(),
+            exec,
+            peak_cap,
             keys: vec![None; slots.len()],
             slots,
             report_slot,
@@ -237,11 +244,7 @@ impl Replay {
             }
         }
         for run in &self.runs {
-            for (m, s) in run.stack.members().iter().zip(&run.slots) {
-                if let Some(k) = s.key(ev) {
-                    m.prefetch(k, deep);
-                }
-            }
+            run.exec.prefetch(|i| run.slots[i].key(ev), deep);
         }
     }
 
@@ -267,7 +270,14 @@ impl Replay {
             for (k, s) in run.keys.iter_mut().zip(&run.slots) {
                 *k = s.key(ev);
             }
-            let (d, level) = run.stack.decide_level(&run.keys, now, cost, timeline);
+            let levels = if timeline {
+                Levels::All
+            } else if run.peak < run.peak_cap {
+                Levels::Rises
+            } else {
+                Levels::None
+            };
+            let (d, level) = run.exec.decide_level(&run.keys, now, cost, levels);
             run.requests += 1;
             run.peak = run.peak.max(level);
             match d {
@@ -377,7 +387,7 @@ impl Replay {
         let mut rows = Vec::new();
         let nbins = self.runs.iter().map(|r| r.bins.len()).max().unwrap_or(0);
         for run in std::mem::take(&mut self.runs) {
-            let shapes = run.stack.shapes();
+            let shapes = run.exec.shapes();
             let keys_seen = match run.report_slot {
                 Some(c) => self.names[c].len() as u64,
                 None => u64::from(run.requests > 0),
@@ -437,7 +447,7 @@ impl Replay {
                 shapes,
                 wait: shapes.then(|| run.waits.summary()),
                 peak: run.peak,
-                peak_kind: run.stack.level_kind(),
+                peak_kind: run.exec.level_kind(),
                 keys_seen,
                 keys_with_drops: match run.report_slot {
                     Some(_) => run.drops_by_key.iter().filter(|d| **d > 0).count() as u64,

@@ -109,6 +109,14 @@ impl Policy for FixedWindow {
         self.count == CountMode::All
     }
 
+    /// `count=all` counts refused hits too: no bound.
+    fn max_level(&self) -> u64 {
+        match self.count {
+            CountMode::Admitted => self.limit,
+            CountMode::All => u64::MAX,
+        }
+    }
+
     fn is_neutral(&self, s: &FixedWindowState, now: Nanos) -> bool {
         self.current(s, now).1 == 0
     }

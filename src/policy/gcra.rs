@@ -69,6 +69,10 @@ impl Policy for Gcra {
         s.tat = s.tat.max(self.rate.scale(now)) + self.rate.intervals(cost);
     }
 
+    fn max_level(&self) -> u64 {
+        self.burst
+    }
+
     fn is_neutral(&self, s: &GcraState, now: Nanos) -> bool {
         s.tat <= self.rate.scale(now)
     }

@@ -50,16 +50,17 @@ pub trait Limiter: Send {
     fn refuse(&mut self, key: KeyId, now: Nanos, cost: u64);
     /// `check` and record.
     fn decide(&mut self, key: KeyId, now: Nanos, cost: u64) -> Decision;
-    /// `decide`, and the key's level just after. With `on_refuse` false the
-    /// level of a refusal that changed nothing is not computed (0): peaks
-    /// only rise on admits.
+    /// `decide`, and the key's level just after, as far as `levels` asks
+    /// (0 where it does not).
     fn decide_level(
         &mut self,
         key: KeyId,
         now: Nanos,
         cost: u64,
-        on_refuse: bool,
+        levels: Levels,
     ) -> (Decision, u64);
+    /// The highest level the policy can reach (`u64::MAX`: no bound).
+    fn max_level(&self) -> u64;
     /// The key's occupancy after its last request (level, backlog, count).
     fn level(&self, key: KeyId, now: Nanos) -> u64;
     /// Keys currently held in memory.
@@ -85,23 +86,34 @@ pub fn prefetch_line<T>(p: *const T) {
     let _ = p;
 }
 
-/// `decide`, and the level after it unless a refusal changed nothing and
-/// `on_refuse` is false (then 0: peaks only rise on admits).
+/// Which levels a caller of `decide_level` needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Levels {
+    /// None (a peak already at the policy's `max_level`).
+    None,
+    /// After admits and after refusals that change state: enough for a
+    /// running peak, since a level only rises then.
+    Rises,
+    /// After every decision (a timeline's per-interval level).
+    All,
+}
+
+/// `decide`, and the level after it as far as `levels` asks (else 0).
 #[inline]
 fn decide_level<P: Policy>(
     policy: &P,
     s: &mut P::State,
     now: Nanos,
     cost: u64,
-    on_refuse: bool,
+    levels: Levels,
 ) -> (Decision, u64) {
     let d = policy.decide(s, now, cost);
-    let level = if d.is_admit() || on_refuse || policy.refusal_counts() {
-        policy.level(s, now)
-    } else {
-        0
+    let wanted = match levels {
+        Levels::None => false,
+        Levels::Rises => d.is_admit() || policy.refusal_counts(),
+        Levels::All => true,
     };
-    (d, level)
+    (d, if wanted { policy.level(s, now) } else { 0 })
 }
 
 /// A policy and its per-key states.
@@ -167,7 +179,7 @@ where
     }
 
     fn decide(&mut self, key: KeyId, now: Nanos, cost: u64) -> Decision {
-        self.decide_level(key, now, cost, false).0
+        self.decide_level(key, now, cost, Levels::None).0
     }
 
     fn decide_level(
@@ -175,13 +187,13 @@ where
         key: KeyId,
         now: Nanos,
         cost: u64,
-        on_refuse: bool,
+        levels: Levels,
     ) -> (Decision, u64) {
         // One lookup; a refused key never seen leaves a neutral entry that
         // the next sweep forgets.
         self.maybe_sweep(key, now);
         let s = self.states.entry(key).or_default();
-        decide_level(&self.policy, s, now, cost, on_refuse)
+        decide_level(&self.policy, s, now, cost, levels)
     }
 
     fn level(&self, key: KeyId, now: Nanos) -> u64 {
@@ -200,6 +212,10 @@ where
 
     fn level_kind(&self) -> &'static str {
         self.policy.level_kind()
+    }
+
+    fn max_level(&self) -> u64 {
+        self.policy.max_level()
     }
 }
 
@@ -282,7 +298,7 @@ where
     }
 
     fn decide(&mut self, key: KeyId, now: Nanos, cost: u64) -> Decision {
-        self.decide_level(key, now, cost, false).0
+        self.decide_level(key, now, cost, Levels::None).0
     }
 
     #[inline]
@@ -291,11 +307,11 @@ where
         key: KeyId,
         now: Nanos,
         cost: u64,
-        on_refuse: bool,
+        levels: Levels,
     ) -> (Decision, u64) {
         self.maybe_sweep(now);
         let i = self.grow(key);
-        decide_level(&self.policy, &mut self.states[i], now, cost, on_refuse)
+        decide_level(&self.policy, &mut self.states[i], now, cost, levels)
     }
 
     fn level(&self, key: KeyId, now: Nanos) -> u64 {
@@ -314,6 +330,10 @@ where
 
     fn level_kind(&self) -> &'static str {
         self.policy.level_kind()
+    }
+
+    fn max_level(&self) -> u64 {
+        self.policy.max_level()
     }
 
     #[inline]
@@ -358,21 +378,21 @@ impl Stack {
 
     /// Decides one request; `keys[i]` is member i's key.
     pub fn decide(&mut self, keys: &[Option<KeyId>], now: Nanos, cost: u64) -> Decision {
-        self.decide_level(keys, now, cost, false).0
+        self.decide_level(keys, now, cost, Levels::None).0
     }
 
     /// `decide`, and the largest member level for these keys just after
-    /// (see [`Limiter::decide_level`] for `on_refuse`).
+    /// (see [`Limiter::decide_level`]).
     pub fn decide_level(
         &mut self,
         keys: &[Option<KeyId>],
         now: Nanos,
         cost: u64,
-        on_refuse: bool,
+        levels: Levels,
     ) -> (Decision, u64) {
         if let [only] = self.members.as_mut_slice() {
             return match keys[0] {
-                Some(k) => only.decide_level(k, now, cost, on_refuse),
+                Some(k) => only.decide_level(k, now, cost, levels),
                 None => (Decision::Admit { release: now }, 0),
             };
         }
@@ -433,6 +453,15 @@ impl Stack {
 
     pub fn shapes(&self) -> bool {
         self.members.iter().any(|m| m.shapes())
+    }
+
+    /// The highest level any member can reach.
+    pub fn max_level(&self) -> u64 {
+        self.members
+            .iter()
+            .map(|m| m.max_level())
+            .max()
+            .unwrap_or(0)
     }
 
     /// "backlog" when every member measures one, else "level".

@@ -65,6 +65,10 @@ impl Policy for LeakyBucket {
         s.last = now.max(s.last);
     }
 
+    fn max_level(&self) -> u64 {
+        self.capacity
+    }
+
     fn is_neutral(&self, s: &LeakyBucketState, now: Nanos) -> bool {
         self.level_at(s, now) == 0
     }

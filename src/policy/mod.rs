@@ -114,6 +114,12 @@ pub trait Policy {
         false
     }
 
+    /// The highest `level` can ever be (`u64::MAX`: no bound), so a driver
+    /// tracking a peak can stop asking once it is reached.
+    fn max_level(&self) -> u64 {
+        u64::MAX
+    }
+
     /// What `level` measures, for reports: "level" (bucket level, window
     /// count) or "backlog" (requests waiting to be released).
     fn level_kind(&self) -> &'static str {

@@ -218,6 +218,11 @@ impl Policy for NginxLimitReq {
         }
     }
 
+    /// `e ≤ burst·1000` after an admit, plus the admitted unit.
+    fn max_level(&self) -> u64 {
+        self.burst_m / 1000 + 1
+    }
+
     /// Forgetting the key changes nothing once a new request would compute
     /// `e = 0` from it, as it would for a key never seen.
     fn is_neutral(&self, s: &NginxState, now: Nanos) -> bool {

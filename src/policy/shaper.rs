@@ -88,6 +88,12 @@ impl Policy for Shaper {
         s.next_free = release + self.rate.intervals(cost);
     }
 
+    /// An admitted request's last unit starts within the limit, so at
+    /// most ⌈limit / T⌉ units wait after it (`burst` for `burst=`).
+    fn max_level(&self) -> u64 {
+        self.rate.units_ceil(self.limit)
+    }
+
     fn is_neutral(&self, s: &ShaperState, now: Nanos) -> bool {
         s.next_free <= self.rate.scale(now)
     }

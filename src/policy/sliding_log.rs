@@ -114,6 +114,10 @@ impl Policy for SlidingLog {
         }
     }
 
+    fn max_level(&self) -> u64 {
+        self.limit
+    }
+
     fn is_neutral(&self, s: &SlidingLogState, now: Nanos) -> bool {
         s.entries.is_empty() || !self.live(s.newest, now)
     }

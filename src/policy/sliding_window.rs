@@ -110,6 +110,10 @@ impl Policy for SlidingWindow {
         };
     }
 
+    fn max_level(&self) -> u64 {
+        self.limit
+    }
+
     fn is_neutral(&self, s: &SlidingWindowState, now: Nanos) -> bool {
         let (_, cur, prev) = self.roll(s, now);
         cur == 0 && prev == 0

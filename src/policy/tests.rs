@@ -223,6 +223,9 @@ fn all_policies(r: Rate, b: u64) -> Vec<(String, PolicyConfig, u64)> {
         ),
         format!("sliding-window:limit={b},window={}ns", w.0),
         format!("sliding-log:limit={b},window={}ns", w.0),
+        format!("nginx:rate=7r/m,burst={b}"),
+        format!("nginx:rate=3r/s,burst={b},delay=1"),
+        format!("nginx:rate=10r/s,burst={b},nodelay"),
     ]
     .into_iter()
     .map(|t| {
@@ -230,6 +233,7 @@ fn all_policies(r: Rate, b: u64) -> Vec<(String, PolicyConfig, u64)> {
         let fits = match c {
             PolicyConfig::Shaper(s) if matches!(s.bound(), ShaperBound::Burst(_)) => b + 1,
             PolicyConfig::Shaper(_) => wait_fits,
+            PolicyConfig::Nginx(_) => b + 1,
             _ => b,
         };
         (t, c, fits)
@@ -251,6 +255,11 @@ fn a_retry_time_is_the_first_instant_that_admits() {
                 now += gap(&mut rng, r);
                 let cost = 1 + rng.below(fits + 1);
                 let d = lim.decide(0, Nanos(now), cost);
+                let level = lim.level(0, Nanos(now));
+                assert!(
+                    level <= lim.max_level(),
+                    "{text}: level {level} above its bound"
+                );
                 if let Decision::Refuse { retry_at } = d {
                     if cost > fits {
                         assert_eq!(retry_at, None, "{text}: cost {cost} can never fit");

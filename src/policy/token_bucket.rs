@@ -70,6 +70,10 @@ impl Policy for TokenBucket {
         s.seen = true;
     }
 
+    fn max_level(&self) -> u64 {
+        self.burst
+    }
+
     fn is_neutral(&self, s: &TokenBucketState, now: Nanos) -> bool {
         self.tokens_at(s, now) == self.rate.intervals(self.burst)
     }

@@ -1,0 +1,119 @@
+//! How a run decides: a single policy is dispatched by `match` on its
+//! type, so the policy's code is compiled into the replay loop; a `+` stack
+//! goes through [`Stack`]. Both keep per-key state in [`Dense`] vectors.
+
+use crate::policy::keyed::{Dense, KeyId, Levels, Limiter, Stack};
+use crate::policy::{
+    Decision, FixedWindow, Gcra, LeakyBucket, NginxLimitReq, PolicyConfig, Shaper, SlidingLog,
+    SlidingWindow, Spec, TokenBucket,
+};
+use crate::time::Nanos;
+
+/// One policy, by type.
+pub enum One {
+    TokenBucket(Dense<TokenBucket>),
+    LeakyBucket(Dense<LeakyBucket>),
+    Gcra(Dense<Gcra>),
+    Shaper(Dense<Shaper>),
+    FixedWindow(Dense<FixedWindow>),
+    SlidingWindow(Dense<SlidingWindow>),
+    SlidingLog(Dense<SlidingLog>),
+    Nginx(Dense<NginxLimitReq>),
+}
+
+/// Runs `$body` with `$d` bound to the policy inside `$one`.
+macro_rules! each {
+    ($one:expr, $d:ident => $body:expr) => {
+        match $one {
+            One::TokenBucket($d) => $body,
+            One::LeakyBucket($d) => $body,
+            One::Gcra($d) => $body,
+            One::Shaper($d) => $body,
+            One::FixedWindow($d) => $body,
+            One::SlidingWindow($d) => $body,
+            One::SlidingLog($d) => $body,
+            One::Nginx($d) => $body,
+        }
+    };
+}
+
+pub enum Exec {
+    One(One),
+    Stack(Stack),
+}
+
+impl Exec {
+    pub fn new(spec: &Spec) -> Exec {
+        let [member] = spec.members.as_slice() else {
+            return Exec::Stack(spec.build_dense());
+        };
+        Exec::One(match member.config {
+            PolicyConfig::TokenBucket(p) => One::TokenBucket(Dense::new(p)),
+            PolicyConfig::LeakyBucket(p) => One::LeakyBucket(Dense::new(p)),
+            PolicyConfig::Gcra(p) => One::Gcra(Dense::new(p)),
+            PolicyConfig::Shaper(p) => One::Shaper(Dense::new(p)),
+            PolicyConfig::FixedWindow(p) => One::FixedWindow(Dense::new(p)),
+            PolicyConfig::SlidingWindow(p) => One::SlidingWindow(Dense::new(p)),
+            PolicyConfig::SlidingLog(p) => One::SlidingLog(Dense::new(p)),
+            PolicyConfig::Nginx(p) => One::Nginx(Dense::new(p)),
+        })
+    }
+
+    /// See [`Stack::decide_level`]; `keys[i]` is member i's key.
+    #[inline]
+    pub fn decide_level(
+        &mut self,
+        keys: &[Option<KeyId>],
+        now: Nanos,
+        cost: u64,
+        levels: Levels,
+    ) -> (Decision, u64) {
+        match self {
+            Exec::One(one) => match keys[0] {
+                Some(k) => each!(one, d => d.decide_level(k, now, cost, levels)),
+                None => (Decision::Admit { release: now }, 0),
+            },
+            Exec::Stack(s) => s.decide_level(keys, now, cost, levels),
+        }
+    }
+
+    /// See [`Limiter::prefetch`]; `key(i)` is member i's key.
+    #[inline]
+    pub fn prefetch(&self, key: impl Fn(usize) -> Option<KeyId>, deep: bool) {
+        match self {
+            Exec::One(one) => {
+                if let Some(k) = key(0) {
+                    each!(one, d => d.prefetch(k, deep));
+                }
+            }
+            Exec::Stack(s) => {
+                for (i, m) in s.members().iter().enumerate() {
+                    if let Some(k) = key(i) {
+                        m.prefetch(k, deep);
+                    }
+                }
+            }
+        }
+    }
+
+    pub fn shapes(&self) -> bool {
+        match self {
+            Exec::One(one) => each!(one, d => d.shapes()),
+            Exec::Stack(s) => s.shapes(),
+        }
+    }
+
+    pub fn max_level(&self) -> u64 {
+        match self {
+            Exec::One(one) => each!(one, d => d.max_level()),
+            Exec::Stack(s) => s.max_level(),
+        }
+    }
+
+    pub fn level_kind(&self) -> &'static str {
+        match self {
+            Exec::One(one) => each!(one, d => d.level_kind()),
+            Exec::Stack(s) => s.level_kind(),
+        }
+    }
+}
