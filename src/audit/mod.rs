@@ -243,7 +243,8 @@ pub fn run(args: AuditArgs) -> Result<u8> {
     let runs: Vec<Run> = specs
         .iter()
         .zip(&member_slots)
-        .map(|(s, slots)| Run::new(s, slots.clone()))
+        .enumerate()
+        .map(|(i, (s, slots))| Run::new(s, slots.clone(), i))
         .collect();
 
     let delimiter = args

@@ -118,6 +118,7 @@ const MAX_BINS: usize = 1_000_000;
 
 /// One policy (or stack) being replayed.
 pub struct Run {
+    pub order: usize,
     pub label: String,
     pub spec: String,
     exec: Exec,
@@ -139,8 +140,9 @@ pub struct Run {
 }
 
 impl Run {
-    /// `slots[i]`: where member i of `spec` takes its key from.
-    pub fn new(spec: &Spec, slots: Vec<Slot>) -> Run {
+    /// `slots[i]`: where member i of `spec` takes its key from; `order`:
+    /// the run's place in the report.
+    pub fn new(spec: &Spec, slots: Vec<Slot>, order: usize) -> Run {
         let exec = Exec::new(spec);
         let peak_cap = exec.max_level();
         let report_slot = slots.iter().find_map(|s| match s {
@@ -148,6 +150,7 @@ impl Run {
             Slot::Global => None,
         });
         Run {
+            order,
             label: spec.label.clone(),
             spec: spec.text.clone(),
             exec,
@@ -350,26 +353,24 @@ impl Replay {
         Ok(())
     }
 
-    /// Splits off every second run (the 2nd, 4th, ...), to be decided on
-    /// another thread by a replay of their own: alternate runs spread the
-    /// costly policies over both.
+    /// Splits off about five runs in eight, spread over the list so that
+    /// costly policies are shared, to be decided on another thread by a
+    /// replay of their own; this thread keeps the rest, as it also re-sorts
+    /// rows and feeds the other.
     pub fn split_off(&mut self) -> Vec<Run> {
+        let n = self.runs.len();
         let (mine, theirs): (Vec<_>, Vec<_>) = std::mem::take(&mut self.runs)
             .into_iter()
             .enumerate()
-            .partition(|(i, _)| i % 2 == 0);
+            .partition(|(i, _)| n < 3 && i % 2 == 0 || n >= 3 && i * 3 % 8 < 3);
         self.runs = mine.into_iter().map(|(_, r)| r).collect();
         theirs.into_iter().map(|(_, r)| r).collect()
     }
 
     /// Takes back the runs `split_off` gave away, in their first order.
     pub fn rejoin(&mut self, theirs: Vec<Run>) {
-        let mine = std::mem::take(&mut self.runs);
-        let mut theirs = theirs.into_iter();
-        for r in mine {
-            self.runs.push(r);
-            self.runs.extend(theirs.next());
-        }
+        self.runs.extend(theirs);
+        self.runs.sort_by_key(|r| r.order);
     }
 
     /// The runs, once every event is decided.
