@@ -456,13 +456,8 @@ impl Pacer {
                 due.clear();
                 if self.schedule.take_due(now, &mut due) > 0 {
                     drop(g);
-                    let written = self.write(&due, &mut batch)?;
+                    self.send(&mut due, &mut batch)?;
                     g = shared.lock();
-                    if !written {
-                        for p in due.drain(..) {
-                            self.unsent(p.item)?;
-                        }
-                    }
                 }
                 break Ending::Full;
             }
@@ -473,13 +468,9 @@ impl Pacer {
             due.clear();
             if self.schedule.take_due(now, &mut due) > 0 {
                 drop(g);
-                let written = self.write(&due, &mut batch)?;
+                let written = self.send(&mut due, &mut batch)?;
                 g = shared.lock();
                 if !written {
-                    // Downstream closed: the batch reached no one.
-                    for p in due.drain(..) {
-                        self.unsent(p.item)?;
-                    }
                     break Ending::BrokenPipe;
                 }
                 continue;
@@ -571,6 +562,22 @@ impl Pacer {
             Ending::Sigint => 130,
             Ending::Sigterm => 143,
         })
+    }
+
+    /// Writes `due` in one write; when downstream has closed, counts them as
+    /// unsent (the batch reached no one) and returns `Ok(false)`.
+    fn send(
+        &mut self,
+        due: &mut Vec<Pending<Vec<u8>>>,
+        batch: &mut Vec<u8>,
+    ) -> anyhow::Result<bool> {
+        if self.write(due, batch)? {
+            return Ok(true);
+        }
+        for p in due.drain(..) {
+            self.unsent(p.item)?;
+        }
+        Ok(false)
     }
 
     /// Writes one batch (stamped if asked) in one write. `Ok(false)` when
