@@ -145,6 +145,10 @@ pub struct AuditArgs {
     /// Field delimiter: one character, or 'tab' (default: ',', or tab for .tsv files).
     #[arg(long, short, value_name = "C")]
     pub delimiter: Option<String>,
+    /// Time zone of timestamps written without a UTC offset: an IANA name
+    /// (Europe/Paris), UTC, or an offset (+02:00). Default: UTC, with a note.
+    #[arg(long, value_name = "ZONE")]
+    pub tz: Option<String>,
     /// The first row is data; name columns by 0-based index.
     #[arg(long)]
     pub no_header: bool,

@@ -513,7 +513,9 @@ fn fails(args: &[&str], needles: &[&str]) {
     let errors: Vec<&str> = out
         .stderr
         .lines()
-        .filter(|l| !l.starts_with("drip: reading column"))
+        .filter(|l| {
+            !l.starts_with("drip: reading column") && !l.starts_with("drip: timestamps in column")
+        })
         .collect();
     assert_eq!(errors.len(), 1, "one line: {}", out.stderr);
     assert!(out.stderr.starts_with("drip: "), "{}", out.stderr);
@@ -1026,4 +1028,42 @@ fn review_cases_are_one_line_errors() {
         let wait: f64 = rec.unwrap()[5].parse().unwrap();
         assert!(wait > 1.6e13, "{}", out.stdout);
     }
+}
+
+#[test]
+fn naive_local_times_take_tz() {
+    // HAProxy-style: CLF with milliseconds and no zone, the box's local time.
+    let log = write(
+        "haproxy.csv",
+        "ts,client\n01/Jul/2024:12:00:00.250,a\n01/Jul/2024:12:00:01.000,a\n",
+    );
+    let utc = drip(&[s(&log), "-p", "gcra:rate=1/s", "-f", "json"], None);
+    assert!(
+        utc.stderr
+            .contains("no UTC offset; reading them as UTC (set --tz"),
+        "{}",
+        utc.stderr
+    );
+    assert_eq!(
+        json(&utc)["input"]["first_ns"],
+        1_719_835_200_250_000_000u64
+    );
+    let ny = drip(
+        &[
+            s(&log),
+            "-p",
+            "gcra:rate=1/s",
+            "-f",
+            "json",
+            "--tz",
+            "America/New_York",
+        ],
+        None,
+    );
+    assert!(!ny.stderr.contains("no UTC offset"), "{}", ny.stderr);
+    assert_eq!(json(&ny)["input"]["first_ns"], 1_719_849_600_250_000_000u64);
+    fails(
+        &[s(&log), "-p", "gcra:rate=1/s", "--tz", "Mars/Olympus"],
+        &["--tz", "unknown time zone 'Mars/Olympus'"],
+    );
 }

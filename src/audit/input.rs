@@ -76,6 +76,8 @@ pub struct InputSpec {
     pub cost_col: Option<ColSel>,
     pub delimiter: Option<u8>,
     pub no_header: bool,
+    /// The zone of timestamps written without a UTC offset (`None`: UTC).
+    pub zone: Option<super::timestamp::Zone>,
     pub skip_bad: bool,
     pub quiet: bool,
 }
@@ -320,8 +322,9 @@ pub fn read_all(
         &spec.files
     };
     let mut summary = InputSummary::default();
-    let mut times = TimeParser::new(spec.time_format.clone());
+    let mut times = TimeParser::new(spec.time_format.clone(), spec.zone.clone());
     let mut announce: Option<String> = None;
+    let mut naive_said = false;
     let mut batch = Batch::default();
     let mut row_no = 0u64;
     for (file_idx, path) in files.iter().enumerate() {
@@ -426,7 +429,7 @@ pub fn read_all(
                             shown(tv.trim_ascii())
                         )
                     });
-                    times = TimeParser::new(format);
+                    times = TimeParser::new(format, spec.zone.clone());
                 }
                 let at = times.parse(tv).map_err(|e| {
                     bad(format!(
@@ -479,6 +482,13 @@ pub fn read_all(
                     // Said once a row has read well, so an error stays one line.
                     if let Some(note) = announce.take() {
                         eprintln!("{note}");
+                    }
+                    if times.naive_seen && !naive_said && spec.zone.is_none() && !spec.quiet {
+                        naive_said = true;
+                        eprintln!(
+                            "drip: timestamps in column '{}' have no UTC offset; reading them as UTC (set --tz if they are local times)",
+                            summary.time_column
+                        );
                     }
                     summary.rows += 1;
                     batch.events.push(ev);

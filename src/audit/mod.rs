@@ -272,6 +272,12 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         cost_col: args.cost_column.as_deref().map(ColSel::parse),
         delimiter,
         no_header: args.no_header,
+        zone: args
+            .tz
+            .as_deref()
+            .map(timestamp::Zone::parse)
+            .transpose()
+            .map_err(|e| anyhow!("--tz: {e}"))?,
         skip_bad: args.skip_bad,
         quiet: args.quiet,
     };

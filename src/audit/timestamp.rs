@@ -63,18 +63,28 @@ impl TimeFormat {
         unit_by_digits(int.len()).map(TimeFormat::Epoch)
     }
 
-    /// Parses one value. Errors say what was expected.
+    /// Parses one value (no offset: UTC). Errors say what was expected.
     pub fn parse_value(&self, value: &[u8]) -> Result<Nanos, TimeError> {
+        self.parse_value_in(value, None).map(|(t, _)| t)
+    }
+
+    /// Parses one value, reading a time without a UTC offset in `zone`
+    /// (UTC when `None`); also says whether the value had no offset.
+    pub fn parse_value_in(
+        &self,
+        value: &[u8],
+        zone: Option<&Zone>,
+    ) -> Result<(Nanos, bool), TimeError> {
         let s = trim(value);
         match self {
             TimeFormat::Auto => match TimeFormat::detect(s) {
-                Some(f) => f.parse_value(s),
+                Some(f) => f.parse_value_in(s, zone),
                 None => Err(TimeError::Unrecognised),
             },
-            TimeFormat::Rfc3339 => parse_rfc3339(s),
-            TimeFormat::Epoch(unit) => parse_epoch(s, *unit),
-            TimeFormat::Clf => parse_clf(s),
-            TimeFormat::Strftime(f) => parse_strftime(f, s),
+            TimeFormat::Rfc3339 => rfc3339_in(s, zone),
+            TimeFormat::Epoch(unit) => parse_epoch(s, *unit).map(|t| (t, false)),
+            TimeFormat::Clf => clf_in(s, zone),
+            TimeFormat::Strftime(f) => strftime_in(f, s, zone),
         }
     }
 }
@@ -99,19 +109,28 @@ impl fmt::Display for TimeFormat {
 /// bytes, so only the fraction and offset are read again.
 pub struct TimeParser {
     pub format: TimeFormat,
+    zone: Option<Zone>,
+    /// True once a value without a UTC offset was read.
+    pub naive_seen: bool,
     prefix: [u8; 20],
     prefix_len: usize,
-    /// The prefix's instant in seconds, read as UTC.
+    /// The prefix's date and time in seconds, read as UTC.
     local: i64,
+    /// The zone's offset at that local time, when there is a zone.
+    zone_offset: i64,
 }
 
 impl TimeParser {
-    pub fn new(format: TimeFormat) -> TimeParser {
+    /// Times without an offset are read in `zone`, or as UTC.
+    pub fn new(format: TimeFormat, zone: Option<Zone>) -> TimeParser {
         TimeParser {
             format,
+            zone,
+            naive_seen: false,
             prefix: [0; 20],
             prefix_len: 0,
             local: 0,
+            zone_offset: 0,
         }
     }
 
@@ -124,21 +143,29 @@ impl TimeParser {
                 let b = s.strip_prefix(b"[").unwrap_or(s);
                 (b.strip_suffix(b"]").unwrap_or(b), 20)
             }
-            _ => return self.format.parse_value(s),
+            _ => {
+                let (at, naive) = self.format.parse_value_in(s, self.zone.as_ref())?;
+                self.naive_seen |= naive;
+                return Ok(at);
+            }
         };
         if self.prefix_len == plen && body.len() >= plen && body[..plen] == self.prefix[..plen] {
             let mut c = Cursor { s: body, i: plen };
-            if let Some(t) = c.tail() {
-                let secs = u64::try_from(self.local - t.1).map_err(|_| TimeError::BeforeEpoch)?;
+            if let Some((frac, off)) = c.tail() {
+                self.naive_seen |= off.is_none();
+                let off = off.unwrap_or(self.zone_offset);
+                let secs = u64::try_from(self.local - off).map_err(|_| TimeError::BeforeEpoch)?;
                 return secs
                     .checked_mul(Nanos::PER_SEC)
-                    .and_then(|n| n.checked_add(t.0))
+                    .and_then(|n| n.checked_add(frac))
                     .map(Nanos)
                     .ok_or(TimeError::BeforeEpoch);
             }
         }
-        let at = self.format.parse_value(s)?;
-        // Learn this second: the prefix alone, read as UTC with no fraction.
+        let (at, naive) = self.format.parse_value_in(s, self.zone.as_ref())?;
+        self.naive_seen |= naive;
+        // Learn this second: the prefix alone, read as UTC with no fraction,
+        // and the zone's offset then.
         if body.len() >= plen {
             let head = &body[..plen];
             let local = match self.format {
@@ -146,9 +173,17 @@ impl TimeParser {
                 _ => parse_clf(head),
             };
             if let Ok(l) = local {
-                self.prefix[..plen].copy_from_slice(head);
-                self.prefix_len = plen;
-                self.local = (l.0 / Nanos::PER_SEC) as i64;
+                let local = (l.0 / Nanos::PER_SEC) as i64;
+                let zone_offset = match &self.zone {
+                    Some(z) => z.offset_at(local),
+                    None => Ok(0),
+                };
+                if let Ok(zo) = zone_offset {
+                    self.prefix[..plen].copy_from_slice(head);
+                    self.prefix_len = plen;
+                    self.local = local;
+                    self.zone_offset = zo;
+                }
             }
         }
         Ok(at)
@@ -306,8 +341,8 @@ impl Cursor<'_> {
     }
 
     /// What follows the seconds: an optional fraction, an optional space,
-    /// an optional offset, and the end: (fraction ns, offset s).
-    fn tail(&mut self) -> Option<(u64, i64)> {
+    /// an optional offset, and the end: (fraction ns, offset s if given).
+    fn tail(&mut self) -> Option<(u64, Option<i64>)> {
         let frac = self.fraction()?;
         if self.peek() == Some(b' ') {
             self.i += 1;
@@ -316,13 +351,14 @@ impl Cursor<'_> {
         self.done().then_some((frac, off))
     }
 
-    /// `Z`, `±HH:MM`, `±HHMM`, `±HH`, or nothing (UTC): seconds east of UTC.
-    fn offset(&mut self) -> Option<i64> {
+    /// `Z`, `±HH:MM`, `±HHMM`, `±HH` → seconds east of UTC; nothing →
+    /// `Some(None)` (a naive local time); anything else → `None`.
+    fn offset(&mut self) -> Option<Option<i64>> {
         match self.peek() {
-            None => Some(0),
+            None => Some(None),
             Some(b'Z' | b'z') => {
                 self.i += 1;
-                Some(0)
+                Some(Some(0))
             }
             Some(sign @ (b'+' | b'-')) => {
                 self.i += 1;
@@ -336,19 +372,53 @@ impl Cursor<'_> {
                     return None;
                 }
                 let secs = i64::from(h * 3600 + m * 60);
-                Some(if sign == b'-' { -secs } else { secs })
+                Some(Some(if sign == b'-' { -secs } else { secs }))
             }
             _ => None,
         }
     }
 }
 
-fn civil_to_nanos(
+/// A time zone for timestamps written without a UTC offset (`--tz`).
+#[derive(Clone, Debug)]
+pub struct Zone(jiff::tz::TimeZone);
+
+impl Zone {
+    /// An IANA name (`Europe/Paris`), `UTC`, or a fixed offset (`+02:00`).
+    pub fn parse(name: &str) -> Result<Zone, String> {
+        let fixed = (|| {
+            let mut c = Cursor {
+                s: name.trim().as_bytes(),
+                i: 0,
+            };
+            let off = c.offset()??;
+            c.done().then_some(off)
+        })();
+        if let Some(off) = fixed {
+            let offset = jiff::tz::Offset::from_seconds(off as i32).map_err(|e| e.to_string())?;
+            return Ok(Zone(jiff::tz::TimeZone::fixed(offset)));
+        }
+        jiff::tz::TimeZone::get(name.trim()).map(Zone).map_err(|e| {
+            format!("unknown time zone '{name}' ({e}); give an IANA name such as Europe/Paris, UTC, or an offset such as +02:00")
+        })
+    }
+
+    /// Seconds east of UTC in force at the local time `local` (seconds
+    /// since 1970 read as if UTC). A local time skipped or repeated by a
+    /// clock change resolves as RFC 5545 says ("compatible").
+    fn offset_at(&self, local: i64) -> Result<i64, TimeError> {
+        let ts = jiff::Timestamp::from_second(local).map_err(|_| TimeError::BeforeEpoch)?;
+        let dt = jiff::tz::TimeZone::UTC.to_datetime(ts);
+        let utc = self.0.to_timestamp(dt).map_err(|_| TimeError::OutOfRange)?;
+        Ok(local - utc.as_second())
+    }
+}
+
+/// Seconds since 1970 of a civil date and time read as UTC (may be negative).
+fn local_seconds(
     (year, month, day): (i64, u32, u32),
     (h, mi, sec): (u32, u32, u32),
-    frac: u64,
-    offset: i64,
-) -> Result<Nanos, TimeError> {
+) -> Result<i64, TimeError> {
     if !(1..=12).contains(&month)
         || day == 0
         || day > days_in_month(year, month)
@@ -358,17 +428,38 @@ fn civil_to_nanos(
     {
         return Err(TimeError::OutOfRange);
     }
-    let secs =
-        days_from_civil(year, month, day) * 86_400 + i64::from(h * 3600 + mi * 60 + sec) - offset;
-    let secs = u64::try_from(secs).map_err(|_| TimeError::BeforeEpoch)?;
+    Ok(days_from_civil(year, month, day) * 86_400 + i64::from(h * 3600 + mi * 60 + sec))
+}
+
+/// The instant of `local` seconds plus `frac` ns at `offset` (seconds east
+/// of UTC); without an offset, in `zone`, else UTC. Also says whether the
+/// time was naive (had no offset).
+fn at_offset(
+    local: i64,
+    frac: u64,
+    offset: Option<i64>,
+    zone: Option<&Zone>,
+) -> Result<(Nanos, bool), TimeError> {
+    let off = match (offset, zone) {
+        (Some(o), _) => o,
+        (None, Some(z)) => z.offset_at(local)?,
+        (None, None) => 0,
+    };
+    let secs = u64::try_from(local - off).map_err(|_| TimeError::BeforeEpoch)?;
     secs.checked_mul(Nanos::PER_SEC)
         .and_then(|n| n.checked_add(frac))
-        .map(Nanos)
+        .map(|n| (Nanos(n), offset.is_none()))
         .ok_or(TimeError::BeforeEpoch)
 }
 
-/// RFC 3339 / ISO 8601: `2024-05-01T12:00:00.123456789+02:00` and kin.
+/// RFC 3339 / ISO 8601: `2024-05-01T12:00:00.123456789+02:00` and kin
+/// (no offset: UTC).
 pub fn parse_rfc3339(s: &[u8]) -> Result<Nanos, TimeError> {
+    rfc3339_in(s, None).map(|(t, _)| t)
+}
+
+/// RFC 3339 with a zone for naive times; also says whether it was naive.
+fn rfc3339_in(s: &[u8], zone: Option<&Zone>) -> Result<(Nanos, bool), TimeError> {
     const WANT: TimeError =
         TimeError::Expected("an RFC 3339 time such as 2024-05-01T12:00:00.123Z");
     let mut c = Cursor { s, i: 0 };
@@ -387,7 +478,7 @@ pub fn parse_rfc3339(s: &[u8]) -> Result<Nanos, TimeError> {
         Some(((i64::from(y), mo, d), hms, frac, off))
     })()
     .ok_or(WANT)?;
-    civil_to_nanos(date.0, date.1, date.2, date.3)
+    at_offset(local_seconds(date.0, date.1)?, date.2, date.3, zone)
 }
 
 const MONTHS: [&[u8; 3]; 12] = [
@@ -397,6 +488,11 @@ const MONTHS: [&[u8; 3]; 12] = [
 /// Common Log Format: `[10/Oct/2000:13:55:36 -0700]`; brackets, a fraction
 /// (HAProxy's `.655`) and the zone (then UTC) are optional.
 pub fn parse_clf(s: &[u8]) -> Result<Nanos, TimeError> {
+    clf_in(s, None).map(|(t, _)| t)
+}
+
+/// CLF with a zone for naive times; also says whether it was naive.
+fn clf_in(s: &[u8], zone: Option<&Zone>) -> Result<(Nanos, bool), TimeError> {
     const WANT: TimeError =
         TimeError::Expected("a Common Log Format time such as 10/Oct/2000:13:55:36 -0700");
     let s = s.strip_prefix(b"[").unwrap_or(s);
@@ -416,24 +512,30 @@ pub fn parse_clf(s: &[u8]) -> Result<Nanos, TimeError> {
         Some(((i64::from(y), mo, d), hms, frac, off))
     })()
     .ok_or(WANT)?;
-    civil_to_nanos(parts.0, parts.1, parts.2, parts.3)
+    at_offset(local_seconds(parts.0, parts.1)?, parts.2, parts.3, zone)
 }
 
 /// A strftime pattern, via jiff. Without a zone in the pattern, UTC.
 pub fn parse_strftime(format: &str, s: &[u8]) -> Result<Nanos, TimeError> {
+    strftime_in(format, s, None).map(|(t, _)| t)
+}
+
+/// A strftime pattern with a zone for naive times; also says whether the
+/// value was naive.
+fn strftime_in(format: &str, s: &[u8], zone: Option<&Zone>) -> Result<(Nanos, bool), TimeError> {
     let text = std::str::from_utf8(s).map_err(|_| TimeError::Expected("UTF-8 text"))?;
-    let tm = jiff::fmt::strtime::parse(format, text)
-        .map_err(|e| TimeError::Strftime(format!("does not match '{format}': {e}")))?;
-    let ts = if tm.offset().is_some() {
-        tm.to_timestamp()
+    let bad = |e: jiff::Error| TimeError::Strftime(format!("does not match '{format}': {e}"));
+    let tm = jiff::fmt::strtime::parse(format, text).map_err(bad)?;
+    let naive = tm.offset().is_none();
+    let ts = if naive {
+        let dt = tm.to_datetime().map_err(bad)?;
+        let tz = zone.map_or(jiff::tz::TimeZone::UTC, |z| z.0.clone());
+        tz.to_timestamp(dt).map_err(bad)?
     } else {
-        tm.to_datetime()
-            .and_then(|dt| jiff::tz::TimeZone::UTC.to_timestamp(dt))
-    }
-    .map_err(|e| TimeError::Strftime(format!("does not match '{format}': {e}")))?;
-    let ns = ts.as_nanosecond();
-    u64::try_from(ns)
-        .map(Nanos)
+        tm.to_timestamp().map_err(bad)?
+    };
+    u64::try_from(ts.as_nanosecond())
+        .map(|n| (Nanos(n), naive))
         .map_err(|_| TimeError::BeforeEpoch)
 }
 
@@ -552,7 +654,7 @@ mod tests {
                 ][..],
             ),
         ] {
-            let mut p = TimeParser::new(format.clone());
+            let mut p = TimeParser::new(format.clone(), None);
             for v in values {
                 assert_eq!(
                     p.parse(v.as_bytes()),
@@ -561,6 +663,68 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn naive_times_are_read_in_the_zone_given() {
+        let ny = Zone::parse("America/New_York").unwrap();
+        let at = |f: &str, v: &str, z: Option<&Zone>| {
+            TimeFormat::parse(f)
+                .parse_value_in(v.as_bytes(), z)
+                .unwrap()
+        };
+        // Summer: EDT, UTC−4; winter: EST, UTC−5.
+        assert_eq!(
+            at("rfc3339", "2024-07-01 12:00:00", Some(&ny)),
+            (Nanos(1_719_849_600 * S), true)
+        );
+        assert_eq!(
+            at("rfc3339", "2024-01-01T12:00:00.5", Some(&ny)),
+            (Nanos(1_704_128_400 * S + S / 2), true)
+        );
+        assert_eq!(
+            at("clf", "01/Jul/2024:12:00:00", Some(&ny)).0,
+            Nanos(1_719_849_600 * S)
+        );
+        assert_eq!(
+            at("%d.%m.%Y %H:%M", "01.07.2024 12:00", Some(&ny)),
+            (Nanos(1_719_849_600 * S), true)
+        );
+        // An explicit offset wins over the zone; epochs are UTC by definition.
+        assert_eq!(
+            at("rfc3339", "2024-07-01T12:00:00Z", Some(&ny)),
+            (Nanos(1_719_835_200 * S), false)
+        );
+        assert_eq!(
+            at("epoch-s", "1719835200", Some(&ny)),
+            (Nanos(1_719_835_200 * S), false)
+        );
+        // Without a zone, naive is UTC (and said to be naive).
+        assert_eq!(
+            at("rfc3339", "2024-07-01 12:00:00", None),
+            (Nanos(1_719_835_200 * S), true)
+        );
+        // Fixed offsets and names.
+        let plus2 = Zone::parse("+02:00").unwrap();
+        assert_eq!(
+            at("rfc3339", "2024-07-01 14:00:00", Some(&plus2)).0,
+            Nanos(1_719_835_200 * S)
+        );
+        assert!(Zone::parse("-0700").is_ok());
+        assert!(Zone::parse("UTC").is_ok());
+        let e = Zone::parse("Nowhere/Nope").unwrap_err();
+        assert!(e.contains("unknown time zone 'Nowhere/Nope'"), "{e}");
+        // The second cache keeps the zone's offset of its second.
+        let mut p = TimeParser::new(TimeFormat::Rfc3339, Some(ny));
+        assert_eq!(
+            p.parse(b"2024-07-01 12:00:00").unwrap(),
+            Nanos(1_719_849_600 * S)
+        );
+        assert_eq!(
+            p.parse(b"2024-07-01 12:00:00.25").unwrap(),
+            Nanos(1_719_849_600 * S + S / 4)
+        );
+        assert!(p.naive_seen);
     }
 
     #[test]
@@ -608,7 +772,16 @@ mod fuzz {
             TimeFormat::Strftime("%Y-%m-%d %H:%M:%S".into()),
         ];
         // Parsers kept across values exercise the second cache too.
-        let mut parsers: Vec<TimeParser> = formats.iter().cloned().map(TimeParser::new).collect();
+        let ny = Zone::parse("America/New_York").unwrap();
+        let zones = [None, Some(ny)];
+        let mut parsers: Vec<(TimeParser, Option<Zone>)> = formats
+            .iter()
+            .flat_map(|f| {
+                zones
+                    .iter()
+                    .map(|z| (TimeParser::new(f.clone(), z.clone()), z.clone()))
+            })
+            .collect();
         for i in 0..30_000 {
             let mut v: Vec<u8> = seeds[i % 3].as_bytes().to_vec();
             for _ in 0..(next() % 4) {
@@ -622,8 +795,8 @@ mod fuzz {
                 }
             }
             let _ = TimeFormat::detect(&v);
-            for (f, p) in formats.iter().zip(&mut parsers) {
-                let fresh = f.parse_value(&v);
+            for (p, z) in &mut parsers {
+                let fresh = p.format.parse_value_in(&v, z.as_ref()).map(|(t, _)| t);
                 assert_eq!(p.parse(&v), fresh, "{:?}", String::from_utf8_lossy(&v));
             }
         }
