@@ -149,6 +149,9 @@ pub struct AuditArgs {
     /// (Europe/Paris), UTC, or an offset (+02:00). Default: UTC, with a note.
     #[arg(long, value_name = "ZONE")]
     pub tz: Option<String>,
+    /// Key values `host:port` or `[v6]:port` (ALB, HAProxy, Envoy) count without the port.
+    #[arg(long)]
+    pub strip_port: bool,
     /// The first row is data; name columns by 0-based index.
     #[arg(long)]
     pub no_header: bool,

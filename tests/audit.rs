@@ -1067,3 +1067,43 @@ fn naive_local_times_take_tz() {
         &["--tz", "unknown time zone 'Mars/Olympus'"],
     );
 }
+
+#[test]
+fn strip_port_counts_clients_not_connections() {
+    let log = write(
+        "alb.csv",
+        "time,client\n2024-05-01T12:00:00Z,10.0.0.1:2817\n2024-05-01T12:00:00Z,10.0.0.1:2818\n2024-05-01T12:00:00Z,[2001:db8::1]:443\n",
+    );
+    let with = json(&drip(
+        &[
+            s(&log),
+            "--key-column",
+            "client",
+            "--strip-port",
+            "-p",
+            "gcra:rate=1/s",
+            "-f",
+            "json",
+            "-q",
+        ],
+        None,
+    ));
+    assert_eq!(with["policies"][0]["keys"], 2);
+    assert_eq!(with["policies"][0]["dropped"], 1);
+    assert_eq!(with["policies"][0]["top_keys"][0]["key"], "10.0.0.1");
+    let without = json(&drip(
+        &[
+            s(&log),
+            "--key-column",
+            "client",
+            "-p",
+            "gcra:rate=1/s",
+            "-f",
+            "json",
+            "-q",
+        ],
+        None,
+    ));
+    assert_eq!(without["policies"][0]["keys"], 3);
+    assert_eq!(without["policies"][0]["dropped"], 0);
+}

@@ -76,6 +76,8 @@ pub struct InputSpec {
     pub cost_col: Option<ColSel>,
     pub delimiter: Option<u8>,
     pub no_header: bool,
+    /// Key values `host:port` / `[v6]:port` lose the port.
+    pub strip_port: bool,
     /// The zone of timestamps written without a UTC offset (`None`: UTC).
     pub zone: Option<super::timestamp::Zone>,
     pub skip_bad: bool,
@@ -150,6 +152,27 @@ pub struct InputSummary {
     pub bad_rows: u64,
     pub time_column: String,
     pub time_format: String,
+}
+
+/// A client address without its port: `10.0.0.1:2817` → `10.0.0.1`,
+/// `[2001:db8::1]:443` → `2001:db8::1`. A bare IPv6 address (several
+/// colons, no brackets) and anything else are left as they are.
+pub fn strip_port(v: &[u8]) -> &[u8] {
+    let digits = |d: &[u8]| !d.is_empty() && d.iter().all(u8::is_ascii_digit);
+    if let Some(rest) = v.strip_prefix(b"[") {
+        if let Some(close) = rest.iter().position(|&b| b == b']') {
+            let after = &rest[close + 1..];
+            if after.is_empty() || after.first() == Some(&b':') && digits(&after[1..]) {
+                return &rest[..close];
+            }
+        }
+        return v;
+    }
+    let mut colons = v.iter().enumerate().filter(|(_, b)| **b == b':');
+    match (colons.next(), colons.next()) {
+        (Some((i, _)), None) if digits(&v[i + 1..]) => &v[..i],
+        _ => v,
+    }
 }
 
 /// A display name for a file argument.
@@ -458,6 +481,7 @@ pub fn read_all(
                 let mark = batch.key_bytes.len();
                 for (slot, &c) in cols.keys.iter().enumerate() {
                     let v = match field(c, "key") {
+                        Ok(v) if spec.strip_port => strip_port(v.trim_ascii()),
                         Ok(v) => v.trim_ascii(),
                         Err(e) => {
                             batch.key_bytes.truncate(mark);
@@ -509,4 +533,27 @@ pub fn read_all(
     }
     summary.time_format = times.format.to_string();
     Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::strip_port;
+
+    #[test]
+    fn ports_are_stripped_from_addresses_only() {
+        let cases: [(&str, &str); 9] = [
+            ("10.0.0.1:2817", "10.0.0.1"),
+            ("[2001:db8::1]:443", "2001:db8::1"),
+            ("[2001:db8::1]", "2001:db8::1"),
+            ("2001:db8::1", "2001:db8::1"),
+            ("10.0.0.1", "10.0.0.1"),
+            ("host.example:80", "host.example"),
+            ("user:name", "user:name"),
+            ("10.0.0.1:", "10.0.0.1:"),
+            ("[bad:1]x", "[bad:1]x"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(strip_port(input.as_bytes()), want.as_bytes(), "{input}");
+        }
+    }
 }

@@ -272,6 +272,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         cost_col: args.cost_column.as_deref().map(ColSel::parse),
         delimiter,
         no_header: args.no_header,
+        strip_port: args.strip_port,
         zone: args
             .tz
             .as_deref()
