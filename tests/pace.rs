@@ -648,3 +648,61 @@ fn stats_takes_its_format_after_a_space_too() {
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(json(&out.stderr)["lines_out"], 2);
 }
+
+#[test]
+fn a_signal_stops_a_write_to_a_downstream_that_stopped_reading() {
+    // Downstream never reads: the pipe fills and drip's write would block.
+    // One SIGTERM must still stop it, with every line accounted for.
+    let dir = tempdir();
+    let rejects = dir.join("rejects");
+    let mut child = drip()
+        .args(["--rate", "100000/s", "--burst", "100000", "--stats=json"])
+        .args(["--rejects", rejects.to_str().unwrap()])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = numbered(100_000);
+    let feeder = thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+        stdin
+    });
+    // Long enough for the 64 KiB pipe to fill; nothing reads stdout yet.
+    thread::sleep(Duration::from_millis(800));
+    kill(child.id(), "TERM");
+    let started = Instant::now();
+    let status = loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            break st;
+        }
+        if started.elapsed() > Duration::from_secs(10) {
+            let _ = child.kill();
+            panic!("drip did not stop on one SIGTERM while its stdout was full");
+        }
+        thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(143));
+    let mut out = Vec::new();
+    child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let stats = json(err.as_bytes());
+    let sent = lines(&out);
+    let unsent = lines(&std::fs::read(&rejects).unwrap());
+    assert_eq!(stats["lines_out"], sent.len(), "{stats}");
+    assert_eq!(stats["unsent"], unsent.len(), "{stats}");
+    assert!(!sent.is_empty() && !unsent.is_empty(), "{stats}");
+    // Whole lines only, in order: sent then unsent is the first lines_in.
+    let all: Vec<String> = sent.into_iter().chain(unsent).collect();
+    let n = stats["lines_in"].as_u64().unwrap() as usize;
+    let want: Vec<String> = (1..=n).map(|i| i.to_string()).collect();
+    assert_eq!(all, want);
+    drop(feeder.join().unwrap());
+}

@@ -274,6 +274,9 @@ struct Pacer {
     shared: Arc<Shared>,
     schedule: Schedule<Vec<u8>>,
     output: File,
+    /// Readable once a stop signal has arrived: lets a write that waits on
+    /// a downstream which stopped reading give up between two lines.
+    wake: io::PipeReader,
     rejects: Option<BufWriter<File>>,
     stats: Stats,
     progress: ProgressBar,
@@ -318,6 +321,7 @@ impl Pacer {
             signal_hook::consts::SIGTERM,
         ])
         .context("cannot install the SIGINT/SIGTERM handlers")?;
+        let (wake_rx, wake_tx) = io::pipe().context("cannot create a pipe")?;
         let s = Arc::clone(&shared);
         std::thread::Builder::new()
             .name("signals".into())
@@ -326,9 +330,11 @@ impl Pacer {
                 if let Some(sig) = signals.next() {
                     s.lock().signal = Some(sig);
                     s.main_cv.notify_one();
+                    let _ = (&wake_tx).write_all(&[1]);
                 }
-                // The main thread may be stuck in a write to a downstream
-                // that stopped reading; a second signal leaves at once.
+                // The wake pipe lets a write to a downstream that stopped
+                // reading give up at the next line end; inside a long line
+                // it still waits, so a second signal leaves at once.
                 if let Some(sig) = signals.next() {
                     eprintln!("drip: second signal: exiting without accounting for the backlog");
                     std::process::exit(128 + sig);
@@ -358,6 +364,7 @@ impl Pacer {
             shared,
             schedule,
             output: File::from(output),
+            wake: wake_rx,
             rejects,
             stats: Stats::new(),
             progress,
@@ -564,45 +571,52 @@ impl Pacer {
         })
     }
 
-    /// Writes `due` in one write; when downstream has closed, counts them as
-    /// unsent (the batch reached no one) and returns `Ok(false)`.
+    /// Writes `due` in one write. Lines that did not go out are counted as
+    /// unsent: all of them when downstream has closed (`Ok(false)`), those
+    /// after the last whole line written when a stop signal came while
+    /// downstream was not reading (`Ok(true)`; the main loop then stops).
     fn send(
         &mut self,
         due: &mut Vec<Pending<Vec<u8>>>,
         batch: &mut Vec<u8>,
     ) -> anyhow::Result<bool> {
-        if self.write(due, batch)? {
-            return Ok(true);
-        }
-        for p in due.drain(..) {
+        let (sent, open) = self.write(due, batch)?;
+        for p in due.drain(..).skip(sent) {
             self.unsent(p.item)?;
         }
-        Ok(false)
+        Ok(open)
     }
 
-    /// Writes one batch (stamped if asked) in one write. `Ok(false)` when
-    /// downstream has closed.
-    fn write(&mut self, due: &[Pending<Vec<u8>>], batch: &mut Vec<u8>) -> anyhow::Result<bool> {
+    /// Writes one batch (stamped if asked) in one write, as far as it goes:
+    /// (lines written, downstream still open).
+    fn write(
+        &mut self,
+        due: &[Pending<Vec<u8>>],
+        batch: &mut Vec<u8>,
+    ) -> anyhow::Result<(usize, bool)> {
         batch.clear();
+        let mut ends = Vec::with_capacity(due.len());
         let wall = self.config.stamp.map(|_| stamp::wall_now());
         for p in due {
             if let (Some(format), Some(wall)) = (self.config.stamp, wall) {
                 stamp::write_stamp(batch, format, wall);
             }
             batch.extend_from_slice(&p.item);
+            ends.push(batch.len());
         }
         let at = self.clock.now();
-        match self.output.write_all(batch) {
-            Ok(()) => {}
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok(false),
+        let (written, open) = match write_until_stopped(&self.output, &self.wake, batch, &ends) {
+            Ok(n) => (n, true),
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok((0, false)),
             Err(e) => return Err(e).context("writing standard output"),
-        }
+        };
+        let lines = ends.iter().take_while(|&&end| end <= written).count();
         self.schedule.wrote(self.clock.now());
-        for p in due {
+        for p in &due[..lines] {
             self.stats.sent(p.arrived, at);
         }
         self.update_progress();
-        Ok(true)
+        Ok((lines, open))
     }
 
     /// Accounts for a line read and not written: counted, and kept in the
@@ -639,6 +653,66 @@ impl Pacer {
         ));
         self.progress.tick();
     }
+}
+
+/// Writes `batch` to `out` and returns how many bytes went out: all of
+/// them, or fewer when `wake` became readable (a stop signal) while `out`
+/// was not taking bytes. It then stops only at a line end (`ends`: the
+/// offset just past each line), so no line is ever cut.
+///
+/// It waits with poll(2) and writes at most `PIPE_BUF` bytes after each
+/// wake-up, which a pipe then takes without blocking: a downstream that
+/// stopped reading cannot hold it past a signal.
+fn write_until_stopped(
+    out: &File,
+    wake: &io::PipeReader,
+    batch: &[u8],
+    ends: &[usize],
+) -> io::Result<usize> {
+    use std::os::fd::AsRawFd;
+    const PIPE_BUF: usize = 4096;
+    let mut done = 0;
+    while done < batch.len() {
+        let at_line_end = done == 0 || ends.binary_search(&done).is_ok();
+        let mut fds = [
+            libc::pollfd {
+                fd: out.as_raw_fd(),
+                events: libc::POLLOUT,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: wake.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // Between lines, a stop signal ends the write; inside one, only
+        // stdout is waited for.
+        let nfds = if at_line_end { 2 } else { 1 };
+        // SAFETY: `fds` is a valid array of `nfds` pollfd structs.
+        let ready = unsafe { libc::poll(fds.as_mut_ptr(), nfds, -1) };
+        if ready < 0 {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return Err(e);
+        }
+        if at_line_end && fds[1].revents != 0 && fds[0].revents & libc::POLLOUT == 0 {
+            return Ok(done);
+        }
+        if fds[0].revents == 0 {
+            continue;
+        }
+        let chunk = &batch[done..batch.len().min(done + PIPE_BUF)];
+        match (&*out).write(chunk) {
+            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+            Ok(n) => done += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(done)
 }
 
 #[cfg(test)]
