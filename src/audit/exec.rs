@@ -25,17 +25,19 @@ pub enum One {
 macro_rules! each {
     ($one:expr, $d:ident => $body:expr) => {
         match $one {
-            One::TokenBucket($d) => $body,
-            One::LeakyBucket($d) => $body,
-            One::Gcra($d) => $body,
-            One::Shaper($d) => $body,
-            One::FixedWindow($d) => $body,
-            One::SlidingWindow($d) => $body,
-            One::SlidingLog($d) => $body,
-            One::Nginx($d) => $body,
+            $crate::audit::exec::One::TokenBucket($d) => $body,
+            $crate::audit::exec::One::LeakyBucket($d) => $body,
+            $crate::audit::exec::One::Gcra($d) => $body,
+            $crate::audit::exec::One::Shaper($d) => $body,
+            $crate::audit::exec::One::FixedWindow($d) => $body,
+            $crate::audit::exec::One::SlidingWindow($d) => $body,
+            $crate::audit::exec::One::SlidingLog($d) => $body,
+            $crate::audit::exec::One::Nginx($d) => $body,
         }
     };
 }
+
+pub(crate) use each;
 
 pub enum Exec {
     One(One),

@@ -29,20 +29,30 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use timestamp::TimeFormat;
 
-/// How far ahead of the row being decided its successors' states are
-/// fetched: the state slot at `FAR`, what it points to at `NEAR`.
-const PREFETCH_FAR: usize = 8;
-const PREFETCH_NEAR: usize = 3;
+/// Rows handed to the replay at a time, in time order.
+const CHUNK: usize = 4096;
 
-/// A second replay thread deciding some of the runs: rows in time order
-/// reach it in chunks.
+/// Decides a chunk here and, with a second replay thread, there too; then
+/// empties it.
+fn decide(
+    replay: &mut Replay,
+    helper: &mut Option<Helper>,
+    chunk: &mut Vec<input::Event>,
+) -> Result<()> {
+    if let Some(h) = helper {
+        h.send(chunk.clone());
+    }
+    replay.decide_chunk(chunk)?;
+    chunk.clear();
+    Ok(())
+}
+
+/// A second replay thread deciding some of the runs: the rows reach it in
+/// the same chunks, in time order.
 struct Helper {
-    pending: Vec<input::Event>,
     tx: Option<mpsc::SyncSender<Vec<input::Event>>>,
     handle: std::thread::JoinHandle<Result<Vec<Run>>>,
 }
-
-const CHUNK: usize = 4096;
 
 impl Helper {
     fn start(runs: Vec<Run>, timeline: Option<Nanos>, top: usize) -> Result<Helper> {
@@ -52,47 +62,27 @@ impl Helper {
             .name("drip-replay".into())
             .spawn(move || {
                 for chunk in rx.iter() {
-                    for (i, ev) in chunk.iter().enumerate() {
-                        if let Some(ahead) = chunk.get(i + PREFETCH_FAR) {
-                            replay.prefetch(ahead, false);
-                        }
-                        if let Some(ahead) = chunk.get(i + PREFETCH_NEAR) {
-                            replay.prefetch(ahead, true);
-                        }
-                        replay.decide(ev)?;
-                    }
+                    replay.decide_chunk(&chunk)?;
                 }
                 Ok(replay.into_runs())
             })
             .context("cannot start a replay thread")?;
         Ok(Helper {
-            pending: Vec::with_capacity(CHUNK),
             tx: Some(tx),
             handle,
         })
     }
 
-    fn push(&mut self, ev: input::Event) -> Result<()> {
-        self.pending.push(ev);
-        if self.pending.len() >= CHUNK {
-            self.flush()?;
-        }
-        Ok(())
-    }
-
-    fn flush(&mut self) -> Result<()> {
-        let chunk = std::mem::replace(&mut self.pending, Vec::with_capacity(CHUNK));
+    fn send(&mut self, chunk: Vec<input::Event>) {
         if let Some(tx) = &self.tx
             && tx.send(chunk).is_err()
         {
             // The thread stopped: its error comes out of `finish`.
             self.tx = None;
         }
-        Ok(())
     }
 
     fn finish(mut self) -> Result<Vec<Run>> {
-        self.flush()?;
         drop(self.tx.take());
         self.handle
             .join()
@@ -363,6 +353,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
     };
     let started = std::time::Instant::now();
     let mut order = order::Reorder::new(args.reorder_window);
+    let mut chunk: Vec<input::Event> = Vec::with_capacity(CHUNK);
     let mut rows_seen = 0u64;
     let names: Vec<String> = if files.is_empty() {
         vec!["<stdin>".into()]
@@ -388,17 +379,9 @@ pub fn run(args: AuditArgs) -> Result<u8> {
                     );
                 }
                 while let Some(ready) = order.pop_ready() {
-                    // States of rows a few places ahead are fetched from
-                    // memory while this one is decided.
-                    if let Some(ahead) = order.peek(PREFETCH_FAR) {
-                        replay.prefetch(ahead, false);
-                    }
-                    if let Some(ahead) = order.peek(PREFETCH_NEAR) {
-                        replay.prefetch(ahead, true);
-                    }
-                    replay.decide(&ready)?;
-                    if let Some(h) = &mut helper {
-                        h.push(ready)?;
+                    chunk.push(ready);
+                    if chunk.len() >= CHUNK {
+                        decide(&mut replay, &mut helper, &mut chunk)?;
                     }
                 }
             }
@@ -407,12 +390,8 @@ pub fn run(args: AuditArgs) -> Result<u8> {
             let secs = started.elapsed().as_secs_f64().max(1e-3);
             bar.set_message(format!("{:.0} rows/s", rows_seen as f64 / secs));
         }
-        while let Some(ev) = order.pop_any() {
-            replay.decide(&ev)?;
-            if let Some(h) = &mut helper {
-                h.push(ev)?;
-            }
-        }
+        chunk.extend(std::iter::from_fn(|| order.pop_any()));
+        decide(&mut replay, &mut helper, &mut chunk)?;
         Ok(())
     })();
     let helped = helper.map(Helper::finish);

@@ -2,10 +2,10 @@
 //! collecting what the report needs. Per-key tables are vectors indexed by
 //! key id; policies hold only the keys active within their horizon.
 
-use super::exec::Exec;
+use super::exec::{Exec, each};
 use super::input::{Event, MAX_KEYS};
 use super::keys::{EMPTY_KEY, Interner, KeyNames};
-use crate::policy::keyed::{KeyId, Levels};
+use crate::policy::keyed::{KeyId, Levels, Limiter};
 use crate::policy::{Decision, Spec};
 use crate::report::{KeyRow, PolicyReport, TimelineRow, Waits};
 use crate::time::{Nanos, fmt_millis};
@@ -122,12 +122,17 @@ pub struct Run {
     pub label: String,
     pub spec: String,
     exec: Exec,
+    slots: Vec<Slot>,
+    keys: Vec<Option<KeyId>>,
+    tally: Tally,
+}
+
+/// What one run has counted.
+struct Tally {
     /// The highest level the policy can reach: once `peak` is there, no
     /// level needs computing (without a timeline).
     peak_cap: u64,
-    slots: Vec<Slot>,
     report_slot: Option<usize>,
-    keys: Vec<Option<KeyId>>,
     requests: u64,
     admitted: u64,
     delayed: u64,
@@ -137,6 +142,142 @@ pub struct Run {
     /// Drops per key id of the report column (saturating).
     drops_by_key: Vec<u32>,
     bins: Vec<Bin>,
+}
+
+impl Tally {
+    /// Which levels the next decision should compute.
+    #[inline]
+    fn levels(&self, timeline: bool) -> Levels {
+        if timeline {
+            Levels::All
+        } else if self.peak < self.peak_cap {
+            Levels::Rises
+        } else {
+            Levels::None
+        }
+    }
+
+    /// Counts one decision (`level`: the level just after it, or 0).
+    #[inline]
+    fn record(
+        &mut self,
+        ev: &Event,
+        d: Decision,
+        level: u64,
+        timeline: Option<(Nanos, u64)>,
+    ) -> Result<()> {
+        let now = ev.at;
+        self.requests += 1;
+        self.peak = self.peak.max(level);
+        match d {
+            Decision::Admit { release } => {
+                self.admitted += 1;
+                let wait = release.0 - now.0;
+                self.delayed += u64::from(wait > 0);
+                self.waits.record(wait);
+            }
+            Decision::Refuse { .. } => {
+                self.dropped += 1;
+                if let Some(c) = self.report_slot {
+                    let id = ev.keys[c];
+                    if id != EMPTY_KEY {
+                        let i = id as usize;
+                        if i >= self.drops_by_key.len() {
+                            self.drops_by_key.resize(i + 1, 0);
+                        }
+                        self.drops_by_key[i] = self.drops_by_key[i].saturating_add(1);
+                    }
+                }
+            }
+        }
+        if let Some((interval, t0)) = timeline {
+            let bin = |t: Nanos| ((t.0 - t0) / interval.0) as usize;
+            let (here, sent_at) = match d {
+                Decision::Admit { release } => (bin(now), Some(bin(release))),
+                Decision::Refuse { .. } => (bin(now), None),
+            };
+            let need = here.max(sent_at.unwrap_or(0)) + 1;
+            if need > MAX_BINS {
+                bail!(
+                    "the timeline would have more than {MAX_BINS} intervals; choose a longer --timeline"
+                );
+            }
+            if self.bins.len() < need {
+                self.bins.resize(need, Bin::default());
+            }
+            let b = &mut self.bins[here];
+            b.arrived += 1;
+            b.level = b.level.max(level);
+            match sent_at {
+                Some(s) => self.bins[s].sent += 1,
+                None => b.dropped += 1,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// How far ahead of the row being decided its successors' states are
+/// fetched: the state slot at `FAR`, what it points to at `NEAR`.
+const PREFETCH_FAR: usize = 8;
+const PREFETCH_NEAR: usize = 3;
+
+impl Run {
+    /// Decides `events` (in time order) under this run, counting each
+    /// decision and, when `out` is given, keeping it there by position.
+    fn decide_chunk(
+        &mut self,
+        events: &[Event],
+        timeline: Option<(Nanos, u64)>,
+        mut out: Option<&mut [Decision]>,
+    ) -> Result<()> {
+        let Run {
+            exec,
+            slots,
+            keys,
+            tally,
+            ..
+        } = self;
+        let on = timeline.is_some();
+        match exec {
+            // One policy: the loop is compiled per policy type.
+            Exec::One(one) => {
+                let slot = slots[0];
+                each!(one, lim => {
+                    for (i, ev) in events.iter().enumerate() {
+                        if let Some(k) = events.get(i + PREFETCH_FAR).and_then(|e| slot.key(e)) {
+                            lim.prefetch(k, false);
+                        }
+                        if let Some(k) = events.get(i + PREFETCH_NEAR).and_then(|e| slot.key(e)) {
+                            lim.prefetch(k, true);
+                        }
+                        let (d, level) = match slot.key(ev) {
+                            Some(k) => lim.decide_level(k, ev.at, u64::from(ev.cost), tally.levels(on)),
+                            None => (Decision::Admit { release: ev.at }, 0),
+                        };
+                        tally.record(ev, d, level, timeline)?;
+                        if let Some(out) = out.as_deref_mut() {
+                            out[i] = d;
+                        }
+                    }
+                })
+            }
+            Exec::Stack(stack) => {
+                for (i, ev) in events.iter().enumerate() {
+                    for (k, s) in keys.iter_mut().zip(slots.iter()) {
+                        *k = s.key(ev);
+                    }
+                    let (d, level) =
+                        stack.decide_level(keys, ev.at, u64::from(ev.cost), tally.levels(on));
+                    tally.record(ev, d, level, timeline)?;
+                    if let Some(out) = out.as_deref_mut() {
+                        out[i] = d;
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 impl Run {
@@ -154,18 +295,20 @@ impl Run {
             label: spec.label.clone(),
             spec: spec.text.clone(),
             exec,
-            peak_cap,
             keys: vec![None; slots.len()],
             slots,
-            report_slot,
-            requests: 0,
-            admitted: 0,
-            delayed: 0,
-            dropped: 0,
-            waits: WaitStats::new(),
-            peak: 0,
-            drops_by_key: Vec::new(),
-            bins: Vec::new(),
+            tally: Tally {
+                peak_cap,
+                report_slot,
+                requests: 0,
+                admitted: 0,
+                delayed: 0,
+                dropped: 0,
+                waits: WaitStats::new(),
+                peak: 0,
+                drops_by_key: Vec::new(),
+                bins: Vec::new(),
+            },
         }
     }
 }
@@ -235,119 +378,72 @@ impl Replay {
         }
     }
 
-    /// A hint that `ev` is decided soon (see [`Limiter::prefetch`]).
-    ///
-    /// [`Limiter::prefetch`]: crate::policy::keyed::Limiter::prefetch
-    pub fn prefetch(&self, ev: &Event, deep: bool) {
-        if !deep {
-            for (c, reqs) in self.requests_by_key.iter().enumerate() {
-                if let Some(n) = reqs.get(ev.keys[c] as usize) {
+    /// Decides a chunk of requests, in time order, under every policy:
+    /// run by run over the chunk, so each run's loop is tight; decisions
+    /// are written row by row afterwards.
+    pub fn decide_chunk(&mut self, events: &[Event]) -> Result<()> {
+        let Some(first) = events.first() else {
+            return Ok(());
+        };
+        if self.first.is_none() {
+            self.first = Some(first.at);
+            if let Some((i, t0)) = &mut self.timeline {
+                *t0 = first.at.0 - first.at.0 % i.0;
+            }
+        }
+        self.last = events.last().map(|e| e.at);
+        for (i, ev) in events.iter().enumerate() {
+            for (c, reqs) in self.requests_by_key.iter_mut().enumerate() {
+                if let Some(n) = events
+                    .get(i + PREFETCH_FAR)
+                    .and_then(|ahead| reqs.get(ahead.keys[c] as usize))
+                {
                     crate::policy::keyed::prefetch_line(n);
                 }
-            }
-        }
-        for run in &self.runs {
-            run.exec.prefetch(|i| run.slots[i].key(ev), deep);
-        }
-    }
-
-    /// Decides one request under every policy.
-    pub fn decide(&mut self, ev: &Event) -> Result<()> {
-        let now = ev.at;
-        if self.first.is_none() {
-            self.first = Some(now);
-            if let Some((i, t0)) = &mut self.timeline {
-                *t0 = now.0 - now.0 % i.0;
-            }
-        }
-        self.last = Some(now);
-        for (c, reqs) in self.requests_by_key.iter_mut().enumerate() {
-            if let Some(n) = reqs.get_mut(ev.keys[c] as usize) {
-                *n += 1;
-            }
-        }
-        let cost = u64::from(ev.cost);
-        let timeline = self.timeline.is_some();
-        for ri in 0..self.runs.len() {
-            let run = &mut self.runs[ri];
-            for (k, s) in run.keys.iter_mut().zip(&run.slots) {
-                *k = s.key(ev);
-            }
-            let levels = if timeline {
-                Levels::All
-            } else if run.peak < run.peak_cap {
-                Levels::Rises
-            } else {
-                Levels::None
-            };
-            let (d, level) = run.exec.decide_level(&run.keys, now, cost, levels);
-            run.requests += 1;
-            run.peak = run.peak.max(level);
-            match d {
-                Decision::Admit { release } => {
-                    run.admitted += 1;
-                    let wait = release.0 - now.0;
-                    run.delayed += u64::from(wait > 0);
-                    run.waits.record(wait);
+                if let Some(n) = reqs.get_mut(ev.keys[c] as usize) {
+                    *n += 1;
                 }
-                Decision::Refuse { .. } => {
-                    run.dropped += 1;
-                    if let Some(c) = run.report_slot {
-                        let id = ev.keys[c];
-                        if id != EMPTY_KEY {
-                            let i = id as usize;
-                            if i >= run.drops_by_key.len() {
-                                run.drops_by_key.resize(i + 1, 0);
-                            }
-                            run.drops_by_key[i] = run.drops_by_key[i].saturating_add(1);
+            }
+        }
+        let n = events.len();
+        let mut outcomes = Vec::new();
+        if self.decisions.is_some() {
+            outcomes.resize(
+                n * self.runs.len(),
+                Decision::Admit {
+                    release: Nanos::ZERO,
+                },
+            );
+        }
+        for (ri, run) in self.runs.iter_mut().enumerate() {
+            let out = (!outcomes.is_empty()).then(|| &mut outcomes[ri * n..(ri + 1) * n]);
+            run.decide_chunk(events, self.timeline, out)?;
+        }
+        if let Some(w) = self.decisions.as_mut() {
+            for (i, ev) in events.iter().enumerate() {
+                let now = ev.at;
+                for (ri, run) in self.runs.iter().enumerate() {
+                    let key = key_text(&self.names, run.tally.report_slot, ev);
+                    let (admit, wait, retry) = match outcomes[ri * n + i] {
+                        Decision::Admit { release } => {
+                            ("1", fmt_millis(release.saturating_sub(now)), String::new())
                         }
-                    }
+                        Decision::Refuse { retry_at } => (
+                            "0",
+                            String::new(),
+                            retry_at.map_or(String::new(), |t| fmt_millis(t.saturating_sub(now))),
+                        ),
+                    };
+                    w.write_record([
+                        ev.row.to_string().as_str(),
+                        run.label.as_str(),
+                        key.as_str(),
+                        ev.cost.to_string().as_str(),
+                        admit,
+                        wait.as_str(),
+                        retry.as_str(),
+                    ])?;
                 }
-            }
-            if let Some((interval, t0)) = self.timeline {
-                let bin = |t: Nanos| ((t.0 - t0) / interval.0) as usize;
-                let (here, sent_at) = match d {
-                    Decision::Admit { release } => (bin(now), Some(bin(release))),
-                    Decision::Refuse { .. } => (bin(now), None),
-                };
-                let need = here.max(sent_at.unwrap_or(0)) + 1;
-                if need > MAX_BINS {
-                    bail!(
-                        "the timeline would have more than {MAX_BINS} intervals; choose a longer --timeline"
-                    );
-                }
-                if run.bins.len() < need {
-                    run.bins.resize(need, Bin::default());
-                }
-                let b = &mut run.bins[here];
-                b.arrived += 1;
-                b.level = b.level.max(level);
-                match sent_at {
-                    Some(s) => run.bins[s].sent += 1,
-                    None => b.dropped += 1,
-                }
-            }
-            if let Some(w) = self.decisions.as_mut() {
-                let key = key_text(&self.names, self.runs[ri].report_slot, ev);
-                let (admit, wait, retry) = match d {
-                    Decision::Admit { release } => {
-                        ("1", fmt_millis(release.saturating_sub(now)), String::new())
-                    }
-                    Decision::Refuse { retry_at } => (
-                        "0",
-                        String::new(),
-                        retry_at.map_or(String::new(), |t| fmt_millis(t.saturating_sub(now))),
-                    ),
-                };
-                w.write_record([
-                    ev.row.to_string().as_str(),
-                    self.runs[ri].label.as_str(),
-                    key.as_str(),
-                    ev.cost.to_string().as_str(),
-                    admit,
-                    wait.as_str(),
-                    retry.as_str(),
-                ])?;
             }
         }
         Ok(())
@@ -386,21 +482,27 @@ impl Replay {
         }
         let mut reports = Vec::new();
         let mut rows = Vec::new();
-        let nbins = self.runs.iter().map(|r| r.bins.len()).max().unwrap_or(0);
+        let nbins = self
+            .runs
+            .iter()
+            .map(|r| r.tally.bins.len())
+            .max()
+            .unwrap_or(0);
         for run in std::mem::take(&mut self.runs) {
             let shapes = run.exec.shapes();
-            let keys_seen = match run.report_slot {
+            let keys_seen = match run.tally.report_slot {
                 Some(c) => self.names[c].len() as u64,
-                None => u64::from(run.requests > 0),
+                None => u64::from(run.tally.requests > 0),
             };
             let mut top: Vec<(u32, u64)> = run
+                .tally
                 .drops_by_key
                 .iter()
                 .enumerate()
                 .filter(|(_, d)| **d > 0)
                 .map(|(k, d)| (k as u32, u64::from(*d)))
                 .collect();
-            let names = run.report_slot.map(|c| &self.names[c]);
+            let names = run.tally.report_slot.map(|c| &self.names[c]);
             top.sort_unstable_by(|a, b| {
                 b.1.cmp(&a.1).then_with(|| match names {
                     Some(n) => n.get(a.0).cmp(n.get(b.0)),
@@ -411,7 +513,10 @@ impl Replay {
                 .iter()
                 .take(self.top)
                 .map(|&(id, dropped)| {
-                    let c = run.report_slot.expect("drops by key need a key column");
+                    let c = run
+                        .tally
+                        .report_slot
+                        .expect("drops by key need a key column");
                     let requests = self.requests_by_key[c][id as usize];
                     KeyRow {
                         key: String::from_utf8_lossy(self.names[c].get(id)).into_owned(),
@@ -423,7 +528,7 @@ impl Replay {
                 .collect();
             if let Some((interval, t0)) = self.timeline {
                 for i in 0..nbins {
-                    let b = run.bins.get(i).copied().unwrap_or_default();
+                    let b = run.tally.bins.get(i).copied().unwrap_or_default();
                     rows.push((
                         i,
                         TimelineRow {
@@ -440,19 +545,19 @@ impl Replay {
             reports.push(PolicyReport {
                 label: run.label,
                 spec: run.spec,
-                requests: run.requests,
-                admitted: run.admitted,
-                delayed: run.delayed,
-                dropped: run.dropped,
-                drop_pct: percent(run.dropped, run.requests),
+                requests: run.tally.requests,
+                admitted: run.tally.admitted,
+                delayed: run.tally.delayed,
+                dropped: run.tally.dropped,
+                drop_pct: percent(run.tally.dropped, run.tally.requests),
                 shapes,
-                wait: shapes.then(|| run.waits.summary()),
-                peak: run.peak,
+                wait: shapes.then(|| run.tally.waits.summary()),
+                peak: run.tally.peak,
                 peak_kind: run.exec.level_kind(),
                 keys_seen,
-                keys_with_drops: match run.report_slot {
-                    Some(_) => run.drops_by_key.iter().filter(|d| **d > 0).count() as u64,
-                    None => u64::from(run.dropped > 0),
+                keys_with_drops: match run.tally.report_slot {
+                    Some(_) => run.tally.drops_by_key.iter().filter(|d| **d > 0).count() as u64,
+                    None => u64::from(run.tally.dropped > 0),
                 },
                 skipped_bad: 0,
                 top_keys,
