@@ -449,16 +449,14 @@ impl Replay {
         Ok(())
     }
 
-    /// Splits off about five runs in eight, spread over the list so that
-    /// costly policies are shared, to be decided on another thread by a
-    /// replay of their own; this thread keeps the rest, as it also re-sorts
-    /// rows and feeds the other.
+    /// Splits off every second run (the 2nd, 4th, ...), to be decided on
+    /// another thread by a replay of their own: alternate runs spread the
+    /// costly policies over both.
     pub fn split_off(&mut self) -> Vec<Run> {
-        let n = self.runs.len();
         let (mine, theirs): (Vec<_>, Vec<_>) = std::mem::take(&mut self.runs)
             .into_iter()
             .enumerate()
-            .partition(|(i, _)| n < 3 && i % 2 == 0 || n >= 3 && i * 3 % 8 < 3);
+            .partition(|(i, _)| i % 2 == 0);
         self.runs = mine.into_iter().map(|(_, r)| r).collect();
         theirs.into_iter().map(|(_, r)| r).collect()
     }
