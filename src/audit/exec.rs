@@ -1,13 +1,12 @@
-//! How a run decides: a single policy is dispatched by `match` on its
-//! type, so the policy's code is compiled into the replay loop; a `+` stack
-//! goes through [`Stack`]. Both keep per-key state in [`Dense`] vectors.
+//! How a run decides: a single policy is held by its type, so the replay
+//! can run a loop compiled for it (the `each!` macro); a `+` stack goes through
+//! [`Stack`]. Both keep per-key state in [`Dense`] vectors.
 
-use crate::policy::keyed::{Dense, KeyId, Levels, Limiter, Stack};
+use crate::policy::keyed::{Dense, Limiter, Stack};
 use crate::policy::{
-    Decision, FixedWindow, Gcra, LeakyBucket, NginxLimitReq, PolicyConfig, Shaper, SlidingLog,
-    SlidingWindow, Spec, TokenBucket,
+    FixedWindow, Gcra, LeakyBucket, NginxLimitReq, PolicyConfig, Shaper, SlidingLog, SlidingWindow,
+    Spec, TokenBucket,
 };
-use crate::time::Nanos;
 
 /// One policy, by type.
 pub enum One {
@@ -59,43 +58,6 @@ impl Exec {
             PolicyConfig::SlidingLog(p) => One::SlidingLog(Dense::new(p)),
             PolicyConfig::Nginx(p) => One::Nginx(Dense::new(p)),
         })
-    }
-
-    /// See [`Stack::decide_level`]; `keys[i]` is member i's key.
-    #[inline]
-    pub fn decide_level(
-        &mut self,
-        keys: &[Option<KeyId>],
-        now: Nanos,
-        cost: u64,
-        levels: Levels,
-    ) -> (Decision, u64) {
-        match self {
-            Exec::One(one) => match keys[0] {
-                Some(k) => each!(one, d => d.decide_level(k, now, cost, levels)),
-                None => (Decision::Admit { release: now }, 0),
-            },
-            Exec::Stack(s) => s.decide_level(keys, now, cost, levels),
-        }
-    }
-
-    /// See [`Limiter::prefetch`]; `key(i)` is member i's key.
-    #[inline]
-    pub fn prefetch(&self, key: impl Fn(usize) -> Option<KeyId>, deep: bool) {
-        match self {
-            Exec::One(one) => {
-                if let Some(k) = key(0) {
-                    each!(one, d => d.prefetch(k, deep));
-                }
-            }
-            Exec::Stack(s) => {
-                for (i, m) in s.members().iter().enumerate() {
-                    if let Some(k) = key(i) {
-                        m.prefetch(k, deep);
-                    }
-                }
-            }
-        }
     }
 
     pub fn shapes(&self) -> bool {

@@ -62,11 +62,6 @@ impl Reorder {
         }
     }
 
-    /// The held row `n` places after the next one, if any.
-    pub fn peek(&self, n: usize) -> Option<&Event> {
-        self.held.get(n)
-    }
-
     /// The next held row, at the end of input.
     pub fn pop_any(&mut self) -> Option<Event> {
         self.held.pop_front()
