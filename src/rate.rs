@@ -109,11 +109,6 @@ impl Rate {
     pub fn interval_ceil(self) -> Nanos {
         Nanos(self.per.div_ceil(self.count))
     }
-
-    /// Events per second as a float. For display only, never for a decision.
-    pub fn per_second_f64(self) -> f64 {
-        self.count as f64 * 1e9 / self.per as f64
-    }
 }
 
 impl fmt::Display for Rate {

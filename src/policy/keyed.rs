@@ -132,10 +132,6 @@ impl<P: Policy> Keyed<P> {
         }
     }
 
-    pub fn policy(&self) -> &P {
-        &self.policy
-    }
-
     /// Forgets neutral keys when the map has doubled since the last sweep
     /// and `key` would add an entry.
     fn maybe_sweep(&mut self, key: KeyId, now: Nanos) {
