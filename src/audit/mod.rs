@@ -504,7 +504,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
     .and_then(|_| out.flush())
     .context("cannot write the report")?;
     for c in &report.crossings {
-        eprintln!("drip: threshold crossed: {c}");
+        eprintln!("drip: {c}");
     }
     Ok(if report.crossings.is_empty() { 0 } else { 1 })
 }

@@ -135,6 +135,11 @@ pub fn human_wait(ns: u64) -> String {
     }
 }
 
+/// A configured span as written: `1s`, `500ms`, `3h`, `1h 30m`.
+pub fn span(ns: u64) -> String {
+    humantime::format_duration(std::time::Duration::from_nanos(ns)).to_string()
+}
+
 /// An instant as RFC 3339 UTC with milliseconds when there are any.
 pub fn instant(ns: u64) -> String {
     let ts =

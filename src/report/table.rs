@@ -60,7 +60,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     }
     if let Some(t) = &report.timeline {
         writeln!(out)?;
-        writeln!(out, "timeline, every {}", crate::time::Nanos(t.interval_ns))?;
+        writeln!(out, "timeline, every {}", super::span(t.interval_ns))?;
         write_table(out, super::TIMELINE, &t.rows)?;
     }
     Ok(())
