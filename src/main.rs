@@ -63,7 +63,15 @@ fn usage_error(e: clap::Error) -> ExitCode {
     }
     let tip = text
         .lines()
-        .find_map(|l| l.trim().strip_prefix("tip: "))
+        .find_map(|l| {
+            let l = l.trim();
+            l.strip_prefix("tip: ").map(str::to_string).or_else(|| {
+                // "[possible values: a, b]" says what would have been valid.
+                l.strip_prefix("[possible values: ")
+                    .and_then(|v| v.strip_suffix(']'))
+                    .map(|v| format!("valid: {v}"))
+            })
+        })
         .map(|t| format!("; {t}"))
         .unwrap_or_default();
     eprintln!("drip: {line}{tip} (see 'drip --help')");

@@ -283,6 +283,13 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         if f.as_os_str() != "-" && !f.exists() {
             bail!("cannot open '{}': no such file", f.display());
         }
+        if f.is_dir() {
+            bail!(
+                "'{}' is a directory; give the log files in it (e.g. '{}'/*.csv.gz)",
+                f.display(),
+                f.display()
+            );
+        }
     }
 
     let decisions: Option<Box<dyn Write + Send>> = match &args.decisions {
