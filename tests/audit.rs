@@ -654,6 +654,20 @@ fn usage_errors_are_one_line_and_exit_2() {
         &["cannot open 'nope.csv'"],
     );
     fails(
+        &["fixtures", "-p", "gcra:rate=1/s"],
+        &["'fixtures' is a directory"],
+    );
+    fails(
+        &[
+            "fixtures/small.csv",
+            "-p",
+            "gcra:rate=1/s",
+            "--format",
+            "yaml",
+        ],
+        &["valid: table, json, csv, markdown"],
+    );
+    fails(
         &[
             "fixtures/small.csv",
             "-p",
