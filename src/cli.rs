@@ -118,17 +118,13 @@ pub enum Format {
     Markdown,
 }
 
+/// Where the log comes from and how its rows are read: shared by every
+/// command that reads request logs.
 #[derive(Debug, Args)]
-pub struct AuditArgs {
+pub struct InputArgs {
     /// CSV logs (plain or .gz), read in order as one log; '-' or none for stdin.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// A policy spec (repeatable): NAME[:PARAM=VALUE,...], '+' for a stack.
-    #[arg(long = "policy", short = 'p', value_name = "SPEC")]
-    pub policies: Vec<String>,
-    /// A file of policy specs, one per line, '#' comments allowed.
-    #[arg(long = "policies", value_name = "FILE")]
-    pub policies_file: Option<PathBuf>,
     /// The timestamp column: header name or 0-based index (default: ts, time, timestamp, ...);
     /// DATE,TIME joins a date and a time column with a space.
     #[arg(long, value_name = "NAME|INDEX")]
@@ -161,6 +157,18 @@ pub struct AuditArgs {
     /// Skip and count rows that cannot be read instead of failing.
     #[arg(long)]
     pub skip_bad: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AuditArgs {
+    /// A policy spec (repeatable): NAME[:PARAM=VALUE,...], '+' for a stack.
+    #[arg(long = "policy", short = 'p', value_name = "SPEC")]
+    pub policies: Vec<String>,
+    /// A file of policy specs, one per line, '#' comments allowed.
+    #[arg(long = "policies", value_name = "FILE")]
+    pub policies_file: Option<PathBuf>,
+    #[command(flatten)]
+    pub input: InputArgs,
     /// Report format.
     #[arg(long, short, value_enum, default_value_t = Format::Table)]
     pub format: Format,

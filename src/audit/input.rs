@@ -84,6 +84,68 @@ pub struct InputSpec {
     pub quiet: bool,
 }
 
+impl InputSpec {
+    /// The reading options as given on the command line, checked once, with
+    /// the distinct key columns the policies count by (`quiet`: no notes).
+    pub fn from_args(
+        args: &crate::cli::InputArgs,
+        key_cols: Vec<ColSel>,
+        quiet: bool,
+    ) -> Result<InputSpec> {
+        let delimiter = args.delimiter.as_deref().map(parse_delimiter).transpose()?;
+        let time_col = match args.time_column.as_deref() {
+            None => None,
+            Some(t) => {
+                let cols: Vec<ColSel> = t.split(',').map(|c| ColSel::parse(c.trim())).collect();
+                if cols.len() > 2 || cols.iter().any(|c| *c == ColSel::Name(String::new())) {
+                    bail!(
+                        "invalid --time-column '{t}': give one column, or a date and a time column as DATE,TIME"
+                    );
+                }
+                Some(cols)
+            }
+        };
+        let time_format = TimeFormat::parse(&args.time_format);
+        if let TimeFormat::Strftime(p) = &time_format
+            && !p.contains('%')
+        {
+            bail!(
+                "invalid --time-format '{p}': give auto, rfc3339, epoch-s, epoch-ms, epoch-us, epoch-ns, clf, or a strftime pattern such as '%d/%m/%Y %H:%M:%S'"
+            );
+        }
+        for f in &args.files {
+            if f.as_os_str() != "-" && !f.exists() {
+                bail!("cannot open '{}': no such file", f.display());
+            }
+            if f.is_dir() {
+                bail!(
+                    "'{}' is a directory; give the log files in it (e.g. '{}'/*.csv.gz)",
+                    f.display(),
+                    f.display()
+                );
+            }
+        }
+        Ok(InputSpec {
+            files: args.files.clone(),
+            time_col,
+            time_format,
+            key_cols,
+            cost_col: args.cost_column.as_deref().map(ColSel::parse),
+            delimiter,
+            no_header: args.no_header,
+            strip_port: args.strip_port,
+            zone: args
+                .tz
+                .as_deref()
+                .map(super::timestamp::Zone::parse)
+                .transpose()
+                .map_err(|e| anyhow!("--tz: {e}"))?,
+            skip_bad: args.skip_bad,
+            quiet,
+        })
+    }
+}
+
 /// One request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Event {

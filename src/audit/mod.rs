@@ -27,7 +27,6 @@ use std::io::{IsTerminal, Write};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
-use timestamp::TimeFormat;
 
 /// Rows handed to the replay at a time, in time order.
 const CHUNK: usize = 4096;
@@ -204,7 +203,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
 
     // Distinct key columns: the default first, then each member's key=.
     let mut key_cols: Vec<ColSel> = Vec::new();
-    let default_key = args.key_column.as_deref().map(ColSel::parse);
+    let default_key = args.input.key_column.as_deref().map(ColSel::parse);
     let slot_for = |sel: ColSel, key_cols: &mut Vec<ColSel>| -> Result<usize> {
         if let Some(i) = key_cols.iter().position(|c| *c == sel) {
             return Ok(i);
@@ -237,60 +236,8 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         .map(|(i, (s, slots))| Run::new(s, slots.clone(), i))
         .collect();
 
-    let delimiter = args
-        .delimiter
-        .as_deref()
-        .map(input::parse_delimiter)
-        .transpose()?;
-    let files: Vec<std::path::PathBuf> = args.files.clone();
-    let spec = InputSpec {
-        files: files.clone(),
-        time_col: match args.time_column.as_deref() {
-            None => None,
-            Some(t) => {
-                let cols: Vec<ColSel> = t.split(',').map(|c| ColSel::parse(c.trim())).collect();
-                if cols.len() > 2 || cols.iter().any(|c| *c == ColSel::Name(String::new())) {
-                    bail!(
-                        "invalid --time-column '{t}': give one column, or a date and a time column as DATE,TIME"
-                    );
-                }
-                Some(cols)
-            }
-        },
-        time_format: TimeFormat::parse(&args.time_format),
-        key_cols: key_cols.clone(),
-        cost_col: args.cost_column.as_deref().map(ColSel::parse),
-        delimiter,
-        no_header: args.no_header,
-        strip_port: args.strip_port,
-        zone: args
-            .tz
-            .as_deref()
-            .map(timestamp::Zone::parse)
-            .transpose()
-            .map_err(|e| anyhow!("--tz: {e}"))?,
-        skip_bad: args.skip_bad,
-        quiet: args.quiet,
-    };
-    if let TimeFormat::Strftime(p) = &spec.time_format
-        && !p.contains('%')
-    {
-        bail!(
-            "invalid --time-format '{p}': give auto, rfc3339, epoch-s, epoch-ms, epoch-us, epoch-ns, clf, or a strftime pattern such as '%d/%m/%Y %H:%M:%S'"
-        );
-    }
-    for f in &files {
-        if f.as_os_str() != "-" && !f.exists() {
-            bail!("cannot open '{}': no such file", f.display());
-        }
-        if f.is_dir() {
-            bail!(
-                "'{}' is a directory; give the log files in it (e.g. '{}'/*.csv.gz)",
-                f.display(),
-                f.display()
-            );
-        }
-    }
+    let spec = InputSpec::from_args(&args.input, key_cols.clone(), args.quiet)?;
+    let files = spec.files.clone();
 
     let decisions: Option<Box<dyn Write + Send>> = match &args.decisions {
         None => None,
@@ -359,7 +306,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         None
     };
     let started = std::time::Instant::now();
-    let mut order = order::Reorder::new(args.reorder_window);
+    let mut order = order::Reorder::new(args.input.reorder_window);
     let mut chunk: Vec<input::Event> = Vec::with_capacity(CHUNK);
     let mut rows_seen = 0u64;
     let names: Vec<String> = if files.is_empty() {
@@ -381,7 +328,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
                         crate::report::instant(ev.at.0),
                         behind,
                         crate::report::instant(late.newest.0),
-                        args.reorder_window,
+                        args.input.reorder_window,
                         behind
                     );
                 }
