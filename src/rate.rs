@@ -32,7 +32,7 @@ impl fmt::Display for RateError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "invalid rate '{}': {} (examples: 5/s, 300/min, 2/h, 1/200ms, 30r/m, 10)",
+            "invalid rate '{}': {} (examples: 5/s, 300/min, 2/h, 1/200ms, 30r/m, 10k/s, 10)",
             self.text, self.reason
         )
     }
@@ -165,12 +165,31 @@ fn unit_nanos(unit: &str) -> Option<u64> {
     })
 }
 
-/// Parses a decimal count (`5`, `0.5`, `1.25`) exactly as numerator/10^k.
+/// The multiplier of an SI suffix on a count: `k` (10^3, also `K`), `M`
+/// (10^6), `G` (10^9), `T` (10^12). A lower-case `m` would read as milli,
+/// so it is not one.
+fn si_multiplier(suffix: char) -> Option<u128> {
+    Some(match suffix {
+        'k' | 'K' => 1_000,
+        'M' => 1_000_000,
+        'G' => 1_000_000_000,
+        'T' => 1_000_000_000_000,
+        _ => return None,
+    })
+}
+
+/// Parses a decimal count (`5`, `0.5`, `1.25`), optionally with an SI
+/// suffix (`10k`, `1.5k`, `2M`), exactly as numerator/denominator: `1.5k`
+/// is 15·1000/10, i.e. 1500.
 fn parse_count(text: &str) -> Result<(u128, u128), String> {
     let t = text.trim();
     if t.starts_with('-') {
         return Err("the count must be positive".into());
     }
+    let (t, mult) = match t.chars().last().and_then(|c| Some((c, si_multiplier(c)?))) {
+        Some((c, m)) => (&t[..t.len() - c.len_utf8()], m),
+        None => (t, 1),
+    };
     let (int, frac) = match t.split_once('.') {
         Some((i, f)) => (i, f),
         None => (t, ""),
@@ -186,14 +205,17 @@ fn parse_count(text: &str) -> Result<(u128, u128), String> {
     }
     let digits = format!("{int}{frac}");
     let num: u128 = digits
-        .parse()
-        .map_err(|_| "the count is too large".to_string())?;
+        .parse::<u128>()
+        .ok()
+        .and_then(|n| n.checked_mul(mult))
+        .ok_or_else(|| "the count is too large".to_string())?;
     Ok((num, 10u128.pow(frac.len() as u32)))
 }
 
 /// Parses a rate: `N/UNIT`, `N/DURATION`, nginx's `Nr/s` and `Nr/m`, or a
 /// bare `N` meaning N per second. Counts may be decimal when the result is
-/// exact (`0.5/s` is 1 per 2 s).
+/// exact (`0.5/s` is 1 per 2 s) and carry an SI suffix (`10k/s`,
+/// `1.5k/min` is 1500 per minute, `2M/h`).
 pub fn parse_rate(text: &str) -> Result<Rate, RateError> {
     let err = |reason: String| RateError {
         text: text.to_string(),
@@ -257,6 +279,41 @@ mod tests {
         assert_eq!(r("3/s").count(), 3);
         assert_eq!(r("3/s").per(), Nanos::from_secs(1));
         assert_eq!(r("100000/s"), Rate::new(1, Nanos(10_000)).unwrap());
+    }
+
+    #[test]
+    fn si_suffixes_are_exact() {
+        assert_eq!(r("10k/s"), r("10000/s"));
+        assert_eq!(r("10K/s"), r("10000/s"));
+        assert_eq!(r("10k"), r("10000/s"));
+        // 1.5k is 1500, not 1499.99...: 1500 per minute is exactly 25/s.
+        assert_eq!(r("1.5k/min"), Rate::new(25, Nanos::from_secs(1)).unwrap());
+        assert_eq!(r("1.5k/min").to_string(), "25/s");
+        assert_eq!(r("2M/h"), Rate::new(5000, Nanos::from_secs(9)).unwrap());
+        // 2,000,000 per 3.6·10^12 ns is one per 1.8 ms, in lowest terms.
+        assert_eq!(r("2M/h").count(), 1);
+        assert_eq!(r("2M/h").per(), Nanos(1_800_000));
+        assert_eq!(r("1G/s"), Rate::new(1, Nanos(1)).unwrap());
+        assert_eq!(r("0.001k/s"), r("1/s"));
+        assert_eq!(r("2.5kr/s"), r("2500/s"));
+        assert_eq!(r("1k/200ms"), r("5000/s"));
+        // 1.2345k is 1234.5 a second: 2469 per 2 s, never rounded.
+        let odd = r("1.2345k/s");
+        assert_eq!((odd.count(), odd.per()), (2469, Nanos::from_secs(2)));
+        // 10^12 per 3.6·10^12 ns is 5 per 18 ns.
+        assert_eq!(r("1T/h"), Rate::new(5, Nanos(18)).unwrap());
+    }
+
+    #[test]
+    fn si_suffixes_reject_what_is_not_one() {
+        // 'm' would be milli; 'k' alone is no number; two suffixes are not one.
+        for bad in ["10m/s", "k/s", "10kk/s", "1.k5/s", "10x/s", "2P/s"] {
+            let msg = parse_rate(bad).unwrap_err().to_string();
+            assert!(msg.contains(&format!("'{bad}'")), "{msg}");
+        }
+        // Past 10^12 a period it is still refused, not wrapped.
+        assert!(parse_rate("2T/ns").is_err());
+        assert!(parse_rate("99999999999999999999999999999999999999T/s").is_err());
     }
 
     #[test]
