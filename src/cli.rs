@@ -22,6 +22,15 @@ pub enum Command {
     Pace(PaceArgs),
     /// Replay timestamped request logs through rate-limit policies.
     Audit(AuditArgs),
+    /// Print a shell completion script to stdout.
+    Completions(CompletionsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct CompletionsArgs {
+    /// The shell to complete in.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
 }
 
 fn rate_arg(s: &str) -> Result<Rate, String> {
@@ -70,7 +79,7 @@ pub enum StatsFormat {
 
 #[derive(Debug, Args)]
 pub struct PaceArgs {
-    /// Lines per period: 5/s, 300/min, 2/h, 1/200ms, 0.5/s, or 10 (= 10/s).
+    /// Lines per period: 5/s, 300/min, 2/h, 1/200ms, 0.5/s, 10k/s, or 10 (= 10/s).
     #[arg(long, short, value_parser = rate_arg)]
     pub rate: Option<Rate>,
     /// Lines allowed to wait in the backlog (default 0: a line is read when it can go).
