@@ -8,7 +8,9 @@
 //! refused units too, as the Redis `INCR` + `EXPIRE` limiter (and Python
 //! `limits`) does: with `align=first-hit,count=all` this is that limiter.
 //! A refusal's retry time is the start of the next window; a cost above
-//! `limit` can never fit, gets none, and is not counted even with `count=all`.
+//! `limit` can never fit and gets none. With `count=all` every hit adds its
+//! cost to the counter, a cost above `limit` too (Redis `INCRBY` and
+//! Python `limits` count it); the window's end frees the key.
 
 use super::{Decision, Policy};
 use crate::time::Nanos;
@@ -95,8 +97,9 @@ impl Policy for FixedWindow {
     }
 
     fn refuse(&self, s: &mut FixedWindowState, now: Nanos, cost: u64) {
-        // An oversized request never counts: it must not wedge the key.
-        if self.count == CountMode::All && cost <= self.limit {
+        // An oversized hit counts too, as `INCRBY` does; it cannot wedge the
+        // key because the window's end resets the counter.
+        if self.count == CountMode::All {
             let (start, count) = self.current(s, now);
             *s = FixedWindowState {
                 start,

@@ -324,7 +324,15 @@ fn an_oversized_cost_is_refused_forever_and_leaves_the_key_usable() {
             Decision::Refuse { retry_at: None },
             "{text}"
         );
-        assert!(lim.decide(0, Nanos(0), 1).is_admit(), "{text}");
+        if text.contains("count=all") {
+            // INCRBY counts the oversized hit: the key is full until the
+            // window it opened ends, then usable again.
+            let end = Nanos(rate("5/s").per().0 * 3);
+            assert!(!lim.decide(0, Nanos(0), 1).is_admit(), "{text}");
+            assert!(lim.decide(0, end, 1).is_admit(), "{text}");
+        } else {
+            assert!(lim.decide(0, Nanos(0), 1).is_admit(), "{text}");
+        }
     }
     let n = NginxLimitReq::new(NginxRate::PerSec(5), 2, None);
     let mut s = NginxState::default();
@@ -396,6 +404,35 @@ fn fixed_window_boundaries() {
     assert_eq!(s.count, 3);
     assert_eq!(f.level(&s, Nanos(3 * S)), 3);
     assert_eq!(f.level(&s, Nanos(10 * S)), 0);
+    // count=all: a cost above the limit is refused without a retry time and
+    // still adds its whole cost (Redis INCRBY, Python limits), so a later
+    // hit in the same window is refused; the next window frees the key.
+    let f = spec("fixed-window:limit=5,window=10s,align=first-hit,count=all");
+    let mut s = FixedWindowState::default();
+    assert!(f.decide(&mut s, Nanos(0), 2).is_admit());
+    assert_eq!(
+        f.decide(&mut s, Nanos(S), 7),
+        Decision::Refuse { retry_at: None }
+    );
+    assert_eq!(s.count, 9);
+    assert_eq!(
+        f.decide(&mut s, Nanos(2 * S), 1),
+        Decision::Refuse {
+            retry_at: Some(Nanos(10 * S))
+        }
+    );
+    assert_eq!(s.count, 10);
+    assert!(f.decide(&mut s, Nanos(10 * S), 5).is_admit());
+    assert_eq!(s.count, 5);
+    // count=admitted leaves the counter alone for the same oversized hit.
+    let f = spec("fixed-window:limit=5,window=10s,align=first-hit");
+    let mut s = FixedWindowState::default();
+    assert!(f.decide(&mut s, Nanos(0), 2).is_admit());
+    assert_eq!(
+        f.decide(&mut s, Nanos(S), 7),
+        Decision::Refuse { retry_at: None }
+    );
+    assert!(f.decide(&mut s, Nanos(2 * S), 3).is_admit());
 }
 
 use fixed_window::FixedWindowState;
