@@ -184,6 +184,10 @@ pub struct AuditArgs {
     /// Add per-interval rows (arrived, sent, dropped, level) of this length.
     #[arg(long, value_parser = positive_duration_arg, value_name = "DUR")]
     pub timeline: Option<Nanos>,
+    /// Draw the timeline to FILE.svg: a panel per policy, per --timeline interval
+    /// (or about 200-600 intervals over the log's span).
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     /// Keys listed per policy, most drops first.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub top: usize,

@@ -54,9 +54,12 @@ struct Helper {
 }
 
 impl Helper {
-    fn start(runs: Vec<Run>, timeline: Option<Nanos>, top: usize) -> Result<Helper> {
+    fn start(runs: Vec<Run>, timeline: Option<Nanos>, auto: bool, top: usize) -> Result<Helper> {
         let (tx, rx) = mpsc::sync_channel::<Vec<input::Event>>(4);
         let mut replay = Replay::new(runs, 0, None, timeline, top)?;
+        if auto {
+            replay.auto_timeline();
+        }
         let handle = std::thread::Builder::new()
             .name("drip-replay".into())
             .spawn(move || {
@@ -176,6 +179,68 @@ fn load_specs(args: &AuditArgs) -> Result<Vec<Spec>> {
     Ok(specs)
 }
 
+/// Fails early, before a long replay, when `path` cannot be an output
+/// file of this kind: a wrong extension, or a directory that is not there.
+fn check_output(flag: &str, path: &std::path::Path, ext: &str) -> Result<()> {
+    let has_ext = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case(ext));
+    if !has_ext {
+        bail!(
+            "{flag} '{}': the file is written as {}; give a name ending in .{ext}",
+            path.display(),
+            ext.to_uppercase()
+        );
+    }
+    if path.is_dir() {
+        bail!(
+            "{flag} '{}' is a directory; give a file name",
+            path.display()
+        );
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+        && !dir.is_dir()
+    {
+        bail!(
+            "{flag} '{}': no directory '{}'; create it or choose another path",
+            path.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
+/// The timeline plot of an audit: a panel per policy, in report order.
+fn audit_plot(
+    report: &Report,
+    timeline: Option<&Timeline>,
+    zone: Option<&timestamp::Zone>,
+) -> Result<String> {
+    let empty = Timeline::default();
+    let panels: Vec<crate::report::plot::Panel> = report
+        .policies
+        .iter()
+        .map(|p| crate::report::plot::Panel {
+            label: &p.label,
+            spec: &p.spec,
+            level_kind: p.peak_kind,
+            bound: p.bound,
+        })
+        .collect();
+    let title = format!(
+        "drip audit: {}, {} rows",
+        report.input.files.join(", "),
+        report.input.rows
+    );
+    let utc = jiff::tz::TimeZone::UTC;
+    crate::report::plot::timeline_svg(
+        &title,
+        &panels,
+        timeline.unwrap_or(&empty),
+        zone.map_or(&utc, |z| z.time_zone()),
+    )
+}
+
 pub fn run(args: AuditArgs) -> Result<u8> {
     let specs = load_specs(&args)?;
     let labels: Vec<String> = specs.iter().map(|s| s.label.clone()).collect();
@@ -237,6 +302,9 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         .collect();
 
     let spec = InputSpec::from_args(&args.input, key_cols.clone(), args.quiet)?;
+    if let Some(path) = &args.plot {
+        check_output("--plot", path, "svg")?;
+    }
     let files = spec.files.clone();
 
     let decisions: Option<Box<dyn Write + Send>> = match &args.decisions {
@@ -251,6 +319,11 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         ))),
     };
     let mut replay = Replay::new(runs, key_cols.len(), decisions, args.timeline, args.top)?;
+    // A plot without --timeline keeps one whose interval follows the span.
+    let auto_timeline = args.timeline.is_none() && args.plot.is_some();
+    if auto_timeline {
+        replay.auto_timeline();
+    }
 
     let show_progress =
         !args.quiet && !args.no_progress && (args.progress || std::io::stderr().is_terminal());
@@ -301,7 +374,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
     // on a thread of their own, fed the same rows in time order.
     let mut helper = if specs.len() >= 2 && args.decisions.is_none() {
         let runs = replay.split_off();
-        Some(Helper::start(runs, args.timeline, args.top)?)
+        Some(Helper::start(runs, args.timeline, auto_timeline, args.top)?)
     } else {
         None
     };
@@ -374,6 +447,24 @@ pub fn run(args: AuditArgs) -> Result<u8> {
     let first = replay.first;
     let last = replay.last;
     let (mut policies, timeline) = replay.finish()?;
+    let timeline = timeline.map(|(i, rows)| Timeline {
+        interval_ns: i.0,
+        rows,
+    });
+    // The plot's timeline: --timeline's as it is, or a few hundred intervals.
+    let (timeline, plotted) = if auto_timeline {
+        let chosen = timeline.map(|t| {
+            let starts = t.rows.iter().map(|r| r.start_ns);
+            let span = starts.clone().max().unwrap_or(0) - starts.min().unwrap_or(0);
+            crate::report::plot::coarsen(
+                &t,
+                crate::report::plot::choose_interval(span + t.interval_ns, t.interval_ns),
+            )
+        });
+        (None, chosen)
+    } else {
+        (timeline.clone(), timeline)
+    };
     for p in &mut policies {
         p.skipped_bad = summary.bad_rows;
     }
@@ -389,10 +480,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
             last_ns: last.map(|t| t.0),
         },
         policies,
-        timeline: timeline.map(|(i, rows)| Timeline {
-            interval_ns: i.0,
-            rows,
-        }),
+        timeline,
         crossings: Vec::new(),
     };
 
@@ -457,6 +545,11 @@ pub fn run(args: AuditArgs) -> Result<u8> {
     }
     .and_then(|_| out.flush())
     .context("cannot write the report")?;
+    if let Some(path) = &args.plot {
+        let svg = audit_plot(&report, plotted.as_ref(), spec.zone.as_ref())?;
+        std::fs::write(path, svg)
+            .with_context(|| format!("cannot write --plot file '{}'", path.display()))?;
+    }
     for c in &report.crossings {
         eprintln!("drip: {c}");
     }

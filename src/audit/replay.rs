@@ -116,6 +116,28 @@ struct Bin {
 /// Most timeline intervals kept per policy.
 const MAX_BINS: usize = 1_000_000;
 
+/// The intervals an automatic timeline steps through as the log's span
+/// grows, each a whole multiple of the one before, so coarsening merges
+/// whole intervals and never splits one.
+const AUTO_STEPS: [u64; 12] = [
+    1_000_000,              // 1 ms
+    10_000_000,             // 10 ms
+    100_000_000,            // 100 ms
+    1_000_000_000,          // 1 s
+    10_000_000_000,         // 10 s
+    60_000_000_000,         // 1 min
+    600_000_000_000,        // 10 min
+    3_600_000_000_000,      // 1 h
+    86_400_000_000_000,     // 1 day
+    864_000_000_000_000,    // 10 days
+    8_640_000_000_000_000,  // 100 days
+    17_280_000_000_000_000, // 200 days
+];
+
+/// Most intervals an automatic timeline's arrivals span before it moves
+/// to the next step: fine enough for any later choice of a few hundred.
+const AUTO_BINS: u64 = 20_000;
+
 /// One policy (or stack) being replayed.
 pub struct Run {
     pub order: usize,
@@ -155,6 +177,26 @@ impl Tally {
         } else {
             Levels::None
         }
+    }
+
+    /// Merges the bins, kept every `from.0` from `from.1`, into bins every
+    /// `to.0` from `to.1` (a whole multiple, starting at or before): counts
+    /// add up, levels keep their peak.
+    fn coarsen(&mut self, from: (Nanos, u64), to: (Nanos, u64)) {
+        let mut merged: Vec<Bin> = Vec::new();
+        for (j, b) in self.bins.iter().enumerate() {
+            let start = from.1 + j as u64 * from.0.0;
+            let i = ((start - to.1) / to.0.0) as usize;
+            if merged.len() <= i {
+                merged.resize(i + 1, Bin::default());
+            }
+            let m = &mut merged[i];
+            m.arrived += b.arrived;
+            m.sent += b.sent;
+            m.dropped += b.dropped;
+            m.level = m.level.max(b.level);
+        }
+        self.bins = merged;
     }
 
     /// Counts one decision (`level`: the level just after it, or 0).
@@ -323,6 +365,8 @@ pub struct Replay {
     requests_by_key: Vec<Vec<u64>>,
     decisions: Option<csv::Writer<Box<dyn Write + Send>>>,
     timeline: Option<(Nanos, u64)>,
+    /// The timeline's interval follows the log's span (see `auto_timeline`).
+    auto: bool,
     pub first: Option<Nanos>,
     pub last: Option<Nanos>,
     top: usize,
@@ -360,10 +404,39 @@ impl Replay {
             requests_by_key: vec![Vec::new(); key_columns],
             decisions,
             timeline: timeline.map(|i| (i, 0)),
+            auto: false,
             first: None,
             last: None,
             top,
         })
+    }
+
+    /// Keeps a timeline whose interval follows the log's span: it starts at
+    /// 1 ms and, whenever the arrivals span more than `AUTO_BINS`
+    /// intervals, moves to the next of `AUTO_STEPS`, merging what it has.
+    /// Replays fed the same chunks step alike. Replaces a fixed timeline.
+    pub fn auto_timeline(&mut self) {
+        self.timeline = Some((Nanos(AUTO_STEPS[0]), 0));
+        self.auto = true;
+    }
+
+    /// Moves an automatic timeline to a coarser step until `last` falls
+    /// within `AUTO_BINS` intervals of its start.
+    fn widen_timeline(&mut self, last: Nanos) {
+        let Some((mut interval, mut t0)) = self.timeline else {
+            return;
+        };
+        while (last.0 - t0) / interval.0 >= AUTO_BINS {
+            let Some(&next) = AUTO_STEPS.iter().find(|&&s| s > interval.0) else {
+                break;
+            };
+            let (to_i, to_t0) = (Nanos(next), t0 - t0 % next);
+            for run in &mut self.runs {
+                run.tally.coarsen((interval, t0), (to_i, to_t0));
+            }
+            (interval, t0) = (to_i, to_t0);
+        }
+        self.timeline = Some((interval, t0));
     }
 
     /// Turns a batch's key values into ids unless the reader did, and
@@ -392,6 +465,11 @@ impl Replay {
             }
         }
         self.last = events.last().map(|e| e.at);
+        if self.auto
+            && let Some(last) = self.last
+        {
+            self.widen_timeline(last);
+        }
         for (i, ev) in events.iter().enumerate() {
             for (c, reqs) in self.requests_by_key.iter_mut().enumerate() {
                 if let Some(n) = events
@@ -552,6 +630,7 @@ impl Replay {
                 wait: shapes.then(|| run.tally.waits.summary()),
                 peak: run.tally.peak,
                 peak_kind: run.exec.level_kind(),
+                bound: Some(run.exec.max_level()).filter(|&b| b != u64::MAX),
                 keys_seen,
                 keys_with_drops: match run.tally.report_slot {
                     Some(_) => run.tally.drops_by_key.iter().filter(|d| **d > 0).count() as u64,
@@ -588,5 +667,87 @@ fn percent(part: u64, whole: u64) -> f64 {
         0.0
     } else {
         part as f64 * 100.0 / whole as f64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::parse_spec;
+
+    /// Sorted arrival times over about `span` seconds, in bursts.
+    fn arrivals(n: u64, span: u64) -> Vec<Event> {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut times: Vec<u64> = (0..n)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                // Crowd half the rows into the first tenth of the span.
+                let t = x % (span * 1_000_000_000);
+                if x.is_multiple_of(2) { t / 10 } else { t }
+            })
+            .collect();
+        times.sort_unstable();
+        times
+            .into_iter()
+            .enumerate()
+            .map(|(i, t)| Event {
+                at: Nanos(1_700_000_000_123_456_789 + t),
+                row: i as u64 + 1,
+                line: i as u64 + 2,
+                file: 0,
+                cost: 1,
+                keys: [EMPTY_KEY; MAX_KEYS],
+            })
+            .collect()
+    }
+
+    fn replay(timeline: Option<Nanos>, auto: bool, events: &[Event]) -> TimelineRows {
+        let runs = ["shaper:rate=5/s,burst=30", "gcra:rate=2/s,burst=5"]
+            .iter()
+            .enumerate()
+            .map(|(i, t)| Run::new(&parse_spec(t).unwrap(), vec![Slot::Global], i))
+            .collect();
+        let mut r = Replay::new(runs, 0, None, timeline, 10).unwrap();
+        if auto {
+            r.auto_timeline();
+        }
+        for chunk in events.chunks(4096) {
+            r.decide_chunk(chunk).unwrap();
+        }
+        r.finish().unwrap().1.unwrap()
+    }
+
+    #[test]
+    fn an_automatic_timeline_equals_a_fixed_one_at_its_interval() {
+        // 5000 s of arrivals: past 20,000 intervals at 100 ms, so 1 s.
+        let events = arrivals(40_000, 5000);
+        let (interval, auto) = replay(None, true, &events);
+        assert_eq!(interval, Nanos::from_secs(1));
+        let (_, fixed) = replay(Some(Nanos::from_secs(1)), false, &events);
+        let key = |r: &TimelineRow| {
+            (
+                r.start_ns,
+                r.policy.clone(),
+                r.arrived,
+                r.sent,
+                r.dropped,
+                r.level,
+            )
+        };
+        assert_eq!(
+            auto.iter().map(key).collect::<Vec<_>>(),
+            fixed.iter().map(key).collect::<Vec<_>>()
+        );
+        assert_eq!(auto.iter().map(|r| r.arrived).sum::<u64>(), 2 * 40_000);
+    }
+
+    #[test]
+    fn a_short_log_keeps_milliseconds() {
+        let events = arrivals(500, 3);
+        let (interval, rows) = replay(None, true, &events);
+        assert_eq!(interval, Nanos::from_millis(1));
+        assert_eq!(rows.iter().map(|r| r.arrived).sum::<u64>(), 2 * 500);
     }
 }

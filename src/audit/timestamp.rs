@@ -403,6 +403,11 @@ impl Zone {
         })
     }
 
+    /// The zone itself, for showing times in it.
+    pub fn time_zone(&self) -> &jiff::tz::TimeZone {
+        &self.0
+    }
+
     /// Seconds east of UTC in force at the local time `local` (seconds
     /// since 1970 read as if UTC). A local time skipped or repeated by a
     /// clock change resolves as RFC 5545 says ("compatible").

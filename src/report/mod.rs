@@ -6,6 +6,7 @@
 pub mod csv;
 pub mod json;
 pub mod markdown;
+pub mod plot;
 pub mod table;
 
 use crate::time::{Nanos, fmt_millis};
@@ -68,6 +69,10 @@ pub struct PolicyReport {
     pub peak: u64,
     /// "backlog" or "level".
     pub peak_kind: &'static str,
+    /// The highest backlog or level the policy allows (burst, capacity,
+    /// limit; the largest member's in a stack); None when unbounded.
+    #[serde(skip)]
+    pub bound: Option<u64>,
     #[serde(rename = "keys")]
     pub keys_seen: u64,
     pub keys_with_drops: u64,
