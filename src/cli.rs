@@ -127,13 +127,55 @@ pub enum Format {
     Markdown,
 }
 
+/// How a log's lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum InputFormat {
+    /// Decided from the first line: combined, common, or CSV.
+    Auto,
+    /// Comma-separated values with a header row (or --delimiter).
+    Csv,
+    /// Tab-separated values with a header row.
+    Tsv,
+    /// NCSA Combined Log Format (Apache, nginx's default).
+    Combined,
+    /// NCSA Common Log Format.
+    Common,
+    /// Lines of an nginx log_format given with --log-format.
+    Nginx,
+}
+
+impl InputFormat {
+    /// The name as written on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            InputFormat::Auto => "auto",
+            InputFormat::Csv => "csv",
+            InputFormat::Tsv => "tsv",
+            InputFormat::Combined => "combined",
+            InputFormat::Common => "common",
+            InputFormat::Nginx => "nginx",
+        }
+    }
+}
+
 /// Where the log comes from and how its rows are read: shared by every
 /// command that reads request logs.
 #[derive(Debug, Args)]
 pub struct InputArgs {
-    /// CSV logs (plain or .gz), read in order as one log; '-' or none for stdin.
+    /// Logs (plain or .gz), read in order as one log; '-' or none for stdin.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// How the lines are written (auto: from the first line; see --log-format for nginx).
+    #[arg(long, value_enum, default_value_t = InputFormat::Auto, value_name = "FORMAT")]
+    pub input_format: InputFormat,
+    /// An nginx log_format string as in nginx.conf, e.g.
+    /// '$remote_addr [$time_local] "$request" $status $request_time'; implies --input-format nginx.
+    #[arg(long, value_name = "FORMAT")]
+    pub log_format: Option<String>,
+    /// A request's duration in seconds (e.g. request_time), subtracted from the
+    /// time column's completion time to replay arrival times.
+    #[arg(long, value_name = "NAME|INDEX")]
+    pub duration_column: Option<String>,
     /// The timestamp column: header name or 0-based index (default: ts, time, timestamp, ...);
     /// DATE,TIME joins a date and a time column with a space.
     #[arg(long, value_name = "NAME|INDEX")]

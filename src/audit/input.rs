@@ -5,6 +5,7 @@
 //! `--skip-bad`. Rows stream in batches: memory does not follow the log.
 
 use super::timestamp::{TimeFormat, TimeParser};
+use crate::cli::InputFormat;
 use crate::time::Nanos;
 use anyhow::{Context, Result, anyhow, bail};
 use std::fs::File;
@@ -74,6 +75,13 @@ pub struct InputSpec {
     /// Distinct key columns; an event carries one id per entry.
     pub key_cols: Vec<ColSel>,
     pub cost_col: Option<ColSel>,
+    /// A request's duration (seconds), subtracted from a completion time
+    /// to get its arrival.
+    pub duration_col: Option<ColSel>,
+    /// How lines are written (`Auto`: detected from the first file).
+    pub input_format: InputFormat,
+    /// An nginx `log_format` string, for `InputFormat::Nginx`.
+    pub log_format: Option<String>,
     pub delimiter: Option<u8>,
     pub no_header: bool,
     /// Key values `host:port` / `[v6]:port` lose the port.
@@ -125,8 +133,26 @@ impl InputSpec {
                 );
             }
         }
+        let mut input_format = args.input_format;
+        if let Some(f) = &args.log_format {
+            match input_format {
+                InputFormat::Auto | InputFormat::Nginx => input_format = InputFormat::Nginx,
+                other => bail!(
+                    "--log-format describes nginx lines, but --input-format is {}; drop one of them",
+                    other.name()
+                ),
+            }
+            crate::log::nginx::Nginx::compile(f)?;
+        } else if input_format == InputFormat::Nginx {
+            bail!(
+                "--input-format nginx needs --log-format 'FORMAT', the log_format string from nginx.conf (e.g. '$remote_addr [$time_local] \"$request\" $status')"
+            );
+        }
         Ok(InputSpec {
             files: args.files.clone(),
+            duration_col: args.duration_column.as_deref().map(ColSel::parse),
+            input_format,
+            log_format: args.log_format.clone(),
             time_col,
             time_format,
             key_cols,
@@ -260,7 +286,7 @@ impl<R: Read> Read for Counting<R> {
     }
 }
 
-fn open(path: &Path, bytes: &Arc<AtomicU64>) -> Result<Box<dyn Read + Send>> {
+fn open(path: &Path, bytes: &Arc<AtomicU64>) -> Result<Box<dyn BufRead + Send>> {
     let raw: Box<dyn Read + Send> = if path.as_os_str() == "-" {
         Box::new(io::stdin())
     } else {
@@ -314,6 +340,8 @@ struct Columns {
     time2: Option<usize>,
     keys: Vec<usize>,
     cost: Option<usize>,
+    /// The request's duration, subtracted from its completion time.
+    duration: Option<usize>,
 }
 
 fn resolve(sel: &ColSel, header: Option<&[String]>, what: &str, file: &str) -> Result<usize> {
@@ -384,6 +412,229 @@ fn shown(value: &[u8]) -> String {
     out
 }
 
+/// A log being read row by row: CSV records, or lines of an access-log
+/// format read into named fields.
+trait Rows {
+    /// Column names, when the log has them.
+    fn header(&self) -> Option<&[String]>;
+    /// The index of a named or numbered column.
+    fn column(&mut self, sel: &ColSel, what: &str, file: &str) -> Result<usize> {
+        resolve(sel, self.header(), what, file)
+    }
+    /// The time column(s) when none is named.
+    fn default_time(&mut self, file: &str) -> Result<(usize, Option<usize>)> {
+        pick_time_column(self.header(), file).map(|t| (t, None))
+    }
+    /// Moves to the next row: `Some(Ok)` a row, `Some(Err)` a line that
+    /// cannot be read (the reason), `None` the end.
+    fn advance(&mut self) -> Result<Option<Result<(), String>>>;
+    /// The row's line in its file.
+    fn line(&self) -> u64;
+    /// Fields in the row.
+    fn len(&self) -> usize;
+    fn get(&self, i: usize) -> Option<&[u8]>;
+    /// The access-log format's name; `None` for CSV.
+    fn format(&self) -> Option<&'static str> {
+        None
+    }
+}
+
+struct CsvRows<R: Read> {
+    csv: csv::Reader<R>,
+    record: csv::ByteRecord,
+    header: Option<Vec<String>>,
+    name: String,
+}
+
+impl<R: Read> CsvRows<R> {
+    /// Reads the header row; `None` for an empty file.
+    fn new(reader: R, delimiter: u8, no_header: bool, name: &str) -> Result<Option<Self>> {
+        let mut rows = CsvRows {
+            csv: csv::ReaderBuilder::new()
+                .has_headers(false)
+                .flexible(true)
+                .delimiter(delimiter)
+                .buffer_capacity(1 << 16)
+                .from_reader(reader),
+            record: csv::ByteRecord::new(),
+            header: None,
+            name: name.to_string(),
+        };
+        if !no_header {
+            if !rows.read()? {
+                return Ok(None); // an empty file: no header, no rows
+            }
+            rows.header = Some(
+                rows.record
+                    .iter()
+                    .map(|f| String::from_utf8_lossy(f).trim().to_string())
+                    .collect(),
+            );
+        }
+        Ok(Some(rows))
+    }
+
+    fn read(&mut self) -> Result<bool> {
+        self.csv
+            .read_byte_record(&mut self.record)
+            .with_context(|| format!("{}: cannot read the log", self.name))
+    }
+}
+
+impl<R: Read> Rows for CsvRows<R> {
+    fn header(&self) -> Option<&[String]> {
+        self.header.as_deref()
+    }
+
+    fn advance(&mut self) -> Result<Option<Result<(), String>>> {
+        loop {
+            if !self.read()? {
+                return Ok(None);
+            }
+            if self.record.len() == 1 && self.record[0].trim_ascii().is_empty() {
+                continue; // a blank line
+            }
+            return Ok(Some(Ok(())));
+        }
+    }
+
+    fn line(&self) -> u64 {
+        self.record.position().map_or(0, |p| p.line())
+    }
+
+    fn len(&self) -> usize {
+        self.record.len()
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> Option<&[u8]> {
+        self.record.get(i)
+    }
+}
+
+/// Lines of an access-log format.
+struct LineRows<R> {
+    lines: crate::log::Lines<R>,
+    parser: Box<dyn crate::log::LineParser>,
+    fields: crate::log::Fields,
+    /// The line in `lines.buf` is read but not yet parsed.
+    pending: Option<crate::log::Line>,
+    dash_is_empty: bool,
+}
+
+impl<R: BufRead> LineRows<R> {
+    /// Reads up to the first request line, so the format knows its field
+    /// names (a W3C `#Fields:` line, a JSON line's paths).
+    fn new(reader: R, mut parser: Box<dyn crate::log::LineParser>, name: &str) -> Result<Self> {
+        use crate::log::Line;
+        let mut lines = crate::log::Lines::new(reader);
+        let pending = loop {
+            let l = lines
+                .next_line()
+                .with_context(|| format!("{name}: cannot read the log"))?;
+            match l {
+                Line::Ok if lines.buf.trim_ascii().is_empty() => continue,
+                Line::Ok if parser.learn(&lines.buf) => continue,
+                Line::End => break None,
+                l => break Some(l),
+            }
+        };
+        Ok(LineRows {
+            lines,
+            dash_is_empty: parser.dash_is_empty(),
+            parser,
+            fields: crate::log::Fields::default(),
+            pending,
+        })
+    }
+}
+
+impl<R: BufRead> Rows for LineRows<R> {
+    fn header(&self) -> Option<&[String]> {
+        self.parser.names()
+    }
+
+    fn column(&mut self, sel: &ColSel, what: &str, file: &str) -> Result<usize> {
+        match sel {
+            ColSel::Index(i) => Ok(*i),
+            ColSel::Name(n) => self.parser.field(n).ok_or_else(|| {
+                let names = self.parser.names().unwrap_or_default().join(", ");
+                anyhow!(
+                    "{file}: {} lines have no {what} field '{n}'; the fields are: {names}",
+                    self.parser.format()
+                )
+            }),
+        }
+    }
+
+    fn default_time(&mut self, file: &str) -> Result<(usize, Option<usize>)> {
+        match self.parser.default_time() {
+            Some(t) => Ok(t),
+            None => pick_time_column(self.parser.names(), file).map(|t| (t, None)),
+        }
+    }
+
+    fn advance(&mut self) -> Result<Option<Result<(), String>>> {
+        use crate::log::{Line, Parsed};
+        loop {
+            let l = match self.pending.take() {
+                Some(l) => l,
+                None => self.lines.next_line().context("cannot read the log")?,
+            };
+            match l {
+                Line::End => return Ok(None),
+                Line::TooLong => {
+                    return Ok(Some(Err(format!(
+                        "the line is longer than {} bytes",
+                        crate::log::MAX_LINE
+                    ))));
+                }
+                Line::Ok if self.lines.buf.trim_ascii().is_empty() => continue,
+                Line::Ok => {
+                    self.fields.clear();
+                    match self.parser.parse(&self.lines.buf, &mut self.fields) {
+                        Ok(Parsed::Record) => return Ok(Some(Ok(()))),
+                        Ok(Parsed::Skip) => continue,
+                        Err(e) => return Ok(Some(Err(e))),
+                    }
+                }
+            }
+        }
+    }
+
+    fn line(&self) -> u64 {
+        self.lines.line
+    }
+
+    fn len(&self) -> usize {
+        self.fields.spans.len()
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> Option<&[u8]> {
+        match self.fields.get(&self.lines.buf, i) {
+            Some(b"-") if self.dash_is_empty => Some(b""),
+            v => v,
+        }
+    }
+
+    fn format(&self) -> Option<&'static str> {
+        Some(self.parser.format())
+    }
+}
+
+/// What carries over from file to file while reading.
+struct Reading<'s> {
+    spec: &'s InputSpec,
+    summary: InputSummary,
+    times: TimeParser,
+    announce: Option<String>,
+    naive_said: bool,
+    batch: Batch,
+    row_no: u64,
+    joined: Vec<u8>,
+}
+
 /// Reads every file in order, calling `emit` with each batch; `emit`
 /// returns false to stop early (the replay has failed).
 /// With `interners`, key values are turned into ids here, on the reader's
@@ -406,195 +657,288 @@ pub fn read_all(
     } else {
         &spec.files
     };
-    let mut summary = InputSummary::default();
-    let mut times = TimeParser::new(spec.time_format.clone(), spec.zone.clone());
-    let mut announce: Option<String> = None;
-    let mut naive_said = false;
-    let mut batch = Batch::default();
-    let mut row_no = 0u64;
+    let mut st = Reading {
+        spec,
+        summary: InputSummary::default(),
+        times: TimeParser::new(spec.time_format.clone(), spec.zone.clone()),
+        announce: None,
+        naive_said: false,
+        batch: Batch::default(),
+        row_no: 0,
+        joined: Vec::new(),
+    };
+    let mut format = match spec.input_format {
+        InputFormat::Auto => None,
+        f => Some(f),
+    };
     for (file_idx, path) in files.iter().enumerate() {
         let name = file_name(path);
-        let reader = open(path, bytes)?;
-        let delimiter = spec.delimiter.unwrap_or_else(|| default_delimiter(path));
-        let mut csv = csv::ReaderBuilder::new()
-            .has_headers(false)
-            .flexible(true)
-            .delimiter(delimiter)
-            .buffer_capacity(1 << 16)
-            .from_reader(reader);
-        let mut record = csv::ByteRecord::new();
-        let read = |csv: &mut csv::Reader<_>, record: &mut csv::ByteRecord| {
-            csv.read_byte_record(record)
-                .with_context(|| format!("{name}: cannot read the log"))
-        };
-        let header: Option<Vec<String>> = if spec.no_header {
-            None
-        } else if read(&mut csv, &mut record)? {
-            Some(
-                record
-                    .iter()
-                    .map(|f| String::from_utf8_lossy(f).trim().to_string())
-                    .collect(),
-            )
-        } else {
-            continue; // an empty file: no header, no rows
-        };
-        let h = header.as_deref();
-        let cols = Columns {
-            time: match spec.time_col.as_deref() {
-                Some([sel, ..]) => resolve(sel, h, "time", &name)?,
-                _ => pick_time_column(h, &name)?,
-            },
-            time2: match spec.time_col.as_deref() {
-                Some([_, sel]) => Some(resolve(sel, h, "time", &name)?),
-                _ => None,
-            },
-            keys: spec
-                .key_cols
-                .iter()
-                .map(|k| resolve(k, h, "key", &name))
-                .collect::<Result<_>>()?,
-            cost: spec
-                .cost_col
-                .as_ref()
-                .map(|c| resolve(c, h, "cost", &name))
-                .transpose()?,
-        };
-        if summary.time_column.is_empty() {
-            let col = |i: usize| match h {
-                Some(h) => h[i].clone(),
-                None => format!("#{i}"),
-            };
-            summary.time_column = match cols.time2 {
-                Some(t2) => format!("{}+{}", col(cols.time), col(t2)),
-                None => col(cols.time),
-            };
-        }
-        let mut joined = Vec::new();
-        while read(&mut csv, &mut record)? {
-            let line = record.position().map_or(0, |p| p.line());
-            if record.len() == 1 && record[0].trim_ascii().is_empty() {
-                continue; // a blank line
+        let mut reader = open(path, bytes)?;
+        let f = match format {
+            Some(f) => f,
+            None => {
+                let sample = reader
+                    .fill_buf()
+                    .with_context(|| format!("cannot read '{name}'"))?;
+                if sample.is_empty() {
+                    continue; // an empty file tells nothing
+                }
+                let f = crate::log::detect(sample).unwrap_or(InputFormat::Csv);
+                if f != InputFormat::Csv && !spec.quiet {
+                    eprintln!(
+                        "drip: reading {name} as {} lines (detected from its first line; set --input-format to override)",
+                        f.name()
+                    );
+                }
+                format = Some(f);
+                f
             }
-            row_no += 1;
-            let bad = |what: String| -> anyhow::Error {
-                anyhow!(
-                    "{name}:{line}: {what}; fix the row, or pass --skip-bad to skip and count such rows"
-                )
+        };
+        let go = match f {
+            InputFormat::Csv | InputFormat::Tsv | InputFormat::Auto => {
+                let delimiter = spec.delimiter.unwrap_or(if f == InputFormat::Tsv {
+                    b'\t'
+                } else {
+                    default_delimiter(path)
+                });
+                match CsvRows::new(reader, delimiter, spec.no_header, &name)? {
+                    Some(mut rows) => read_rows(&mut st, &mut rows, file_idx, &name, &mut emit)?,
+                    None => true,
+                }
+            }
+            f => {
+                let parser = crate::log::parser(f, spec.log_format.as_deref())?;
+                let mut rows = LineRows::new(reader, parser, &name)?;
+                read_rows(&mut st, &mut rows, file_idx, &name, &mut emit)?
+            }
+        };
+        if !go {
+            return Ok(st.summary);
+        }
+    }
+    if !st.batch.events.is_empty() {
+        emit(st.batch);
+    }
+    st.summary.time_format = st.times.format.to_string();
+    Ok(st.summary)
+}
+
+/// Reads one file's rows into events; false when `emit` asked to stop.
+fn read_rows(
+    st: &mut Reading,
+    rows: &mut impl Rows,
+    file_idx: usize,
+    name: &str,
+    emit: &mut impl FnMut(Batch) -> bool,
+) -> Result<bool> {
+    let spec = st.spec;
+    let (time, time2) = match spec.time_col.as_deref() {
+        Some([sel]) => (rows.column(sel, "time", name)?, None),
+        Some([sel, sel2, ..]) => (
+            rows.column(sel, "time", name)?,
+            Some(rows.column(sel2, "time", name)?),
+        ),
+        _ => rows.default_time(name)?,
+    };
+    let cols = Columns {
+        time,
+        time2,
+        keys: spec
+            .key_cols
+            .iter()
+            .map(|k| rows.column(k, "key", name))
+            .collect::<Result<_>>()?,
+        cost: spec
+            .cost_col
+            .as_ref()
+            .map(|c| rows.column(c, "cost", name))
+            .transpose()?,
+        duration: spec
+            .duration_col
+            .as_ref()
+            .map(|c| rows.column(c, "duration", name))
+            .transpose()?,
+    };
+    let format = rows.format();
+    // Column names for messages.
+    let col_name = |h: Option<&[String]>, i: usize| match h.and_then(|h| h.get(i)) {
+        Some(n) => n.clone(),
+        None if format.is_some() => format!("field{i}"),
+        None => format!("#{i}"),
+    };
+    let header: Option<Vec<String>> = rows.header().map(<[String]>::to_vec);
+    let h = header.as_deref();
+    if st.summary.time_column.is_empty() {
+        st.summary.time_column = match cols.time2 {
+            Some(t2) => format!("{}+{}", col_name(h, cols.time), col_name(h, t2)),
+            None => col_name(h, cols.time),
+        };
+        if let Some(f) = format
+            && spec.duration_col.is_none()
+            && !spec.quiet
+            && let Some(hd) = h
+            && hd.iter().any(|n| n == "request_time")
+            && ["msec", "time_local", "time_iso8601"].contains(&st.summary.time_column.as_str())
+        {
+            eprintln!(
+                "drip: {f} lines are written when a request completes, so '{}' is a completion time; pass --duration-column request_time to replay arrival times",
+                st.summary.time_column
+            );
+        }
+    }
+    let time_column = st.summary.time_column.clone();
+    let duration_name = cols.duration.map(|d| col_name(h, d));
+    let key_names: Vec<String> = cols.keys.iter().map(|&k| col_name(h, k)).collect();
+    let cost_name = cols.cost.map(|c| col_name(h, c));
+    // Where a message points: the CSV row, or the format's line.
+    let kind = match format {
+        Some(f) => format!("{f} line: "),
+        None => String::new(),
+    };
+    let lenient_keys = format.is_some();
+    while let Some(read) = rows.advance()? {
+        let line = rows.line();
+        st.row_no += 1;
+        let bad = |what: String| -> anyhow::Error {
+            let thing = if format.is_some() { "line" } else { "row" };
+            anyhow!(
+                "{name}:{line}: {kind}{what}; fix the {thing}, or pass --skip-bad to skip and count such {thing}s"
+            )
+        };
+        let parsed = (|| -> Result<Event> {
+            read.map_err(&bad)?;
+            let field = |i: usize, what: &str| {
+                rows.get(i).ok_or_else(|| match format {
+                    Some(_) => bad(format!("no {what} field '{}' on this line", col_name(h, i))),
+                    None => bad(format!(
+                        "the row has {} field(s), no {what} column #{i}",
+                        rows.len()
+                    )),
+                })
             };
-            let parsed = (|| -> Result<Event> {
-                let field = |i: usize, what: &str| {
-                    record.get(i).ok_or_else(|| {
-                        bad(format!(
-                            "the row has {} field(s), no {what} column #{i}",
-                            record.len()
-                        ))
-                    })
-                };
-                let mut tv = field(cols.time, "time")?;
-                if let Some(t2) = cols.time2 {
-                    joined.clear();
-                    joined.extend_from_slice(tv.trim_ascii());
-                    joined.push(b' ');
-                    joined.extend_from_slice(field(t2, "time")?.trim_ascii());
-                    tv = &joined;
-                }
-                if times.format == TimeFormat::Auto {
-                    let format = TimeFormat::detect(tv).ok_or_else(|| {
-                        bad(format!(
-                            "cannot tell the time format of '{}' in column '{}'; set --time-format",
-                            shown(tv),
-                            summary.time_column
-                        ))
-                    })?;
-                    announce = (!spec.quiet).then(|| {
-                        format!(
-                            "drip: reading column '{}' as {format} (detected from '{}'; set --time-format to override)",
-                            summary.time_column,
-                            shown(tv.trim_ascii())
-                        )
-                    });
-                    times = TimeParser::new(format, spec.zone.clone());
-                }
-                let at = times.parse(tv).map_err(|e| {
+            let mut tv = field(cols.time, "time")?;
+            if let Some(t2) = cols.time2 {
+                st.joined.clear();
+                st.joined.extend_from_slice(tv.trim_ascii());
+                st.joined.push(b' ');
+                st.joined.extend_from_slice(field(t2, "time")?.trim_ascii());
+                tv = &st.joined;
+            }
+            if st.times.format == TimeFormat::Auto {
+                let format = TimeFormat::detect(tv).ok_or_else(|| {
                     bad(format!(
-                        "bad timestamp '{}' in column '{}': {e}",
+                        "cannot tell the time format of '{}' in column '{}'; set --time-format",
                         shown(tv),
-                        summary.time_column
+                        time_column
                     ))
                 })?;
-                let cost = match cols.cost {
-                    None => 1,
-                    Some(c) => {
-                        let v = field(c, "cost")?;
-                        std::str::from_utf8(v.trim_ascii())
-                            .ok()
-                            .and_then(|s| s.parse::<u32>().ok())
-                            .filter(|&c| c > 0)
-                            .ok_or_else(|| {
-                                bad(format!(
-                                    "bad cost '{}': a whole number from 1 to 4294967295",
-                                    shown(v)
-                                ))
-                            })?
+                st.announce = (!spec.quiet).then(|| {
+                    format!(
+                        "drip: reading column '{}' as {format} (detected from '{}'; set --time-format to override)",
+                        time_column,
+                        shown(tv.trim_ascii())
+                    )
+                });
+                st.times = TimeParser::new(format, spec.zone.clone());
+            }
+            let mut at = st.times.parse(tv).map_err(|e| {
+                bad(format!(
+                    "bad timestamp '{}' in column '{}': {e}",
+                    shown(tv),
+                    time_column
+                ))
+            })?;
+            if let Some(d) = cols.duration {
+                let dn = duration_name.as_deref().unwrap_or_default();
+                let v = field(d, "duration")?;
+                let took = super::timestamp::parse_epoch(v.trim_ascii(), Nanos::PER_SEC).map_err(
+                    |_| {
+                        bad(format!(
+                            "bad duration '{}' in column '{dn}': seconds such as 0.125",
+                            shown(v)
+                        ))
+                    },
+                )?;
+                at = Nanos(at.0.checked_sub(took.0).ok_or_else(|| {
+                    bad(format!(
+                        "duration '{}' in column '{dn}' is longer than the time since 1970",
+                        shown(v)
+                    ))
+                })?);
+            }
+            let cost = match cols.cost {
+                None => 1,
+                Some(c) => {
+                    let v = field(c, "cost")?;
+                    std::str::from_utf8(v.trim_ascii())
+                        .ok()
+                        .and_then(|s| s.parse::<u32>().ok())
+                        .filter(|&c| c > 0)
+                        .ok_or_else(|| {
+                            bad(format!(
+                                "bad cost '{}' in column '{}': a whole number from 1 to 4294967295",
+                                shown(v),
+                                cost_name.as_deref().unwrap_or_default()
+                            ))
+                        })?
+                }
+            };
+            let mut keys = [0; MAX_KEYS];
+            let mark = st.batch.key_bytes.len();
+            for (slot, &c) in cols.keys.iter().enumerate() {
+                let v = match rows.get(c) {
+                    Some(v) if spec.strip_port => strip_port(v.trim_ascii()),
+                    Some(v) => v.trim_ascii(),
+                    // A field some lines lack (a JSON path, a trailing
+                    // field) is an empty key there.
+                    None if lenient_keys => b"",
+                    None => {
+                        st.batch.key_bytes.truncate(mark);
+                        return Err(bad(format!(
+                            "the row has {} field(s), no key column '{}'",
+                            rows.len(),
+                            key_names[slot]
+                        )));
                     }
                 };
-                let mut keys = [0; MAX_KEYS];
-                let mark = batch.key_bytes.len();
-                for (slot, &c) in cols.keys.iter().enumerate() {
-                    let v = match field(c, "key") {
-                        Ok(v) if spec.strip_port => strip_port(v.trim_ascii()),
-                        Ok(v) => v.trim_ascii(),
-                        Err(e) => {
-                            batch.key_bytes.truncate(mark);
-                            return Err(e);
-                        }
-                    };
-                    batch.key_bytes.extend_from_slice(v);
-                    keys[slot] = u32::try_from(batch.key_bytes.len())
-                        .map_err(|_| bad("key values too long".into()))?;
-                }
-                Ok(Event {
-                    at,
-                    row: row_no,
-                    line,
-                    file: file_idx as u32,
-                    cost,
-                    keys,
-                })
-            })();
-            match parsed {
-                Ok(ev) => {
-                    // Said once a row has read well, so an error stays one line.
-                    if let Some(note) = announce.take() {
-                        eprintln!("{note}");
-                    }
-                    if times.naive_seen && !naive_said && spec.zone.is_none() && !spec.quiet {
-                        naive_said = true;
-                        eprintln!(
-                            "drip: timestamps in column '{}' have no UTC offset; reading them as UTC (set --tz if they are local times)",
-                            summary.time_column
-                        );
-                    }
-                    summary.rows += 1;
-                    batch.events.push(ev);
-                    if batch.events.len() >= BATCH && !emit(std::mem::take(&mut batch)) {
-                        return Ok(summary);
-                    }
-                }
-                Err(e) if spec.skip_bad => {
-                    let _ = e;
-                    summary.bad_rows += 1;
-                }
-                Err(e) => return Err(e),
+                st.batch.key_bytes.extend_from_slice(v);
+                keys[slot] = u32::try_from(st.batch.key_bytes.len())
+                    .map_err(|_| bad("key values too long".into()))?;
             }
+            Ok(Event {
+                at,
+                row: st.row_no,
+                line,
+                file: file_idx as u32,
+                cost,
+                keys,
+            })
+        })();
+        match parsed {
+            Ok(ev) => {
+                // Said once a row has read well, so an error stays one line.
+                if let Some(note) = st.announce.take() {
+                    eprintln!("{note}");
+                }
+                if st.times.naive_seen && !st.naive_said && spec.zone.is_none() && !spec.quiet {
+                    st.naive_said = true;
+                    eprintln!(
+                        "drip: timestamps in column '{time_column}' have no UTC offset; reading them as UTC (set --tz if they are local times)"
+                    );
+                }
+                st.summary.rows += 1;
+                st.batch.events.push(ev);
+                if st.batch.events.len() >= BATCH && !emit(std::mem::take(&mut st.batch)) {
+                    return Ok(false);
+                }
+            }
+            Err(_) if spec.skip_bad => {
+                st.summary.bad_rows += 1;
+            }
+            Err(e) => return Err(e),
         }
     }
-    if !batch.events.is_empty() {
-        emit(batch);
-    }
-    summary.time_format = times.format.to_string();
-    Ok(summary)
+    Ok(true)
 }
 
 #[cfg(test)]

@@ -437,6 +437,12 @@ pub fn run(args: AuditArgs) -> Result<u8> {
             summary.bad_rows
         );
     }
+    if order.reordered > 0 && !args.quiet {
+        eprintln!(
+            "drip: {} rows were out of time order, by at most {}; re-sorted (--reorder-window {})",
+            order.reordered, order.max_behind, args.input.reorder_window
+        );
+    }
     if summary.rows == 0 && !args.quiet {
         eprintln!("drip: the input has no rows; every count in the report is zero");
     }

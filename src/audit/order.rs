@@ -14,6 +14,8 @@ pub struct Reorder {
     newest: Nanos,
     /// Rows that arrived before a newer row and were moved.
     pub reordered: u64,
+    /// How far behind the newest row seen a row came, at most.
+    pub max_behind: Nanos,
 }
 
 /// A row older than the window allows.
@@ -28,6 +30,7 @@ impl Reorder {
             held: VecDeque::new(),
             newest: Nanos::ZERO,
             reordered: 0,
+            max_behind: Nanos::ZERO,
         }
     }
 
@@ -44,6 +47,7 @@ impl Reorder {
                 let at = self.held.partition_point(|e| e.at <= ev.at);
                 self.held.insert(at, ev);
                 self.reordered += 1;
+                self.max_behind = self.max_behind.max(Nanos(self.newest.0 - ev.at.0));
             }
             _ => self.held.push_back(ev),
         }
@@ -101,6 +105,7 @@ mod tests {
             [(3, 1), (4, 3), (5, 0), (5, 2), (12, 5), (20, 4), (30, 6)]
         );
         assert_eq!(r.reordered, 3);
+        assert_eq!(r.max_behind, Nanos(8));
     }
 
     #[test]

@@ -1,0 +1,317 @@
+//! Access logs as servers write them, one request per line, read into named
+//! fields so that the column options (`--time-column`, `--key-column`,
+//! `--cost-column`, `--duration-column`) mean the same for every format:
+//!
+//! - `combined` / `common` ([`clf`]): nginx variable names (`remote_addr`,
+//!   `time_local`, `request`, `status`, ...), the request split into
+//!   `method`, `uri` and `protocol`, further fields named by position;
+//! - `nginx` ([`nginx`]): an nginx `log_format` string names each field by
+//!   its variable;
+//! - `ndjson` ([`ndjson`]): dotted paths into each line's JSON object;
+//! - `alb` ([`alb`]): AWS's field names, `client` without its port;
+//! - `w3c` ([`w3c`]): the names of the `#Fields:` directive (CloudFront, IIS).
+//!
+//! A parser turns one line into spans of field values ([`Fields`]); it never
+//! allocates per line except to unescape a JSON string. A line that does not
+//! fit its format is an error for that line alone: lines are separated by
+//! newlines, so an unbalanced quote cannot swallow the rest of the log.
+//! [`detect`] picks a format from the first line of a log.
+
+pub mod clf;
+pub mod nginx;
+
+use crate::cli::InputFormat;
+use std::io::BufRead;
+
+/// Longest line read; a longer one is a bad line (and the rest of it is
+/// skipped), so a file without newlines cannot fill memory.
+pub const MAX_LINE: usize = 1 << 20;
+
+/// Values of one line's fields: byte spans into the line, or into
+/// `scratch` (values that had to be unescaped) when `start` has
+/// [`SCRATCH`] set. [`MISSING`] marks a field the line does not have.
+#[derive(Default, Debug)]
+pub struct Fields {
+    pub spans: Vec<(u32, u32)>,
+    pub scratch: Vec<u8>,
+}
+
+/// Marks a span into `Fields::scratch`.
+pub const SCRATCH: u32 = 1 << 31;
+/// A field absent from the line.
+pub const MISSING: (u32, u32) = (u32::MAX, u32::MAX);
+
+impl Fields {
+    pub fn clear(&mut self) {
+        self.spans.clear();
+        self.scratch.clear();
+    }
+
+    /// The value of field `i` of `line`; `None` when the line lacks it.
+    #[inline]
+    pub fn get<'a>(&'a self, line: &'a [u8], i: usize) -> Option<&'a [u8]> {
+        let &(s, e) = self.spans.get(i)?;
+        if (s, e) == MISSING {
+            None
+        } else if s & SCRATCH != 0 {
+            Some(&self.scratch[(s & !SCRATCH) as usize..(e & !SCRATCH) as usize])
+        } else {
+            Some(&line[s as usize..e as usize])
+        }
+    }
+
+    /// Field `i` of `line` when its span points into the line (empty when
+    /// missing); borrows only the line.
+    #[inline]
+    pub fn in_line<'a>(&self, line: &'a [u8], i: usize) -> &'a [u8] {
+        match self.spans.get(i) {
+            Some(&(s, e)) if (s, e) != MISSING && s & SCRATCH == 0 => &line[s as usize..e as usize],
+            _ => &line[..0],
+        }
+    }
+
+    /// Pushes the span of `value`, a sub-slice of `line`.
+    #[inline]
+    pub fn push_sub(&mut self, line: &[u8], value: &[u8]) {
+        let s = value.as_ptr() as usize - line.as_ptr() as usize;
+        self.spans.push((s as u32, (s + value.len()) as u32));
+    }
+}
+
+/// One line's parse.
+pub enum Parsed {
+    /// A request: its fields are in the `Fields`.
+    Record,
+    /// A line that carries no request (a W3C directive).
+    Skip,
+}
+
+/// A log format, ready to read lines.
+pub trait LineParser: Send {
+    /// The format's name, for messages.
+    fn format(&self) -> &'static str;
+    /// Field names in index order; `None` until the format knows them (a
+    /// W3C file before its `#Fields:` line).
+    fn names(&self) -> Option<&[String]>;
+    /// The field index of `name`, if this format can read it. The default
+    /// looks it up in [`names`](Self::names); JSON lines accept any path.
+    fn field(&mut self, name: &str) -> Option<usize> {
+        let names = self.names()?;
+        names
+            .iter()
+            .position(|n| n == name)
+            .or_else(|| names.iter().position(|n| n.eq_ignore_ascii_case(name)))
+    }
+    /// The time field(s) read when none is named: a date and a time-of-day
+    /// field for W3C, `request_creation_time` for ALB. `None`: pick from
+    /// the names as for CSV headers.
+    fn default_time(&mut self) -> Option<(usize, Option<usize>)> {
+        None
+    }
+    /// Learns from a line before the first request: true when the line
+    /// was a header (a W3C directive) rather than a request.
+    fn learn(&mut self, _line: &[u8]) -> bool {
+        false
+    }
+    /// Reads `line` (without its line end) into `out`.
+    fn parse(&mut self, line: &[u8], out: &mut Fields) -> Result<Parsed, String>;
+    /// Whether a field written `-` means empty (true for the text formats).
+    fn dash_is_empty(&self) -> bool {
+        true
+    }
+}
+
+/// Reads lines of at most [`MAX_LINE`] bytes from a buffered reader, each
+/// without its `\n` or `\r\n`.
+pub struct Lines<R> {
+    inner: R,
+    pub buf: Vec<u8>,
+    /// 1-based number of the line in `buf`.
+    pub line: u64,
+}
+
+/// The next line, if any.
+pub enum Line {
+    Ok,
+    TooLong,
+    End,
+}
+
+impl<R: BufRead> Lines<R> {
+    pub fn new(inner: R) -> Lines<R> {
+        Lines {
+            inner,
+            buf: Vec::with_capacity(1024),
+            line: 0,
+        }
+    }
+
+    pub fn next_line(&mut self) -> std::io::Result<Line> {
+        self.buf.clear();
+        let n = std::io::Read::take(&mut self.inner, MAX_LINE as u64 + 1)
+            .read_until(b'\n', &mut self.buf)?;
+        if n == 0 {
+            return Ok(Line::End);
+        }
+        self.line += 1;
+        if self.buf.last() == Some(&b'\n') {
+            self.buf.pop();
+            if self.buf.last() == Some(&b'\r') {
+                self.buf.pop();
+            }
+        } else if self.buf.len() > MAX_LINE {
+            // Skip to the end of this line.
+            loop {
+                let chunk = self.inner.fill_buf()?;
+                if chunk.is_empty() {
+                    break;
+                }
+                match memchr::memchr(b'\n', chunk) {
+                    Some(i) => {
+                        self.inner.consume(i + 1);
+                        break;
+                    }
+                    None => {
+                        let len = chunk.len();
+                        self.inner.consume(len);
+                    }
+                }
+            }
+            self.buf.clear();
+            return Ok(Line::TooLong);
+        }
+        Ok(Line::Ok)
+    }
+}
+
+/// The line-based format of a log's first line, or `None` for CSV/TSV.
+/// `{` → ndjson; `#Version:`/`#Fields:` → w3c; a type word, an RFC 3339
+/// time and an `app/…` or `net/…` balancer → alb; a CLF-shaped line
+/// (`[time]`, then a quoted request) → combined or common.
+pub fn detect(sample: &[u8]) -> Option<InputFormat> {
+    let first = sample
+        .split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .find(|l| !l.trim_ascii().is_empty())?;
+    let first = first.trim_ascii_start();
+    let mut f = Fields::default();
+    if clf::tokens(first, &mut f).is_err() {
+        return None;
+    }
+    let tok = |i: usize| f.get(first, i).unwrap_or_default();
+    let n = f.spans.len();
+    let bracketed = |i: usize| {
+        f.spans
+            .get(i)
+            .is_some_and(|&(s, _)| s > 0 && first[s as usize - 1] == b'[')
+    };
+    let quoted = |i: usize| {
+        f.spans
+            .get(i)
+            .is_some_and(|&(s, _)| s > 0 && first[s as usize - 1] == b'"')
+    };
+    if n >= 7 && bracketed(3) && quoted(4) && crate::audit::timestamp::parse_clf(tok(3)).is_ok() {
+        if n >= 9 && quoted(7) && quoted(8) {
+            return Some(InputFormat::Combined);
+        }
+        return Some(InputFormat::Common);
+    }
+    None
+}
+
+/// Splits a request line `GET /a b HTTP/1.1` into method, URI and
+/// protocol: the method is the first word, the protocol the last when it
+/// starts with `HTTP/`, the URI all between (spaces included). A line with
+/// no space is all URI.
+pub fn split_request(r: &[u8]) -> (&[u8], &[u8], &[u8]) {
+    let Some(sp) = r.iter().position(|&b| b == b' ') else {
+        return (&r[..0], r, &r[r.len()..]);
+    };
+    let method = &r[..sp];
+    let rest = &r[sp + 1..];
+    match rest.iter().rposition(|&b| b == b' ') {
+        Some(l) if rest[l + 1..].starts_with(b"HTTP/") => (method, &rest[..l], &rest[l + 1..]),
+        _ => (method, rest, &rest[rest.len()..]),
+    }
+}
+
+/// Builds the parser for `format` (not CSV, TSV or auto).
+pub fn parser(
+    format: InputFormat,
+    log_format: Option<&str>,
+) -> anyhow::Result<Box<dyn LineParser>> {
+    Ok(match format {
+        InputFormat::Combined => Box::new(clf::Clf::combined()),
+        InputFormat::Common => Box::new(clf::Clf::common()),
+        InputFormat::Nginx => {
+            let Some(f) = log_format else {
+                anyhow::bail!(
+                    "--input-format nginx needs --log-format 'FORMAT', the log_format string from nginx.conf"
+                );
+            };
+            Box::new(nginx::Nginx::compile(f)?)
+        }
+        InputFormat::Auto | InputFormat::Csv | InputFormat::Tsv => {
+            unreachable!("CSV is read by the CSV reader")
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn formats_are_told_from_the_first_line() {
+        let cases: [(&str, Option<InputFormat>); 5] = [
+            (
+                r#"1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET /a HTTP/1.0" 200 5 "-" "curl""#,
+                Some(InputFormat::Combined),
+            ),
+            (
+                r#"h - - [01/Aug/1995:00:00:01 -0400] "GET / HTTP/1.0" 200 7"#,
+                Some(InputFormat::Common),
+            ),
+            ("ts,key\n1,a", None),
+            ("ts\tkey", None),
+            ("\n\n", None),
+        ];
+        for (line, want) in cases {
+            assert_eq!(detect(line.as_bytes()), want, "{line}");
+        }
+    }
+
+    #[test]
+    fn request_lines_split_with_spaces_in_the_uri() {
+        let s = |r: &str| {
+            let (m, u, p) = split_request(r.as_bytes());
+            (
+                String::from_utf8_lossy(m).into_owned(),
+                String::from_utf8_lossy(u).into_owned(),
+                String::from_utf8_lossy(p).into_owned(),
+            )
+        };
+        assert_eq!(
+            s("GET /a HTTP/1.1"),
+            ("GET".into(), "/a".into(), "HTTP/1.1".into())
+        );
+        assert_eq!(
+            s("GET /a b c HTTP/1.0"),
+            ("GET".into(), "/a b c".into(), "HTTP/1.0".into())
+        );
+        assert_eq!(s("GET /"), ("GET".into(), "/".into(), "".into()));
+        assert_eq!(s("garbage"), ("".into(), "garbage".into(), "".into()));
+    }
+
+    #[test]
+    fn long_lines_are_cut_and_skipped() {
+        let mut data = vec![b'x'; MAX_LINE + 10];
+        data.extend_from_slice(b"\nnext\r\n");
+        let mut l = Lines::new(std::io::BufReader::new(&data[..]));
+        assert!(matches!(l.next_line().unwrap(), Line::TooLong));
+        assert!(matches!(l.next_line().unwrap(), Line::Ok));
+        assert_eq!(l.buf, b"next");
+        assert_eq!(l.line, 2);
+        assert!(matches!(l.next_line().unwrap(), Line::End));
+    }
+}

@@ -1,0 +1,427 @@
+//! Access-log formats end to end: the same requests written as CSV and as
+//! each server's lines give the same reports and decisions; broken lines
+//! are named by file, line, format and field.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn drip(args: &[&str], stdin: Option<&[u8]>) -> Out {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_drip"));
+    cmd.current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("audit")
+        .args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("run drip");
+    if let Some(data) = stdin {
+        let mut pipe = child.stdin.take().unwrap();
+        let data = data.to_vec();
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(&data);
+        });
+    }
+    let out = child.wait_with_output().unwrap();
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A fresh path per call (tests run in parallel), ending in `name`.
+fn tmp(name: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("drip-formats-test-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.join(name)
+}
+
+fn write(name: &str, contents: &[u8]) -> PathBuf {
+    let p = tmp(name);
+    std::fs::write(&p, contents).unwrap();
+    p
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn json(out: &Out) -> serde_json::Value {
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
+}
+
+/// A report and its decisions file, for a log read with `args`.
+fn audit(log: &Path, args: &[&str]) -> (serde_json::Value, String) {
+    let d = tmp("decisions.csv");
+    let mut all = vec![
+        s(log),
+        "-q",
+        "-f",
+        "json",
+        "--timeline",
+        "30s",
+        "--decisions",
+        s(&d),
+        "-p",
+        "gcra:rate=1/5s,burst=2",
+        "-p",
+        "nginx:rate=2r/s,burst=1,key=none",
+        "-p",
+        "sliding-log:limit=3,window=10s",
+    ];
+    all.extend_from_slice(args);
+    let out = drip(&all, None);
+    let j = json(&out);
+    (j, std::fs::read_to_string(&d).unwrap())
+}
+
+/// The parts of a report that do not depend on how the log was written.
+fn outcome(j: &serde_json::Value) -> serde_json::Value {
+    serde_json::json!({
+        "rows": j["input"]["rows"],
+        "reordered": j["input"]["rows_reordered"],
+        "first": j["input"]["first_ns"],
+        "last": j["input"]["last_ns"],
+        "policies": j["policies"],
+        "timeline": j["timeline"],
+    })
+}
+
+/// One request: arrival (ms since the epoch, whole seconds), duration (ms),
+/// client address.
+struct Req {
+    arrival_ms: u64,
+    took_ms: u64,
+    client: &'static str,
+    uri: String,
+}
+
+/// Requests in the order a server writes them: by completion.
+fn requests() -> Vec<Req> {
+    const CLIENTS: [&str; 5] = [
+        "10.0.0.1",
+        "10.0.0.2",
+        "2001:db8::7",
+        "192.0.2.9",
+        "10.0.0.1",
+    ];
+    let base = 1_700_000_000_000u64;
+    let mut arrivals: Vec<u64> = (0..400u64).map(|i| base + (i * 37 % 200) * 1000).collect();
+    arrivals.sort();
+    let mut reqs: Vec<Req> = arrivals
+        .into_iter()
+        .enumerate()
+        .map(|(i, a)| Req {
+            arrival_ms: a,
+            took_ms: (i as u64 * 113) % 3000,
+            client: CLIENTS[i % 5],
+            uri: format!("/api/{}?q={}", i % 7, i),
+        })
+        .collect();
+    reqs.sort_by_key(|r| r.arrival_ms + r.took_ms);
+    reqs
+}
+
+/// `ms` as CLF local time at +02:00.
+fn clf(ms: u64) -> String {
+    let t = (ms / 1000) as i64 + 2 * 3600;
+    let (days, secs) = (t.div_euclid(86400), t.rem_euclid(86400));
+    // Civil date from days since 1970 (proleptic Gregorian).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
+    format!(
+        "{d:02}/{}/{y}:{:02}:{:02}:{:02} +0200",
+        MONTHS[m as usize - 1],
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60
+    )
+}
+
+fn write_csv(reqs: &[Req]) -> String {
+    let mut s = String::from("ts,client,uri\n");
+    for r in reqs {
+        s += &format!("{},{},{}\n", r.arrival_ms, r.client, r.uri);
+    }
+    s
+}
+
+fn write_combined(reqs: &[Req]) -> String {
+    reqs.iter()
+        .map(|r| {
+            format!(
+                "{} - - [{}] \"GET {} HTTP/1.1\" 200 512 \"-\" \"test/1.0\"\n",
+                r.client,
+                clf(r.arrival_ms),
+                r.uri
+            )
+        })
+        .collect()
+}
+
+const NGINX_FORMAT: &str = r#"'$remote_addr - $remote_user [$time_local] "$request" '
+    '$status $body_bytes_sent $msec $request_time "$http_x_forwarded_for"'"#;
+
+fn write_nginx(reqs: &[Req]) -> String {
+    reqs.iter()
+        .map(|r| {
+            let done = r.arrival_ms + r.took_ms;
+            format!(
+                "{} - - [{}] \"GET {} HTTP/1.1\" 200 512 {}.{:03} {}.{:03} \"-\"\n",
+                r.client,
+                clf(done),
+                r.uri,
+                done / 1000,
+                done % 1000,
+                r.took_ms / 1000,
+                r.took_ms % 1000
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn the_same_requests_in_every_format_give_the_same_report() {
+    let reqs = requests();
+    let csv = write("reqs.csv", write_csv(&reqs).as_bytes());
+    let (want, want_d) = audit(&csv, &["--key-column", "client"]);
+    assert!(want["input"]["rows_reordered"].as_u64().unwrap() > 0);
+    assert!(want["policies"][0]["dropped"].as_u64().unwrap() > 0);
+    let combined = write("access.log", write_combined(&reqs).as_bytes());
+    let nginx = write("nginx.log", write_nginx(&reqs).as_bytes());
+    let cases: Vec<(&str, &Path, Vec<&str>)> = vec![
+        ("combined", &combined, vec!["--key-column", "remote_addr"]),
+        (
+            "combined, named",
+            &combined,
+            vec!["--input-format", "combined", "--key-column", "0"],
+        ),
+        (
+            "nginx",
+            &nginx,
+            vec![
+                "--log-format",
+                NGINX_FORMAT,
+                "--duration-column",
+                "request_time",
+                "--key-column",
+                "remote_addr",
+            ],
+        ),
+    ];
+    for (what, log, args) in cases {
+        let (got, got_d) = audit(log, &args);
+        assert_eq!(outcome(&got), outcome(&want), "{what}");
+        assert_eq!(got_d, want_d, "{what}: decisions");
+    }
+}
+
+#[test]
+fn the_nasa_log_reads_the_same_as_clf_and_as_tsv() {
+    let args = [
+        "--key-column",
+        "",
+        "-p",
+        "gcra:rate=1/s,burst=10",
+        "-p",
+        "shaper:rate=3/s,burst=30,key=none",
+    ];
+    let mut tsv_args = args.to_vec();
+    tsv_args[1] = "host";
+    let (tsv, tsv_d) = audit(Path::new("fixtures/nasa_19950801.tsv"), &tsv_args);
+    let mut clf_args = args.to_vec();
+    clf_args[1] = "remote_addr";
+    let (clf, clf_d) = audit(Path::new("fixtures/nasa_19950801.log.gz"), &clf_args);
+    assert_eq!(clf["input"]["rows"], 30969);
+    assert_eq!(clf["input"]["time_column"], "time_local");
+    assert_eq!(clf["input"]["time_format"], "clf");
+    assert_eq!(outcome(&clf), outcome(&tsv));
+    assert_eq!(clf_d, tsv_d);
+}
+
+#[test]
+fn the_format_is_said_on_stderr_and_stdin_works() {
+    let reqs = requests();
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(write_combined(&reqs).as_bytes()).unwrap();
+    let gz = gz.finish().unwrap();
+    let out = drip(&["-p", "gcra:rate=1/s", "-f", "json"], Some(&gz));
+    assert_eq!(json(&out)["input"]["rows"], 400);
+    assert!(
+        out.stderr
+            .contains("drip: reading <stdin> as combined lines (detected from its first line"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("rows were out of time order, by at most "),
+        "{}",
+        out.stderr
+    );
+    // The nginx format with a duration: the note proposes it.
+    let nginx = write("nginx.log", write_nginx(&reqs).as_bytes());
+    let out = drip(
+        &[
+            s(&nginx),
+            "--log-format",
+            NGINX_FORMAT,
+            "-p",
+            "gcra:rate=1/s",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("'msec' is a completion time; pass --duration-column request_time"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// Runs drip on a log and expects one error line with exit status 2.
+fn fails(log: &[u8], name: &str, args: &[&str]) -> String {
+    let p = write(name, log);
+    let mut all = vec![s(&p), "-p", "gcra:rate=1/s"];
+    all.extend_from_slice(args);
+    let out = drip(&all, None);
+    assert_eq!(out.code, 2, "{}: {}", name, out.stderr);
+    assert_eq!(
+        out.stderr
+            .lines()
+            .filter(|l| l.contains("error") || l.starts_with("drip: ") && !l.contains("reading"))
+            .count(),
+        1,
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    out.stderr
+}
+
+#[test]
+fn bad_lines_name_file_line_format_and_field() {
+    let good = r#"1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.1" 200 5 "-" "ua""#;
+    let cases: [(&str, &str); 4] = [
+        (
+            r#"1.2.3.4 - - [10/Oct/2000:13:55:37 -0700] "GET / HTTP/1.1 200 5 "-" "ua""#,
+            "access.log:2: combined line: field 4 has an unescaped quote",
+        ),
+        (
+            r#"1.2.3.4 - - [10/Oct/2000:13:55:37 -0700] "GET / HTTP/1.1" 200"#,
+            "access.log:2: combined line: the line has 6 field(s), a combined line has at least 9",
+        ),
+        (
+            r#"1.2.3.4 - - [10/Oct/2000:13:75:37 -0700] "GET / HTTP/1.1" 200 5 "-" "ua""#,
+            "access.log:2: combined line: bad timestamp '10/Oct/2000:13:75:37 -0700' in column 'time_local'",
+        ),
+        (
+            r#"1.2.3.4 - - [10/Oct/2000:13:55:37 -0700] "GET / HTTP/1.1" 200 5 "-" "ua" 0"#,
+            "",
+        ),
+    ];
+    for (line, want) in cases {
+        let log = format!("{good}\n{line}\n{good}\n");
+        if want.is_empty() {
+            let out = drip(
+                &[
+                    s(&write("access.log", log.as_bytes())),
+                    "-p",
+                    "gcra:rate=1/s",
+                    "-q",
+                    "-f",
+                    "json",
+                ],
+                None,
+            );
+            assert_eq!(json(&out)["input"]["rows"], 3);
+            continue;
+        }
+        let e = fails(
+            log.as_bytes(),
+            "access.log",
+            &["--input-format", "combined"],
+        );
+        assert!(e.contains(want), "{want}\n{e}");
+        assert!(e.contains("or pass --skip-bad"), "{e}");
+        let p = write("access.log", log.as_bytes());
+        let out = drip(
+            &[
+                s(&p),
+                "-p",
+                "gcra:rate=1/s",
+                "--skip-bad",
+                "-q",
+                "-f",
+                "json",
+            ],
+            None,
+        );
+        let j = json(&out);
+        assert_eq!(j["input"]["rows"], 2, "{line}");
+        assert_eq!(j["input"]["bad_rows_skipped"], 1, "{line}");
+    }
+    let e = fails(
+        good.as_bytes(),
+        "a.log",
+        &["--input-format", "combined", "--key-column", "client"],
+    );
+    assert!(
+        e.contains(
+            "a.log: combined lines have no key field 'client'; the fields are: remote_addr, ident"
+        ),
+        "{e}"
+    );
+    let e = fails(good.as_bytes(), "a.log", &["--input-format", "nginx"]);
+    assert!(e.contains("--input-format nginx needs --log-format"), "{e}");
+    let e = fails(
+        good.as_bytes(),
+        "a.log",
+        &["--input-format", "csv", "--log-format", "$a"],
+    );
+    assert!(
+        e.contains("--log-format describes nginx lines, but --input-format is csv"),
+        "{e}"
+    );
+    let e = fails(good.as_bytes(), "a.log", &["--log-format", "$a$b"]);
+    assert!(e.contains("invalid --log-format: $b follows $a"), "{e}");
+    let e = fails(
+        b"1.2.3.4 [10/Oct/2000:13:55:36 -0700] 0.5x\n",
+        "a.log",
+        &[
+            "--log-format",
+            "$remote_addr [$time_local] $request_time",
+            "--duration-column",
+            "request_time",
+        ],
+    );
+    assert!(
+        e.contains("a.log:1: nginx line: bad duration '0.5x' in column 'request_time'"),
+        "{e}"
+    );
+}
