@@ -116,6 +116,24 @@ pub struct PaceArgs {
     /// (default: the schedule moves, and lines resume at the rate).
     #[arg(long)]
     pub catch_up: bool,
+    /// Pace each key separately; the key is REGEX's first capture group (or its
+    /// whole match), e.g. '^https?://([^/:]+)'. Members with key=none stay global.
+    #[arg(long, value_name = "REGEX", conflicts_with = "key_field")]
+    pub key: Option<String>,
+    /// Pace each key separately; the key is field N (1 is the first), split by --field-sep.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub key_field: Option<u64>,
+    /// The separator for --key-field: one character, or 'tab' (default: runs of spaces and tabs).
+    #[arg(long, value_name = "C", requires = "key_field")]
+    pub field_sep: Option<String>,
+    /// With a key: lines leave in input order, each waiting for the lines ahead of it
+    /// (default: in order of release, so a line for an idle key overtakes a busy key's).
+    #[arg(long)]
+    pub keep_order: bool,
+    /// With a key: the most lines held at once across keys, waiting or scheduled;
+    /// at the bound reading stops (--on-full block) or --on-full applies.
+    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    pub max_pending: usize,
 }
 
 /// Report format.

@@ -13,6 +13,8 @@
 //!   nothing is buffered after it.
 //! - Every record read is written, refused (`dropped`, and in `--rejects`),
 //!   or counted as unsent when the run stops early (also in `--rejects`).
+//! - With `--key`/`--key-field`, each line is decided under its key and
+//!   waits in its key's lane ([`lanes`]); lines leave in order of release.
 //!
 //! Threads: a reader moves stdin bytes into an inbox (and stops reading
 //! while the inbox holds [`INBOX_BUDGET`] bytes of undecided records, so a
@@ -21,6 +23,8 @@
 //! condition-variable waits until the next deadline, or without a timeout
 //! when nothing is due: no wake-ups while idle.
 
+pub mod keys;
+mod lanes;
 pub mod schedule;
 pub mod stamp;
 pub mod stats;
@@ -35,7 +39,9 @@ use crate::rate::Rate;
 use crate::time::Nanos;
 use anyhow::{Context, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use schedule::{Offer, Pending, Schedule, Timing};
+use keys::{KeySource, Keys};
+use lanes::{Lanes, Step};
+use schedule::{Offer, Order, Pending, Schedule, Timing};
 use stats::{Ending, Stats};
 use std::collections::VecDeque;
 use std::fs::File;
@@ -49,6 +55,8 @@ pub const INBOX_BUDGET: usize = 64 * 1024;
 /// The longest record held while waiting for its separator. A longer one
 /// stops the run: without it one unterminated "line" could fill memory.
 pub const MAX_RECORD: usize = 64 * 1024 * 1024;
+/// Keys listed as the busiest in the summary.
+const BUSIEST_KEYS: usize = 5;
 /// Bytes asked of stdin per read.
 const READ_CHUNK: usize = 64 * 1024;
 
@@ -66,6 +74,15 @@ pub struct Config {
     stats: Option<StatsFormat>,
     progress: bool,
     catch_up: bool,
+    /// Per-key pacing, when a key is given.
+    keyed: Option<KeyedConfig>,
+}
+
+/// Per-key pacing: where keys come from and how lines wait.
+struct KeyedConfig {
+    source: KeySource,
+    keep_order: bool,
+    max_pending: usize,
 }
 
 /// One interval of `rate` in ns, rounded down (for thresholds only).
@@ -83,7 +100,7 @@ impl Config {
                     _ => None,
                 }) {
                     bail!(
-                        "--policy '{}': key={c} has no meaning in pace (one schedule for all lines); remove it",
+                        "--policy '{}': key={c} has no meaning in pace (lines have no columns); use --key or --key-field for per-key pacing, key=none for a global member",
                         m.text
                     );
                 }
@@ -113,15 +130,23 @@ impl Config {
             }
             (None, None) => bail!("give --rate RATE (for example --rate 5/s) or --policy SPEC"),
         };
-        let interval = spec
-            .members
-            .iter()
-            .filter_map(|m| match m.config {
-                PolicyConfig::Shaper(s) => Some(interval_of(s.rate())),
-                PolicyConfig::Gcra(g) => Some(interval_of(g.rate())),
-                _ => None,
-            })
-            .min();
+        let keyed = keyed_config(&args)?;
+        let interval_among = |global_only: bool| {
+            spec.members
+                .iter()
+                .filter(|m| !global_only || m.key == KeyChoice::Global)
+                .filter_map(|m| match m.config {
+                    PolicyConfig::Shaper(s) => Some(interval_of(s.rate())),
+                    PolicyConfig::Gcra(g) => Some(interval_of(g.rate())),
+                    _ => None,
+                })
+                .min()
+        };
+        // Per key, the global members' interval is the one all lines keep.
+        let interval = match keyed {
+            Some(_) => interval_among(true).or_else(|| interval_among(false)),
+            None => interval_among(false),
+        };
         let progress = !args.no_progress && (args.progress || io::stderr().is_terminal());
         Ok(Config {
             spec,
@@ -134,8 +159,61 @@ impl Config {
             stats: args.stats,
             progress,
             catch_up: args.catch_up,
+            keyed,
         })
     }
+}
+
+/// The per-key options, checked.
+fn keyed_config(args: &PaceArgs) -> anyhow::Result<Option<KeyedConfig>> {
+    let source = match (&args.key, args.key_field) {
+        (Some(pattern), _) => {
+            let re = regex::bytes::Regex::new(pattern).map_err(|e| {
+                // The regex crate's message spans lines; its last says what.
+                let text = e.to_string();
+                let what = text
+                    .lines()
+                    .rev()
+                    .find(|l| !l.trim().is_empty())
+                    .unwrap_or("invalid pattern")
+                    .trim()
+                    .trim_start_matches("error: ")
+                    .to_string();
+                anyhow::anyhow!(
+                    "invalid --key '{pattern}': {what}; give a regular expression whose first group is the key, e.g. '^https?://([^/:]+)'"
+                )
+            })?;
+            KeySource::Pattern(re)
+        }
+        (None, Some(n)) => {
+            let sep = match &args.field_sep {
+                Some(text) => Some(crate::audit::input::parse_delimiter(text).map_err(|_| {
+                    anyhow::anyhow!(
+                        "invalid --field-sep '{text}': give one ASCII character, or 'tab'"
+                    )
+                })?),
+                None => None,
+            };
+            KeySource::Field {
+                index: usize::try_from(n).unwrap_or(usize::MAX),
+                sep,
+            }
+        }
+        (None, None) => {
+            if args.keep_order {
+                bail!("--keep-order applies to per-key pacing: add --key REGEX or --key-field N");
+            }
+            return Ok(None);
+        }
+    };
+    if args.max_pending == 0 {
+        bail!("--max-pending 0 would hold no line: give at least 1 (default 100000)");
+    }
+    Ok(Some(KeyedConfig {
+        source,
+        keep_order: args.keep_order,
+        max_pending: args.max_pending,
+    }))
 }
 
 /// Runs `pace` and returns the exit status.
@@ -144,8 +222,9 @@ pub fn run(args: PaceArgs) -> anyhow::Result<u8> {
     Pacer::start(config)?.run()
 }
 
-/// A record with its arrival (real time).
+/// A record with its input line number and arrival (real time).
 struct Record {
+    line: u64,
     arrived: Nanos,
     bytes: Vec<u8>,
 }
@@ -172,7 +251,11 @@ impl Inbox {
     fn push(&mut self, arrived: Nanos, bytes: Vec<u8>) {
         self.buffered += bytes.len();
         self.lines_in += 1;
-        self.records.push_back(Record { arrived, bytes });
+        self.records.push_back(Record {
+            line: self.lines_in,
+            arrived,
+            bytes,
+        });
     }
 
     /// Splits a chunk read at `arrived` into records after `partial`.
@@ -273,6 +356,8 @@ struct Pacer {
     clock: MonotonicClock,
     shared: Arc<Shared>,
     schedule: Schedule<Vec<u8>>,
+    /// Lines waiting for their key's turn (per-key pacing only).
+    lanes: Option<Lanes>,
     output: File,
     /// Readable once a stop signal has arrived: lets a write that waits on
     /// a downstream which stopped reading give up between two lines.
@@ -303,12 +388,43 @@ impl Pacer {
             .try_clone_to_owned()
             .context("cannot use standard input")?;
         let stack: Stack = config.spec.build();
-        let shaper = matches!(
-            config.spec.members.as_slice(),
-            [m] if matches!(m.config, PolicyConfig::Shaper(_))
-        );
+        let shaper =
+            match &config.keyed {
+                None => matches!(
+                    config.spec.members.as_slice(),
+                    [m] if matches!(m.config, PolicyConfig::Shaper(_))
+                ),
+                // Lines of different keys may leave together; a global shaper
+                // still keeps its half interval between any two.
+                Some(_) => config.spec.members.iter().any(|m| {
+                    m.key == KeyChoice::Global && matches!(m.config, PolicyConfig::Shaper(_))
+                }),
+            };
         let timing = Timing::new(config.interval, shaper, config.catch_up);
-        let schedule = Schedule::new(stack, timing);
+        let (schedule, lanes) = match &config.keyed {
+            None => (Schedule::new(stack, timing), None),
+            Some(k) => {
+                let order = if k.keep_order {
+                    Order::Arrival
+                } else {
+                    Order::Release
+                };
+                let per_key = config
+                    .spec
+                    .members
+                    .iter()
+                    .map(|m| m.key != KeyChoice::Global)
+                    .collect();
+                let lanes = Lanes::new(
+                    Keys::new(k.source.clone(), config.separator),
+                    per_key,
+                    k.keep_order,
+                    config.on_full,
+                    k.max_pending,
+                );
+                (Schedule::with_order(stack, timing, order), Some(lanes))
+            }
+        };
         let clock = MonotonicClock::new();
         let shared = Arc::new(Shared {
             inbox: Mutex::new(Inbox::default()),
@@ -363,6 +479,7 @@ impl Pacer {
             clock,
             shared,
             schedule,
+            lanes,
             output: File::from(output),
             wake: wake_rx,
             rejects,
@@ -377,6 +494,8 @@ impl Pacer {
         let mut held: Option<Nanos> = None;
         let mut due: Vec<Pending<Vec<u8>>> = Vec::new();
         let mut batch: Vec<u8> = Vec::new();
+        let mut dropped: Vec<Vec<u8>> = Vec::new();
+        let keyed = self.lanes.is_some();
         // The line number refused under --on-full fail.
         let mut full_at = 0u64;
         let shared = Arc::clone(&self.shared);
@@ -393,9 +512,30 @@ impl Pacer {
                 break Ending::Eof;
             }
             let now = self.clock.now();
-            // Decide the records that have arrived, in order.
             let mut full = false;
-            while let Some(front) = g.records.front() {
+            if let Some(lanes) = &mut self.lanes {
+                // Per key: lanes decide what has arrived and what waited.
+                let step = lanes.decide(&mut self.schedule, &mut g, now, &mut dropped);
+                for item in dropped.drain(..) {
+                    self.stats.dropped += 1;
+                    if let Some(w) = &mut self.rejects {
+                        w.write_all(&item).context("writing the rejects file")?;
+                    }
+                }
+                match step {
+                    Step::Done => {}
+                    Step::Full { line } => {
+                        full = true;
+                        full_at = line;
+                    }
+                    Step::Never => bail!(
+                        "--policy '{}' can never admit a line; give it a burst or limit of at least 1",
+                        self.config.target
+                    ),
+                }
+            }
+            // Decide the records that have arrived, in order.
+            while !keyed && let Some(front) = g.records.front() {
                 let at = match held {
                     Some(r) if self.schedule.real_time(r) > now => break,
                     Some(r) => {
@@ -414,6 +554,7 @@ impl Pacer {
                     } => {
                         g.buffered += item.len();
                         g.records.push_front(Record {
+                            line: rec.line,
                             arrived: rec.arrived,
                             bytes: item,
                         });
@@ -429,6 +570,7 @@ impl Pacer {
                         OnFull::Block => {
                             g.buffered += item.len();
                             g.records.push_front(Record {
+                                line: rec.line,
                                 arrived: rec.arrived,
                                 bytes: item,
                             });
@@ -445,6 +587,7 @@ impl Pacer {
                         OnFull::Fail => {
                             g.buffered += item.len();
                             g.records.push_front(Record {
+                                line: rec.line,
                                 arrived: rec.arrived,
                                 bytes: item,
                             });
@@ -482,7 +625,11 @@ impl Pacer {
                 }
                 continue;
             }
-            if g.eof && g.records.is_empty() && self.schedule.backlog() == 0 {
+            if g.eof
+                && g.records.is_empty()
+                && self.schedule.backlog() == 0
+                && self.lanes.as_ref().is_none_or(Lanes::is_empty)
+            {
                 break Ending::Eof;
             }
             self.update_progress();
@@ -492,6 +639,11 @@ impl Pacer {
             let wake = [
                 self.schedule.next_due(),
                 held.map(|r| {
+                    self.schedule
+                        .real_time(r)
+                        .max(self.schedule.earliest_write())
+                }),
+                self.lanes.as_ref().and_then(Lanes::next_retry).map(|r| {
                     self.schedule
                         .real_time(r)
                         .max(self.schedule.earliest_write())
@@ -524,8 +676,14 @@ impl Pacer {
         self.stats.lines_in = g.lines_in;
         drop(g);
         self.shared.reader_cv.notify_one();
-        let backlog: Vec<Vec<u8>> = self.schedule.take_all().map(|p| p.item).collect();
-        for item in backlog {
+        let mut backlog: Vec<(u64, Vec<u8>)> =
+            self.schedule.take_all().map(|p| (p.seq, p.item)).collect();
+        if let Some(lanes) = &mut self.lanes {
+            // Scheduled and waiting lines, back in input order.
+            backlog.extend(lanes.take_all());
+            backlog.sort_by_key(|(line, _)| *line);
+        }
+        for (_, item) in backlog {
             self.unsent(item)?;
         }
         for r in records {
@@ -544,12 +702,13 @@ impl Pacer {
         }
         let signalled = matches!(ending, Ending::Sigint | Ending::Sigterm);
         if self.config.stats.is_some() || signalled {
-            let summary = self.stats.summary(
+            let mut summary = self.stats.summary(
                 self.clock.now(),
                 self.config.target.clone(),
                 ending,
                 self.schedule.slip(),
             );
+            summary.keys = self.lanes.as_ref().map(|l| l.keys().summary(BUSIEST_KEYS));
             let text = match self.config.stats {
                 Some(StatsFormat::Json) => summary.to_json(),
                 _ => summary.to_text(),

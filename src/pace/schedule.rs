@@ -18,19 +18,25 @@
 //!
 //! Where an interval is shorter than the timer sleeps reliably, a writer
 //! wakes at most once per `quantum` and writes every record due together.
-//! Records leave in arrival order; a record is due at its policy release
-//! plus the slip, and never before the record ahead of it.
+//! A record is due at its policy release plus the slip. In [`Order::Arrival`]
+//! records leave in the order they were admitted, never before the record
+//! ahead of it; in [`Order::Release`] (per-key pacing) they leave in order
+//! of release, ties in order of `seq`, so a record for an idle key
+//! overtakes the records waiting for a busy one.
 
 use crate::policy::Decision;
 use crate::policy::keyed::{KeyId, Stack};
 use crate::time::Nanos;
-use std::collections::VecDeque;
+use std::cmp::{Ordering, Reverse};
+use std::collections::{BinaryHeap, VecDeque};
 
 /// An admitted record waiting for its release.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Pending<T> {
     /// Release instant, policy time.
     pub release: Nanos,
+    /// The caller's sequence number (the input line), for ties and order.
+    pub seq: u64,
     /// When the record arrived, real time.
     pub arrived: Nanos,
     pub item: T,
@@ -85,6 +91,71 @@ impl Timing {
     }
 }
 
+/// The order admitted records leave in.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Order {
+    /// The order they were admitted in (head-of-line blocking).
+    Arrival,
+    /// Their release instants; equal releases by `seq`.
+    Release,
+}
+
+/// A pending record ordered by (release, seq), for the release heap.
+struct ByRelease<T>(Pending<T>);
+
+impl<T> PartialEq for ByRelease<T> {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+impl<T> Eq for ByRelease<T> {}
+impl<T> PartialOrd for ByRelease<T> {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl<T> Ord for ByRelease<T> {
+    fn cmp(&self, other: &Self) -> Ordering {
+        (self.0.release, self.0.seq).cmp(&(other.0.release, other.0.seq))
+    }
+}
+
+/// The backlog, in the order records leave.
+enum Queue<T> {
+    Fifo(VecDeque<Pending<T>>),
+    Heap(BinaryHeap<Reverse<ByRelease<T>>>),
+}
+
+impl<T> Queue<T> {
+    fn len(&self) -> usize {
+        match self {
+            Queue::Fifo(q) => q.len(),
+            Queue::Heap(h) => h.len(),
+        }
+    }
+
+    fn push(&mut self, p: Pending<T>) {
+        match self {
+            Queue::Fifo(q) => q.push_back(p),
+            Queue::Heap(h) => h.push(Reverse(ByRelease(p))),
+        }
+    }
+
+    fn front(&self) -> Option<&Pending<T>> {
+        match self {
+            Queue::Fifo(q) => q.front(),
+            Queue::Heap(h) => h.peek().map(|r| &r.0.0),
+        }
+    }
+
+    fn pop(&mut self) -> Option<Pending<T>> {
+        match self {
+            Queue::Fifo(q) => q.pop_front(),
+            Queue::Heap(h) => h.pop().map(|r| r.0.0),
+        }
+    }
+}
+
 /// Decisions and the backlog of one `pace` run.
 pub struct Schedule<T> {
     stack: Stack,
@@ -96,11 +167,19 @@ pub struct Schedule<T> {
     slip: Nanos,
     /// The latest policy time decided at; decisions never go back in time.
     last: Nanos,
-    queue: VecDeque<Pending<T>>,
+    /// Records offered so far: the `seq` of records offered without one.
+    offered: u64,
+    queue: Queue<T>,
 }
 
 impl<T> Schedule<T> {
+    /// A schedule whose records leave in arrival order, all under one key.
     pub fn new(stack: Stack, timing: Timing) -> Schedule<T> {
+        Schedule::with_order(stack, timing, Order::Arrival)
+    }
+
+    /// A schedule whose records leave in `order`.
+    pub fn with_order(stack: Stack, timing: Timing, order: Order) -> Schedule<T> {
         let keys = vec![Some(0); stack.len()];
         Schedule {
             stack,
@@ -109,7 +188,11 @@ impl<T> Schedule<T> {
             last_write: None,
             slip: Nanos::ZERO,
             last: Nanos::ZERO,
-            queue: VecDeque::new(),
+            offered: 0,
+            queue: match order {
+                Order::Arrival => Queue::Fifo(VecDeque::new()),
+                Order::Release => Queue::Heap(BinaryHeap::new()),
+            },
         }
     }
 
@@ -138,12 +221,31 @@ impl<T> Schedule<T> {
     /// instant is offered at it, so a late wake-up does not move the
     /// schedule). `arrived` is its real arrival, for waits.
     pub fn offer(&mut self, at: Nanos, arrived: Nanos, item: T) -> Offer<T> {
+        let keys = std::mem::take(&mut self.keys);
+        let seq = self.offered;
+        let offer = self.offer_keyed(at, arrived, &keys, seq, item);
+        self.keys = keys;
+        offer
+    }
+
+    /// `offer` with each stack member's key (`keys[i]` for member i) and
+    /// the caller's sequence number `seq` (the record's input line).
+    pub fn offer_keyed(
+        &mut self,
+        at: Nanos,
+        arrived: Nanos,
+        keys: &[Option<KeyId>],
+        seq: u64,
+        item: T,
+    ) -> Offer<T> {
         let at = at.max(self.last);
         self.last = at;
-        match self.stack.decide(&self.keys, at, 1) {
+        self.offered += 1;
+        match self.stack.decide(keys, at, 1) {
             Decision::Admit { release } => {
-                self.queue.push_back(Pending {
+                self.queue.push(Pending {
                     release,
+                    seq,
                     arrived,
                     item,
                 });
@@ -200,7 +302,7 @@ impl<T> Schedule<T> {
             if self.real_time(p.release) > now || (n == 1 && self.timing.min_gap.is_some()) {
                 break;
             }
-            out.extend(self.queue.pop_front());
+            out.extend(self.queue.pop());
             n += 1;
         }
         self.last_write = Some(now);
@@ -214,9 +316,10 @@ impl<T> Schedule<T> {
         self.last_write = self.last_write.max(Some(at));
     }
 
-    /// Empties the backlog (at a stop: the records are unsent).
+    /// Empties the backlog (at a stop: the records are unsent), in the
+    /// order the records would have left.
     pub fn take_all(&mut self) -> impl Iterator<Item = Pending<T>> + '_ {
-        self.queue.drain(..)
+        std::iter::from_fn(|| self.queue.pop())
     }
 }
 

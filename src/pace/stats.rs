@@ -6,6 +6,7 @@
 //! `lines_in = lines_out + dropped + unsent`. A wait is the time from a
 //! line's arrival to its write, recorded in microseconds.
 
+use super::keys::KeySummary;
 use crate::time::Nanos;
 use hdrhistogram::Histogram;
 use serde::Serialize;
@@ -56,6 +57,9 @@ pub struct Summary {
     pub ended: Ending,
     /// Total time the schedule was moved back after stalls, ms.
     pub rebased_ms: f64,
+    /// Per-key pacing: keys seen and the busiest.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub keys: Option<KeySummary>,
 }
 
 impl Default for Stats {
@@ -119,6 +123,7 @@ impl Stats {
             wait_max_ms: if empty { 0.0 } else { ms(self.waits.max()) },
             ended,
             rebased_ms: rebased.0 as f64 / 1e6,
+            keys: None,
         }
     }
 }
@@ -136,8 +141,12 @@ impl Summary {
             Ending::Sigterm => "terminated (SIGTERM)",
             Ending::Full => "backlog full (--on-full fail)",
         };
+        let keys = self
+            .keys
+            .as_ref()
+            .map_or(String::new(), KeySummary::to_text);
         format!(
-            "drip pace: {ended}\n  lines    in {}, out {}, dropped {}, unsent {}\n  elapsed  {:.3}s\n  rate     {rate} (target {})\n  wait     p50 {:.3}ms, p99 {:.3}ms, max {:.3}ms\n",
+            "drip pace: {ended}\n  lines    in {}, out {}, dropped {}, unsent {}\n  elapsed  {:.3}s\n  rate     {rate} (target {})\n  wait     p50 {:.3}ms, p99 {:.3}ms, max {:.3}ms\n{keys}",
             self.lines_in,
             self.lines_out,
             self.dropped,
