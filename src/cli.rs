@@ -70,6 +70,43 @@ pub enum Stamp {
     HttpDate,
 }
 
+/// What a process does when the shared schedule cannot be reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum OnShareError {
+    /// Send nothing until it answers again, up to --share-timeout (fail closed).
+    Wait,
+    /// Exit at once; lines read and not written are reported unsent.
+    Fail,
+    /// Fall back to an in-process schedule at --fallback-rate until it
+    /// answers (fail open: N processes then send up to N × that rate).
+    Local,
+}
+
+/// Sharing one schedule between processes (pace and gate).
+#[derive(Debug, Args)]
+pub struct ShareArgs {
+    /// Share one schedule with other drip processes: a state file on this
+    /// host (PATH), or redis://[user:pass@]host[:port][/db][#NAME] across
+    /// hosts (also rediss://, redis+unix:///path.sock).
+    #[arg(long, env = "DRIP_SHARE", value_name = "PATH|URL")]
+    pub share: Option<std::ffi::OsString>,
+    /// The schedule's name in Redis (the key is drip:{NAME}).
+    #[arg(long, env = "DRIP_SHARE_KEY", value_name = "NAME")]
+    pub share_key: Option<String>,
+    /// When the shared schedule cannot be reached: wait, fail, or local.
+    #[arg(long, value_enum, default_value_t = OnShareError::Wait)]
+    pub on_share_error: OnShareError,
+    /// Under --on-share-error wait, give up after this long unreachable (0: never).
+    #[arg(long, value_parser = duration_arg, default_value = "30s", value_name = "DUR")]
+    pub share_timeout: Nanos,
+    /// Under --on-share-error local, this process's own rate meanwhile.
+    #[arg(long, value_parser = rate_arg, value_name = "RATE")]
+    pub fallback_rate: Option<Rate>,
+    /// Use a state file on a network filesystem (NFS, SMB) anyway, with a warning.
+    #[arg(long)]
+    pub share_allow_network_fs: bool,
+}
+
 /// Summary format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum StatsFormat {
@@ -134,6 +171,8 @@ pub struct PaceArgs {
     /// at the bound reading stops (--on-full block) or --on-full applies.
     #[arg(long, value_name = "N", default_value_t = 100_000)]
     pub max_pending: usize,
+    #[command(flatten)]
+    pub share: ShareArgs,
 }
 
 /// Report format.

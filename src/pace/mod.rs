@@ -26,6 +26,7 @@
 pub mod keys;
 mod lanes;
 pub mod schedule;
+pub mod share;
 pub mod stamp;
 pub mod stats;
 
@@ -34,7 +35,7 @@ use crate::clock::{Clock, MonotonicClock};
 use crate::policy::keyed::Stack;
 use crate::policy::shaper::ShaperBound;
 use crate::policy::spec::{KeyChoice, PolicyConfig, parse_spec};
-use crate::policy::{Shaper, Spec};
+use crate::policy::{Decision, Shaper, Spec};
 use crate::rate::Rate;
 use crate::time::Nanos;
 use anyhow::{Context, bail};
@@ -42,6 +43,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use keys::{KeySource, Keys};
 use lanes::{Lanes, Step};
 use schedule::{Offer, Order, Pending, Schedule, Timing};
+use share::{Answer, Plan, ShareConfig, Sharer};
 use stats::{Ending, Stats};
 use std::collections::VecDeque;
 use std::fs::File;
@@ -76,6 +78,8 @@ pub struct Config {
     catch_up: bool,
     /// Per-key pacing, when a key is given.
     keyed: Option<KeyedConfig>,
+    /// `--share`: the schedule and how this policy reserves in it.
+    share: Option<(ShareConfig, Plan)>,
 }
 
 /// Per-key pacing: where keys come from and how lines wait.
@@ -148,6 +152,20 @@ impl Config {
             None => interval_among(false),
         };
         let progress = !args.no_progress && (args.progress || io::stderr().is_terminal());
+        let share = match ShareConfig::from_args(&args.share)? {
+            None => None,
+            Some(_) if keyed.is_some() => bail!(
+                "--share keeps one schedule for all lines; it cannot be combined with --key or --key-field"
+            ),
+            Some(config) => {
+                let plan = match spec.members.as_slice() {
+                    [m] => Plan::of(&m.config),
+                    _ => Err("a '+' stack keeps several states".to_string()),
+                }
+                .map_err(|why| anyhow::anyhow!("--share cannot share '{target}': {why}"))?;
+                Some((config, plan))
+            }
+        };
         Ok(Config {
             spec,
             interval,
@@ -160,6 +178,7 @@ impl Config {
             progress,
             catch_up: args.catch_up,
             keyed,
+            share,
         })
     }
 }
@@ -369,6 +388,8 @@ struct Pacer {
     rate_mark: (Nanos, u64),
     /// Lines per second over the last measured span, for the progress line.
     shown_rate: f64,
+    /// The shared schedule, with `--share`.
+    share: Option<Sharer>,
 }
 
 impl Pacer {
@@ -400,7 +421,19 @@ impl Pacer {
                     m.key == KeyChoice::Global && matches!(m.config, PolicyConfig::Shaper(_))
                 }),
             };
-        let timing = Timing::new(config.interval, shaper, config.catch_up);
+        let mut timing = Timing::new(config.interval, shaper, config.catch_up);
+        let clock = MonotonicClock::new();
+        let share = match &config.share {
+            Some((c, plan)) => {
+                // One line is reserved at a time and goes at its slot:
+                // slots are already an interval apart, and batching would
+                // hold a line past the slot it reserved.
+                timing.min_gap = None;
+                timing.quantum = Nanos::ZERO;
+                Some(Sharer::start(c.clone(), *plan, clock.now())?)
+            }
+            None => None,
+        };
         let (schedule, lanes) = match &config.keyed {
             None => (Schedule::new(stack, timing), None),
             Some(k) => {
@@ -425,7 +458,6 @@ impl Pacer {
                 (Schedule::with_order(stack, timing, order), Some(lanes))
             }
         };
-        let clock = MonotonicClock::new();
         let shared = Arc::new(Shared {
             inbox: Mutex::new(Inbox::default()),
             main_cv: Condvar::new(),
@@ -487,6 +519,7 @@ impl Pacer {
             progress,
             rate_mark: (Nanos::ZERO, 0),
             shown_rate: 0.0,
+            share,
         })
     }
 
@@ -498,6 +531,8 @@ impl Pacer {
         let keyed = self.lanes.is_some();
         // The line number refused under --on-full fail.
         let mut full_at = 0u64;
+        // Why the shared schedule was given up.
+        let mut share_error: Option<anyhow::Error> = None;
         let shared = Arc::clone(&self.shared);
         let mut g = shared.lock();
         let ending = loop {
@@ -544,9 +579,47 @@ impl Pacer {
                     }
                     None => self.schedule.policy_time(front.arrived),
                 };
+                let shared_decision = match &mut self.share {
+                    None => None,
+                    // One reservation at a time: the next line reserves
+                    // once this one is written.
+                    Some(_) if self.schedule.backlog() > 0 => break,
+                    Some(sharer) => {
+                        drop(g);
+                        let answer = sharer.reserve(self.clock.now());
+                        g = shared.lock();
+                        let replied = self.clock.now();
+                        match answer {
+                            Err(e) => {
+                                share_error = Some(e);
+                                break;
+                            }
+                            Ok(Answer::Unreachable { retry_after }) => {
+                                held = Some(
+                                    self.schedule
+                                        .policy_time(replied.saturating_add(retry_after)),
+                                );
+                                break;
+                            }
+                            Ok(Answer::Go { delay }) => Some(Decision::Admit {
+                                release: self.schedule.policy_time(replied.saturating_add(delay)),
+                            }),
+                            Ok(Answer::Refused { retry_after }) => Some(Decision::Refuse {
+                                retry_at: Some(
+                                    self.schedule
+                                        .policy_time(replied.saturating_add(retry_after)),
+                                ),
+                            }),
+                        }
+                    }
+                };
                 let rec = g.records.pop_front().expect("front exists");
                 g.buffered -= rec.bytes.len();
-                match self.schedule.offer(at, rec.arrived, rec.bytes) {
+                let offer = match shared_decision {
+                    None => self.schedule.offer(at, rec.arrived, rec.bytes),
+                    Some(d) => self.schedule.offer_with(at, rec.arrived, rec.bytes, d),
+                };
+                match offer {
                     Offer::Queued { .. } => held = None,
                     Offer::Full {
                         retry_at: None,
@@ -600,6 +673,9 @@ impl Pacer {
                         }
                     },
                 }
+            }
+            if share_error.is_some() {
+                break Ending::ShareError;
             }
             if full {
                 // What was due before the refusal still goes out.
@@ -700,7 +776,10 @@ impl Pacer {
         if let Some(e) = read_error {
             return Err(e).context("reading standard input");
         }
-        let signalled = matches!(ending, Ending::Sigint | Ending::Sigterm);
+        let signalled = matches!(
+            ending,
+            Ending::Sigint | Ending::Sigterm | Ending::ShareError
+        );
         if self.config.stats.is_some() || signalled {
             let mut summary = self.stats.summary(
                 self.clock.now(),
@@ -709,6 +788,7 @@ impl Pacer {
                 self.schedule.slip(),
             );
             summary.keys = self.lanes.as_ref().map(|l| l.keys().summary(BUSIEST_KEYS));
+            summary.share = self.share.as_ref().map(Sharer::summary);
             let text = match self.config.stats {
                 Some(StatsFormat::Json) => summary.to_json(),
                 _ => summary.to_text(),
@@ -727,6 +807,14 @@ impl Pacer {
             }
             Ending::Sigint => 130,
             Ending::Sigterm => 143,
+            Ending::ShareError => {
+                let e = share_error.expect("a share error ends the run");
+                eprintln!(
+                    "drip: {e:#}; {} line(s) read and not written",
+                    self.stats.unsent
+                );
+                2
+            }
         })
     }
 

@@ -239,9 +239,37 @@ impl<T> Schedule<T> {
         item: T,
     ) -> Offer<T> {
         let at = at.max(self.last);
+        let decision = self.stack.decide(keys, at, 1);
+        self.offer_decided(at, arrived, seq, item, decision)
+    }
+
+    /// [`offer`](Self::offer) with a decision made elsewhere (a shared
+    /// schedule) instead of the stack's.
+    pub fn offer_with(
+        &mut self,
+        at: Nanos,
+        arrived: Nanos,
+        item: T,
+        decision: Decision,
+    ) -> Offer<T> {
+        let seq = self.offered;
+        self.offer_decided(at, arrived, seq, item, decision)
+    }
+
+    /// `offer_keyed` with a decision made elsewhere (a shared schedule):
+    /// queued at its release, or refused with its retry time.
+    pub fn offer_decided(
+        &mut self,
+        at: Nanos,
+        arrived: Nanos,
+        seq: u64,
+        item: T,
+        decision: Decision,
+    ) -> Offer<T> {
+        let at = at.max(self.last);
         self.last = at;
         self.offered += 1;
-        match self.stack.decide(keys, at, 1) {
+        match decision {
             Decision::Admit { release } => {
                 self.queue.push(Pending {
                     release,

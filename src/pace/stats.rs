@@ -26,6 +26,8 @@ pub enum Ending {
     Sigterm,
     /// `--on-full fail` and the backlog was full.
     Full,
+    /// The shared schedule could not be reached (`--on-share-error`).
+    ShareError,
 }
 
 /// Counters and the wait histogram of one run.
@@ -60,6 +62,9 @@ pub struct Summary {
     /// Per-key pacing: keys seen and the busiest.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keys: Option<KeySummary>,
+    /// With `--share`: the schedule's reservations, refusals and errors.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub share: Option<crate::pace::share::ShareSummary>,
 }
 
 impl Default for Stats {
@@ -124,6 +129,7 @@ impl Stats {
             ended,
             rebased_ms: rebased.0 as f64 / 1e6,
             keys: None,
+            share: None,
         }
     }
 }
@@ -140,13 +146,20 @@ impl Summary {
             Ending::Sigint => "interrupted (SIGINT)",
             Ending::Sigterm => "terminated (SIGTERM)",
             Ending::Full => "backlog full (--on-full fail)",
+            Ending::ShareError => "shared schedule unreachable",
         };
         let keys = self
             .keys
             .as_ref()
             .map_or(String::new(), KeySummary::to_text);
+        let share = self.share.as_ref().map_or(String::new(), |s| {
+            format!(
+                "  share    {}: {} reservations, {} refusals, {} errors, {} local fallback\n",
+                s.schedule, s.reservations, s.refusals, s.errors, s.fallback_grants
+            )
+        });
         format!(
-            "drip pace: {ended}\n  lines    in {}, out {}, dropped {}, unsent {}\n  elapsed  {:.3}s\n  rate     {rate} (target {})\n  wait     p50 {:.3}ms, p99 {:.3}ms, max {:.3}ms\n{keys}",
+            "drip pace: {ended}\n  lines    in {}, out {}, dropped {}, unsent {}\n  elapsed  {:.3}s\n  rate     {rate} (target {})\n  wait     p50 {:.3}ms, p99 {:.3}ms, max {:.3}ms\n{keys}{share}",
             self.lines_in,
             self.lines_out,
             self.dropped,

@@ -35,6 +35,9 @@ impl Gcra {
     pub fn rate(&self) -> Rate {
         self.rate
     }
+    pub fn burst(&self) -> u64 {
+        self.burst
+    }
 }
 
 /// Theoretical arrival time in scaled units; 0 for a key never seen.

@@ -26,6 +26,12 @@ impl LeakyBucket {
         }
         Ok(LeakyBucket { rate, capacity })
     }
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
+    pub fn capacity(&self) -> u64 {
+        self.capacity
+    }
 
     fn level_at(&self, s: &LeakyBucketState, now: Nanos) -> u128 {
         let elapsed = now.saturating_sub(s.last);

@@ -25,6 +25,12 @@ impl TokenBucket {
         }
         Ok(TokenBucket { rate, burst })
     }
+    pub fn rate(&self) -> Rate {
+        self.rate
+    }
+    pub fn burst(&self) -> u64 {
+        self.burst
+    }
 
     fn tokens_at(&self, s: &TokenBucketState, now: Nanos) -> u128 {
         let full = self.rate.intervals(self.burst);

@@ -1,0 +1,205 @@
+//! A shared schedule in Redis, for processes on several hosts.
+//!
+//! The key `drip:{NAME}` holds `next_free` as plain decimal digits:
+//! microseconds on the *server's* clock (`TIME`), so client clocks never
+//! matter. The braces are a Cluster hash tag. Each reservation runs
+//! [`SCRIPT`] atomically on the server: a line-by-line transcription of
+//! [`reserve`](super::reserve::reserve), tested against it on the same
+//! sequences. The key expires about a second after its last slot, so an
+//! idle schedule leaves nothing behind. The script is sent by its SHA1
+//! (`EVALSHA`) and loaded again when the server has lost it (`NOSCRIPT`,
+//! after a restart or `SCRIPT FLUSH`).
+//!
+//! Connect, read and write time out after one second; a failed call drops
+//! the connection, and the next call connects again.
+
+use super::Backend;
+use super::reserve::{Outcome, Params};
+use anyhow::bail;
+use std::time::Duration;
+
+/// The reservation, run on the server. Lua numbers are doubles: exact for
+/// microsecond instants (below 2^53 until the year 2255). `%d` writes plain
+/// digits; `tostring` would write `1.795975200000e+15` and lose precision.
+pub const SCRIPT: &str = r"local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
+local I, D, n = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+local tat = tonumber(redis.call('GET', KEYS[1]) or '0') or 0
+if tat > now + D + I * n then tat = now end
+local start = math.max(tat, now)
+local delay = start - now
+if delay > D then return {0, delay - D, now} end
+local nf = start + I * n
+redis.call('SET', KEYS[1], string.format('%d', nf), 'PX', math.ceil((nf - now) / 1000) + 1000)
+return {1, delay, now}
+";
+
+/// Connect, read and write timeout.
+pub const TIMEOUT: Duration = Duration::from_secs(1);
+
+/// The Redis key of schedule `name`.
+pub fn key(name: &str) -> String {
+    format!("drip:{{{name}}}")
+}
+
+/// `url` with any password replaced by `***`, for messages.
+pub fn redact(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_string();
+    };
+    let (auth, host) = match rest.rsplit_once('@') {
+        Some(parts) => parts,
+        None => return url.to_string(),
+    };
+    match auth.split_once(':') {
+        Some((user, _)) => format!("{scheme}://{user}:***@{host}"),
+        None => format!("{scheme}://***@{host}"),
+    }
+}
+
+pub struct RedisBackend {
+    client: redis::Client,
+    conn: Option<redis::Connection>,
+    key: String,
+    script: redis::Script,
+}
+
+impl RedisBackend {
+    /// A backend for schedule `name` at `url`; connects on first use.
+    pub fn open(url: &str, name: &str) -> anyhow::Result<RedisBackend> {
+        let shown = redact(url);
+        let tls = url.to_ascii_lowercase().starts_with("rediss://");
+        if tls && !cfg!(feature = "tls-rustls") {
+            bail!(
+                "--share {shown}: this drip was built without TLS; build it with --features tls-rustls, or use redis://"
+            );
+        }
+        let client = redis::Client::open(url).map_err(|e| {
+            anyhow::anyhow!(
+                "--share {shown}: not a Redis URL ({}); the form is redis://[user:pass@]host[:port][/db]#NAME",
+                e.to_string().replace(url, &shown)
+            )
+        })?;
+        Ok(RedisBackend {
+            client,
+            conn: None,
+            key: key(name),
+            script: redis::Script::new(SCRIPT),
+        })
+    }
+
+    fn connection(&mut self) -> Result<&mut redis::Connection, String> {
+        if self.conn.is_none() {
+            let conn = self
+                .client
+                .get_connection_with_timeout(TIMEOUT)
+                .map_err(describe)?;
+            conn.set_read_timeout(Some(TIMEOUT)).map_err(describe)?;
+            conn.set_write_timeout(Some(TIMEOUT)).map_err(describe)?;
+            self.conn = Some(conn);
+        }
+        Ok(self.conn.as_mut().expect("connected above"))
+    }
+
+    /// Runs the script once: (granted, delay or retry_after, server now), µs.
+    pub fn call(&mut self, params: Params) -> Result<(bool, u64, u64), String> {
+        let key = self.key.clone();
+        let script = self.script.clone();
+        let conn = self.connection()?;
+        let reply: Result<(i64, i64, i64), _> = script
+            .key(key)
+            .arg(params.interval)
+            .arg(params.max_delay)
+            .arg(params.slots)
+            .invoke(conn);
+        match reply {
+            Ok((granted, wait, now)) => Ok((
+                granted == 1,
+                u64::try_from(wait).unwrap_or(0),
+                u64::try_from(now).unwrap_or(0),
+            )),
+            Err(e) => {
+                // The connection may be half-way through a reply: start over.
+                self.conn = None;
+                Err(describe(e))
+            }
+        }
+    }
+}
+
+/// A Redis error as one line.
+fn describe(e: redis::RedisError) -> String {
+    e.to_string().lines().next().unwrap_or("error").to_string()
+}
+
+impl Backend for RedisBackend {
+    fn connect(&mut self) -> Result<(), String> {
+        let conn = self.connection()?;
+        let pong: Result<String, _> = redis::cmd("PING").query(conn);
+        match pong {
+            Ok(_) => Ok(()),
+            Err(e) => {
+                self.conn = None;
+                Err(describe(e))
+            }
+        }
+    }
+
+    fn reserve(&mut self, params: Params) -> Result<Outcome, String> {
+        let (granted, wait, _) = self.call(params)?;
+        Ok(if granted {
+            Outcome::Granted { delay: wait }
+        } else {
+            Outcome::Refused { retry_after: wait }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn passwords_are_hidden() {
+        assert_eq!(redact("redis://u:pw@h:1/0"), "redis://u:***@h:1/0");
+        assert_eq!(redact("redis://:pw@h"), "redis://:***@h");
+        assert_eq!(redact("redis://h:6379"), "redis://h:6379");
+        assert_eq!(
+            redact("redis+unix:///run/r.sock"),
+            "redis+unix:///run/r.sock"
+        );
+    }
+
+    #[test]
+    fn keys_carry_a_hash_tag() {
+        assert_eq!(key("jobs"), "drip:{jobs}");
+    }
+
+    #[test]
+    fn bad_urls_are_usage_errors() {
+        let e = RedisBackend::open("redis://h:notaport", "x").err().unwrap();
+        assert!(e.to_string().contains("not a Redis URL"), "{e}");
+    }
+
+    #[test]
+    fn the_script_is_the_function_line_by_line() {
+        // Same steps, same order: read TIME and the state, clamp, start,
+        // delay, refuse without writing, write the new state.
+        let steps = [
+            "redis.call('TIME')",
+            "redis.call('GET', KEYS[1]) or '0'",
+            "if tat > now + D + I * n then tat = now end",
+            "local start = math.max(tat, now)",
+            "local delay = start - now",
+            "if delay > D then return {0, delay - D, now} end",
+            "local nf = start + I * n",
+            "string.format('%d', nf)",
+            "return {1, delay, now}",
+        ];
+        let mut at = 0;
+        for s in steps {
+            let found = SCRIPT[at..].find(s).unwrap_or_else(|| panic!("{s}"));
+            at += found + s.len();
+        }
+    }
+}
