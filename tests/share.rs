@@ -262,6 +262,10 @@ fn usage_errors_name_what_can_be_shared() {
             "is a directory",
         ),
         (
+            vec!["--rate", "5/s", "--share", state, "--key-field", "1"],
+            "cannot be combined with --key",
+        ),
+        (
             vec!["--rate", "5/s", "--share", "http://host/x"],
             "unknown scheme",
         ),
