@@ -22,8 +22,33 @@ pub enum Command {
     Pace(PaceArgs),
     /// Replay timestamped request logs through rate-limit policies.
     Audit(AuditArgs),
+    /// Wait for one slot of a shared schedule, then exit 0 or run a command.
+    Gate(GateArgs),
     /// Print a shell completion script to stdout.
     Completions(CompletionsArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct GateArgs {
+    /// Slots per period, as every process sharing the schedule gives it: 5/s, 300/min.
+    #[arg(long, short, value_parser = rate_arg)]
+    pub rate: Rate,
+    /// Slots that may be reserved ahead, as the schedule's pacers give it (default 0).
+    #[arg(long, short, default_value_t = 0, value_name = "N")]
+    pub burst: u64,
+    /// Exit 3 at once when the wait for a slot would be longer than this.
+    #[arg(long, value_parser = duration_arg, value_name = "DUR")]
+    pub max_wait: Option<Nanos>,
+    /// Say how long the gate waited, in seconds: on stdout, or on stderr
+    /// when a command runs.
+    #[arg(long)]
+    pub print_wait: bool,
+    #[command(flatten)]
+    pub share: ShareArgs,
+    /// The command to run when the slot comes (after '--'); its exit status
+    /// is the gate's.
+    #[arg(last = true, value_name = "CMD")]
+    pub command: Vec<std::ffi::OsString>,
 }
 
 #[derive(Debug, Args)]

@@ -9,6 +9,7 @@ pub mod audit;
 pub mod cli;
 pub mod clock;
 pub mod completions;
+pub mod gate;
 pub mod log;
 pub mod pace;
 pub mod policy;

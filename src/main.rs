@@ -26,6 +26,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Pace(args) => drip::pace::run(args),
         Command::Audit(args) => drip::audit::run(args),
+        Command::Gate(args) => drip::gate::run(args),
         Command::Completions(args) => drip::completions::run(args),
     };
     match result {

@@ -693,3 +693,193 @@ fn redis_unreachable_under_each_mode() {
     assert!(r.lines[4].0 - r.lines[0].0 >= 0.199, "{:?}", r.lines);
     assert_eq!(r.stats["share"]["fallback_grants"], 5);
 }
+
+// ---- drip gate -----------------------------------------------------------
+
+/// Starts `n` gates at once with `args`, each running `date` at its slot;
+/// returns (exit status, the wall time its command ran, stdout, stderr).
+fn gates(n: usize, args: &[&str]) -> Vec<(Option<i32>, Option<f64>, String)> {
+    let children: Vec<Child> = (0..n)
+        .map(|_| {
+            drip("gate")
+                .args(args)
+                .args(["--", "date", "+%s.%N"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    children
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            let text = String::from_utf8_lossy(&out.stdout);
+            (
+                out.status.code(),
+                text.trim().parse().ok(),
+                String::from_utf8_lossy(&out.stderr).to_string(),
+            )
+        })
+        .collect()
+}
+
+/// The k-th command (in time) ran no earlier than k intervals after
+/// `start` (before any gate was spawned): running late is possible, early
+/// is not.
+fn assert_gates_spaced(start: f64, runs: &[(Option<i32>, Option<f64>, String)], interval: f64) {
+    let mut times: Vec<f64> = runs
+        .iter()
+        .map(|(code, t, err)| {
+            assert_eq!(*code, Some(0), "{err}");
+            t.unwrap()
+        })
+        .collect();
+    times.sort_by(f64::total_cmp);
+    for (k, t) in times.iter().enumerate() {
+        assert!(
+            *t >= start + k as f64 * interval - 0.001,
+            "slot {k} at +{:.4}s: {times:?}",
+            t - start
+        );
+    }
+}
+
+#[test]
+fn gates_take_one_slot_each_from_a_state_file() {
+    let dir = tempdir();
+    let state = dir.join("gate.share");
+    let state = state.to_str().unwrap();
+    let start = wall();
+    let runs = gates(6, &["--rate", "4/s", "--burst", "8", "--share", state]);
+    assert_gates_spaced(start, &runs, 0.25);
+}
+
+#[test]
+fn gates_and_pacers_share_one_redis_key() {
+    let redis = Redis::start();
+    let url = redis.url("gate");
+    let start = wall();
+    let p = spawn_pacer(0, 6, &["--rate", "4/s", "--burst", "8", "--share", &url]);
+    let runs = gates(4, &["--rate", "4/s", "--burst", "8", "--share", &url]);
+    let run = p.finish();
+    assert_eq!(run.lines.len(), 6, "{}", run.stderr);
+    let mut all: Vec<(Option<i32>, Option<f64>, String)> = runs;
+    all.extend(
+        run.lines
+            .iter()
+            .map(|l| (Some(0), Some(l.0), String::new())),
+    );
+    // Ten slots at 4/s, whoever took them.
+    assert_gates_spaced(start, &all, 0.25);
+}
+
+#[test]
+fn a_gate_exits_3_when_the_wait_would_exceed_max_wait() {
+    let dir = tempdir();
+    let state = dir.join("max.share");
+    let state = state.to_str().unwrap();
+    let started = Instant::now();
+    let runs = gates(
+        6,
+        &[
+            "--rate",
+            "2/s",
+            "--burst",
+            "8",
+            "--share",
+            state,
+            "--max-wait",
+            "1200ms",
+        ],
+    );
+    let ran = runs.iter().filter(|r| r.0 == Some(0)).count();
+    let refused: Vec<_> = runs.iter().filter(|r| r.0 == Some(3)).collect();
+    assert_eq!(ran + refused.len(), 6, "{runs:?}");
+    // Slots 0, 0.5 and 1.0 s are within 1.2 s; 1.5, 2 and 2.5 s are not.
+    assert!(ran >= 2 && refused.len() >= 2, "{runs:?}");
+    for r in &refused {
+        assert!(r.1.is_none(), "the command ran: {r:?}");
+        assert!(r.2.contains("more than --max-wait 1s 200ms"), "{}", r.2);
+    }
+    // Nobody waited for a slot it would not take.
+    assert!(started.elapsed() < Duration::from_millis(2_000));
+}
+
+#[test]
+fn gate_exit_status_wait_and_errors() {
+    let dir = tempdir();
+    let state = dir.join("g.share");
+    let state = state.to_str().unwrap();
+    let run = |args: &[&str]| drip("gate").args(args).output().unwrap();
+    // The command's status is the gate's.
+    let out = run(&[
+        "--rate", "10/s", "--share", state, "--", "sh", "-c", "exit 7",
+    ]);
+    assert_eq!(out.status.code(), Some(7));
+    // --print-wait: seconds on stdout without a command...
+    let out = run(&["--rate", "1/s", "--share", state, "--print-wait"]);
+    assert!(out.status.success());
+    let waited: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+    assert!((0.0..2.0).contains(&waited), "{waited}");
+    // ... and on stderr with one, whose stdout stays its own.
+    let out = run(&[
+        "--rate",
+        "1/s",
+        "--share",
+        state,
+        "--print-wait",
+        "--",
+        "echo",
+        "hi",
+    ]);
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n");
+    assert!(String::from_utf8_lossy(&out.stderr).starts_with("drip gate: waited "));
+    let out = run(&[
+        "--rate",
+        "10/s",
+        "--share",
+        state,
+        "--",
+        "no-such-command-here",
+    ]);
+    assert_eq!(out.status.code(), Some(127));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot run"));
+    for (args, needle) in [
+        (vec!["--rate", "10/s"], "needs --share"),
+        (vec!["--share", state], "--rate"),
+        (
+            vec![
+                "--rate",
+                "10/s",
+                "--share",
+                "redis://127.0.0.1:1#g",
+                "--on-share-error",
+                "fail",
+            ],
+            "unreachable",
+        ),
+    ] {
+        let out = run(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{args:?}: {err}");
+    }
+    // wait: gives up at --share-timeout, not a backoff later.
+    let started = Instant::now();
+    let out = run(&[
+        "--rate",
+        "10/s",
+        "--share",
+        "redis://127.0.0.1:1#g",
+        "--share-timeout",
+        "1s",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let took = started.elapsed();
+    assert!(
+        took >= Duration::from_millis(990) && took < Duration::from_millis(1_500),
+        "{took:?}"
+    );
+}

@@ -7,7 +7,7 @@
 //!
 //! [`Sharer`] is what a driver holds: it turns the policy into reservation
 //! parameters, asks the backend, and applies `--on-share-error` when the
-//! schedule cannot be reached: `wait` (no line goes out without a slot;
+//! schedule cannot be reached: `wait` (nothing goes out without a slot;
 //! retries with backoff, gives up after `--share-timeout`), `fail` (gives
 //! up at once) or `local` (an in-process schedule at `--fallback-rate`
 //! until the shared one answers again). It never sleeps: it answers how
@@ -391,7 +391,9 @@ impl Sharer {
         {
             bail!(
                 "shared schedule {schedule} unreachable for {}: {} (waited --share-timeout; 0 waits forever)",
-                humantime::format_duration(down.to_duration()),
+                humantime::format_duration(
+                    Nanos::from_millis(down.0 / Nanos::PER_MS).to_duration()
+                ),
                 o.error
             );
         }
@@ -401,10 +403,10 @@ impl Sharer {
             }
             _ => match self.config.timeout {
                 Some(t) => format!(
-                    "no line goes out until it answers (giving up after {})",
+                    "nothing goes out until it answers (giving up after {})",
                     humantime::format_duration(t.to_duration())
                 ),
-                None => "no line goes out until it answers".to_string(),
+                None => "nothing goes out until it answers".to_string(),
             },
         };
         if first {
@@ -427,7 +429,12 @@ impl Sharer {
         self.jitter ^= self.jitter << 13;
         self.jitter ^= self.jitter >> 7;
         self.jitter ^= self.jitter << 17;
-        let wait = Nanos(base.0 + self.jitter % (base.0 / 4 + 1));
+        let mut wait = Nanos(base.0 + self.jitter % (base.0 / 4 + 1));
+        if let (OnShareError::Wait, Some(limit)) = (self.config.on_error, self.config.timeout) {
+            // The last attempt comes at the timeout, not a backoff after it.
+            let left = o.since.saturating_add(limit).saturating_sub(now);
+            wait = wait.min(left.max(Nanos::from_millis(1)));
+        }
         o.probe_at = now.saturating_add(wait);
         Ok(wait)
     }
