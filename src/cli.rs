@@ -212,7 +212,7 @@ pub enum Format {
 /// How a log's lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum InputFormat {
-    /// Decided from the first line: combined, common, or CSV.
+    /// Decided from the first line: ndjson, combined, common, or CSV.
     Auto,
     /// Comma-separated values with a header row (or --delimiter).
     Csv,
@@ -224,6 +224,8 @@ pub enum InputFormat {
     Common,
     /// Lines of an nginx log_format given with --log-format.
     Nginx,
+    /// One JSON object per line; fields by dotted path (request.remote_ip).
+    Ndjson,
 }
 
 impl InputFormat {
@@ -236,6 +238,7 @@ impl InputFormat {
             InputFormat::Combined => "combined",
             InputFormat::Common => "common",
             InputFormat::Nginx => "nginx",
+            InputFormat::Ndjson => "ndjson",
         }
     }
 }

@@ -520,12 +520,18 @@ struct LineRows<R> {
     /// The line in `lines.buf` is read but not yet parsed.
     pending: Option<crate::log::Line>,
     dash_is_empty: bool,
+    quiet: bool,
 }
 
 impl<R: BufRead> LineRows<R> {
     /// Reads up to the first request line, so the format knows its field
     /// names (a W3C `#Fields:` line, a JSON line's paths).
-    fn new(reader: R, mut parser: Box<dyn crate::log::LineParser>, name: &str) -> Result<Self> {
+    fn new(
+        reader: R,
+        mut parser: Box<dyn crate::log::LineParser>,
+        name: &str,
+        quiet: bool,
+    ) -> Result<Self> {
         use crate::log::Line;
         let mut lines = crate::log::Lines::new(reader);
         let pending = loop {
@@ -545,6 +551,7 @@ impl<R: BufRead> LineRows<R> {
             parser,
             fields: crate::log::Fields::default(),
             pending,
+            quiet,
         })
     }
 }
@@ -555,22 +562,42 @@ impl<R: BufRead> Rows for LineRows<R> {
     }
 
     fn column(&mut self, sel: &ColSel, what: &str, file: &str) -> Result<usize> {
+        let fields = || self.parser.names().unwrap_or_default().join(", ");
+        let format = self.parser.format();
         match sel {
-            ColSel::Index(i) => Ok(*i),
-            ColSel::Name(n) => self.parser.field(n).ok_or_else(|| {
-                let names = self.parser.names().unwrap_or_default().join(", ");
-                anyhow!(
-                    "{file}: {} lines have no {what} field '{n}'; the fields are: {names}",
-                    self.parser.format()
-                )
-            }),
+            ColSel::Index(i) => {
+                let listing = fields();
+                self.parser.field_at(*i).ok_or_else(|| {
+                    anyhow!("{file}: {format} lines have no {what} field #{i}; the fields are: {listing}")
+                })
+            }
+            ColSel::Name(n) => {
+                let listing = fields();
+                let known = self
+                    .parser
+                    .names()
+                    .is_some_and(|names| names.iter().any(|x| x == n));
+                let i = self.parser.field(n).ok_or_else(|| {
+                    anyhow!("{file}: {format} lines have no {what} field '{n}'; the fields are: {listing}")
+                })?;
+                if !known && !self.quiet && format == "ndjson" {
+                    eprintln!(
+                        "drip: the first line of {file} has no field '{n}'; lines without it have an empty {what}"
+                    );
+                }
+                Ok(i)
+            }
         }
     }
 
     fn default_time(&mut self, file: &str) -> Result<(usize, Option<usize>)> {
         match self.parser.default_time() {
             Some(t) => Ok(t),
-            None => pick_time_column(self.parser.names(), file).map(|t| (t, None)),
+            None => {
+                let t = pick_time_column(self.parser.names(), file)?;
+                self.parser.field_at(t);
+                Ok((t, None))
+            }
         }
     }
 
@@ -708,7 +735,7 @@ pub fn read_all(
             }
             f => {
                 let parser = crate::log::parser(f, spec.log_format.as_deref())?;
-                let mut rows = LineRows::new(reader, parser, &name)?;
+                let mut rows = LineRows::new(reader, parser, &name, spec.quiet)?;
                 read_rows(&mut st, &mut rows, file_idx, &name, &mut emit)?
             }
         };

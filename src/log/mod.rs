@@ -18,6 +18,7 @@
 //! [`detect`] picks a format from the first line of a log.
 
 pub mod clf;
+pub mod ndjson;
 pub mod nginx;
 
 use crate::cli::InputFormat;
@@ -101,6 +102,10 @@ pub trait LineParser: Send {
             .iter()
             .position(|n| n == name)
             .or_else(|| names.iter().position(|n| n.eq_ignore_ascii_case(name)))
+    }
+    /// The field index of column number `i`, if this format can read it.
+    fn field_at(&mut self, i: usize) -> Option<usize> {
+        Some(i)
     }
     /// The time field(s) read when none is named: a date and a time-of-day
     /// field for W3C, `request_creation_time` for ALB. `None`: pick from
@@ -194,6 +199,9 @@ pub fn detect(sample: &[u8]) -> Option<InputFormat> {
         .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
         .find(|l| !l.trim_ascii().is_empty())?;
     let first = first.trim_ascii_start();
+    if first.starts_with(b"{") {
+        return Some(InputFormat::Ndjson);
+    }
     let mut f = Fields::default();
     if clf::tokens(first, &mut f).is_err() {
         return None;
@@ -251,6 +259,7 @@ pub fn parser(
             };
             Box::new(nginx::Nginx::compile(f)?)
         }
+        InputFormat::Ndjson => Box::new(ndjson::Ndjson::default()),
         InputFormat::Auto | InputFormat::Csv | InputFormat::Tsv => {
             unreachable!("CSV is read by the CSV reader")
         }
@@ -263,7 +272,7 @@ mod tests {
 
     #[test]
     fn formats_are_told_from_the_first_line() {
-        let cases: [(&str, Option<InputFormat>); 5] = [
+        let cases: [(&str, Option<InputFormat>); 6] = [
             (
                 r#"1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET /a HTTP/1.0" 200 5 "-" "curl""#,
                 Some(InputFormat::Combined),
@@ -272,6 +281,7 @@ mod tests {
                 r#"h - - [01/Aug/1995:00:00:01 -0400] "GET / HTTP/1.0" 200 7"#,
                 Some(InputFormat::Common),
             ),
+            (r#" {"ts":1}"#, Some(InputFormat::Ndjson)),
             ("ts,key\n1,a", None),
             ("ts\tkey", None),
             ("\n\n", None),

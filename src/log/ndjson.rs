@@ -1,0 +1,381 @@
+//! JSON lines (Caddy, Envoy and Traefik JSON, GCP load balancers through
+//! Cloud Logging, Cloudflare Logpush, nginx `escape=json` formats): one
+//! object per line, fields named by dotted paths into nested objects
+//! (`request.remote_ip`, `httpRequest.remoteIp`).
+//!
+//! Only the fields the run reads are taken from each line; the rest is
+//! skipped by the parser without being built. Values are borrowed from the
+//! line: a string without escapes is used in place, numbers are kept as
+//! written (an epoch `1646861401.5241024` is read as digits, never through
+//! a float), and only a string with escapes is unescaped into a buffer. A
+//! path missing on a line (or `null`) is a missing field there: an empty
+//! key, and an error for the time.
+
+use super::{Fields, LineParser, MISSING, Parsed, SCRATCH};
+use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
+use serde_json::value::RawValue;
+use std::fmt;
+
+/// Time fields of common JSON access logs, tried before the general rule.
+const TIME_FIELDS: [&str; 10] = [
+    "ts",
+    "time",
+    "timestamp",
+    "@timestamp",
+    "StartUTC",
+    "start_time",
+    "EdgeStartTimestamp",
+    "started_at",
+    "time_iso8601",
+    "msec",
+];
+
+#[derive(Default)]
+struct Node {
+    children: Vec<(String, Node)>,
+    /// The field index when a wanted path ends here.
+    leaf: Option<usize>,
+}
+
+/// JSON lines.
+#[derive(Default)]
+pub struct Ndjson {
+    /// Paths seen on the first line, then any other path asked for.
+    names: Vec<String>,
+    /// Each name's keys (a key may itself contain dots).
+    paths: Vec<Vec<String>>,
+    /// Names read from each line, by index.
+    wanted: Vec<usize>,
+    /// The wanted paths as a tree, rebuilt when one is added.
+    tree: Node,
+    built: usize,
+    raws: Vec<Option<(usize, usize)>>,
+}
+
+fn flatten(v: &serde_json::Value, prefix: &mut Vec<String>, out: &mut Ndjson) {
+    match v {
+        serde_json::Value::Object(m) if !m.is_empty() => {
+            for (k, v) in m {
+                prefix.push(k.clone());
+                flatten(v, prefix, out);
+                prefix.pop();
+            }
+        }
+        _ if !prefix.is_empty() => {
+            out.names.push(prefix.join("."));
+            out.paths.push(prefix.clone());
+        }
+        _ => {}
+    }
+}
+
+impl Ndjson {
+    fn want(&mut self, i: usize) {
+        if !self.wanted.contains(&i) {
+            self.wanted.push(i);
+        }
+    }
+
+    fn build(&mut self) {
+        let mut tree = Node::default();
+        for &i in &self.wanted {
+            let mut node = &mut tree;
+            for key in &self.paths[i] {
+                let at = match node.children.iter().position(|(k, _)| k == key) {
+                    Some(at) => at,
+                    None => {
+                        node.children.push((key.clone(), Node::default()));
+                        node.children.len() - 1
+                    }
+                };
+                node = &mut node.children[at].1;
+            }
+            node.leaf = Some(i);
+        }
+        self.tree = tree;
+        self.built = self.wanted.len();
+    }
+}
+
+/// Picks the child of `node` a key names.
+struct KeySeed<'n>(&'n Node);
+
+impl<'de> DeserializeSeed<'de> for KeySeed<'_> {
+    type Value = Option<usize>;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<Option<usize>, D::Error> {
+        d.deserialize_str(self)
+    }
+}
+
+impl<'de> Visitor<'de> for KeySeed<'_> {
+    type Value = Option<usize>;
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a key")
+    }
+    fn visit_str<E>(self, k: &str) -> Result<Option<usize>, E> {
+        Ok(self.0.children.iter().position(|(c, _)| c == k))
+    }
+}
+
+/// Walks an object, keeping the raw text of wanted values as byte ranges
+/// of the line.
+struct Walk<'n, 'o> {
+    node: &'n Node,
+    line_start: usize,
+    out: &'o mut Vec<Option<(usize, usize)>>,
+}
+
+impl Walk<'_, '_> {
+    fn keep(&mut self, leaf: usize, raw: &RawValue) {
+        let s = raw.get().as_ptr() as usize - self.line_start;
+        self.out[leaf] = Some((s, s + raw.get().len()));
+    }
+}
+
+impl<'de> DeserializeSeed<'de> for Walk<'_, '_> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> Visitor<'de> for Walk<'_, '_> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a JSON value")
+    }
+    fn visit_map<A: MapAccess<'de>>(mut self, mut map: A) -> Result<(), A::Error> {
+        while let Some(child) = map.next_key_seed(KeySeed(self.node))? {
+            let Some(c) = child else {
+                map.next_value::<IgnoredAny>()?;
+                continue;
+            };
+            let node = &self.node.children[c].1;
+            match node.leaf {
+                Some(leaf) => {
+                    let raw: &'de RawValue = map.next_value()?;
+                    self.keep(leaf, raw);
+                    if !node.children.is_empty() {
+                        // Wanted whole and in parts: read the parts from it.
+                        let mut de = serde_json::Deserializer::from_str(raw.get());
+                        Walk {
+                            node,
+                            line_start: self.line_start,
+                            out: self.out,
+                        }
+                        .deserialize(&mut de)
+                        .map_err(serde::de::Error::custom)?;
+                    }
+                }
+                None => map.next_value_seed(Walk {
+                    node,
+                    line_start: self.line_start,
+                    out: self.out,
+                })?,
+            }
+        }
+        Ok(())
+    }
+    // A value that is not an object has no paths below it.
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        while seq.next_element::<IgnoredAny>()?.is_some() {}
+        Ok(())
+    }
+    fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_str<E>(self, _: &str) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_unit<E>(self) -> Result<(), E> {
+        Ok(())
+    }
+}
+
+impl LineParser for Ndjson {
+    fn format(&self) -> &'static str {
+        "ndjson"
+    }
+
+    fn names(&self) -> Option<&[String]> {
+        Some(&self.names)
+    }
+
+    fn learn(&mut self, line: &[u8]) -> bool {
+        if self.names.is_empty()
+            && let Ok(v) = serde_json::from_slice::<serde_json::Value>(line)
+        {
+            flatten(&v, &mut Vec::new(), self);
+        }
+        false
+    }
+
+    fn field(&mut self, name: &str) -> Option<usize> {
+        if name.is_empty()
+            || name.split('.').any(str::is_empty) && !self.names.iter().any(|n| n == name)
+        {
+            return None;
+        }
+        let i = match self.names.iter().position(|n| n == name) {
+            Some(i) => i,
+            None => {
+                self.names.push(name.to_string());
+                self.paths.push(name.split('.').map(String::from).collect());
+                self.names.len() - 1
+            }
+        };
+        self.want(i);
+        Some(i)
+    }
+
+    fn field_at(&mut self, i: usize) -> Option<usize> {
+        (i < self.names.len()).then(|| {
+            self.want(i);
+            i
+        })
+    }
+
+    fn default_time(&mut self) -> Option<(usize, Option<usize>)> {
+        let i = TIME_FIELDS
+            .iter()
+            .find_map(|t| self.names.iter().position(|n| n == t))?;
+        self.want(i);
+        Some((i, None))
+    }
+
+    fn parse(&mut self, line: &[u8], out: &mut Fields) -> Result<Parsed, String> {
+        if self.built != self.wanted.len() {
+            self.build();
+        }
+        match line.trim_ascii_start().first() {
+            Some(b'{') => {}
+            Some(&b) => {
+                return Err(format!(
+                    "not a JSON object (the line starts with '{}')",
+                    char::from(b).escape_debug()
+                ));
+            }
+            None => return Err("an empty line".into()),
+        }
+        self.raws.clear();
+        self.raws.resize(self.names.len(), None);
+        let mut de = serde_json::Deserializer::from_slice(line);
+        Walk {
+            node: &self.tree,
+            line_start: line.as_ptr() as usize,
+            out: &mut self.raws,
+        }
+        .deserialize(&mut de)
+        .and_then(|_| de.end())
+        .map_err(|e| format!("invalid JSON: {e}"))?;
+        out.spans.resize(self.names.len(), MISSING);
+        for (i, raw) in self.raws.iter().enumerate() {
+            let Some((s, e)) = *raw else { continue };
+            let v = &line[s..e];
+            out.spans[i] = match v {
+                b"null" => MISSING,
+                [b'"', inner @ .., b'"'] if !inner.contains(&b'\\') => (s as u32 + 1, e as u32 - 1),
+                [b'"', ..] => {
+                    let text: String = serde_json::from_slice(v)
+                        .map_err(|e| format!("invalid JSON string in '{}': {e}", self.names[i]))?;
+                    let start = out.scratch.len();
+                    out.scratch.extend_from_slice(text.as_bytes());
+                    (start as u32 | SCRATCH, out.scratch.len() as u32 | SCRATCH)
+                }
+                _ => (s as u32, e as u32),
+            };
+        }
+        Ok(Parsed::Record)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(p: &mut Ndjson, line: &str) -> Result<Vec<Option<String>>, String> {
+        let mut f = Fields::default();
+        p.parse(line.as_bytes(), &mut f)?;
+        Ok((0..f.spans.len())
+            .map(|i| {
+                f.get(line.as_bytes(), i)
+                    .map(|v| String::from_utf8_lossy(v).into_owned())
+            })
+            .collect())
+    }
+
+    #[test]
+    fn paths_reach_into_nested_objects_and_keep_numbers_as_written() {
+        let mut p = Ndjson::default();
+        let first = r#"{"ts":1646861401.5241024,"request":{"remote_ip":"10.0.0.1","headers":{"X":["a"]}},"user_id":"","n":null}"#;
+        assert!(!p.learn(first.as_bytes()));
+        // In key order (serde_json's maps are sorted).
+        assert_eq!(
+            p.names,
+            [
+                "n",
+                "request.headers.X",
+                "request.remote_ip",
+                "ts",
+                "user_id"
+            ]
+        );
+        assert_eq!(p.default_time(), Some((3, None)));
+        assert_eq!(p.field("request.remote_ip"), Some(2));
+        assert_eq!(p.field("user.name"), Some(5));
+        assert_eq!(p.field("a..b"), None);
+        assert_eq!(p.field("n"), Some(0));
+        let got = read(&mut p, first).unwrap();
+        assert_eq!(
+            got,
+            [
+                None,
+                None,
+                Some("10.0.0.1".into()),
+                Some("1646861401.5241024".into()),
+                None,
+                None
+            ]
+        );
+        // Escapes, other key orders, a path missing, a non-object in the way.
+        let got = read(
+            &mut p,
+            r#" {"request":"x","user":{"name":"a\"b\u00e9"},"ts":"2024-05-01T00:00:00Z"} "#,
+        )
+        .unwrap();
+        assert_eq!(got[3].as_deref(), Some("2024-05-01T00:00:00Z"));
+        assert_eq!(got[2], None);
+        assert_eq!(got[5].as_deref(), Some("a\"bé"));
+    }
+
+    #[test]
+    fn lines_that_are_not_objects_are_refused() {
+        let mut p = Ndjson::default();
+        p.field("ts");
+        p.field("k");
+        for (line, want) in [
+            ("[1,2]", "not a JSON object (the line starts with '[')"),
+            ("\"ts\"", "not a JSON object"),
+            (r#"{"ts":1"#, "invalid JSON: EOF while parsing"),
+            (r#"{"ts":1} x"#, "invalid JSON: trailing characters"),
+            (r#"{"ts":1,}"#, "invalid JSON"),
+        ] {
+            let e = read(&mut p, line).unwrap_err();
+            assert!(e.contains(want), "{line}: {e}");
+        }
+        let mut bytes = br#"{"ts":1,"k":"a"#.to_vec();
+        bytes.extend_from_slice(&[0xff, b'"', b'}']);
+        let mut f = Fields::default();
+        let e = p.parse(&bytes, &mut f).err().unwrap();
+        assert!(e.contains("invalid JSON"), "{e}");
+    }
+}
