@@ -11,6 +11,7 @@ pub mod clock;
 pub mod completions;
 pub mod gate;
 pub mod log;
+pub mod nginx_conf;
 pub mod pace;
 pub mod policy;
 pub mod rate;

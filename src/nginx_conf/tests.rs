@@ -1,0 +1,350 @@
+use super::*;
+use std::collections::HashMap;
+
+fn conf(text: &str) -> Result<NginxConf, ConfError> {
+    NginxConf::from_text(text, Path::new("nginx.conf"), Path::new("."))
+}
+
+const SITE: &str = r#"
+events { worker_connections 1024; }
+http {
+    # two zones and a map that exempts internal clients
+    limit_req_zone $binary_remote_addr zone=perip:10m rate=10r/s;
+    limit_req_zone "$http_x_api_key" zone=perkey:1m rate=30r/m;
+    limit_req_zone $limit_key zone=global:32k rate=100;
+    map $remote_addr $limit_key {
+        default     "all";
+        10.0.0.1    "";
+        "10.0.0.2"  '';
+    }
+    log_format timed '$remote_addr [$msec] "$request" $status '
+                     '$request_time $limit_req_status';
+    access_log /var/log/nginx/access.log timed;
+    limit_req zone=global burst=50 nodelay;
+    limit_req_status 429;
+
+    server {
+        listen 80;
+        server_name api.example.com;
+        limit_req_dry_run on;
+
+        location / {
+        }
+        location /api/ {
+            limit_req zone=perip burst=20 delay=5;
+            limit_req zone=perkey burst=2;
+            location /api/admin/ {
+                limit_req_dry_run off;
+            }
+        }
+        location = /login {
+            limit_req zone=perip;
+            limit_req_status 503;
+        }
+        location ^~ /static/ {
+            limit_req zone=perip burst=100 nodelay;
+        }
+        location ~* \.(php|cgi)$ {
+            limit_req zone=perip burst=1;
+        }
+        location /health {
+            return 200 "ok";
+        }
+        location @backend {
+            limit_req zone=perip;
+        }
+    }
+}
+"#;
+
+fn names(c: &NginxConf, loc: usize) -> Vec<String> {
+    c.locations[loc]
+        .limits
+        .iter()
+        .map(|l| format!("{} {}", c.zones[l.zone].name, c.policy(l)))
+        .collect()
+}
+
+#[test]
+fn inheritance_replaces_the_whole_list() {
+    let c = conf(SITE).unwrap();
+    assert!(c.notes.is_empty(), "{:?}", c.notes);
+    assert_eq!(c.zones.len(), 3);
+    assert_eq!(c.zones[1].key.single_var(), Some("http_x_api_key"));
+    assert_eq!(c.zones[1].size, 1 << 20);
+    assert_eq!(c.zones[0].capacity(), 10 * 8192);
+    let route = |uri: &str| c.route(0, uri);
+    let root = route("/x");
+    assert_eq!(c.locations[root].name, "location /");
+    assert_eq!(names(&c, root), ["global rate=100r/s burst=50 nodelay"]);
+    assert!(c.locations[root].dry_run);
+    assert_eq!(c.locations[root].status, 429);
+    let api = route("/api/v1/users");
+    assert_eq!(
+        names(&c, api),
+        [
+            "perip rate=10r/s burst=20 delay=5",
+            "perkey rate=30r/m burst=2"
+        ]
+    );
+    let admin = route("/api/admin/x");
+    assert_eq!(c.locations[admin].name, "location /api/admin/");
+    assert_eq!(names(&c, admin), names(&c, api));
+    assert!(!c.locations[admin].dry_run);
+    assert!(c.locations[api].dry_run);
+    let login = route("/login");
+    assert_eq!(names(&c, login), ["perip rate=10r/s burst=0"]);
+    assert_eq!(c.locations[login].status, 503);
+    // "/login/x" is not the exact location: the prefix "/" takes it.
+    assert_eq!(route("/login/x"), root);
+    assert_eq!(
+        c.locations[route("/static/a.php")].name,
+        "location ^~ /static/"
+    );
+    assert_eq!(
+        c.locations[route("/api/a.PHP")].name,
+        "location ~* \\.(php|cgi)$"
+    );
+    let health = route("/health");
+    assert!(c.locations[health].returns);
+    assert_eq!(
+        c.locations.iter().filter(|l| l.name.contains('@')).count(),
+        0
+    );
+    assert_eq!(c.location_named("/api/"), Some(api));
+    assert_eq!(c.location_named("location = /login"), Some(login));
+    assert_eq!(c.location_named("= /login"), Some(login));
+    assert_eq!(c.location_named("/nope"), None);
+    assert_eq!(c.access_logs[0].format, "timed");
+    let f = c.log_formats.iter().find(|f| f.name == "timed").unwrap();
+    assert_eq!(
+        f.format,
+        "$remote_addr [$msec] \"$request\" $status $request_time $limit_req_status"
+    );
+}
+
+#[test]
+fn keys_are_evaluated_as_nginx_builds_them() {
+    let c = conf(SITE).unwrap();
+    let none = HashMap::new();
+    let row: HashMap<&str, &str> = [("remote_addr", "10.0.0.1"), ("http_x_api_key", "k1")]
+        .into_iter()
+        .collect();
+    let field = |f: &str| row.get(f).map_or(Vec::new(), |v| v.as_bytes().to_vec());
+    let eval = |e: &str, over: &HashMap<String, String>| {
+        let mut out = Vec::new();
+        c.eval(&Expr::parse(e).unwrap(), 0, over, &field, &mut out);
+        String::from_utf8(out).unwrap()
+    };
+    assert_eq!(eval("$binary_remote_addr", &none), "10.0.0.1");
+    assert_eq!(eval("$remote_addr:$http_x_api_key", &none), "10.0.0.1:k1");
+    assert_eq!(eval("$server_name", &none), "api.example.com");
+    assert_eq!(eval("$limit_key", &none), "");
+    assert_eq!(eval("$http_x_missing", &none), "");
+    let over: HashMap<String, String> = [("remote_addr".to_string(), "http_x_api_key".to_string())]
+        .into_iter()
+        .collect();
+    assert_eq!(eval("$limit_key", &over), "all");
+    assert_eq!(eval("$binary_remote_addr", &over), "k1");
+    let mut fields = Vec::new();
+    c.fields_of(&c.zones[2].key, 0, &none, &mut fields).unwrap();
+    assert_eq!(fields, ["remote_addr"]);
+}
+
+#[test]
+fn maps_match_case_insensitively_and_chain() {
+    let c = conf(
+        "http { map $http_user_agent $bot { default 0; GoogleBot 1; } \
+         map $bot $k { 0 $remote_addr; 1 ''; } \
+         limit_req_zone $k zone=z:1m rate=1r/s; server { location / { limit_req zone=z; } } }",
+    )
+    .unwrap();
+    let eval = |ua: &str| {
+        let field = |f: &str| match f {
+            "http_user_agent" => ua.as_bytes().to_vec(),
+            "remote_addr" => b"1.2.3.4".to_vec(),
+            _ => Vec::new(),
+        };
+        let mut out = Vec::new();
+        c.eval(&c.zones[0].key, 0, &HashMap::new(), &field, &mut out);
+        String::from_utf8(out).unwrap()
+    };
+    assert_eq!(eval("googlebot"), "");
+    assert_eq!(eval("curl"), "1.2.3.4");
+    let mut fields = Vec::new();
+    c.fields_of(&c.zones[0].key, 0, &HashMap::new(), &mut fields)
+        .unwrap();
+    assert_eq!(fields, ["http_user_agent", "remote_addr"]);
+}
+
+#[test]
+fn unmodelled_directives_leave_notes_or_errors() {
+    let c = conf(
+        "http { geo $limit { default 1; 10.0.0.0/8 0; } \
+         limit_req_zone $limit zone=z:1m rate=1r/s; \
+         server { location / { limit_conn addr 10; limit_req zone=z; \
+         if ($bad) { return 403; } } \
+         location /app { try_files $uri @app; } } }",
+    )
+    .unwrap();
+    assert_eq!(c.notes.len(), 3, "{:?}", c.notes);
+    assert!(
+        c.notes[0].contains("'limit_conn' is not modelled"),
+        "{}",
+        c.notes[0]
+    );
+    assert!(c.notes[1].contains("'if … { return }'"), "{}", c.notes[1]);
+    assert!(c.notes[2].contains("'try_files'"), "{}", c.notes[2]);
+    let e = c.var_source("limit", 0, &HashMap::new()).unwrap_err();
+    assert!(
+        e.contains("set by 'geo'") && e.contains("--nginx-var limit=FIELD"),
+        "{e}"
+    );
+    let over: HashMap<String, String> = [("limit".to_string(), "tier".to_string())]
+        .into_iter()
+        .collect();
+    assert_eq!(
+        c.var_source("limit", 0, &over).unwrap(),
+        VarSource::Field("tier".into())
+    );
+}
+
+#[test]
+fn config_errors_name_file_and_line() {
+    for (text, line, what) in [
+        (
+            "http {\n limit_req zone=nope;\n}",
+            2,
+            "unknown limit_req_zone \"nope\"",
+        ),
+        (
+            "http {\n limit_req_zone $a zone=z:1m rate=0.5r/s;\n}",
+            2,
+            "invalid nginx rate",
+        ),
+        (
+            "http {\n limit_req_zone $a zone=z:1k rate=1r/s;\n}",
+            2,
+            "too small",
+        ),
+        (
+            "http {\n limit_req_zone $a rate=1r/s;\n}",
+            2,
+            "must have a zone",
+        ),
+        (
+            "http {\n limit_req_zone $a zone=z:1m;\n limit_req_zone $b zone=z:1m;\n}",
+            3,
+            "duplicate zone",
+        ),
+        (
+            "http { limit_req_zone $a zone=z:1m;\n server { location / {\n limit_req zone=z burst=0;\n} } }",
+            3,
+            "invalid burst value \"0\"",
+        ),
+        (
+            "http { limit_req_zone $a zone=z:1m;\n server {\n limit_req zone=z;\n limit_req zone=z burst=2;\n } }",
+            4,
+            "is duplicate",
+        ),
+        (
+            "http { limit_req_zone $a zone=z:1m;\n limit_req zone=z burst=1 delay=1 nodelay;\n}",
+            2,
+            "invalid number of arguments",
+        ),
+        ("http {\n limit_req_status 302;\n}", 2, "from 400 to 599"),
+        (
+            "http {\n map $host $m {\n hostnames;\n *.example.com 1;\n }\n}",
+            3,
+            "'hostnames' maps are not modelled",
+        ),
+        ("http {\n map $host $m {\n ~^www 1;\n }\n}", 3, "regex keys"),
+        (
+            "http {\n server {\n location ~ (?<=a)b {\n }\n }\n}",
+            3,
+            "location regex",
+        ),
+        (
+            "http {\n limit_req_zone $ zone=z:1m;\n}",
+            2,
+            "not followed by a variable name",
+        ),
+    ] {
+        let e = conf(text).unwrap_err();
+        assert_eq!(
+            (e.line, e.file.as_path()),
+            (line, Path::new("nginx.conf")),
+            "{text}: {e}"
+        );
+        assert!(e.to_string().contains(what), "{text}: {e}");
+        assert!(!e.to_string().contains('\n'), "{e}");
+    }
+    let e = conf("events {}").unwrap_err();
+    assert!(e.to_string().contains("no 'http"), "{e}");
+    let e = conf("http { map $a $b { default $b; } }").unwrap_err();
+    assert!(e.to_string().contains("depends on itself"), "{e}");
+}
+
+#[test]
+fn servers_are_chosen_by_host() {
+    let c = conf(
+        "http { limit_req_zone $remote_addr zone=z:1m rate=1r/s;\n\
+         server { server_name a.example; location / { limit_req zone=z; } }\n\
+         server { listen 80 default_server; server_name *.b.example; location / { } }\n\
+         server { server_name www.*; } }",
+    )
+    .unwrap();
+    assert_eq!(c.server_for(Some("a.example:8080")), 0);
+    assert_eq!(c.server_for(Some("X.B.example")), 1);
+    assert_eq!(c.server_for(Some("www.c.example")), 2);
+    assert_eq!(c.server_for(Some("other")), 1);
+    assert_eq!(c.server_for(None), 1);
+    let l = c.route(0, "/x");
+    assert_eq!(c.locations[l].name, "a.example location /");
+    assert_eq!(c.locations[c.route(2, "/x")].name, "www.* server");
+    assert!(c.locations[c.route(2, "/x")].limits.is_empty());
+}
+
+#[test]
+fn includes_bring_zones_and_locations() {
+    let dir = std::env::temp_dir().join(format!("drip-nginx-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join("sites")).unwrap();
+    std::fs::write(
+        dir.join("zones.conf"),
+        "limit_req_zone $remote_addr zone=z:1m rate=2r/s;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("sites/a.conf"),
+        "server {\n  location /a { limit_req zone=z burst=3; }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("sites/b.conf"),
+        "server {\n  location /b {\n    limit_req zone=zz;\n  }\n}\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("nginx.conf"),
+        "http {\n include zones.conf;\n include sites/a*.conf;\n}\n",
+    )
+    .unwrap();
+    let c = NginxConf::load(&dir.join("nginx.conf")).unwrap();
+    assert_eq!(c.zones[0].pos.line, 1);
+    assert!(c.zones[0].pos.file.ends_with("zones.conf"));
+    let l = c.route(0, "/a/x");
+    assert_eq!(names(&c, l), ["z rate=2r/s burst=3"]);
+    std::fs::write(
+        dir.join("nginx.conf"),
+        "http {\n include zones.conf;\n include sites/*.conf;\n}\n",
+    )
+    .unwrap();
+    let e = NginxConf::load(&dir.join("nginx.conf")).unwrap_err();
+    assert!(e.file.ends_with("sites/b.conf") && e.line == 3, "{e}");
+    let e = NginxConf::load(&dir.join("missing.conf")).unwrap_err();
+    assert!(
+        e.to_string().contains("cannot read the nginx config"),
+        "{e}"
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
