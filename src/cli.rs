@@ -207,6 +207,8 @@ pub enum Format {
     Json,
     Csv,
     Markdown,
+    /// One self-contained HTML file: tables and the timeline plot inline.
+    Html,
 }
 
 /// How a log's lines are written.

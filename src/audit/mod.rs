@@ -320,7 +320,8 @@ pub fn run(args: AuditArgs) -> Result<u8> {
     };
     let mut replay = Replay::new(runs, key_cols.len(), decisions, args.timeline, args.top)?;
     // A plot without --timeline keeps one whose interval follows the span.
-    let auto_timeline = args.timeline.is_none() && args.plot.is_some();
+    let plotting = args.plot.is_some() || args.format == Format::Html;
+    let auto_timeline = args.timeline.is_none() && plotting;
     if auto_timeline {
         replay.auto_timeline();
     }
@@ -540,6 +541,11 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         .decisions
         .as_deref()
         .is_some_and(|p| p.as_os_str() == "-");
+    let svg = if plotting {
+        Some(audit_plot(&report, plotted.as_ref(), spec.zone.as_ref())?)
+    } else {
+        None
+    };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match args.format {
@@ -548,11 +554,11 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         Format::Json => crate::report::json::render(&report, &mut out),
         Format::Csv => crate::report::csv::render(&report, &mut out),
         Format::Markdown => crate::report::markdown::render(&report, &mut out),
+        Format::Html => crate::report::html::render_audit(&report, svg.as_deref(), &mut out),
     }
     .and_then(|_| out.flush())
     .context("cannot write the report")?;
-    if let Some(path) = &args.plot {
-        let svg = audit_plot(&report, plotted.as_ref(), spec.zone.as_ref())?;
+    if let (Some(path), Some(svg)) = (&args.plot, &svg) {
         std::fs::write(path, svg)
             .with_context(|| format!("cannot write --plot file '{}'", path.display()))?;
     }

@@ -4,6 +4,7 @@
 //! so they never drift apart; JSON carries the same fields as numbers.
 
 pub mod csv;
+pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod plot;
