@@ -1,4 +1,4 @@
-//! `drip audit --plot`: the built binary writes an SVG that parses as XML,
+//! `drip audit --plot` and the sizing plot: an SVG that parses as XML,
 //! says what it shows in its text, and renders with a real SVG renderer
 //! (resvg) to a non-blank image of the stated size that matches the golden
 //! image within a tolerance (regenerate on purpose with
@@ -153,7 +153,17 @@ fn timeline_plot_renders_to_its_stated_size_and_matches_the_golden_image() {
         assert!(has_text(&texts, want), "no text '{want}' in {texts:?}");
     }
 
-    let golden = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/golden/plot-audit.png");
+    matches_golden(&img, "plot-audit.png");
+}
+
+/// Compares with `fixtures/golden/NAME` (rewritten under DRIP_BLESS): at
+/// most 0.5% of the pixels may differ by more than 40 on a channel.
+fn matches_golden(img: &Pixmap, name: &str) {
+    let (w, h) = (img.width(), img.height());
+    let total = img.pixels().len();
+    let golden = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/golden")
+        .join(name);
     if std::env::var_os("DRIP_BLESS").is_some() {
         img.save_png(&golden).unwrap();
     }
@@ -171,7 +181,7 @@ fn timeline_plot_renders_to_its_stated_size_and_matches_the_golden_image() {
         })
         .count();
     if differ * 200 > total {
-        let got = tmp("plot-audit.png");
+        let got = tmp(name);
         img.save_png(&got).unwrap();
         panic!(
             "{differ} of {total} pixels differ from {} (more than 0.5%); this run's image is {}",
@@ -282,4 +292,103 @@ fn bad_plot_paths_are_one_line_and_status_2() {
     ]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("is a directory"), "{}", out.stderr);
+}
+
+fn size_plot_data(needs: bool) -> String {
+    use drip::report::plot::{FrontierPoint, NeedPoint, SizePlot, size_svg};
+    let rates = ["1/s", "2/s", "5/s", "10/s", "20/s", "50/s"];
+    let sizes = [
+        (480, false),
+        (200, true),
+        (64, true),
+        (21, true),
+        (9, true),
+        (4, true),
+    ];
+    let plot = SizePlot {
+        title: "drip size: access.log, 30969 rows, drop ≤ 0.5 %",
+        axis: "rate",
+        size_param: "burst",
+        frontier: rates
+            .iter()
+            .zip(sizes)
+            .map(|(point, (size, feasible))| FrontierPoint {
+                point,
+                size,
+                feasible,
+            })
+            .collect(),
+        recommended: Some(("10/s", "gcra:rate=10/s,burst=21")),
+        needs: if needs {
+            rates
+                .iter()
+                .enumerate()
+                .map(|(i, point)| {
+                    let d = 1 << i;
+                    NeedPoint {
+                        point,
+                        keys: 2365,
+                        quantiles: [
+                            Some(8 / d + 1),
+                            Some(40 / d + 1),
+                            Some(120 / d + 1),
+                            Some(300 / d + 1),
+                            // Some request never fits at the lowest rate.
+                            (i > 0).then_some(600 / d + 1),
+                        ],
+                    }
+                })
+                .collect()
+        } else {
+            Vec::new()
+        },
+    };
+    size_svg(&plot).unwrap()
+}
+
+#[test]
+fn sizing_plot_renders_to_its_stated_size_and_matches_the_golden_image() {
+    let svg = size_plot_data(true);
+    let (w, h, texts) = parse(&svg);
+    assert_eq!((w, h), drip::report::plot::size_plot_size(true));
+    assert_eq!((w, h), (1200, 44 + 420 + 340));
+    for want in [
+        "drip size: access.log, 30969 rows, drop ≤ 0.5 %",
+        "smallest burst per rate that meets the targets",
+        "recommended: gcra:rate=10/s,burst=21",
+        "misses the targets at any size tried",
+        "per-key need: the zero-drop burst of each key, across 2365 keys",
+        "1/s",
+        "50/s",
+        "p50",
+        "p99.9",
+        "max",
+    ] {
+        assert!(has_text(&texts, want), "no text '{want}' in {texts:?}");
+    }
+    let img = render(&svg);
+    assert_eq!((img.width(), img.height()), (w, h));
+    for (what, rgb) in [
+        ("frontier", (30, 110, 190)),
+        ("recommended", (230, 130, 0)),
+        ("missed", (210, 40, 40)),
+        ("p50", (150, 190, 230)),
+    ] {
+        let n = count_near(&img, rgb, 30);
+        assert!(n > 40, "{what}: only {n} pixels of its colour");
+    }
+    matches_golden(&img, "plot-size.png");
+}
+
+#[test]
+fn sizing_plot_without_keys_has_one_panel() {
+    let svg = size_plot_data(false);
+    let (w, h, texts) = parse(&svg);
+    assert_eq!((w, h), (1200, 44 + 420));
+    assert!(
+        !texts.iter().any(|t| t.starts_with("per-key need")),
+        "{texts:?}"
+    );
+    let img = render(&svg);
+    assert_eq!((img.width(), img.height()), (w, h));
 }
