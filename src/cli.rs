@@ -332,6 +332,25 @@ pub struct AuditArgs {
     /// Fail (exit 1) when a request waits longer than DUR: DUR or LABEL=DUR.
     #[arg(long, value_name = "[LABEL=]DUR")]
     pub max_wait: Vec<String>,
+    /// An nginx.conf to audit as nginx applies it: its limit_req_zone,
+    /// limit_req, map and location blocks, each row routed by its URI.
+    /// Repeatable: each config is one policy in the report.
+    #[arg(long, value_name = "FILE")]
+    pub nginx_conf: Vec<PathBuf>,
+    /// Send every row to this location of the config (e.g. '/api/', '= /login',
+    /// '~* \.php$') instead of routing by URI.
+    #[arg(long, value_name = "PATH", requires = "nginx_conf")]
+    pub nginx_location: Option<String>,
+    /// Read nginx variable NAME from log field FIELD (repeatable), e.g.
+    /// remote_addr=client_ip or uri=path.
+    #[arg(long, value_name = "NAME=FIELD", requires = "nginx_conf")]
+    pub nginx_var: Vec<String>,
+    /// Compare each row's emulated $limit_req_status with the one logged in FIELD.
+    #[arg(long, value_name = "FIELD", requires = "nginx_conf")]
+    pub verify_column: Option<String>,
+    /// Fail (exit 1) when more than PCT percent of verified rows disagree.
+    #[arg(long, value_name = "PCT", default_value = "0")]
+    pub max_disagree: String,
     /// Show a progress bar on stderr (default when stderr is a terminal).
     #[arg(long, overrides_with = "no_progress")]
     pub progress: bool,

@@ -41,6 +41,8 @@ pub(crate) use each;
 pub enum Exec {
     One(One),
     Stack(Stack),
+    /// An nginx.conf: each row routed to its location's `limit_req` list.
+    Conf(Box<super::nginx::ConfExec>),
 }
 
 impl Exec {
@@ -64,6 +66,7 @@ impl Exec {
         match self {
             Exec::One(one) => each!(one, d => d.shapes()),
             Exec::Stack(s) => s.shapes(),
+            Exec::Conf(c) => c.shapes(),
         }
     }
 
@@ -71,6 +74,7 @@ impl Exec {
         match self {
             Exec::One(one) => each!(one, d => d.max_level()),
             Exec::Stack(s) => s.max_level(),
+            Exec::Conf(c) => c.max_level(),
         }
     }
 
@@ -78,6 +82,7 @@ impl Exec {
         match self {
             Exec::One(one) => each!(one, d => d.level_kind()),
             Exec::Stack(s) => s.level_kind(),
+            Exec::Conf(_) => "level",
         }
     }
 }

@@ -32,8 +32,9 @@ const TIME_NAMES: [&str; 14] = [
     "time_iso8601",
     "start_time",
     "starttime",
-    "request_time",
+    // `msec` first: nginx's `request_time` is a duration.
     "msec",
+    "request_time",
     "_time",
     "t",
 ];

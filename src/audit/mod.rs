@@ -11,6 +11,7 @@
 pub mod exec;
 pub mod input;
 pub mod keys;
+pub mod nginx;
 pub mod order;
 pub mod replay;
 pub mod timestamp;
@@ -162,9 +163,9 @@ fn load_specs(args: &AuditArgs) -> Result<Vec<Spec>> {
         }
         specs.extend(from_file);
     }
-    if specs.is_empty() {
+    if specs.is_empty() && args.nginx_conf.is_empty() {
         bail!(
-            "no policy given; add --policy SPEC (e.g. --policy gcra:rate=10/s,burst=20) or --policies FILE"
+            "no policy given; add --policy SPEC (e.g. --policy gcra:rate=10/s,burst=20), --policies FILE or --nginx-conf FILE"
         );
     }
     let mut seen = std::collections::HashSet::new();
@@ -243,7 +244,17 @@ fn audit_plot(
 
 pub fn run(args: AuditArgs) -> Result<u8> {
     let specs = load_specs(&args)?;
-    let labels: Vec<String> = specs.iter().map(|s| s.label.clone()).collect();
+    let mut labels: Vec<String> = specs.iter().map(|s| s.label.clone()).collect();
+    // nginx.conf policies: each config is one run, after the specs.
+    let nginx_vars = nginx::parse_vars(&args.nginx_var)?;
+    let confs = nginx::load_confs(&args.nginx_conf, &labels, args.quiet)?;
+    labels.extend(confs.iter().map(|(l, _)| l.clone()));
+    let max_disagree = parse_pct(args.max_disagree.trim()).ok_or_else(|| {
+        anyhow!(
+            "--max-disagree '{}': invalid value; give a percentage from 0 to 100, e.g. 0.5",
+            args.max_disagree
+        )
+    })?;
     let max_drop_rate = parse_thresholds(
         "--max-drop-rate",
         &args.max_drop_rate,
@@ -294,12 +305,34 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         }
         member_slots.push(slots);
     }
-    let runs: Vec<Run> = specs
+    let mut runs: Vec<Run> = specs
         .iter()
         .zip(&member_slots)
         .enumerate()
         .map(|(i, (s, slots))| Run::new(s, slots.clone(), i))
         .collect();
+    let conf_opts = nginx::ConfOptions {
+        overrides: &nginx_vars,
+        location: args.nginx_location.as_deref(),
+        verify: args.verify_column.as_deref(),
+        files: if args.input.files.is_empty() {
+            vec!["<stdin>".into()]
+        } else {
+            args.input.files.iter().map(|f| file_name(f)).collect()
+        },
+    };
+    for (label, conf) in &confs {
+        let exec = nginx::ConfExec::new(conf.clone(), &conf_opts, &mut |f| {
+            slot_for(ColSel::Name(f.to_string()), &mut key_cols)
+        })?;
+        let order = runs.len();
+        runs.push(Run::nginx(
+            exec,
+            label.clone(),
+            nginx::describe(conf),
+            order,
+        ));
+    }
 
     let spec = InputSpec::from_args(&args.input, key_cols.clone(), args.quiet)?;
     if let Some(path) = &args.plot {
@@ -373,7 +406,8 @@ pub fn run(args: AuditArgs) -> Result<u8> {
 
     // With several policies and no decisions file, every second one is decided
     // on a thread of their own, fed the same rows in time order.
-    let mut helper = if specs.len() >= 2 && args.decisions.is_none() {
+    // nginx.conf runs read key values, which only this thread learns.
+    let mut helper = if specs.len() >= 2 && args.decisions.is_none() && confs.is_empty() {
         let runs = replay.split_off();
         Some(Helper::start(runs, args.timeline, auto_timeline, args.top)?)
     } else {
@@ -531,6 +565,25 @@ pub fn run(args: AuditArgs) -> Result<u8> {
                     threshold: "--max-wait".into(),
                     limit: t.text.clone(),
                     measured: Nanos(max).to_string(),
+                });
+            }
+        }
+    }
+    for p in &report.policies {
+        if let Some(v) = p.nginx.as_ref().and_then(|n| n.verify.as_ref()) {
+            let (num, den) = max_disagree;
+            if u128::from(v.disagreed) * den > num * u128::from(v.rows) {
+                crossings.push(Crossing {
+                    policy: p.label.clone(),
+                    threshold: "--max-disagree".into(),
+                    limit: format!("{}%", args.max_disagree.trim().trim_end_matches('%')),
+                    measured: format!(
+                        "{}% ({} of {} rows disagree with column '{}')",
+                        crate::report::pct(100.0 - v.agreement_pct),
+                        v.disagreed,
+                        v.rows,
+                        v.column
+                    ),
                 });
             }
         }

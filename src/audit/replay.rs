@@ -270,6 +270,7 @@ impl Run {
     fn decide_chunk(
         &mut self,
         events: &[Event],
+        names: &[KeyNames],
         timeline: Option<(Nanos, u64)>,
         mut out: Option<&mut [Decision]>,
     ) -> Result<()> {
@@ -317,6 +318,17 @@ impl Run {
                     }
                 }
             }
+            // Routed per row: the row's location chooses the limits.
+            Exec::Conf(conf) => {
+                for (i, ev) in events.iter().enumerate() {
+                    let levels = !matches!(tally.levels(on), Levels::None);
+                    let (d, level) = conf.decide(ev, names, levels)?;
+                    tally.record(ev, d, level, timeline)?;
+                    if let Some(out) = out.as_deref_mut() {
+                        out[i] = d;
+                    }
+                }
+            }
         }
         Ok(())
     }
@@ -326,16 +338,51 @@ impl Run {
     /// `slots[i]`: where member i of `spec` takes its key from; `order`:
     /// the run's place in the report.
     pub fn new(spec: &Spec, slots: Vec<Slot>, order: usize) -> Run {
-        let exec = Exec::new(spec);
-        let peak_cap = exec.max_level();
         let report_slot = slots.iter().find_map(|s| match s {
             Slot::Column(c) => Some(*c),
             Slot::Global => None,
         });
+        Run::with_exec(
+            Exec::new(spec),
+            spec.label.clone(),
+            spec.text.clone(),
+            slots,
+            report_slot,
+            order,
+        )
+    }
+
+    /// An nginx.conf run: it keys and routes rows itself.
+    pub fn nginx(conf: super::nginx::ConfExec, label: String, spec: String, order: usize) -> Run {
+        let report_slot = conf.report_slot();
+        Run::with_exec(
+            Exec::Conf(Box::new(conf)),
+            label,
+            spec,
+            Vec::new(),
+            report_slot,
+            order,
+        )
+    }
+
+    /// True for runs that need the key values (not only ids) of each row.
+    pub fn reads_names(&self) -> bool {
+        matches!(self.exec, Exec::Conf(_))
+    }
+
+    fn with_exec(
+        exec: Exec,
+        label: String,
+        spec: String,
+        slots: Vec<Slot>,
+        report_slot: Option<usize>,
+        order: usize,
+    ) -> Run {
+        let peak_cap = exec.max_level();
         Run {
             order,
-            label: spec.label.clone(),
-            spec: spec.text.clone(),
+            label,
+            spec,
             exec,
             keys: vec![None; slots.len()],
             slots,
@@ -495,7 +542,7 @@ impl Replay {
         }
         for (ri, run) in self.runs.iter_mut().enumerate() {
             let out = (!outcomes.is_empty()).then(|| &mut outcomes[ri * n..(ri + 1) * n]);
-            run.decide_chunk(events, self.timeline, out)?;
+            run.decide_chunk(events, &self.names, self.timeline, out)?;
         }
         if let Some(w) = self.decisions.as_mut() {
             for (i, ev) in events.iter().enumerate() {
@@ -564,8 +611,12 @@ impl Replay {
             .map(|r| r.tally.bins.len())
             .max()
             .unwrap_or(0);
-        for run in std::mem::take(&mut self.runs) {
+        for mut run in std::mem::take(&mut self.runs) {
             let shapes = run.exec.shapes();
+            let nginx = match &mut run.exec {
+                Exec::Conf(c) => Some(c.report()),
+                _ => None,
+            };
             let keys_seen = match run.tally.report_slot {
                 Some(c) => self.names[c].len() as u64,
                 None => u64::from(run.tally.requests > 0),
@@ -638,6 +689,7 @@ impl Replay {
                 },
                 skipped_bad: 0,
                 top_keys,
+                nginx,
             });
         }
         // Interval by interval, policies in the order given.

@@ -3,11 +3,11 @@
 use super::{Column, Human, Report};
 use std::io::{self, Write};
 
-fn escape(s: &str) -> String {
+pub(super) fn escape(s: &str) -> String {
     s.replace('|', "\\|")
 }
 
-fn write_md<T>(out: &mut dyn Write, cols: &[Column<T>], rows: &[T]) -> io::Result<()> {
+pub(super) fn write_md<T>(out: &mut dyn Write, cols: &[Column<T>], rows: &[T]) -> io::Result<()> {
     let head: Vec<&str> = cols.iter().map(|c| c.header).collect();
     writeln!(out, "| {} |", head.join(" | "))?;
     let rule: Vec<&str> = cols
@@ -38,6 +38,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out)?;
         write_md(out, super::TOP, &top)?;
     }
+    super::nginx::render(report, out, true)?;
     if let Some(t) = &report.timeline {
         writeln!(out)?;
         writeln!(out, "#### Timeline, every {}", super::span(t.interval_ns))?;

@@ -7,6 +7,7 @@ pub mod csv;
 pub mod html;
 pub mod json;
 pub mod markdown;
+pub mod nginx;
 pub mod plot;
 pub mod table;
 
@@ -80,6 +81,55 @@ pub struct PolicyReport {
     /// Rows skipped with --skip-bad (not replayed through any policy).
     pub skipped_bad: u64,
     pub top_keys: Vec<KeyRow>,
+    /// For an nginx.conf: what each location did, and the verification.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nginx: Option<NginxReport>,
+}
+
+/// What an nginx.conf did, location by location.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct NginxReport {
+    pub config: String,
+    /// Locations that received rows, in the config's order.
+    pub locations: Vec<NginxLocationRow>,
+    /// What the replay could not model exactly.
+    pub notes: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifyReport>,
+}
+
+/// Rows by `$limit_req_status` at one location.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct NginxLocationRow {
+    pub location: String,
+    pub limits: String,
+    pub requests: u64,
+    pub passed: u64,
+    pub delayed: u64,
+    pub rejected: u64,
+    /// No limit applied (`$limit_req_status` `-`).
+    pub unlimited: u64,
+}
+
+/// drip's `$limit_req_status` against the logged one.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct VerifyReport {
+    pub column: String,
+    pub rows: u64,
+    pub agreed: u64,
+    pub disagreed: u64,
+    pub agreement_pct: f64,
+    /// (drip's status, logged status, rows).
+    pub confusion: Vec<(String, String, u64)>,
+    pub first_disagreements: Vec<VerifyRow>,
+}
+
+/// One disagreement: where, and both statuses.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct VerifyRow {
+    pub at: String,
+    pub emulated: String,
+    pub logged: String,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

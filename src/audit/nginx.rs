@@ -1,0 +1,757 @@
+//! `--nginx-conf`: an nginx.conf as one audited policy. Each row goes to
+//! the server and location nginx would choose for it (by its `host` and URI
+//! fields, or the location `--nginx-location` names), and is decided by that
+//! location's `limit_req` list as nginx decides it: in declaration order,
+//! admitted only if every applicable limit admits, delayed by the largest
+//! delay, and a rejection stores nothing in any zone. Zones are shared by
+//! every location that names them, as nginx's shared memory is. A zone key
+//! is evaluated per row (fields, constants, maps); an empty key exempts the
+//! row from that zone. Locations answered by `return` are never limited.
+//!
+//! `--verify-column` compares each row's `$limit_req_status` with the one
+//! nginx logged. A log does not say in which order nginx saw requests of the
+//! same millisecond at the same location, so such a group is compared as a
+//! multiset (the same statuses in any order).
+
+use super::input::Event;
+use super::keys::{EMPTY_KEY, Interner, KeyNames};
+use crate::nginx_conf::{NginxConf, location::normalize};
+use crate::policy::nginx::NginxState;
+use crate::policy::{Decision, NginxLimitReq, Policy};
+use crate::report::{NginxLocationRow, NginxReport, VerifyReport, VerifyRow};
+use crate::time::Nanos;
+use anyhow::{Result, bail};
+use std::collections::{HashMap, VecDeque};
+use std::sync::Arc;
+
+/// nginx's `$limit_req_status` values; `None` is `-` (no limit applied).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Status {
+    None,
+    Passed,
+    Delayed,
+    Rejected,
+    DelayedDryRun,
+    RejectedDryRun,
+}
+
+impl Status {
+    pub const ALL: [Status; 6] = [
+        Status::Passed,
+        Status::Delayed,
+        Status::Rejected,
+        Status::DelayedDryRun,
+        Status::RejectedDryRun,
+        Status::None,
+    ];
+
+    pub fn text(self) -> &'static str {
+        match self {
+            Status::None => "-",
+            Status::Passed => "PASSED",
+            Status::Delayed => "DELAYED",
+            Status::Rejected => "REJECTED",
+            Status::DelayedDryRun => "DELAYED_DRY_RUN",
+            Status::RejectedDryRun => "REJECTED_DRY_RUN",
+        }
+    }
+
+    /// A logged value; `-` and empty are `None`.
+    pub fn parse(text: &[u8]) -> Option<Status> {
+        let t = text.trim_ascii();
+        Some(match t {
+            b"" | b"-" => Status::None,
+            _ => *Status::ALL
+                .iter()
+                .find(|s| s.text().as_bytes().eq_ignore_ascii_case(t))?,
+        })
+    }
+}
+
+/// Where a zone's key comes from for each row.
+enum KeyPlan {
+    /// One field, as it stands: the column's own ids are the keys.
+    Field(usize),
+    /// An expression (maps, concatenation, constants), evaluated per row
+    /// and interned here.
+    Expr,
+}
+
+struct ZoneRun {
+    plan: KeyPlan,
+    interner: Interner,
+    states: Vec<NginxState>,
+    activity: Activity,
+}
+
+/// Keys active within nginx's 60 s eviction horizon.
+#[derive(Default)]
+struct Activity {
+    last_hit: Vec<i64>,
+    hits: VecDeque<(i64, u32)>,
+    active: u64,
+    peak: u64,
+}
+
+const HORIZON_MS: i64 = 60_000;
+
+impl Activity {
+    fn hit(&mut self, key: u32, now_ms: i64) {
+        while let Some(&(t, k)) = self.hits.front() {
+            if t > now_ms - HORIZON_MS {
+                break;
+            }
+            self.hits.pop_front();
+            if self.last_hit[k as usize] == t {
+                self.active -= 1;
+                self.last_hit[k as usize] = i64::MIN;
+            }
+        }
+        let i = key as usize;
+        if i >= self.last_hit.len() {
+            self.last_hit.resize(i + 1, i64::MIN);
+        }
+        if self.last_hit[i] == i64::MIN {
+            self.active += 1;
+            self.peak = self.peak.max(self.active);
+        }
+        self.last_hit[i] = now_ms;
+        self.hits.push_back((now_ms, key));
+    }
+}
+
+struct LocRun {
+    /// (zone, the line's policy).
+    limits: Vec<(usize, NginxLimitReq)>,
+    dry_run: bool,
+    returns: bool,
+    counts: [u64; 6],
+}
+
+/// A row waiting for its same-millisecond group to be complete.
+struct Pending {
+    loc: u32,
+    emulated: Status,
+    logged: Status,
+    file: u32,
+    line: u64,
+}
+
+/// What verification has counted.
+struct Verify {
+    slot: usize,
+    column: String,
+    group_ms: i64,
+    pending: Vec<Pending>,
+    rows: u64,
+    agreed: u64,
+    confusion: HashMap<(Status, Status), u64>,
+    first: Vec<VerifyRow>,
+    files: Vec<String>,
+}
+
+/// Disagreements listed in the report.
+const FIRST_DISAGREEMENTS: usize = 10;
+
+impl Verify {
+    fn push(&mut self, p: Pending, now_ms: i64) {
+        if now_ms != self.group_ms {
+            self.flush();
+            self.group_ms = now_ms;
+        }
+        self.pending.push(p);
+    }
+
+    /// Compares each (ms, location) group as a multiset of statuses.
+    fn flush(&mut self) {
+        let mut rows = std::mem::take(&mut self.pending);
+        rows.sort_by_key(|p| p.loc);
+        for group in rows.chunk_by(|a, b| a.loc == b.loc) {
+            let n = group.len();
+            let mut emu: Vec<Status> = group.iter().map(|p| p.emulated).collect();
+            let mut log: Vec<(Status, usize)> = group
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.logged, i))
+                .collect();
+            emu.sort();
+            log.sort();
+            // Match equal statuses; what is left on each side disagrees.
+            let (mut i, mut j) = (0, 0);
+            let mut left_e = Vec::new();
+            let mut left_l = Vec::new();
+            while i < n || j < n {
+                if i < n && j < n && emu[i] == log[j].0 {
+                    *self.confusion.entry((emu[i], emu[i])).or_default() += 1;
+                    self.agreed += 1;
+                    i += 1;
+                    j += 1;
+                } else if j >= n || (i < n && emu[i] < log[j].0) {
+                    left_e.push(emu[i]);
+                    i += 1;
+                } else {
+                    left_l.push(log[j]);
+                    j += 1;
+                }
+            }
+            for (e, (l, at)) in left_e.into_iter().zip(left_l) {
+                *self.confusion.entry((e, l)).or_default() += 1;
+                if self.first.len() < FIRST_DISAGREEMENTS {
+                    let p = &group[at];
+                    let emulated = if n == 1 {
+                        e.text().to_string()
+                    } else {
+                        format!("{} (in a group of {n} same-ms rows)", e.text())
+                    };
+                    self.first.push(VerifyRow {
+                        at: format!("{}:{}", self.files[p.file as usize], p.line),
+                        emulated,
+                        logged: l.text().to_string(),
+                    });
+                }
+            }
+            self.rows += n as u64;
+        }
+    }
+}
+
+/// One nginx.conf being replayed.
+pub struct ConfExec {
+    conf: Arc<NginxConf>,
+    overrides: HashMap<String, String>,
+    /// Key column slot of each field a key reads.
+    fields: HashMap<String, usize>,
+    uri_slot: Option<usize>,
+    host_slot: Option<usize>,
+    forced: Option<usize>,
+    /// Location per URI id, per server (`u32::MAX`: not yet known).
+    routes: Vec<Vec<u32>>,
+    /// Server per host id.
+    hosts: Vec<u32>,
+    zones: Vec<ZoneRun>,
+    locs: Vec<LocRun>,
+    verify: Option<Verify>,
+    applied: Vec<(usize, usize, u32)>,
+    buf: Vec<u8>,
+    max_level: u64,
+    shapes: bool,
+}
+
+/// What a `ConfExec` needs from the command line.
+pub struct ConfOptions<'a> {
+    pub overrides: &'a HashMap<String, String>,
+    pub location: Option<&'a str>,
+    pub verify: Option<&'a str>,
+    pub files: Vec<String>,
+}
+
+impl ConfExec {
+    /// Plans the replay of `conf`; `slot` gives the key column of a field
+    /// (registering it).
+    pub fn new(
+        conf: Arc<NginxConf>,
+        opts: &ConfOptions,
+        slot: &mut dyn FnMut(&str) -> Result<usize>,
+    ) -> Result<ConfExec> {
+        let path = conf.path.display().to_string();
+        let forced = match opts.location {
+            None => None,
+            Some(name) => Some(conf.location_named(name).ok_or_else(|| {
+                anyhow::anyhow!(
+                    "--nginx-location '{name}': {path} has no such location; its locations are: {}",
+                    conf.locations
+                        .iter()
+                        .map(|l| l.name.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )
+            })?),
+        };
+        let mut fields = HashMap::new();
+        let mut need = |f: &str, fields: &mut HashMap<String, usize>| -> Result<()> {
+            if !fields.contains_key(f) {
+                fields.insert(f.to_string(), slot(f)?);
+            }
+            Ok(())
+        };
+        // Zones used by a location rows can reach, keyed per server.
+        let mut plans: Vec<Option<KeyPlan>> = (0..conf.zones.len()).map(|_| None).collect();
+        let reachable: Vec<usize> = match forced {
+            Some(l) => vec![l],
+            None => (0..conf.locations.len()).collect(),
+        };
+        for &l in &reachable {
+            let loc = &conf.locations[l];
+            if loc.returns {
+                continue;
+            }
+            for lim in &loc.limits {
+                let z = &conf.zones[lim.zone];
+                let mut fs = Vec::new();
+                conf.fields_of(&z.key, loc.server, opts.overrides, &mut fs)
+                    .map_err(|e| {
+                        anyhow::anyhow!("{}: zone \"{}\" key {}: {e}", z.pos, z.name, z.key)
+                    })?;
+                for f in &fs {
+                    need(f, &mut fields)?;
+                }
+                let single = z.key.single_var().and_then(|v| {
+                    match conf.var_source(v, loc.server, opts.overrides) {
+                        Ok(crate::nginx_conf::VarSource::Field(f)) => Some(f),
+                        _ => None,
+                    }
+                });
+                let plan = match single {
+                    Some(f) => KeyPlan::Field(fields[&f]),
+                    None => KeyPlan::Expr,
+                };
+                // A key reading `$server_name` differs by server: evaluate it.
+                let plan = match (&plans[lim.zone], plan) {
+                    (Some(KeyPlan::Expr), _) => KeyPlan::Expr,
+                    (Some(KeyPlan::Field(a)), KeyPlan::Field(b)) if *a != b => KeyPlan::Expr,
+                    (_, p) => p,
+                };
+                plans[lim.zone] = Some(plan);
+            }
+        }
+        let routed = forced.is_none() && conf.servers.iter().any(|s| !s.tree.is_empty());
+        let uri_field = opts
+            .overrides
+            .get("uri")
+            .cloned()
+            .unwrap_or_else(|| "uri".into());
+        let uri_slot = routed.then(|| slot(&uri_field)).transpose()?;
+        let host_slot = (forced.is_none() && conf.servers.len() > 1)
+            .then(|| {
+                let f = opts
+                    .overrides
+                    .get("host")
+                    .cloned()
+                    .unwrap_or_else(|| "host".into());
+                slot(&f)
+            })
+            .transpose()?;
+        let verify = opts
+            .verify
+            .map(|c| -> Result<Verify> {
+                Ok(Verify {
+                    slot: slot(c)?,
+                    column: c.to_string(),
+                    group_ms: i64::MIN,
+                    pending: Vec::new(),
+                    rows: 0,
+                    agreed: 0,
+                    confusion: HashMap::new(),
+                    first: Vec::new(),
+                    files: opts.files.clone(),
+                })
+            })
+            .transpose()?;
+        let locs: Vec<LocRun> = conf
+            .locations
+            .iter()
+            .map(|l| LocRun {
+                limits: l.limits.iter().map(|x| (x.zone, conf.policy(x))).collect(),
+                dry_run: l.dry_run,
+                returns: l.returns,
+                counts: [0; 6],
+            })
+            .collect();
+        let max_level = locs
+            .iter()
+            .flat_map(|l| l.limits.iter().map(|(_, p)| p.max_level()))
+            .max()
+            .unwrap_or(0);
+        let shapes = locs
+            .iter()
+            .any(|l| l.limits.iter().any(|(_, p)| p.shapes()));
+        Ok(ConfExec {
+            zones: plans
+                .into_iter()
+                .map(|p| ZoneRun {
+                    plan: p.unwrap_or(KeyPlan::Expr),
+                    interner: Interner::default(),
+                    states: Vec::new(),
+                    activity: Activity::default(),
+                })
+                .collect(),
+            routes: vec![Vec::new(); conf.servers.len()],
+            hosts: Vec::new(),
+            overrides: opts.overrides.clone(),
+            fields,
+            uri_slot,
+            host_slot,
+            forced,
+            locs,
+            verify,
+            applied: Vec::new(),
+            buf: Vec::new(),
+            max_level,
+            shapes,
+            conf,
+        })
+    }
+
+    pub fn max_level(&self) -> u64 {
+        self.max_level
+    }
+
+    pub fn shapes(&self) -> bool {
+        self.shapes
+    }
+
+    /// The key column drops are counted by: the client address when a
+    /// zone reads it, else the first field a key reads.
+    pub fn report_slot(&self) -> Option<usize> {
+        self.fields
+            .get("remote_addr")
+            .or_else(|| self.fields.values().min())
+            .copied()
+    }
+
+    fn location(&mut self, ev: &Event, names: &[KeyNames]) -> usize {
+        if let Some(l) = self.forced {
+            return l;
+        }
+        let server = match self.host_slot {
+            Some(h) => {
+                let id = ev.keys[h];
+                if id == EMPTY_KEY {
+                    self.conf.server_for(None)
+                } else {
+                    let i = id as usize;
+                    if i >= self.hosts.len() {
+                        self.hosts.resize(i + 1, u32::MAX);
+                    }
+                    if self.hosts[i] == u32::MAX {
+                        let host = String::from_utf8_lossy(names[h].get(id));
+                        self.hosts[i] = self.conf.server_for(Some(&host)) as u32;
+                    }
+                    self.hosts[i] as usize
+                }
+            }
+            None => self.conf.server_for(None),
+        };
+        let Some(u) = self.uri_slot else {
+            return self.conf.servers[server].fallback;
+        };
+        let id = ev.keys[u];
+        if id == EMPTY_KEY {
+            return self.conf.route(server, "/");
+        }
+        let routes = &mut self.routes[server];
+        let i = id as usize;
+        if i >= routes.len() {
+            routes.resize(i + 1, u32::MAX);
+        }
+        if routes[i] == u32::MAX {
+            let uri = normalize(&String::from_utf8_lossy(names[u].get(id)));
+            routes[i] = self.conf.route(server, &uri) as u32;
+        }
+        routes[i] as usize
+    }
+
+    /// The key id of zone `z` for this row; `None` exempts it.
+    fn key(&mut self, z: usize, server: usize, ev: &Event, names: &[KeyNames]) -> Option<u32> {
+        match self.zones[z].plan {
+            KeyPlan::Field(slot) => {
+                let id = ev.keys[slot];
+                (id != EMPTY_KEY).then_some(id)
+            }
+            KeyPlan::Expr => {
+                let fields = &self.fields;
+                let field = |f: &str| -> Vec<u8> {
+                    match fields.get(f) {
+                        Some(&s) if ev.keys[s] != EMPTY_KEY => names[s].get(ev.keys[s]).to_vec(),
+                        _ => Vec::new(),
+                    }
+                };
+                self.buf.clear();
+                let key = &self.conf.zones[z].key;
+                self.conf
+                    .eval(key, server, &self.overrides, &field, &mut self.buf);
+                // nginx exempts empty keys and keys over 65535 bytes.
+                if self.buf.is_empty() || self.buf.len() > 65535 {
+                    return None;
+                }
+                Some(self.zones[z].interner.intern(&self.buf).0)
+            }
+        }
+    }
+
+    /// Decides one row: nginx's decision, the level just after, and the
+    /// `$limit_req_status` it would log.
+    pub fn decide(
+        &mut self,
+        ev: &Event,
+        names: &[KeyNames],
+        levels: bool,
+    ) -> Result<(Decision, u64)> {
+        let now = ev.at;
+        let now_ms = (now.0 / Nanos::PER_MS) as i64;
+        let cost = u64::from(ev.cost);
+        let l = self.location(ev, names);
+        let server = self.conf.locations[l].server;
+        self.applied.clear();
+        let mut refused = None;
+        if !self.locs[l].returns {
+            for i in 0..self.locs[l].limits.len() {
+                let (z, p) = self.locs[l].limits[i];
+                let Some(k) = self.key(z, server, ev, names) else {
+                    continue;
+                };
+                let zone = &mut self.zones[z];
+                zone.activity.hit(k, now_ms);
+                let ki = k as usize;
+                if ki >= zone.states.len() {
+                    zone.states.resize(ki + 1, NginxState::default());
+                }
+                match p.check(&zone.states[ki], now, cost) {
+                    Decision::Admit { .. } => self.applied.push((i, z, k)),
+                    d @ Decision::Refuse { .. } => {
+                        refused = Some(d);
+                        break;
+                    }
+                }
+            }
+        }
+        let dry = self.locs[l].dry_run;
+        let (decision, status) = if let Some(d) = refused {
+            let s = if dry {
+                Status::RejectedDryRun
+            } else {
+                Status::Rejected
+            };
+            (d, s)
+        } else if self.applied.is_empty() {
+            (Decision::Admit { release: now }, Status::None)
+        } else {
+            let mut release = now;
+            for &(i, z, k) in &self.applied {
+                let (_, p) = self.locs[l].limits[i];
+                let st = &mut self.zones[z].states[k as usize];
+                if let Decision::Admit { release: r } = p.check(st, now, cost) {
+                    release = release.max(r);
+                }
+                p.admit(st, now, cost);
+            }
+            let s = match (release > now, dry) {
+                (false, _) => Status::Passed,
+                (true, false) => Status::Delayed,
+                (true, true) => Status::DelayedDryRun,
+            };
+            (Decision::Admit { release }, s)
+        };
+        let level = if levels {
+            self.applied
+                .iter()
+                .map(|&(i, z, k)| {
+                    let (_, p) = self.locs[l].limits[i];
+                    p.level(&self.zones[z].states[k as usize], now)
+                })
+                .max()
+                .unwrap_or(0)
+        } else {
+            0
+        };
+        self.locs[l].counts[status as usize] += 1;
+        if let Some(v) = &mut self.verify {
+            let id = ev.keys[v.slot];
+            let text = if id == EMPTY_KEY {
+                &b""[..]
+            } else {
+                names[v.slot].get(id)
+            };
+            let Some(logged) = Status::parse(text) else {
+                bail!(
+                    "{}:{}: the logged $limit_req_status '{}' in column '{}' is not PASSED, DELAYED, REJECTED, DELAYED_DRY_RUN, REJECTED_DRY_RUN or '-'; check --verify-column",
+                    v.files[ev.file as usize],
+                    ev.line,
+                    String::from_utf8_lossy(text),
+                    v.column
+                );
+            };
+            v.push(
+                Pending {
+                    loc: l as u32,
+                    emulated: status,
+                    logged,
+                    file: ev.file,
+                    line: ev.line,
+                },
+                now_ms,
+            );
+        }
+        Ok((decision, level))
+    }
+
+    /// The report's nginx section, once every row is decided.
+    pub fn report(&mut self) -> NginxReport {
+        let conf = &self.conf;
+        let mut notes = Vec::new();
+        for (z, run) in self.zones.iter().enumerate() {
+            let zone = &conf.zones[z];
+            if run.activity.peak > zone.capacity() {
+                notes.push(format!(
+                    "zone \"{}\": up to {} keys were active within 60 s, more than the about {} its {} bytes hold; nginx would have evicted keys, which drip does not model, so decisions after such moments may differ",
+                    zone.name,
+                    run.activity.peak,
+                    zone.capacity(),
+                    zone.size
+                ));
+            }
+        }
+        if self.locs.iter().any(|l| l.dry_run && !l.limits.is_empty()) {
+            notes.push("locations in limit_req_dry_run count what they would drop and delay; nginx served those requests at once".into());
+        }
+        let locations = self
+            .locs
+            .iter()
+            .zip(&conf.locations)
+            .filter(|(l, _)| l.counts.iter().sum::<u64>() > 0)
+            .map(|(l, c)| {
+                let n = |s: Status| l.counts[s as usize];
+                NginxLocationRow {
+                    location: c.name.clone(),
+                    limits: if l.returns {
+                        "return (never limited)".into()
+                    } else if c.limits.is_empty() {
+                        "none".into()
+                    } else {
+                        c.limits
+                            .iter()
+                            .map(|x| {
+                                let z = &conf.zones[x.zone];
+                                let mut s = format!("{} {}", z.name, z.rate_text);
+                                if x.burst > 0 {
+                                    s.push_str(&format!(" burst={}", x.burst));
+                                }
+                                match x.delay {
+                                    None => s.push_str(" nodelay"),
+                                    Some(0) => {}
+                                    Some(d) => s.push_str(&format!(" delay={d}")),
+                                }
+                                s
+                            })
+                            .collect::<Vec<_>>()
+                            .join(" + ")
+                    } + if l.dry_run && !c.limits.is_empty() {
+                        " (dry run)"
+                    } else {
+                        ""
+                    },
+                    requests: l.counts.iter().sum(),
+                    passed: n(Status::Passed),
+                    delayed: n(Status::Delayed) + n(Status::DelayedDryRun),
+                    rejected: n(Status::Rejected) + n(Status::RejectedDryRun),
+                    unlimited: n(Status::None),
+                }
+            })
+            .collect();
+        let verify = self.verify.as_mut().map(|v| {
+            v.flush();
+            let mut confusion: Vec<(String, String, u64)> = v
+                .confusion
+                .iter()
+                .map(|((e, l), n)| (e.text().to_string(), l.text().to_string(), *n))
+                .collect();
+            let rank = |t: &str| Status::ALL.iter().position(|s| s.text() == t);
+            confusion.sort_by_key(|(e, l, _)| (rank(e), rank(l)));
+            VerifyReport {
+                column: v.column.clone(),
+                rows: v.rows,
+                agreed: v.agreed,
+                disagreed: v.rows - v.agreed,
+                agreement_pct: if v.rows == 0 {
+                    100.0
+                } else {
+                    v.agreed as f64 * 100.0 / v.rows as f64
+                },
+                confusion,
+                first_disagreements: std::mem::take(&mut v.first),
+            }
+        });
+        NginxReport {
+            config: conf.path.display().to_string(),
+            locations,
+            notes,
+            verify,
+        }
+    }
+}
+
+/// The configs given with `--nginx-conf`, each with its report label (its
+/// file name, or the path as given when two share a name). Notes on what
+/// is not modelled go to stderr unless `quiet`.
+pub fn load_confs(
+    paths: &[std::path::PathBuf],
+    taken: &[String],
+    quiet: bool,
+) -> Result<Vec<(String, Arc<NginxConf>)>> {
+    let mut out: Vec<(String, Arc<NginxConf>)> = Vec::new();
+    for p in paths {
+        let conf = NginxConf::load(p)?;
+        if !quiet {
+            for n in &conf.notes {
+                eprintln!("drip: {n}");
+            }
+        }
+        let short = p.file_name().map_or_else(
+            || p.display().to_string(),
+            |n| n.to_string_lossy().into_owned(),
+        );
+        let clash = |l: &str| taken.iter().any(|t| t == l) || out.iter().any(|(t, _)| t == l);
+        let mut label = if clash(&short)
+            || paths
+                .iter()
+                .filter(|q| q.file_name() == p.file_name())
+                .count()
+                > 1
+        {
+            p.display().to_string()
+        } else {
+            short
+        };
+        let mut n = 2;
+        while clash(&label) {
+            label = format!("{}#{n}", p.display());
+            n += 1;
+        }
+        out.push((label, Arc::new(conf)));
+    }
+    Ok(out)
+}
+
+/// `--nginx-var NAME=FIELD` pairs.
+pub fn parse_vars(given: &[String]) -> Result<HashMap<String, String>> {
+    let mut out = HashMap::new();
+    for g in given {
+        let Some((name, field)) = g.split_once('=') else {
+            bail!("invalid --nginx-var '{g}': write NAME=FIELD, e.g. remote_addr=client_ip");
+        };
+        let name = name.trim().trim_start_matches('$');
+        let field = field.trim();
+        if name.is_empty()
+            || field.is_empty()
+            || !name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+        {
+            bail!("invalid --nginx-var '{g}': write NAME=FIELD, e.g. remote_addr=client_ip");
+        }
+        out.insert(name.to_string(), field.to_string());
+    }
+    Ok(out)
+}
+
+/// A one-line description of a config for the report's spec column.
+pub fn describe(conf: &NginxConf) -> String {
+    let limited = conf
+        .locations
+        .iter()
+        .filter(|l| !l.limits.is_empty() && !l.returns)
+        .count();
+    format!(
+        "{} zone(s), {} location(s) with limit_req",
+        conf.zones.len(),
+        limited
+    )
+}

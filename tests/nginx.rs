@@ -1,0 +1,429 @@
+//! `drip audit --nginx-conf` end to end: configs and logs built from the
+//! nginx cases pinned in the nginx spec, verified against the logged
+//! `$limit_req_status`, and wrong configs caught.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn drip(args: &[&str]) -> Out {
+    let out = Command::new(env!("CARGO_BIN_EXE_drip"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .arg("audit")
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run drip");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn dir() -> PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let d = std::env::temp_dir().join(format!("drip-nginx-test-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+/// The config: every case of the spec's real-nginx observations, one
+/// location each, plus a map-built key, dry run, `return` and exemptions.
+const CONF: &str = r#"
+# zones (one per case, so the cases do not share state)
+http {
+    limit_req_zone $binary_remote_addr zone=five:10m rate=5r/s;
+    limit_req_zone $binary_remote_addr zone=fivend:10m rate=5r/s;
+    limit_req_zone $binary_remote_addr zone=two:10m rate=2r/s;
+    limit_req_zone $binary_remote_addr zone=thirty:10m rate=30r/m;
+    limit_req_zone $binary_remote_addr zone=seven:10m rate=7r/m;
+    limit_req_zone $http_x_client zone=zf_key:1m rate=2r/s;
+    limit_req_zone $all_key zone=zf_all:1m rate=10r/s;
+    limit_req_zone "$binary_remote_addr" zone=dry:1m rate=1r/s;
+    map $http_x_client $all_key {
+        default "all";
+        vip     "";
+    }
+    limit_req_status 429;
+
+    server {
+        listen 80;
+        location / { }
+        location /five/ { limit_req zone=five burst=5; }
+        location /fivend/ { limit_req zone=fivend burst=5 nodelay; }
+        location /two/ { limit_req zone=two burst=6 delay=3; }
+        location /thirty/ { limit_req zone=thirty burst=2; }
+        location /seven/ { limit_req zone=seven burst=2; }
+        location /multi/ {
+            limit_req zone=zf_key burst=2 delay=1;
+            limit_req zone=zf_all burst=2;
+        }
+        location /dry/ {
+            limit_req zone=dry burst=1;
+            limit_req_dry_run on;
+        }
+        location = /health {
+            limit_req zone=five;
+            return 200 "ok";
+        }
+    }
+}
+"#;
+
+/// (arrival ms after T0, client address, URI, X-Client, status, wait ms).
+type Case = (
+    u64,
+    &'static str,
+    &'static str,
+    &'static str,
+    &'static str,
+    u64,
+);
+
+fn cases() -> Vec<Case> {
+    let mut c: Vec<Case> = Vec::new();
+    // 5r/s burst=5, 10 at once: 1 now, 5 delayed 200..1000 ms, 4 rejected.
+    c.push((0, "10.0.0.1", "/five/a", "", "PASSED", 0));
+    for i in 1..=5 {
+        c.push((0, "10.0.0.1", "/five/a", "", "DELAYED", 200 * i));
+    }
+    for _ in 0..4 {
+        c.push((0, "10.0.0.1", "/five/a", "", "REJECTED", 0));
+    }
+    // nodelay: 6 at once, 4 rejected.
+    for i in 0..10 {
+        let st = if i < 6 { "PASSED" } else { "REJECTED" };
+        c.push((0, "10.0.0.1", "/fivend/b?x=1", "", st, 0));
+    }
+    // 2r/s burst=6 delay=3: 4 at once, then 500/1000/1500 ms, 3 rejected.
+    for i in 0..10u64 {
+        let (st, w) = match i {
+            0..=3 => ("PASSED", 0),
+            4..=6 => ("DELAYED", 500 * (i - 3)),
+            _ => ("REJECTED", 0),
+        };
+        c.push((1000, "10.0.0.2", "/two/", "", st, w));
+    }
+    // 30r/m burst=2: 1 at once, 2000 and 4000 ms, 7 rejected.
+    for i in 0..10u64 {
+        let (st, w) = match i {
+            0 => ("PASSED", 0),
+            1 | 2 => ("DELAYED", 2000 * i),
+            _ => ("REJECTED", 0),
+        };
+        c.push((2000, "10.0.0.3", "/thirty/x", "", st, w));
+    }
+    // 7r/m burst=2: nginx truncates the rate to 116 thousandths a second.
+    c.push((3000, "10.0.0.4", "/seven/", "", "PASSED", 0));
+    c.push((3000, "10.0.0.4", "/seven/", "", "DELAYED", 8620));
+    c.push((3000, "10.0.0.4", "/seven/", "", "DELAYED", 17241));
+    // Two limits: AND of admissions, MAX of delays, a rejection stores
+    // nothing; vip's global key is empty, so only its own limit applies.
+    c.push((4000, "10.1.0.1", "/multi/", "a", "PASSED", 0));
+    c.push((4000, "10.1.0.2", "/multi/", "b", "DELAYED", 100));
+    c.push((4000, "10.1.0.3", "/multi/", "c", "DELAYED", 200));
+    c.push((4000, "10.1.0.4", "/multi/", "d", "REJECTED", 0));
+    c.push((4000, "10.1.0.5", "/multi/", "vip", "PASSED", 0));
+    c.push((4010, "10.1.0.5", "/multi/", "vip", "PASSED", 0));
+    c.push((4020, "10.1.0.5", "/multi/", "vip", "DELAYED", 480));
+    c.push((4030, "10.1.0.5", "/multi/", "vip", "REJECTED", 0));
+    c.push((4500, "10.1.0.4", "/multi/", "d", "PASSED", 0));
+    // Dry run: the same decisions, logged as such, nothing refused.
+    c.push((5000, "10.0.0.6", "/dry/", "", "PASSED", 0));
+    c.push((5000, "10.0.0.6", "/dry/", "", "DELAYED_DRY_RUN", 0));
+    c.push((5000, "10.0.0.6", "/dry/", "", "REJECTED_DRY_RUN", 0));
+    c.push((5000, "10.0.0.6", "/dry/", "", "REJECTED_DRY_RUN", 0));
+    // `return` answers before limit_req; no location limits "/".
+    for _ in 0..3 {
+        c.push((6000, "10.0.0.1", "/health", "", "-", 0));
+    }
+    c.push((6000, "10.0.0.1", "/index.html", "", "-", 0));
+    c
+}
+
+const T0: u64 = 1_700_000_000_000;
+
+/// A CSV log as nginx writes it: `msec` is the completion time (arrival +
+/// wait), `request_time` the wait.
+fn csv_log(cases: &[Case]) -> String {
+    let mut out =
+        String::from("remote_addr,uri,http_x_client,msec,request_time,limit_req_status\n");
+    for &(at, addr, uri, client, st, wait) in cases {
+        let done = T0 + at + wait;
+        out.push_str(&format!(
+            "{addr},{uri},{client},{}.{:03},{}.{:03},{st}\n",
+            done / 1000,
+            done % 1000,
+            wait / 1000,
+            wait % 1000
+        ));
+    }
+    out
+}
+
+fn setup(conf: &str, log: &str) -> (PathBuf, PathBuf) {
+    let d = dir();
+    let c = d.join("nginx.conf");
+    let l = d.join("access.csv");
+    std::fs::write(&c, conf).unwrap();
+    std::fs::write(&l, log).unwrap();
+    (c, l)
+}
+
+#[test]
+fn the_pinned_nginx_cases_verify_at_100_percent() {
+    let cs = cases();
+    let (conf, log) = setup(CONF, &csv_log(&cs));
+    let dec = conf.with_file_name("decisions.csv");
+    let out = drip(&[
+        s(&log),
+        "--nginx-conf",
+        s(&conf),
+        "--duration-column",
+        "request_time",
+        "--verify-column",
+        "limit_req_status",
+        "--decisions",
+        s(&dec),
+    ]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let n = cs.len();
+    assert!(
+        out.stdout.contains(&format!(
+            "$limit_req_status against column 'limit_req_status': {n} of {n} rows agree (100.00%), 0 disagree"
+        )),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        !out.stdout.contains("first disagreements"),
+        "{}",
+        out.stdout
+    );
+    for want in [
+        "location /five/    five 5r/s burst=5",
+        "location /dry/     dry 1r/s burst=1 (dry run)",
+        "location = /health  return (never limited)",
+    ] {
+        let want: Vec<&str> = want.split_whitespace().collect();
+        assert!(
+            out.stdout
+                .lines()
+                .any(|l| l.split_whitespace().collect::<Vec<_>>().starts_with(&want)),
+            "{want:?} in\n{}",
+            out.stdout
+        );
+    }
+    // Waits, row by row, as nginx delayed them.
+    let text = std::fs::read_to_string(&dec).unwrap();
+    let mut r = csv::Reader::from_reader(text.as_bytes());
+    let rows: Vec<csv::StringRecord> = r.records().map(|x| x.unwrap()).collect();
+    assert_eq!(rows.len(), n);
+    for (rec, c) in rows.iter().zip(&cs) {
+        let admitted = !c.4.starts_with("REJECTED") || c.4 == "REJECTED_DRY_RUN";
+        if c.4 == "REJECTED" {
+            assert_eq!(&rec[4], "0", "{c:?}");
+        } else if admitted && !c.4.ends_with("DRY_RUN") {
+            assert_eq!(&rec[4], "1", "{c:?}");
+            let wait: f64 = rec[5].parse().unwrap();
+            assert_eq!(wait, c.5 as f64, "{c:?}: {rec:?}");
+        }
+    }
+}
+
+#[test]
+fn the_same_millisecond_is_compared_as_a_group() {
+    // nginx logs each request when it completes: the rows of one burst are
+    // written in completion order, not arrival order.
+    let mut cs = cases();
+    cs.sort_by_key(|c| (c.0 + c.5, c.4 == "REJECTED"));
+    cs.reverse();
+    cs.sort_by_key(|c| c.0 + c.5);
+    let (conf, log) = setup(CONF, &csv_log(&cs));
+    let out = drip(&[
+        s(&log),
+        "--nginx-conf",
+        s(&conf),
+        "--duration-column",
+        "request_time",
+        "--verify-column",
+        "limit_req_status",
+        "-q",
+    ]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains("(100.00%), 0 disagree"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn a_wrong_config_is_caught_with_the_disagreements_listed() {
+    let (conf, log) = setup(
+        &CONF.replace("zone=two burst=6 delay=3", "zone=two burst=6"),
+        &csv_log(&cases()),
+    );
+    let out = drip(&[
+        s(&log),
+        "--nginx-conf",
+        s(&conf),
+        "--duration-column",
+        "request_time",
+        "--verify-column",
+        "limit_req_status",
+        "-q",
+    ]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    // delay=3 dropped: the 3 requests nginx passed at once are delayed.
+    assert!(out.stdout.contains("3 disagree"), "{}", out.stdout);
+    assert!(out.stdout.contains("first disagreements"), "{}", out.stdout);
+    let listed: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains("access.csv:"))
+        .collect();
+    assert_eq!(listed.len(), 3, "{}", out.stdout);
+    for l in listed {
+        assert!(
+            l.contains("DELAYED (in a group of 10 same-ms rows)")
+                && l.trim_end().ends_with("PASSED"),
+            "{l}"
+        );
+    }
+    assert!(
+        out.stderr.contains("crossed --max-disagree") && out.stderr.contains("3 of"),
+        "{}",
+        out.stderr
+    );
+    // A tolerance lets it pass.
+    let out = drip(&[
+        s(&log),
+        "--nginx-conf",
+        s(&conf),
+        "--duration-column",
+        "request_time",
+        "--verify-column",
+        "limit_req_status",
+        "--max-disagree",
+        "10",
+        "-q",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+#[test]
+fn forced_location_and_renamed_variables() {
+    let log = "client,path,t\n1.1.1.1,/a,1700000000.000\n1.1.1.1,/b,1700000000.100\n1.1.1.1,/c,1700000000.150\n2.2.2.2,/d,1700000000.150\n";
+    let conf = "http { limit_req_zone $binary_remote_addr zone=z:1m rate=10r/s;\n server { location /b { limit_req zone=z; } } }\n";
+    let (conf, log) = setup(conf, log);
+    // Routed by path: only /b is limited.
+    let out = drip(&[
+        s(&log),
+        "--nginx-conf",
+        s(&conf),
+        "--nginx-var",
+        "remote_addr=client",
+        "--nginx-var",
+        "uri=path",
+        "-f",
+        "json",
+        "-q",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let p = &v["policies"][0];
+    assert_eq!(p["dropped"], 0);
+    assert_eq!(p["nginx"]["locations"][1]["location"], "location /b");
+    assert_eq!(p["nginx"]["locations"][1]["passed"], 1);
+    // Forced: every row through /b; 1.1.1.1 at 0, 100 (admitted, 100 ms
+    // later), 150 (50 ms: refused).
+    let out = drip(&[
+        s(&log),
+        "--nginx-conf",
+        s(&conf),
+        "--nginx-var",
+        "remote_addr=client",
+        "--nginx-location",
+        "/b",
+        "-f",
+        "json",
+        "-q",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let p = &v["policies"][0];
+    assert_eq!(p["dropped"], 1, "{}", out.stdout);
+    assert_eq!(p["top_keys"][0]["key"], "1.1.1.1");
+    let out = drip(&[
+        s(&log),
+        "--nginx-conf",
+        s(&conf),
+        "--nginx-location",
+        "/nope",
+    ]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("--nginx-location '/nope'") && out.stderr.contains("location /b"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+}
+
+#[test]
+fn config_errors_are_one_line_with_file_and_line() {
+    let (conf, log) = setup(
+        "http {\n  limit_req_zone $binary_remote_addr zone=z:1m rate=1.5r/s;\n}\n",
+        "remote_addr,uri,t\n1.1.1.1,/,1700000000\n",
+    );
+    let out = drip(&[s(&log), "--nginx-conf", s(&conf)]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains(&format!(
+            "{}:2: invalid nginx rate '1.5r/s'",
+            conf.display()
+        )),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    assert!(!out.stderr.contains("panicked"));
+    let out = drip(&[s(&log), "--nginx-conf", "/nonexistent/nginx.conf"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("cannot read the nginx config"),
+        "{}",
+        out.stderr
+    );
+    let out = drip(&[s(&log), "--nginx-conf", s(&conf), "--nginx-var", "oops"]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("NAME=FIELD"), "{}", out.stderr);
+}
+
+#[test]
+fn a_bad_logged_status_names_its_line() {
+    let (conf, log) = setup(
+        "http { limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n server { location / { limit_req zone=z; } } }\n",
+        "remote_addr,uri,t,st\n1.1.1.1,/,1700000000,PASSED\n1.1.1.1,/,1700000001,OK\n",
+    );
+    let out = drip(&[s(&log), "--nginx-conf", s(&conf), "--verify-column", "st"]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert!(
+        out.stderr
+            .contains("access.csv:3: the logged $limit_req_status 'OK'"),
+        "{}",
+        out.stderr
+    );
+}
