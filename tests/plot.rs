@@ -392,3 +392,34 @@ fn sizing_plot_without_keys_has_one_panel() {
     let img = render(&svg);
     assert_eq!((img.width(), img.height()), (w, h));
 }
+
+#[test]
+fn a_timeline_too_fine_to_draw_is_merged_with_a_note() {
+    let path = tmp("plot.svg");
+    let out = drip(&[
+        "audit",
+        NASA,
+        "-p",
+        "gcra:rate=1/s,burst=10",
+        "--timeline",
+        "1s",
+        "--format",
+        "json",
+        "--plot",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "drip: the plot shows the timeline every 2m: --timeline 1s gives 46322 intervals"
+        ),
+        "{}",
+        out.stderr
+    );
+    // The report keeps every 1 s interval.
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["timeline"]["interval_ns"], 1_000_000_000u64);
+    assert_eq!(v["timeline"]["rows"].as_array().unwrap().len(), 46322);
+    let (_, _, texts) = parse(&std::fs::read_to_string(&path).unwrap());
+    assert!(has_text(&texts, "requests per 2m"), "{texts:?}");
+}

@@ -18,7 +18,7 @@ pub mod timestamp;
 
 use crate::cli::{AuditArgs, Format};
 use crate::policy::{KeyChoice, Spec, parse_spec, parse_specs_file};
-use crate::report::{Crossing, InputInfo, Report, Timeline};
+use crate::report::{Crossing, InputInfo, Report, Timeline, plot};
 use crate::time::Nanos;
 use anyhow::{Context, Result, anyhow, bail};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -218,10 +218,10 @@ fn audit_plot(
     zone: Option<&timestamp::Zone>,
 ) -> Result<String> {
     let empty = Timeline::default();
-    let panels: Vec<crate::report::plot::Panel> = report
+    let panels: Vec<plot::Panel> = report
         .policies
         .iter()
-        .map(|p| crate::report::plot::Panel {
+        .map(|p| plot::Panel {
             label: &p.label,
             spec: &p.spec,
             level_kind: p.peak_kind,
@@ -234,7 +234,7 @@ fn audit_plot(
         report.input.rows
     );
     let utc = jiff::tz::TimeZone::UTC;
-    crate::report::plot::timeline_svg(
+    plot::timeline_svg(
         &title,
         &panels,
         timeline.unwrap_or(&empty),
@@ -493,18 +493,22 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         rows,
     });
     // The plot's timeline: --timeline's as it is, or a few hundred intervals.
-    let (timeline, plotted) = if auto_timeline {
-        let chosen = timeline.map(|t| {
-            let starts = t.rows.iter().map(|r| r.start_ns);
-            let span = starts.clone().max().unwrap_or(0) - starts.min().unwrap_or(0);
-            crate::report::plot::coarsen(
-                &t,
-                crate::report::plot::choose_interval(span + t.interval_ns, t.interval_ns),
-            )
-        });
-        (None, chosen)
-    } else {
-        (timeline.clone(), timeline)
+    let (timeline, plotted) = match timeline {
+        Some(t) if auto_timeline => (None, Some(plot::fit(&t))),
+        Some(t) if plotting && plot::intervals(&t) > plot::MAX_PLOTTED => {
+            let fitted = plot::fit(&t);
+            if !args.quiet {
+                eprintln!(
+                    "drip: the plot shows the timeline every {}: --timeline {} gives {} intervals, more than {} can be drawn legibly",
+                    crate::report::span(fitted.interval_ns),
+                    crate::report::span(t.interval_ns),
+                    plot::intervals(&t),
+                    plot::MAX_PLOTTED
+                );
+            }
+            (Some(t), Some(fitted))
+        }
+        t => (t.clone(), t),
     };
     for p in &mut policies {
         p.skipped_bad = summary.bad_rows;

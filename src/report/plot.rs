@@ -127,6 +127,25 @@ pub fn coarsen(timeline: &Timeline, interval: u64) -> Timeline {
     }
 }
 
+/// Most intervals a plot draws as given; a longer `--timeline` is merged
+/// into a few hundred (a note says so).
+pub const MAX_PLOTTED: u64 = 2400;
+
+/// Intervals from the timeline's first to its last row.
+pub fn intervals(t: &Timeline) -> u64 {
+    let starts = t.rows.iter().map(|r| r.start_ns);
+    match (starts.clone().min(), starts.max()) {
+        (Some(a), Some(b)) => (b - a) / t.interval_ns.max(1) + 1,
+        _ => 0,
+    }
+}
+
+/// `t` merged into [`choose_interval`]'s interval for its span.
+pub fn fit(t: &Timeline) -> Timeline {
+    let base = t.interval_ns.max(1);
+    coarsen(t, choose_interval(intervals(t) * base, base))
+}
+
 /// One policy's panel: its rows of the timeline and its bound.
 pub struct Panel<'a> {
     /// The policy's label: the panel's title.
