@@ -214,7 +214,7 @@ pub enum Format {
 /// How a log's lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum InputFormat {
-    /// Decided from the first line: ndjson, combined, common, or CSV.
+    /// Decided from the first line: ndjson, w3c, alb, combined, common, or CSV.
     Auto,
     /// Comma-separated values with a header row (or --delimiter).
     Csv,
@@ -228,6 +228,10 @@ pub enum InputFormat {
     Nginx,
     /// One JSON object per line; fields by dotted path (request.remote_ip).
     Ndjson,
+    /// AWS Application Load Balancer access logs.
+    Alb,
+    /// W3C extended logs (CloudFront, IIS): fields named by the #Fields: line.
+    W3c,
 }
 
 impl InputFormat {
@@ -241,6 +245,8 @@ impl InputFormat {
             InputFormat::Common => "common",
             InputFormat::Nginx => "nginx",
             InputFormat::Ndjson => "ndjson",
+            InputFormat::Alb => "alb",
+            InputFormat::W3c => "w3c",
         }
     }
 }

@@ -253,6 +253,51 @@ fn write_gcp(reqs: &[Req]) -> String {
         .collect()
 }
 
+/// ALB: `time` is when the response was sent, `request_creation_time` the
+/// arrival, both with microseconds; the client with its port.
+fn write_alb(reqs: &[Req]) -> String {
+    reqs.iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let done = r.arrival_ms + r.took_ms;
+            let client = if r.client.contains(':') {
+                format!("[{}]:{}", r.client, 40000 + i)
+            } else {
+                format!("{}:{}", r.client, 40000 + i)
+            };
+            let us = |ms: u64| rfc3339(ms).replace('Z', "000Z");
+            format!(
+                "https {} app/my-lb/50dc6c495c0c9188 {client} 10.0.0.1:80 0.000 {}.{:03} 0.000 200 200 34 366 \"GET https://h:443{} HTTP/1.1\" \"curl/7.46.0\" ECDHE-RSA-AES128-GCM-SHA256 TLSv1.2 arn:aws:elasticloadbalancing:us-east-2:123456789012:targetgroup/t/73e2d6bc24d8a067 \"Root=1-58337262-36d228ad5d99923122bbe354\" \"-\" \"-\" 0 {} \"forward\" \"-\" \"-\" \"10.0.0.1:80\" \"200\" \"-\" \"-\" TID_1\n",
+                us(done),
+                r.took_ms / 1000,
+                r.took_ms % 1000,
+                r.uri,
+                us(r.arrival_ms)
+            )
+        })
+        .collect()
+}
+
+/// CloudFront: W3C directives, tab-separated, date and time apart (UTC).
+fn write_w3c(reqs: &[Req]) -> String {
+    let mut s = String::from(
+        "#Version: 1.0\n#Fields: date time x-edge-location sc-bytes c-ip cs-method cs(Host) cs-uri-stem sc-status cs(Referer) cs(User-Agent) cs-uri-query time-taken\n",
+    );
+    for r in reqs {
+        let t = rfc3339(r.arrival_ms);
+        let (uri, query) = r.uri.split_once('?').unwrap();
+        s += &format!(
+            "{}\t{}\tLAX1\t392\t{}\tGET\td111111abcdef8.cloudfront.net\t{uri}\t200\t-\tMozilla/5.0%20(X11)\t{query}\t{}.{:03}\n",
+            &t[..10],
+            &t[11..19],
+            r.client,
+            r.took_ms / 1000,
+            r.took_ms % 1000
+        );
+    }
+    s
+}
+
 #[test]
 fn the_same_requests_in_every_format_give_the_same_report() {
     let reqs = requests();
@@ -264,6 +309,8 @@ fn the_same_requests_in_every_format_give_the_same_report() {
     let nginx = write("nginx.log", write_nginx(&reqs).as_bytes());
     let caddy = write("caddy.json", write_caddy(&reqs).as_bytes());
     let gcp = write("gcp.json", write_gcp(&reqs).as_bytes());
+    let alb = write("alb.log", write_alb(&reqs).as_bytes());
+    let w3c = write("cloudfront.log", write_w3c(&reqs).as_bytes());
     let cases: Vec<(&str, &Path, Vec<&str>)> = vec![
         ("combined", &combined, vec!["--key-column", "remote_addr"]),
         (
@@ -303,6 +350,13 @@ fn the_same_requests_in_every_format_give_the_same_report() {
                 "httpRequest.remoteIp",
             ],
         ),
+        ("alb", &alb, vec!["--key-column", "client"]),
+        (
+            "alb, client:port stripped",
+            &alb,
+            vec!["--key-column", "client:port", "--strip-port"],
+        ),
+        ("w3c", &w3c, vec!["--key-column", "c-ip"]),
     ];
     for (what, log, args) in cases {
         let (got, got_d) = audit(log, &args);

@@ -563,7 +563,19 @@ impl<R: BufRead> Rows for LineRows<R> {
     }
 
     fn column(&mut self, sel: &ColSel, what: &str, file: &str) -> Result<usize> {
-        let fields = || self.parser.names().unwrap_or_default().join(", ");
+        let fields = || {
+            // Fields named by position are summed up by the first of them.
+            let names = self.parser.names().unwrap_or_default();
+            let positional = |n: &String| {
+                n.strip_prefix("field")
+                    .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+            };
+            let mut list: Vec<String> = names.iter().filter(|n| !positional(n)).cloned().collect();
+            if let Some(first) = names.iter().find(|n| positional(n)) {
+                list.push(format!("{first}… (further fields by position)"));
+            }
+            list.join(", ")
+        };
         let format = self.parser.format();
         match sel {
             ColSel::Index(i) => {
@@ -948,7 +960,13 @@ fn read_rows(
                 if let Some(note) = st.announce.take() {
                     eprintln!("{note}");
                 }
-                if st.times.naive_seen && !st.naive_said && spec.zone.is_none() && !spec.quiet {
+                // W3C logs are UTC by definition.
+                if st.times.naive_seen
+                    && !st.naive_said
+                    && spec.zone.is_none()
+                    && !spec.quiet
+                    && format != Some("w3c")
+                {
                     st.naive_said = true;
                     eprintln!(
                         "drip: timestamps in column '{time_column}' have no UTC offset; reading them as UTC (set --tz if they are local times)"

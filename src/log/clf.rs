@@ -57,16 +57,17 @@ pub fn tokens(line: &[u8], out: &mut Fields) -> Result<(), String> {
                 out.spans.push((start as u32, j as u32));
                 i = j + 1;
             }
-            b'[' => {
+            b'[' if bracketed(line, i) => {
                 let start = i + 1;
-                let Some(k) = memchr::memchr(b']', &line[start..]) else {
-                    return Err(format!(
-                        "field {} opens a '[' that is never closed",
-                        out.spans.len()
-                    ));
-                };
-                out.spans.push((start as u32, (start + k) as u32));
-                i = start + k + 1;
+                let k = memchr::memchr(b']', &line[start..]).map_or(n, |k| start + k);
+                out.spans.push((start as u32, k as u32));
+                i = k + 1;
+            }
+            b'[' if memchr::memchr(b']', &line[i..]).is_none() => {
+                return Err(format!(
+                    "field {} opens a '[' that is never closed",
+                    out.spans.len()
+                ));
             }
             _ => {
                 let start = i;
@@ -77,6 +78,15 @@ pub fn tokens(line: &[u8], out: &mut Fields) -> Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// Whether the `[` at `i` opens a bracketed value: its `]` ends the field
+/// (`[2001:db8::1]:443` is a bare word).
+fn bracketed(line: &[u8], i: usize) -> bool {
+    match memchr::memchr(b']', &line[i..]) {
+        Some(k) => matches!(line.get(i + k + 1), None | Some(b' ' | b'\t')),
+        None => false,
+    }
 }
 
 /// Combined or Common lines.

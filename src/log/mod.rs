@@ -17,9 +17,11 @@
 //! newlines, so an unbalanced quote cannot swallow the rest of the log.
 //! [`detect`] picks a format from the first line of a log.
 
+pub mod alb;
 pub mod clf;
 pub mod ndjson;
 pub mod nginx;
+pub mod w3c;
 
 use crate::cli::InputFormat;
 use std::io::BufRead;
@@ -202,12 +204,18 @@ pub fn detect(sample: &[u8]) -> Option<InputFormat> {
     if first.starts_with(b"{") {
         return Some(InputFormat::Ndjson);
     }
+    if first.starts_with(b"#Version:") || first.starts_with(b"#Fields:") {
+        return Some(InputFormat::W3c);
+    }
     let mut f = Fields::default();
     if clf::tokens(first, &mut f).is_err() {
         return None;
     }
     let tok = |i: usize| f.get(first, i).unwrap_or_default();
     let n = f.spans.len();
+    if alb::looks_like(first, &f) {
+        return Some(InputFormat::Alb);
+    }
     let bracketed = |i: usize| {
         f.spans
             .get(i)
@@ -260,6 +268,8 @@ pub fn parser(
             Box::new(nginx::Nginx::compile(f)?)
         }
         InputFormat::Ndjson => Box::new(ndjson::Ndjson::default()),
+        InputFormat::Alb => Box::new(alb::Alb::new()),
+        InputFormat::W3c => Box::new(w3c::W3c::default()),
         InputFormat::Auto | InputFormat::Csv | InputFormat::Tsv => {
             unreachable!("CSV is read by the CSV reader")
         }
@@ -272,7 +282,7 @@ mod tests {
 
     #[test]
     fn formats_are_told_from_the_first_line() {
-        let cases: [(&str, Option<InputFormat>); 6] = [
+        let cases: [(&str, Option<InputFormat>); 8] = [
             (
                 r#"1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET /a HTTP/1.0" 200 5 "-" "curl""#,
                 Some(InputFormat::Combined),
@@ -282,6 +292,11 @@ mod tests {
                 Some(InputFormat::Common),
             ),
             (r#" {"ts":1}"#, Some(InputFormat::Ndjson)),
+            ("#Version: 1.0\n#Fields: date time", Some(InputFormat::W3c)),
+            (
+                r#"https 2018-07-02T22:23:00.186641Z app/my-lb/50dc6c495c0c9188 192.168.131.39:2817 10.0.0.1:80 0.000 0.001 0.000 200 200 34 366 "GET http://h:80/ HTTP/1.1" "curl/7.46.0" - - arn "Root=1" "-" "-" 0 2018-07-02T22:22:48.364000Z "forward" "-" "-" "10.0.0.1:80" "200" "-" "-""#,
+                Some(InputFormat::Alb),
+            ),
             ("ts,key\n1,a", None),
             ("ts\tkey", None),
             ("\n\n", None),
