@@ -277,8 +277,12 @@ pub struct InputArgs {
     #[arg(long, default_value = "auto", value_name = "FORMAT")]
     pub time_format: String,
     /// The key column (one bucket per key); without it, one global bucket.
+    /// A,B joins several columns into one key (a route and a client).
     #[arg(long, value_name = "NAME|INDEX")]
     pub key_column: Option<String>,
+    /// Count addresses in keys by network: IPv4 by /V4, IPv6 by /V6 (e.g. 24,64).
+    #[arg(long, value_name = "V4[,V6]")]
+    pub key_prefix: Option<String>,
     /// The cost column (a positive whole number per row; default 1).
     #[arg(long, value_name = "NAME|INDEX")]
     pub cost_column: Option<String>,

@@ -610,3 +610,73 @@ fn bad_lines_name_file_line_format_and_field() {
         "{e}"
     );
 }
+
+#[test]
+fn keys_join_fields_and_group_addresses_by_network() {
+    let line = |ip: &str, uri: &str| {
+        format!("{ip} - - [10/Oct/2000:13:55:36 -0700] \"GET {uri} HTTP/1.1\" 200 5 \"-\" \"ua\"\n")
+    };
+    let log: String = [
+        line("10.0.0.1", "/login"),
+        line("10.0.0.2", "/login"),
+        line("10.0.0.1", "/other"),
+        line("2001:db8:0:1::5", "/login"),
+        line("2001:db8:0:1::6", "/login"),
+        line("-", "/login"),
+    ]
+    .concat();
+    let p = write("access.log", log.as_bytes());
+    let top = |args: &[&str]| -> Vec<(String, u64)> {
+        let d = tmp("d.csv");
+        let mut all = vec![s(&p), "-p", "gcra:rate=1/h", "-q", "--decisions", s(&d)];
+        all.extend_from_slice(args);
+        let out = drip(&all, None);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let text = std::fs::read_to_string(&d).unwrap();
+        text.lines()
+            .skip(1)
+            .map(|l| {
+                let f: Vec<&str> = l.split(',').collect();
+                (f[2].to_string(), f[4].parse().unwrap())
+            })
+            .collect()
+    };
+    let keys = |v: &[(String, u64)]| v.iter().map(|(k, _)| k.clone()).collect::<Vec<_>>();
+    let admits = |v: &[(String, u64)]| v.iter().map(|(_, a)| *a).collect::<Vec<_>>();
+    let joined = top(&["--key-column", "uri,remote_addr"]);
+    assert_eq!(
+        keys(&joined),
+        [
+            "/login|10.0.0.1",
+            "/login|10.0.0.2",
+            "/other|10.0.0.1",
+            "/login|2001:db8:0:1::5",
+            "/login|2001:db8:0:1::6",
+            "/login|"
+        ]
+    );
+    assert_eq!(admits(&joined), [1, 1, 1, 1, 1, 1]);
+    let nets = top(&["--key-column", "remote_addr", "--key-prefix", "24,64"]);
+    assert_eq!(
+        keys(&nets),
+        [
+            "10.0.0.0/24",
+            "10.0.0.0/24",
+            "10.0.0.0/24",
+            "2001:db8:0:1::/64",
+            "2001:db8:0:1::/64",
+            ""
+        ]
+    );
+    // One per network an hour; the '-' client is not limited.
+    assert_eq!(admits(&nets), [1, 0, 0, 1, 0, 1]);
+    let both = top(&["--key-column", "uri,0", "--key-prefix", "16"]);
+    assert_eq!(keys(&both)[1], "/login|10.0.0.0/16");
+    let e = drip(&[s(&p), "-p", "gcra:rate=1/h", "--key-prefix", "33"], None);
+    assert_eq!(e.code, 2);
+    assert!(
+        e.stderr.contains("invalid --key-prefix '33'"),
+        "{}",
+        e.stderr
+    );
+}

@@ -87,6 +87,8 @@ pub struct InputSpec {
     pub no_header: bool,
     /// Key values `host:port` / `[v6]:port` lose the port.
     pub strip_port: bool,
+    /// Addresses in keys grouped by these IPv4 and IPv6 prefix lengths.
+    pub key_prefix: Option<(u8, u8)>,
     /// The zone of timestamps written without a UTC offset (`None`: UTC).
     pub zone: Option<super::timestamp::Zone>,
     pub skip_bad: bool,
@@ -161,6 +163,12 @@ impl InputSpec {
             delimiter,
             no_header: args.no_header,
             strip_port: args.strip_port,
+            key_prefix: args
+                .key_prefix
+                .as_deref()
+                .map(crate::log::key::parse_prefix)
+                .transpose()
+                .map_err(|e| anyhow!(e))?,
             zone: args
                 .tz
                 .as_deref()
@@ -334,12 +342,23 @@ pub fn parse_delimiter(text: &str) -> Result<u8> {
     }
 }
 
+/// The columns of a key: `route,client` names two, joined into one key.
+fn key_parts(sel: &ColSel) -> Vec<ColSel> {
+    match sel {
+        ColSel::Name(n) if n.contains(',') => {
+            n.split(',').map(|p| ColSel::parse(p.trim())).collect()
+        }
+        s => vec![s.clone()],
+    }
+}
+
 /// Column positions resolved against one file's header.
 struct Columns {
     time: usize,
     /// The time-of-day column when date and time are split.
     time2: Option<usize>,
-    keys: Vec<usize>,
+    /// Per key: its columns, joined into one key when several.
+    keys: Vec<Vec<usize>>,
     cost: Option<usize>,
     /// The request's duration, subtracted from its completion time.
     duration: Option<usize>,
@@ -786,7 +805,12 @@ fn read_rows(
         keys: spec
             .key_cols
             .iter()
-            .map(|k| rows.column(k, "key", name))
+            .map(|k| {
+                key_parts(k)
+                    .iter()
+                    .map(|p| rows.column(p, "key", name))
+                    .collect::<Result<Vec<usize>>>()
+            })
             .collect::<Result<_>>()?,
         cost: spec
             .cost_col
@@ -828,7 +852,16 @@ fn read_rows(
     }
     let time_column = st.summary.time_column.clone();
     let duration_name = cols.duration.map(|d| col_name(h, d));
-    let key_names: Vec<String> = cols.keys.iter().map(|&k| col_name(h, k)).collect();
+    let key_names: Vec<Vec<String>> = cols
+        .keys
+        .iter()
+        .map(|k| k.iter().map(|&c| col_name(h, c)).collect())
+        .collect();
+    let shape = crate::log::key::KeyShape {
+        strip_port: spec.strip_port,
+        prefix: spec.key_prefix,
+    };
+    let plain_keys = shape == crate::log::key::KeyShape::default();
     let cost_name = cols.cost.map(|c| col_name(h, c));
     // Where a message points: the CSV row, or the format's line.
     let kind = match format {
@@ -925,23 +958,28 @@ fn read_rows(
             };
             let mut keys = [0; MAX_KEYS];
             let mark = st.batch.key_bytes.len();
-            for (slot, &c) in cols.keys.iter().enumerate() {
-                let v = match rows.get(c) {
-                    Some(v) if spec.strip_port => strip_port(v.trim_ascii()),
-                    Some(v) => v.trim_ascii(),
-                    // A field some lines lack (a JSON path, a trailing
-                    // field) is an empty key there.
-                    None if lenient_keys => b"",
-                    None => {
+            for (slot, parts) in cols.keys.iter().enumerate() {
+                for (n, &c) in parts.iter().enumerate() {
+                    if rows.get(c).is_none() && !lenient_keys {
                         st.batch.key_bytes.truncate(mark);
                         return Err(bad(format!(
                             "the row has {} field(s), no key column '{}'",
                             rows.len(),
-                            key_names[slot]
+                            key_names[slot][n]
                         )));
                     }
-                };
-                st.batch.key_bytes.extend_from_slice(v);
+                }
+                // A field some lines lack (a JSON path, a trailing field)
+                // is an empty key part there.
+                let value = |c: usize| rows.get(c).unwrap_or_default();
+                match parts.as_slice() {
+                    [c] if plain_keys => {
+                        st.batch.key_bytes.extend_from_slice(value(*c).trim_ascii())
+                    }
+                    [c] => shape.append(value(*c), &mut st.batch.key_bytes),
+                    _ => shape
+                        .append_joined(parts.iter().map(|&c| value(c)), &mut st.batch.key_bytes),
+                }
                 keys[slot] = u32::try_from(st.batch.key_bytes.len())
                     .map_err(|_| bad("key values too long".into()))?;
             }

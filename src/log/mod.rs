@@ -19,6 +19,7 @@
 
 pub mod alb;
 pub mod clf;
+pub mod key;
 pub mod ndjson;
 pub mod nginx;
 pub mod w3c;
