@@ -198,6 +198,10 @@ pub struct PaceArgs {
     pub max_pending: usize,
     #[command(flatten)]
     pub share: ShareArgs,
+    /// Read live commands from the FIFO at PATH (created if absent): pause DUR,
+    /// pause, resume, rate R, burst N, stats.
+    #[arg(long, value_name = "PATH")]
+    pub control: Option<PathBuf>,
 }
 
 /// Report format.

@@ -89,6 +89,11 @@ impl Lanes {
         self.parked == 0
     }
 
+    /// Lines waiting in lanes (not yet admitted).
+    pub fn waiting(&self) -> usize {
+        self.parked
+    }
+
     pub fn keys(&self) -> &Keys {
         &self.keys
     }
@@ -96,6 +101,16 @@ impl Lanes {
     /// The next retry instant, policy time.
     pub fn next_retry(&self) -> Option<Nanos> {
         self.timers.peek().map(|Reverse((at, _, _))| *at)
+    }
+
+    /// Offers every waiting lane again at policy instant `at` at the
+    /// latest (after the policy changed, its old retry times may be late).
+    pub fn retry_all_at(&mut self, at: Nanos) {
+        let timers = std::mem::take(&mut self.timers);
+        self.timers = timers
+            .into_iter()
+            .map(|Reverse((t, line, lane))| Reverse((t.min(at), line, lane)))
+            .collect();
     }
 
     /// Decides what can be decided at real instant `now`: lanes whose

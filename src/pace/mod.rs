@@ -23,6 +23,7 @@
 //! condition-variable waits until the next deadline, or without a timeout
 //! when nothing is due: no wake-ups while idle.
 
+pub mod control;
 pub mod keys;
 mod lanes;
 pub mod schedule;
@@ -80,6 +81,8 @@ pub struct Config {
     keyed: Option<KeyedConfig>,
     /// `--share`: the schedule and how this policy reserves in it.
     share: Option<(ShareConfig, Plan)>,
+    /// The control FIFO's path.
+    control: Option<PathBuf>,
 }
 
 /// Per-key pacing: where keys come from and how lines wait.
@@ -179,6 +182,7 @@ impl Config {
             catch_up: args.catch_up,
             keyed,
             share,
+            control: args.control,
         })
     }
 }
@@ -264,6 +268,8 @@ struct Inbox {
     stop: bool,
     /// The reader waits for room (so a wake-up is worth a syscall).
     reader_waiting: bool,
+    /// Control commands (the FIFO, SIGUSR1) not yet applied.
+    control: Vec<control::Command>,
 }
 
 impl Inbox {
@@ -377,6 +383,16 @@ struct Pacer {
     schedule: Schedule<Vec<u8>>,
     /// Lines waiting for their key's turn (per-key pacing only).
     lanes: Option<Lanes>,
+    /// The pause in force (`--control`).
+    pause: Option<control::Pause>,
+    /// The shaper `rate` and `burst` commands retune, if any.
+    tunable: Option<control::Tunable>,
+    /// The retuned shaper, for the summary.
+    retuned: Option<String>,
+    /// The timing keeps half an interval between writes (a lone or global shaper).
+    gap_keeping: bool,
+    /// Removes a FIFO drip created when the run ends.
+    _fifo: Option<control::Fifo>,
     output: File,
     /// Readable once a stop signal has arrived: lets a write that waits on
     /// a downstream which stopped reading give up between two lines.
@@ -434,6 +450,23 @@ impl Pacer {
             }
             None => None,
         };
+        let tunable = config
+            .spec
+            .members
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| config.keyed.is_none() || m.key == KeyChoice::Global)
+            .find_map(|(i, m)| match m.config {
+                PolicyConfig::Shaper(s) => Some(control::Tunable {
+                    member: i,
+                    shaper: s,
+                }),
+                _ => None,
+            })
+            // Without a key, only a lone shaper paces every line by itself;
+            // a shared schedule's rate is every sharing process's.
+            .filter(|_| config.keyed.is_some() || config.spec.members.len() == 1)
+            .filter(|_| config.share.is_none());
         let (schedule, lanes) = match &config.keyed {
             None => (Schedule::new(stack, timing), None),
             Some(k) => {
@@ -489,6 +522,19 @@ impl Pacer {
                 }
             })
             .context("cannot start the signal thread")?;
+        control::start_usr1(Arc::clone(&shared))?;
+        let fifo = match &config.control {
+            Some(path) => {
+                let (fifo, file) = control::Fifo::open(path)?;
+                let s = Arc::clone(&shared);
+                std::thread::Builder::new()
+                    .name("control".into())
+                    .spawn(move || control::read_loop(file, &s))
+                    .context("cannot start the control thread")?;
+                Some(fifo)
+            }
+            None => None,
+        };
         let s = Arc::clone(&shared);
         let sep = config.separator;
         std::thread::Builder::new()
@@ -512,6 +558,11 @@ impl Pacer {
             shared,
             schedule,
             lanes,
+            pause: None,
+            tunable,
+            retuned: None,
+            gap_keeping: shaper,
+            _fifo: fifo,
             output: File::from(output),
             wake: wake_rx,
             rejects,
@@ -545,6 +596,33 @@ impl Pacer {
             }
             if g.read_error.is_some() {
                 break Ending::Eof;
+            }
+            if !g.control.is_empty() || self.pause.is_some() {
+                let commands = std::mem::take(&mut g.control);
+                let waiting = g.records.len()
+                    + self.schedule.backlog()
+                    + self.lanes.as_ref().map_or(0, Lanes::waiting);
+                let (pause, retuned) = self.control(commands, g.lines_in, waiting);
+                if retuned {
+                    // A held line is offered to the new shaper at once.
+                    let now = self.schedule.policy_time(self.clock.now());
+                    held = held.map(|h| h.min(now));
+                }
+                if let Some(p) = pause {
+                    // Paused: nothing is decided or written until it ends.
+                    g = match p.until {
+                        None => shared.main_cv.wait(g).unwrap_or_else(|e| e.into_inner()),
+                        Some(t) => {
+                            let timeout = t.saturating_sub(self.clock.now()).to_duration();
+                            shared
+                                .main_cv
+                                .wait_timeout(g, timeout)
+                                .unwrap_or_else(|e| e.into_inner())
+                                .0
+                        }
+                    };
+                    continue;
+                }
             }
             let now = self.clock.now();
             let mut full = false;
@@ -789,6 +867,10 @@ impl Pacer {
             );
             summary.keys = self.lanes.as_ref().map(|l| l.keys().summary(BUSIEST_KEYS));
             summary.share = self.share.as_ref().map(Sharer::summary);
+            summary.paused_ms = self.schedule.paused().0 as f64 / 1e6;
+            if let Some(text) = &self.retuned {
+                summary.target = format!("{} (shaper now {text})", summary.target);
+            }
             let text = match self.config.stats {
                 Some(StatsFormat::Json) => summary.to_json(),
                 _ => summary.to_text(),

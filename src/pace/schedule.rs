@@ -25,7 +25,7 @@
 //! overtakes the records waiting for a busy one.
 
 use crate::policy::Decision;
-use crate::policy::keyed::{KeyId, Stack};
+use crate::policy::keyed::{KeyId, Limiter, Stack};
 use crate::time::Nanos;
 use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
@@ -169,6 +169,10 @@ pub struct Schedule<T> {
     last: Nanos,
     /// Records offered so far: the `seq` of records offered without one.
     offered: u64,
+    /// The latest release admitted, policy time.
+    last_release: Option<Nanos>,
+    /// Total time paused (part of `slip`).
+    paused: Nanos,
     queue: Queue<T>,
 }
 
@@ -189,6 +193,8 @@ impl<T> Schedule<T> {
             slip: Nanos::ZERO,
             last: Nanos::ZERO,
             offered: 0,
+            last_release: None,
+            paused: Nanos::ZERO,
             queue: match order {
                 Order::Arrival => Queue::Fifo(VecDeque::new()),
                 Order::Release => Queue::Heap(BinaryHeap::new()),
@@ -206,9 +212,36 @@ impl<T> Schedule<T> {
         t.saturating_add(self.slip)
     }
 
-    /// Total re-basing so far, ns.
+    /// Total re-basing after stalls so far, ns (pauses not included).
     pub fn slip(&self) -> Nanos {
-        self.slip
+        self.slip.saturating_sub(self.paused)
+    }
+
+    /// Total time paused, ns.
+    pub fn paused(&self) -> Nanos {
+        self.paused
+    }
+
+    /// Moves the schedule by a pause of `span`: everything not yet written
+    /// leaves `span` later, at the same spacing, and the policies see no
+    /// time pass (idle time is not banked).
+    pub fn pause(&mut self, span: Nanos) {
+        self.slip = self.slip.saturating_add(span);
+        self.paused = self.paused.saturating_add(span);
+    }
+
+    /// Replaces stack member `i` (a global member, key 0) with `member`
+    /// and new `timing`. The new member starts as if it had admitted the
+    /// latest release so far, so the next admission keeps one of its own
+    /// intervals after it: a rate change applies from the next release,
+    /// without drift and without a burst. Records already admitted keep
+    /// their release.
+    pub fn retune(&mut self, i: usize, member: Box<dyn Limiter>, timing: Timing) {
+        let m = self.stack.replace(i, member);
+        if let Some(last) = self.last_release {
+            m.decide(0, last, 1);
+        }
+        self.timing = timing;
     }
 
     /// Records admitted and not yet taken.
@@ -271,6 +304,7 @@ impl<T> Schedule<T> {
         self.offered += 1;
         match decision {
             Decision::Admit { release } => {
+                self.last_release = self.last_release.max(Some(release));
                 self.queue.push(Pending {
                     release,
                     seq,

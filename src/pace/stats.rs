@@ -59,6 +59,8 @@ pub struct Summary {
     pub ended: Ending,
     /// Total time the schedule was moved back after stalls, ms.
     pub rebased_ms: f64,
+    /// Total time held by `pause` commands, ms.
+    pub paused_ms: f64,
     /// Per-key pacing: keys seen and the busiest.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keys: Option<KeySummary>,
@@ -128,6 +130,7 @@ impl Stats {
             wait_max_ms: if empty { 0.0 } else { ms(self.waits.max()) },
             ended,
             rebased_ms: rebased.0 as f64 / 1e6,
+            paused_ms: 0.0,
             keys: None,
             share: None,
         }

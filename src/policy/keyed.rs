@@ -364,6 +364,12 @@ impl Stack {
         &self.members
     }
 
+    /// Replaces member `i` (a new policy, with empty state) and returns it.
+    pub fn replace(&mut self, i: usize, member: Box<dyn Limiter>) -> &mut dyn Limiter {
+        self.members[i] = member;
+        &mut *self.members[i]
+    }
+
     pub fn len(&self) -> usize {
         self.members.len()
     }

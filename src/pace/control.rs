@@ -1,0 +1,366 @@
+//! Live control of a running `pace`: a FIFO of commands and SIGUSR1.
+//!
+//! `--control PATH` creates a FIFO there (or uses the FIFO already there)
+//! and reads one command per line:
+//!
+//! ```text
+//! pause DUR   hold every release for DUR (a later end wins over an earlier)
+//! pause       hold every release until `resume`
+//! resume      end a pause now
+//! rate R      the shaper's new rate, from the next release on
+//! burst N     the shaper's new burst (lines allowed to wait)
+//! stats       one stats line on stderr
+//! ```
+//!
+//! A pause moves the schedule by its length: lines continue after it at
+//! the rate, never in a burst, and policies see no time pass while paused.
+//! `rate` and `burst` retune the shaper that paces every line (`--rate`, or
+//! a `key=none` shaper member with `--key`); see [`super::schedule::Schedule::retune`].
+//! A command that cannot be read gets one line on stderr and changes
+//! nothing: a typo must not end a long run. SIGUSR1 prints the stats line
+//! too, as `dd` does, without stopping anything.
+
+use super::{Pacer, Shared};
+use crate::clock::Clock;
+use crate::policy::Shaper;
+use crate::policy::shaper::ShaperBound;
+use crate::policy::spec::PolicyConfig;
+use crate::rate::{Rate, parse_duration, parse_rate};
+use crate::time::Nanos;
+use anyhow::{Context, bail};
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// One control command.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    /// Hold releases for a span, or until `resume` (`None`).
+    Pause(Option<Nanos>),
+    Resume,
+    Rate(Rate),
+    Burst(u64),
+    Stats,
+}
+
+/// What `--control` accepts, for messages.
+const VALID: &str = "pause [DUR], resume, rate R, burst N, stats";
+/// The longest command line read; a longer one is refused whole.
+const MAX_COMMAND: usize = 1024;
+
+/// Parses one command line (surrounding blanks ignored).
+pub fn parse(line: &str) -> Result<Command, String> {
+    let line = line.trim();
+    let (word, arg) = match line.split_once(char::is_whitespace) {
+        Some((w, a)) => (w, Some(a.trim())),
+        None => (line, None),
+    };
+    match (word, arg) {
+        ("pause", None) => Ok(Command::Pause(None)),
+        ("pause", Some(d)) => Ok(Command::Pause(Some(parse_duration(d)?))),
+        ("resume", None) => Ok(Command::Resume),
+        ("rate", Some(r)) => parse_rate(r).map(Command::Rate).map_err(|e| e.to_string()),
+        ("burst", Some(n)) => n.parse().map(Command::Burst).map_err(|_| {
+            format!("invalid burst '{n}': give a whole number of lines, e.g. burst 10")
+        }),
+        ("stats", None) => Ok(Command::Stats),
+        ("resume" | "stats", Some(_)) => Err(format!("'{word}' takes no argument")),
+        ("rate" | "burst", None) => Err(format!("'{word}' needs a value")),
+        _ => Err(format!("unknown command '{line}'")),
+    }
+}
+
+/// The control FIFO: created here (and removed at the end) or found here.
+pub struct Fifo {
+    path: PathBuf,
+    created: bool,
+}
+
+impl Fifo {
+    /// Creates the FIFO at `path`, or checks that what is there is one.
+    /// Returns it and its read end.
+    pub fn open(path: &Path) -> anyhow::Result<(Fifo, File)> {
+        use std::os::unix::ffi::OsStrExt;
+        use std::os::unix::fs::FileTypeExt;
+        let created = match std::fs::metadata(path) {
+            Ok(m) if m.file_type().is_fifo() => false,
+            Ok(_) => bail!(
+                "--control '{}' exists and is not a FIFO; give a new path (drip creates the FIFO) or an existing FIFO",
+                path.display()
+            ),
+            Err(_) => {
+                let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+                    .context("--control: the path contains a NUL byte")?;
+                // SAFETY: `c` is a valid NUL-terminated path.
+                if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+                    return Err(std::io::Error::last_os_error()).with_context(|| {
+                        format!("cannot create the control FIFO '{}'", path.display())
+                    });
+                }
+                true
+            }
+        };
+        let fifo = Fifo {
+            path: path.to_path_buf(),
+            created,
+        };
+        // Read and write: the open does not wait for a writer, and the
+        // FIFO never reads as ended when a writer closes it.
+        let file = File::options()
+            .read(true)
+            .write(true)
+            .open(path)
+            .with_context(|| format!("cannot open the control FIFO '{}'", path.display()))?;
+        Ok((fifo, file))
+    }
+}
+
+impl Drop for Fifo {
+    fn drop(&mut self) {
+        if self.created {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// Reads commands from the FIFO into the inbox until the process ends.
+pub(super) fn read_loop(file: File, shared: &Arc<Shared>) {
+    let mut input = BufReader::new(file);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match (&mut input)
+            .take(MAX_COMMAND as u64 + 1)
+            .read_until(b'\n', &mut line)
+        {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(e) => {
+                eprintln!("drip: reading the control FIFO: {e}; live control is off");
+                return;
+            }
+        }
+        if line.len() > MAX_COMMAND {
+            eprintln!("drip: control: a command longer than {MAX_COMMAND} bytes was ignored");
+            // Skip the rest of that line.
+            let mut rest = Vec::new();
+            let _ = input.read_until(b'\n', &mut rest);
+            continue;
+        }
+        let text = String::from_utf8_lossy(&line);
+        if text.trim().is_empty() {
+            continue;
+        }
+        match parse(&text) {
+            Ok(cmd) => {
+                shared.lock().control.push(cmd);
+                shared.main_cv.notify_one();
+            }
+            Err(e) => eprintln!("drip: control: {e}; valid: {VALID}"),
+        }
+    }
+}
+
+/// Turns each SIGUSR1 into a stats request.
+pub(super) fn start_usr1(shared: Arc<Shared>) -> anyhow::Result<()> {
+    let mut signals = signal_hook::iterator::Signals::new([signal_hook::consts::SIGUSR1])
+        .context("cannot install the SIGUSR1 handler")?;
+    std::thread::Builder::new()
+        .name("usr1".into())
+        .spawn(move || {
+            for _ in signals.forever() {
+                shared.lock().control.push(Command::Stats);
+                shared.main_cv.notify_one();
+            }
+        })
+        .context("cannot start the SIGUSR1 thread")?;
+    Ok(())
+}
+
+/// A pause in force.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pause {
+    /// Real instant it began.
+    pub since: Nanos,
+    /// Real instant it ends by itself; `None`: at `resume`.
+    pub until: Option<Nanos>,
+}
+
+/// The shaper `rate` and `burst` retune: which stack member, as it is now.
+#[derive(Debug, Clone, Copy)]
+pub struct Tunable {
+    pub member: usize,
+    pub shaper: Shaper,
+}
+
+impl Pacer {
+    /// Applies the commands that arrived (`lines_in`, `waiting`: for the
+    /// stats line) and ends a pause whose time has come. Returns the pause
+    /// still in force, and whether the shaper was retuned (a line held for
+    /// the old one's retry time is then offered again at once).
+    pub(super) fn control(
+        &mut self,
+        commands: Vec<Command>,
+        lines_in: u64,
+        waiting: usize,
+    ) -> (Option<Pause>, bool) {
+        let now = self.clock.now();
+        let mut retuned = false;
+        for cmd in commands {
+            match cmd {
+                Command::Pause(span) => {
+                    let until = span.map(|d| now.saturating_add(d));
+                    let p = match self.pause {
+                        None => Pause { since: now, until },
+                        // The later end wins; an open pause stays open.
+                        Some(p) => Pause {
+                            since: p.since,
+                            until: match (p.until, until) {
+                                (Some(a), Some(b)) => Some(a.max(b)),
+                                _ => None,
+                            },
+                        },
+                    };
+                    self.pause = Some(p);
+                    let how = match span {
+                        Some(d) => format!("for {}", humantime::format_duration(d.to_duration())),
+                        None => "until resume".to_string(),
+                    };
+                    eprintln!("drip: control: paused {how}");
+                }
+                Command::Resume => {
+                    if self.pause.is_some() {
+                        self.end_pause(now);
+                        eprintln!("drip: control: resumed");
+                    }
+                }
+                Command::Rate(rate) => retuned |= self.retune(Some(rate), None),
+                Command::Burst(n) => retuned |= self.retune(None, Some(n)),
+                Command::Stats => {
+                    let line = self.stats_line(now, lines_in, waiting);
+                    let _ = std::io::stderr().write_all(line.as_bytes());
+                }
+            }
+        }
+        if let Some(Pause {
+            until: Some(end), ..
+        }) = self.pause
+            && end <= now
+        {
+            self.end_pause(end);
+        }
+        (self.pause, retuned)
+    }
+
+    /// Ends the pause at real instant `at`: the schedule moves by its length.
+    fn end_pause(&mut self, at: Nanos) {
+        if let Some(p) = self.pause.take() {
+            // Policy time stands still while paused, so retry instants
+            // (policy time) stay right.
+            self.schedule.pause(at.saturating_sub(p.since));
+        }
+    }
+
+    /// Applies `rate`/`burst` to the shaper that paces every line.
+    fn retune(&mut self, rate: Option<Rate>, burst: Option<u64>) -> bool {
+        let Some(t) = self.tunable else {
+            if self.share.is_some() {
+                eprintln!(
+                    "drip: control: rate and burst cannot change a shared schedule (--share): restart the sharing processes with the new rate"
+                );
+                return false;
+            }
+            eprintln!(
+                "drip: control: rate and burst apply to the shaper that paces every line (--rate, or a key=none shaper member with --key); this run has none"
+            );
+            return false;
+        };
+        let rate = rate.unwrap_or(t.shaper.rate());
+        let bound = match (burst, t.shaper.bound()) {
+            (Some(b), _) => ShaperBound::Burst(b),
+            (None, bound) => bound,
+        };
+        let shaper = Shaper::new(rate, bound);
+        let timing = super::schedule::Timing::new(
+            Some(super::interval_of(rate)),
+            self.gap_keeping,
+            self.config.catch_up,
+        );
+        self.schedule
+            .retune(t.member, PolicyConfig::Shaper(shaper).build(), timing);
+        self.tunable = Some(Tunable {
+            member: t.member,
+            shaper,
+        });
+        // What waited on the old policy is offered again now.
+        let now = self.schedule.policy_time(self.clock.now());
+        if let Some(lanes) = &mut self.lanes {
+            lanes.retry_all_at(now);
+        }
+        let text = match bound {
+            ShaperBound::Burst(b) => format!("rate={rate},burst={b}"),
+            ShaperBound::MaxWait(w) => format!(
+                "rate={rate},max-wait={}",
+                humantime::format_duration(w.to_duration())
+            ),
+        };
+        eprintln!("drip: control: shaper now {text}");
+        self.retuned = Some(text);
+        true
+    }
+
+    /// One line of counts, like `dd`'s on SIGUSR1.
+    fn stats_line(&self, now: Nanos, lines_in: u64, waiting: usize) -> String {
+        let s = self.stats.summary(
+            now,
+            self.config.target.clone(),
+            super::stats::Ending::Eof,
+            self.schedule.slip(),
+        );
+        let rate = s
+            .rate_per_s
+            .map_or("-".to_string(), |r| format!("{r:.3}/s"));
+        let paused = if self.pause.is_some() { ", paused" } else { "" };
+        format!(
+            "drip pace: {lines_in} in, {} out, {} dropped, {waiting} waiting; {rate} over {:.3}s; wait p50 {:.3}ms, p99 {:.3}ms, max {:.3}ms{paused}\n",
+            s.lines_out, s.dropped, s.elapsed_s, s.wait_p50_ms, s.wait_p99_ms, s.wait_max_ms,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn commands_parse() {
+        assert_eq!(
+            parse("pause 30s\n"),
+            Ok(Command::Pause(Some(Nanos::from_secs(30))))
+        );
+        assert_eq!(parse("  pause  "), Ok(Command::Pause(None)));
+        assert_eq!(parse("resume"), Ok(Command::Resume));
+        assert_eq!(
+            parse("rate 2/s"),
+            Ok(Command::Rate(parse_rate("2/s").unwrap()))
+        );
+        assert_eq!(parse("burst 10"), Ok(Command::Burst(10)));
+        assert_eq!(parse("stats\r\n"), Ok(Command::Stats));
+    }
+
+    #[test]
+    fn bad_commands_say_what_is_wrong() {
+        for (line, want) in [
+            ("pause soon", "invalid duration 'soon'"),
+            ("rate fast", "invalid rate 'fast'"),
+            ("rate", "'rate' needs a value"),
+            ("burst -1", "invalid burst '-1'"),
+            ("resume now", "'resume' takes no argument"),
+            ("faster please", "unknown command 'faster please'"),
+        ] {
+            let e = parse(line).unwrap_err();
+            assert!(e.contains(want), "{line}: {e}");
+        }
+    }
+}
