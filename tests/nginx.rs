@@ -427,3 +427,129 @@ fn a_bad_logged_status_names_its_line() {
         out.stderr
     );
 }
+
+/// The same cases as nginx writes them with a `log_format` of the config:
+/// one line per request at its completion, in completion order.
+fn access_log(cases: &[Case]) -> String {
+    let mut lines: Vec<(u64, String)> = cases
+        .iter()
+        .map(|&(at, addr, uri, client, st, wait)| {
+            let done = T0 + at + wait;
+            let status = if st == "REJECTED" { 429 } else { 200 };
+            let client = if client.is_empty() { "-" } else { client };
+            (
+                done,
+                format!(
+                    "{addr} - \"GET {uri} HTTP/1.1\" {status} {}.{:03} {}.{:03} \"{client}\" {st}",
+                    done / 1000,
+                    done % 1000,
+                    wait / 1000,
+                    wait % 1000
+                ),
+            )
+        })
+        .collect();
+    lines.sort_by_key(|l| l.0);
+    lines.into_iter().map(|l| l.1 + "\n").collect()
+}
+
+fn with_log_format(conf: &str) -> String {
+    conf.replacen(
+        "limit_req_status 429;",
+        "limit_req_status 429;\n    log_format timed '$remote_addr - \"$request\" $status '\n                     '$msec $request_time \"$http_x_client\" $limit_req_status';\n    access_log /var/log/nginx/access.log timed;",
+        1,
+    )
+}
+
+#[test]
+fn an_access_log_in_the_configs_own_format_needs_nothing_else() {
+    let cs = cases();
+    let d = dir();
+    let conf = d.join("nginx.conf");
+    let log = d.join("access.log");
+    std::fs::write(&conf, with_log_format(CONF)).unwrap();
+    std::fs::write(&log, access_log(&cs)).unwrap();
+    let out = drip(&[s(&log), "--nginx-conf", s(&conf)]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    for note in [
+        "drip: reading ",
+        "with log_format 'timed' (",
+        "nginx.conf:17), used by access_log /var/log/nginx/access.log (",
+        "minus $request_time",
+        "add --verify-column limit_req_status",
+    ] {
+        assert!(out.stderr.contains(note), "{note}: {}", out.stderr);
+    }
+    let n = cs.len();
+    let out = drip(&[
+        s(&log),
+        "--nginx-conf",
+        s(&conf),
+        "--verify-column",
+        "limit_req_status",
+        "-q",
+    ]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout
+            .contains(&format!("{n} of {n} rows agree (100.00%), 0 disagree")),
+        "{}",
+        out.stdout
+    );
+    // A wrong config: the 7r/m zone at 8r/m delays less than nginx did.
+    let wrong = d.join("wrong.conf");
+    std::fs::write(
+        &wrong,
+        with_log_format(&CONF.replace("rate=7r/m", "rate=8r/m")),
+    )
+    .unwrap();
+    let out = drip(&[
+        s(&log),
+        "--nginx-conf",
+        s(&wrong),
+        "--verify-column",
+        "limit_req_status",
+        "-q",
+    ]);
+    // Same statuses (DELAYED either way): the decisions agree, and only
+    // the waits differ, which a status cannot show.
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    // burst=5 → burst=4 at /five/: one DELAYED becomes REJECTED.
+    std::fs::write(
+        &wrong,
+        with_log_format(&CONF.replace("zone=five burst=5", "zone=five burst=4")),
+    )
+    .unwrap();
+    let out = drip(&[
+        s(&log),
+        "--nginx-conf",
+        s(&wrong),
+        "--verify-column",
+        "limit_req_status",
+        "-q",
+    ]);
+    assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stdout.contains(&format!("{} of {n} rows agree", n - 1)),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout
+            .lines()
+            .any(|l| l.split_whitespace().eq(["REJECTED", "DELAYED", "1"])),
+        "{}",
+        out.stdout
+    );
+    let listed: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter(|l| l.contains("access.log:"))
+        .collect();
+    assert_eq!(listed.len(), 1, "{}", out.stdout);
+    assert!(
+        out.stderr.contains("crossed --max-disagree"),
+        "{}",
+        out.stderr
+    );
+}

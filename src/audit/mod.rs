@@ -334,7 +334,16 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         ));
     }
 
-    let spec = InputSpec::from_args(&args.input, key_cols.clone(), args.quiet)?;
+    let mut spec = InputSpec::from_args(&args.input, key_cols.clone(), args.quiet)?;
+    if let Some((_, conf)) = confs.first() {
+        nginx::adopt_log_format(
+            conf,
+            &mut spec,
+            &args.input,
+            args.verify_column.is_some(),
+            args.quiet,
+        );
+    }
     if let Some(path) = &args.plot {
         check_output("--plot", path, "svg")?;
     }

@@ -755,3 +755,115 @@ pub fn describe(conf: &NginxConf) -> String {
         limited
     )
 }
+
+/// The first line of a log file (gzip or plain), for choosing its format.
+fn first_line(path: &std::path::Path) -> Option<Vec<u8>> {
+    use std::io::{BufRead, BufReader, Read};
+    let mut raw = BufReader::new(std::fs::File::open(path).ok()?);
+    let gz = raw.fill_buf().ok()?.starts_with(&[0x1f, 0x8b]);
+    let mut r: Box<dyn BufRead> = if gz {
+        Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(raw)))
+    } else {
+        Box::new(raw)
+    };
+    let mut line = Vec::new();
+    r.by_ref()
+        .take(crate::log::MAX_LINE as u64)
+        .read_until(b'\n', &mut line)
+        .ok()?;
+    while line.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
+        line.pop();
+    }
+    Some(line)
+}
+
+/// With `--input-format auto` and no `--log-format`: when the config's
+/// `access_log` lines use a `log_format` of its own that reads the log's
+/// first line, the log is read with it (the `access_log` whose file name
+/// matches the log's is tried first). When that format has a time and
+/// `$request_time`, arrival = time − `$request_time` unless
+/// `--duration-column` says otherwise: nginx writes the line when the
+/// request completes, and `limit_req` decided at its arrival.
+pub fn adopt_log_format(
+    conf: &NginxConf,
+    spec: &mut super::input::InputSpec,
+    input: &crate::cli::InputArgs,
+    verify: bool,
+    quiet: bool,
+) {
+    use crate::cli::InputFormat;
+    if input.input_format != InputFormat::Auto || input.log_format.is_some() {
+        return;
+    }
+    let Some(path) = spec.files.first().filter(|f| f.as_os_str() != "-") else {
+        return;
+    };
+    let Some(line) = first_line(path) else {
+        return;
+    };
+    let base = |p: &str| {
+        let name = std::path::Path::new(p)
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        name.split(".log").next().unwrap_or_default().to_string()
+    };
+    let log_base = base(&path.to_string_lossy());
+    let mut logs: Vec<&crate::nginx_conf::AccessLog> = conf.access_logs.iter().collect();
+    logs.sort_by_key(|a| base(&a.path) != log_base);
+    let mut tried = Vec::new();
+    for a in logs {
+        if tried.contains(&a.format) {
+            continue;
+        }
+        tried.push(a.format.clone());
+        let Some(f) = conf
+            .log_formats
+            .iter()
+            .find(|f| f.name == a.format && f.pos.is_some())
+        else {
+            continue;
+        };
+        let Ok(mut parser) = crate::log::nginx::Nginx::compile(&f.format) else {
+            continue;
+        };
+        let mut fields = crate::log::Fields::default();
+        if crate::log::LineParser::parse(&mut parser, &line, &mut fields).is_err() {
+            continue;
+        }
+        let file = file_label(path);
+        spec.input_format = InputFormat::Nginx;
+        spec.log_format = Some(f.format.clone());
+        let timed = ["msec", "time_local", "time_iso8601"]
+            .iter()
+            .any(|t| parser.has(t));
+        let duration = spec.duration_col.is_none() && timed && parser.has("request_time");
+        if duration {
+            spec.duration_col = Some(super::input::ColSel::Name("request_time".into()));
+        }
+        if !quiet {
+            eprintln!(
+                "drip: reading {file} with log_format '{}' ({}), used by access_log {} ({})",
+                f.name,
+                f.pos.as_ref().map_or(String::new(), |p| p.to_string()),
+                a.path,
+                a.pos
+            );
+            if duration {
+                eprintln!(
+                    "drip: nginx writes a line when the request completes; replaying arrivals at the logged time minus $request_time, when limit_req decided (--duration-column sets another)"
+                );
+            }
+            if !verify && parser.has("limit_req_status") {
+                eprintln!(
+                    "drip: the log has $limit_req_status; add --verify-column limit_req_status to check drip's decisions against nginx's"
+                );
+            }
+        }
+        return;
+    }
+}
+
+fn file_label(p: &std::path::Path) -> String {
+    super::input::file_name(p)
+}
