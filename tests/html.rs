@@ -370,3 +370,53 @@ fn the_checker_catches_a_style_fetch() {
         "<!DOCTYPE html><html><head><style>body{background:url(x.png)}</style></head></html>";
     assert_self_contained(html, &parse(html));
 }
+
+#[test]
+fn nginx_conf_sections_are_on_the_page() {
+    let dir = std::env::temp_dir().join(format!("drip-html-nginx-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let conf = dir.join("nginx.conf");
+    std::fs::write(
+        &conf,
+        "http { limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n server { location /api/ { limit_req zone=z; } } }\n",
+    )
+    .unwrap();
+    let log = dir.join("access.csv");
+    std::fs::write(
+        &log,
+        "remote_addr,uri,t,st\n1.1.1.1,/api/a,1700000000,PASSED\n1.1.1.1,/api/b,1700000000,PASSED\n1.1.1.1,/x,1700000000,-\n",
+    )
+    .unwrap();
+    let out = drip(&[
+        "audit",
+        log.to_str().unwrap(),
+        "--nginx-conf",
+        conf.to_str().unwrap(),
+        "--verify-column",
+        "st",
+        "--quiet",
+        "--format",
+        "html",
+    ]);
+    // The second request is REJECTED by drip but logged PASSED.
+    let doc = parse(&out.stdout);
+    assert_self_contained(&out.stdout, &doc);
+    let headings = doc.texts("h2");
+    let locations = headings
+        .iter()
+        .find(|h| h.contains(": locations of "))
+        .unwrap_or_else(|| panic!("{headings:?} ({})", out.stderr));
+    let rows = doc.table_after(locations);
+    assert_eq!(rows[0][..3], ["location", "limit_req", "requests"]);
+    assert!(rows.iter().any(|r| r[0].contains("/api/")), "{rows:?}");
+    let verify = headings
+        .iter()
+        .find(|h| h.contains("$limit_req_status against column 'st': 2 of 3 rows agree"))
+        .unwrap_or_else(|| panic!("{headings:?}"));
+    let confusion = doc.table_after(verify);
+    assert_eq!(confusion[0], ["drip", "logged", "rows"]);
+    assert!(
+        confusion.iter().any(|r| r == &["REJECTED", "PASSED", "1"]),
+        "{confusion:?}"
+    );
+}

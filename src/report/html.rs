@@ -162,8 +162,9 @@ pub fn write_page(page: &Page, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// The audit as a page: input, thresholds crossed, the summary, the keys
-/// with the most drops, the timeline plot (`plot`, an SVG document), and
-/// the timeline table when one was asked for.
+/// with the most drops, each nginx.conf's locations and verification, the
+/// timeline plot (`plot`, an SVG document), and the timeline table when one
+/// was asked for.
 pub fn render_audit(report: &Report, plot: Option<&str>, out: &mut dyn Write) -> io::Result<()> {
     let mut blocks = vec![Block::Paragraph(report.input_line())];
     if !report.crossings.is_empty() {
@@ -181,6 +182,44 @@ pub fn render_audit(report: &Report, plot: Option<&str>, out: &mut dyn Write) ->
     if !top.is_empty() {
         blocks.push(Block::Heading("Keys with the most drops".into()));
         blocks.push(Block::Table(Table::from_columns(super::TOP, &top)));
+    }
+    for p in &report.policies {
+        let Some(n) = &p.nginx else {
+            continue;
+        };
+        blocks.push(Block::Heading(format!(
+            "{}: locations of {}",
+            p.label, n.config
+        )));
+        blocks.push(Block::Table(Table::from_columns(
+            super::nginx::LOCATIONS,
+            &n.locations,
+        )));
+        for note in &n.notes {
+            blocks.push(Block::Paragraph(format!("note: {note}")));
+        }
+        if let Some(v) = &n.verify {
+            blocks.push(Block::Heading(format!(
+                "{}: $limit_req_status against column '{}': {} of {} rows agree ({}%), {} disagree",
+                p.label,
+                v.column,
+                v.agreed,
+                v.rows,
+                super::pct(v.agreement_pct),
+                v.disagreed
+            )));
+            blocks.push(Block::Table(Table::from_columns(
+                super::nginx::CONFUSION,
+                &v.confusion,
+            )));
+            if !v.first_disagreements.is_empty() {
+                blocks.push(Block::Paragraph("First disagreements:".into()));
+                blocks.push(Block::Table(Table::from_columns(
+                    super::nginx::DISAGREEMENTS,
+                    &v.first_disagreements,
+                )));
+            }
+        }
     }
     if let Some(svg) = plot {
         blocks.push(Block::Heading("Timeline".into()));
