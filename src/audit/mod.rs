@@ -14,6 +14,7 @@ pub mod keys;
 pub mod nginx;
 pub mod order;
 pub mod replay;
+pub mod stream;
 pub mod timestamp;
 
 use crate::cli::{AuditArgs, Format};
@@ -21,30 +22,30 @@ use crate::policy::{KeyChoice, Spec, parse_spec, parse_specs_file};
 use crate::report::{Crossing, InputInfo, Report, Timeline, plot};
 use crate::time::Nanos;
 use anyhow::{Context, Result, anyhow, bail};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use input::{ColSel, InputSpec, MAX_KEYS, file_name};
+use input::{ColSel, InputSpec, MAX_KEYS};
 use replay::{Replay, Run, Slot};
 use std::io::{IsTerminal, Write};
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 
-/// Rows handed to the replay at a time, in time order.
-const CHUNK: usize = 4096;
+/// The replay, and a second replay thread when there is one, fed in time
+/// order.
+struct Feed<'a> {
+    replay: &'a mut Replay,
+    helper: &'a mut Option<Helper>,
+}
 
-/// Decides a chunk here and, with a second replay thread, there too; then
-/// empties it.
-fn decide(
-    replay: &mut Replay,
-    helper: &mut Option<Helper>,
-    chunk: &mut Vec<input::Event>,
-) -> Result<()> {
-    if let Some(h) = helper {
-        h.send(chunk.clone());
+impl stream::Sink for Feed<'_> {
+    fn learn(&mut self, batch: &mut input::Batch) {
+        self.replay.intern(batch);
     }
-    replay.decide_chunk(chunk)?;
-    chunk.clear();
-    Ok(())
+
+    /// Decides a chunk here and, with a second replay thread, there too.
+    fn take(&mut self, chunk: &[input::Event]) -> Result<()> {
+        if let Some(h) = self.helper.as_mut() {
+            h.send(chunk.to_vec());
+        }
+        self.replay.decide_chunk(chunk)
+    }
 }
 
 /// A second replay thread deciding some of the runs: the rows reach it in
@@ -370,29 +371,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
 
     let show_progress =
         !args.quiet && !args.no_progress && (args.progress || std::io::stderr().is_terminal());
-    let total: u64 = files
-        .iter()
-        .filter(|f| f.as_os_str() != "-")
-        .filter_map(|f| std::fs::metadata(f).ok())
-        .map(|m| m.len())
-        .sum();
-    let bar = if show_progress {
-        let bar = if total > 0 {
-            ProgressBar::new(total)
-        } else {
-            ProgressBar::no_length()
-        };
-        bar.set_draw_target(ProgressDrawTarget::stderr());
-        bar.set_style(
-            ProgressStyle::with_template(
-                "{spinner} {bytes}/{total_bytes} {wide_bar} {msg} eta {eta}",
-            )
-            .expect("valid template"),
-        );
-        bar
-    } else {
-        ProgressBar::hidden()
-    };
+    let bar = stream::progress_bar(show_progress, &files);
 
     // Interning keys costs about as much as deciding one policy: with one
     // policy it balances the two threads on the replay's side, with more on
@@ -402,16 +381,6 @@ pub fn run(args: AuditArgs) -> Result<u8> {
             .map(|_| keys::Interner::default())
             .collect()
     });
-    let bytes = Arc::new(AtomicU64::new(0));
-    let (tx, rx) = mpsc::sync_channel::<input::Batch>(8);
-    let reader = {
-        let bytes = bytes.clone();
-        let spec = spec.clone();
-        std::thread::Builder::new()
-            .name("drip-reader".into())
-            .spawn(move || input::read_all(&spec, &bytes, reader_interns, |b| tx.send(b).is_ok()))
-            .context("cannot start the reader thread")?
-    };
 
     // With several policies and no decisions file, every second one is decided
     // on a thread of their own, fed the same rows in time order.
@@ -422,71 +391,22 @@ pub fn run(args: AuditArgs) -> Result<u8> {
     } else {
         None
     };
-    let started = std::time::Instant::now();
-    let mut order = order::Reorder::new(args.input.reorder_window);
-    let mut chunk: Vec<input::Event> = Vec::with_capacity(CHUNK);
-    let mut rows_seen = 0u64;
-    let names: Vec<String> = if files.is_empty() {
-        vec!["<stdin>".into()]
-    } else {
-        files.iter().map(|f| file_name(f)).collect()
-    };
-    let replayed: Result<()> = (|| {
-        for mut batch in rx.iter() {
-            replay.intern(&mut batch);
-            rows_seen += batch.events.len() as u64;
-            for ev in batch.events {
-                if let Err(late) = order.push(ev) {
-                    let behind = Nanos(late.newest.0 - ev.at.0);
-                    bail!(
-                        "{}:{}: this row's time {} is {} older than an earlier row's {}, beyond the reorder window of {}; raise --reorder-window above {} or sort the log by time",
-                        names[ev.file as usize],
-                        ev.line,
-                        crate::report::instant(ev.at.0),
-                        behind,
-                        crate::report::instant(late.newest.0),
-                        args.input.reorder_window,
-                        behind
-                    );
-                }
-                while let Some(ready) = order.pop_ready() {
-                    chunk.push(ready);
-                    if chunk.len() >= CHUNK {
-                        decide(&mut replay, &mut helper, &mut chunk)?;
-                    }
-                }
-            }
-            let done = bytes.load(Ordering::Relaxed);
-            bar.set_position(done);
-            let secs = started.elapsed().as_secs_f64().max(1e-3);
-            bar.set_message(format!("{:.0} rows/s", rows_seen as f64 / secs));
-        }
-        chunk.extend(std::iter::from_fn(|| order.pop_any()));
-        decide(&mut replay, &mut helper, &mut chunk)?;
-        Ok(())
-    })();
+    let read = stream::read_ordered(
+        &spec,
+        args.input.reorder_window,
+        reader_interns,
+        &bar,
+        &mut Feed {
+            replay: &mut replay,
+            helper: &mut helper,
+        },
+    );
     let helped = helper.map(Helper::finish);
-    if replayed.is_err() {
-        drop(rx);
-    }
-    let read = reader
-        .join()
-        .map_err(|_| anyhow!("the reader thread failed"))?;
-    bar.finish_and_clear();
-    let summary = read?;
-    replayed?;
-    if summary.rows == 0 && summary.bad_rows > 0 {
-        bail!(
-            "all {} rows were bad and skipped, nothing was replayed; check --time-column and --time-format (drop --skip-bad to see the first bad row)",
-            summary.bad_rows
-        );
-    }
-    if order.reordered > 0 && !args.quiet {
-        eprintln!(
-            "drip: {} rows were out of time order, by at most {}; re-sorted (--reorder-window {})",
-            order.reordered, order.max_behind, args.input.reorder_window
-        );
-    }
+    let stream::Read {
+        summary,
+        reordered,
+        names,
+    } = read?;
     if summary.rows == 0 && !args.quiet {
         eprintln!("drip: the input has no rows; every count in the report is zero");
     }
@@ -527,7 +447,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
             files: names,
             rows: summary.rows,
             bad_rows_skipped: summary.bad_rows,
-            rows_reordered: order.reordered,
+            rows_reordered: reordered,
             time_column: summary.time_column,
             time_format: summary.time_format,
             first_ns: first.map(|t| t.0),
