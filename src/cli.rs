@@ -24,6 +24,8 @@ pub enum Command {
     Audit(AuditArgs),
     /// Wait for one slot of a shared schedule, then exit 0 or run a command.
     Gate(GateArgs),
+    /// Find the smallest limit that real traffic needs, from its log.
+    Size(SizeArgs),
     /// Print a shell completion script to stdout.
     Completions(CompletionsArgs),
 }
@@ -372,6 +374,59 @@ pub struct AuditArgs {
     #[arg(long)]
     pub no_progress: bool,
     /// No progress bar and no notes on stderr; errors and threshold crossings only.
+    #[arg(long, short)]
+    pub quiet: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SizeArgs {
+    /// The policy with its swept parameters left out: gcra, nginx:nodelay,
+    /// shaper:key=none, fixed-window:align=first-hit,count=all, sliding-log.
+    #[arg(long = "policy", short = 'p', value_name = "SPEC")]
+    pub policy: String,
+    /// Rates to try (bucket families): a list (1/s,2/s,5/s) or a range A..B
+    /// (a ladder of round values); default: the log's average rate to its busiest second.
+    #[arg(long, value_name = "LIST|A..B")]
+    pub rate: Option<String>,
+    /// Windows to try (window families): a list (1s,10s,1m); default 1s,10s,1m,10m,1h.
+    #[arg(long, value_name = "LIST")]
+    pub window: Option<String>,
+    #[command(flatten)]
+    pub input: InputArgs,
+    /// Target: drop at most PCT percent of the requests.
+    #[arg(long, value_name = "PCT")]
+    pub max_drop_rate: Option<String>,
+    /// Target: drop at most N requests.
+    #[arg(long, value_name = "N")]
+    pub max_drops: Option<u64>,
+    /// Target: at most PCT% of the keys (or N keys) see any drop.
+    #[arg(long, value_name = "PCT%|N")]
+    pub max_keys_hurt: Option<String>,
+    /// Target for shaping policies: no request waits longer than DUR.
+    #[arg(long, value_parser = duration_arg, value_name = "DUR")]
+    pub max_wait: Option<Nanos>,
+    /// The recommendation admits the fewest requests in any window of this length.
+    #[arg(long, value_parser = positive_duration_arg, default_value = "1m", value_name = "DUR")]
+    pub horizon: Nanos,
+    /// The config in force: audited next to the recommendation.
+    #[arg(long, value_name = "SPEC")]
+    pub current: Option<String>,
+    /// Keys (one per line) left out of the targets; still replayed and reported.
+    #[arg(long, value_name = "FILE")]
+    pub exclude_keys: Option<PathBuf>,
+    /// Keys listed in the per-key need table, largest need first.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub top: usize,
+    /// Report format.
+    #[arg(long, short, value_enum, default_value_t = Format::Table)]
+    pub format: Format,
+    /// Show a progress bar on stderr (default when stderr is a terminal).
+    #[arg(long, overrides_with = "no_progress")]
+    pub progress: bool,
+    /// Never show a progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+    /// No progress bar and no notes on stderr; errors only.
     #[arg(long, short)]
     pub quiet: bool,
 }

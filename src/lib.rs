@@ -16,4 +16,5 @@ pub mod pace;
 pub mod policy;
 pub mod rate;
 pub mod report;
+pub mod size;
 pub mod time;

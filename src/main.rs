@@ -27,6 +27,7 @@ fn main() -> ExitCode {
         Command::Pace(args) => drip::pace::run(args),
         Command::Audit(args) => drip::audit::run(args),
         Command::Gate(args) => drip::gate::run(args),
+        Command::Size(args) => drip::size::run(args),
         Command::Completions(args) => drip::completions::run(args),
     };
     match result {

@@ -22,7 +22,7 @@ use crate::policy::{KeyChoice, Spec, parse_spec, parse_specs_file};
 use crate::report::{Crossing, InputInfo, Report, Timeline, plot};
 use crate::time::Nanos;
 use anyhow::{Context, Result, anyhow, bail};
-use input::{ColSel, InputSpec, MAX_KEYS};
+use input::{ColSel, InputSpec, MAX_KEYS, file_name};
 use replay::{Replay, Run, Slot};
 use std::io::{IsTerminal, Write};
 use std::sync::mpsc;

@@ -498,6 +498,13 @@ impl Replay {
         }
     }
 
+    /// Learns the value of the next key id of `column`, for a driver that
+    /// numbered the keys itself (ids in order of first appearance).
+    pub fn learn_key(&mut self, column: usize, value: &[u8]) {
+        self.names[column].push(value);
+        self.requests_by_key[column].push(0);
+    }
+
     /// Decides a chunk of requests, in time order, under every policy:
     /// run by run over the chunk, so each run's loop is tight; decisions
     /// are written row by row afterwards.

@@ -6,7 +6,7 @@
 use super::{Column, Human, Report};
 use std::io::{self, Write};
 
-fn section<T>(out: &mut dyn Write, cols: &[Column<T>], rows: &[T]) -> io::Result<()> {
+pub(crate) fn section<T>(out: &mut dyn Write, cols: &[Column<T>], rows: &[T]) -> io::Result<()> {
     let mut w = ::csv::Writer::from_writer(out);
     w.write_record(cols.iter().map(|c| c.header))?;
     for r in rows {

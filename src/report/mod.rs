@@ -9,6 +9,7 @@ pub mod json;
 pub mod markdown;
 pub mod nginx;
 pub mod plot;
+pub mod size;
 pub mod table;
 
 use crate::time::{Nanos, fmt_millis};

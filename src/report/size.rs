@@ -1,0 +1,515 @@
+//! What `drip size` found, as data, and its renderers: the frontier (one
+//! row per rate or window: the smallest size meeting the targets and what
+//! it gives), the recommendation, the per-key need, the rule of thumb and
+//! the current config. The text formats share the column lists
+//! ([`FRONTIER`], [`NEED`]) and the writers of the audit report.
+
+use super::{Column, Human, InputInfo, PolicyReport, human_wait, pct};
+use crate::time::{Nanos, fmt_millis};
+use serde::Serialize;
+use std::io::{self, Write};
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SizeReport {
+    pub input: InputInfo,
+    /// `-p` as given.
+    pub policy: String,
+    /// `rate` or `window`.
+    pub axis: &'static str,
+    /// `burst`, `capacity` or `limit`.
+    pub size_param: &'static str,
+    pub targets: Targets,
+    pub horizon_ns: u64,
+    pub frontier: Vec<FrontierRow>,
+    pub recommended: Option<FrontierRow>,
+    /// Ready-to-paste nginx directives for the recommendation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nginx: Option<NginxConf>,
+    /// Per axis point, the zero-drop size of each key (keyed specs).
+    pub per_key: Vec<NeedRow>,
+    pub rule_of_thumb: RuleOfThumb,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub current: Option<Current>,
+    /// Said plainly when nothing in the range meets the targets.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<String>,
+    pub notes: Vec<String>,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Targets {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_drop_rate_pct: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_drops: Option<u64>,
+    /// `N` keys or `PCT%` of the keys.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_keys_hurt: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_wait_ns: Option<u64>,
+    /// Keys left out of the targets (`--exclude-keys`), found in the log.
+    pub excluded_keys: u64,
+    /// Requests of those keys.
+    pub excluded_requests: u64,
+}
+
+impl Targets {
+    /// "drop ≤ 1 %, keys hurt ≤ 5" for messages.
+    pub fn describe(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(p) = &self.max_drop_rate_pct {
+            parts.push(format!("drop ≤ {p} %"));
+        }
+        if let Some(n) = self.max_drops {
+            parts.push(format!("drops ≤ {n}"));
+        }
+        if let Some(k) = &self.max_keys_hurt {
+            parts.push(format!("keys hurt ≤ {k}"));
+        }
+        if let Some(w) = self.max_wait_ns {
+            parts.push(format!("wait ≤ {}", Nanos(w)));
+        }
+        parts.join(", ")
+    }
+}
+
+/// One point of the frontier: the smallest size meeting every target at
+/// this rate or window, and the audit of its spec.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct FrontierRow {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<String>,
+    /// A complete spec: `drip audit -p SPEC` reports the figures below.
+    pub spec: String,
+    /// The size found (burst, capacity or limit); on an infeasible row, the
+    /// size whose figures are shown.
+    pub size: u64,
+    pub feasible: bool,
+    pub requests: u64,
+    pub admitted: u64,
+    pub delayed: u64,
+    pub dropped: u64,
+    pub drop_pct: f64,
+    pub keys: u64,
+    pub keys_hurt: u64,
+    /// Shaping policies only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_p99_ns: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_max_ns: Option<u64>,
+    /// Most requests the policy can admit in any window of the horizon.
+    pub worst_in_horizon: u64,
+    /// How the size was found: `zero-drop` (one unbounded pass), `search`
+    /// (drops fall as the size grows: proven for unit costs), `scan`
+    /// (costs vary: every size tried), `search-unproven` (costs vary and
+    /// the range was too long to scan).
+    pub method: &'static str,
+    /// Replays of the log this row took (the final audit replay included).
+    pub replays: u32,
+    /// Why an infeasible row is infeasible.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+impl FrontierRow {
+    /// The audit's figures for the row's spec.
+    pub fn fill(&mut self, p: &PolicyReport) {
+        self.requests = p.requests;
+        self.admitted = p.admitted;
+        self.delayed = p.delayed;
+        self.dropped = p.dropped;
+        self.drop_pct = p.drop_pct;
+        self.keys = p.keys_seen;
+        self.keys_hurt = p.keys_with_drops;
+        self.wait_p99_ns = p.wait.map(|w| w.p99_ns);
+        self.wait_max_ns = p.wait.map(|w| w.max_ns);
+    }
+
+    pub fn point(&self) -> &str {
+        self.rate
+            .as_deref()
+            .or(self.window.as_deref())
+            .unwrap_or("")
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct NginxConf {
+    pub limit_req_zone: String,
+    pub limit_req: String,
+    pub zone_mb: u64,
+    /// The most keys active within any 60 s of the log.
+    pub keys_active_60s: u64,
+}
+
+/// Zero-drop sizes across keys at one rate or window.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct NeedRow {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub window: Option<String>,
+    pub keys: u64,
+    /// `null`: some request never fits at any size.
+    pub p50: Option<u64>,
+    pub p90: Option<u64>,
+    pub p99: Option<u64>,
+    pub p99_9: Option<u64>,
+    pub max: Option<u64>,
+    /// The keys that need the most, largest first.
+    pub top: Vec<KeyNeed>,
+}
+
+impl NeedRow {
+    pub fn point(&self) -> &str {
+        self.rate
+            .as_deref()
+            .or(self.window.as_deref())
+            .unwrap_or("")
+    }
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct KeyNeed {
+    pub key: String,
+    pub need: Option<u64>,
+    pub requests: u64,
+    /// Left out of the targets by `--exclude-keys`.
+    pub excluded: bool,
+}
+
+/// Seed 001's rule of thumb next to the exact answer.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RuleOfThumb {
+    /// Requests per second over the log's span (per key when keyed: the
+    /// p99 across keys).
+    pub average_rate_per_s: f64,
+    /// The most requests in one second (by one key when keyed).
+    pub busiest_second: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub busiest_key: Option<String>,
+    /// The lowest rate of the sweep at or above the average.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule_rate: Option<String>,
+    /// rate × the acceptable wait (`--max-wait`), when given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule_size: Option<u64>,
+    /// The exact size at the rule's rate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exact_size: Option<u64>,
+    /// The comparison, in words.
+    pub text: Vec<String>,
+}
+
+/// The config in force, audited next to the recommendation.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Current {
+    pub spec: String,
+    pub requests: u64,
+    pub admitted: u64,
+    pub dropped: u64,
+    pub drop_pct: f64,
+    pub keys_hurt: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_max_ns: Option<u64>,
+    pub meets_targets: bool,
+    /// What changes with the recommendation, in words.
+    pub change: Vec<String>,
+}
+
+fn opt_wait(w: Option<u64>, h: Human) -> String {
+    match (w, h) {
+        (None, Human::Yes) => "-".into(),
+        (None, Human::No) => String::new(),
+        (Some(w), Human::Yes) => human_wait(w),
+        (Some(w), Human::No) => fmt_millis(Nanos(w)),
+    }
+}
+
+fn opt_need(n: Option<u64>, h: Human) -> String {
+    match (n, h) {
+        (Some(n), _) => n.to_string(),
+        (None, Human::Yes) => "never".into(),
+        (None, Human::No) => String::new(),
+    }
+}
+
+/// The frontier columns.
+pub const FRONTIER: &[Column<FrontierRow>] = &[
+    Column {
+        header: "point",
+        cell: |r, _| r.point().to_string(),
+        numeric: false,
+    },
+    Column {
+        header: "size",
+        cell: |r, _| r.size.to_string(),
+        numeric: true,
+    },
+    Column {
+        header: "feasible",
+        cell: |r, h| match (r.feasible, h) {
+            (true, Human::Yes) => "yes".into(),
+            (false, Human::Yes) => "NO".into(),
+            (f, Human::No) => f.to_string(),
+        },
+        numeric: false,
+    },
+    Column {
+        header: "requests",
+        cell: |r, _| r.requests.to_string(),
+        numeric: true,
+    },
+    Column {
+        header: "admitted",
+        cell: |r, _| r.admitted.to_string(),
+        numeric: true,
+    },
+    Column {
+        header: "delayed",
+        cell: |r, _| r.delayed.to_string(),
+        numeric: true,
+    },
+    Column {
+        header: "dropped",
+        cell: |r, _| r.dropped.to_string(),
+        numeric: true,
+    },
+    Column {
+        header: "drop_pct",
+        cell: |r, _| pct(r.drop_pct),
+        numeric: true,
+    },
+    Column {
+        header: "keys_hurt",
+        cell: |r, _| r.keys_hurt.to_string(),
+        numeric: true,
+    },
+    Column {
+        header: "wait_p99",
+        cell: |r, h| opt_wait(r.wait_p99_ns, h),
+        numeric: true,
+    },
+    Column {
+        header: "wait_max",
+        cell: |r, h| opt_wait(r.wait_max_ns, h),
+        numeric: true,
+    },
+    Column {
+        header: "worst_in_horizon",
+        cell: |r, _| r.worst_in_horizon.to_string(),
+        numeric: true,
+    },
+    Column {
+        header: "method",
+        cell: |r, _| r.method.to_string(),
+        numeric: false,
+    },
+    Column {
+        header: "spec",
+        cell: |r, _| r.spec.clone(),
+        numeric: false,
+    },
+];
+
+/// The per-key need columns.
+pub const NEED: &[Column<NeedRow>] = &[
+    Column {
+        header: "point",
+        cell: |r, _| r.point().to_string(),
+        numeric: false,
+    },
+    Column {
+        header: "keys",
+        cell: |r, _| r.keys.to_string(),
+        numeric: true,
+    },
+    Column {
+        header: "p50",
+        cell: |r, h| opt_need(r.p50, h),
+        numeric: true,
+    },
+    Column {
+        header: "p90",
+        cell: |r, h| opt_need(r.p90, h),
+        numeric: true,
+    },
+    Column {
+        header: "p99",
+        cell: |r, h| opt_need(r.p99, h),
+        numeric: true,
+    },
+    Column {
+        header: "p99.9",
+        cell: |r, h| opt_need(r.p99_9, h),
+        numeric: true,
+    },
+    Column {
+        header: "max",
+        cell: |r, h| opt_need(r.max, h),
+        numeric: true,
+    },
+    Column {
+        header: "top_keys",
+        cell: |r, _| {
+            r.top
+                .iter()
+                .map(|k| {
+                    let n = k.need.map_or("never".to_string(), |n| n.to_string());
+                    let x = if k.excluded { " (excluded)" } else { "" };
+                    format!("{} {n}{x}", k.key)
+                })
+                .collect::<Vec<_>>()
+                .join("; ")
+        },
+        numeric: false,
+    },
+];
+
+/// Lines said under the tables: recommendation, nginx, rule, current.
+fn summary_lines(r: &SizeReport) -> Vec<String> {
+    let mut lines = Vec::new();
+    match &r.recommended {
+        Some(rec) => {
+            lines.push(format!(
+                "recommended: {}  ({} {} at {} {}; at most {} requests in any {}; {} dropped, {} keys hurt)",
+                rec.spec,
+                r.size_param,
+                rec.size,
+                r.axis,
+                rec.point(),
+                rec.worst_in_horizon,
+                super::span(r.horizon_ns),
+                rec.dropped,
+                rec.keys_hurt
+            ));
+        }
+        None => lines.push("recommended: none".into()),
+    }
+    if let Some(v) = &r.verdict {
+        lines.push(v.clone());
+    }
+    if let Some(n) = &r.nginx {
+        lines.push(format!(
+            "nginx ({} keys active within 60 s at most; about 16,000 per MB):",
+            n.keys_active_60s
+        ));
+        lines.push(format!("    {}", n.limit_req_zone));
+        lines.push(format!("    {}", n.limit_req));
+    }
+    for t in &r.rule_of_thumb.text {
+        lines.push(format!("rule of thumb: {t}"));
+    }
+    if let Some(c) = &r.current {
+        lines.push(format!(
+            "current: {}  ({} dropped, {}%, {} keys hurt; {} the targets)",
+            c.spec,
+            c.dropped,
+            pct(c.drop_pct),
+            c.keys_hurt,
+            if c.meets_targets { "meets" } else { "misses" }
+        ));
+        for ch in &c.change {
+            lines.push(format!("    {ch}"));
+        }
+    }
+    for n in &r.notes {
+        lines.push(format!("note: {n}"));
+    }
+    lines
+}
+
+fn heading(r: &SizeReport) -> String {
+    format!(
+        "drip size: {} swept along {}, smallest {} meeting {}",
+        r.policy,
+        r.axis,
+        r.size_param,
+        r.targets.describe()
+    )
+}
+
+fn input_line(r: &SizeReport) -> String {
+    super::Report {
+        input: r.input.clone(),
+        ..Default::default()
+    }
+    .input_line()
+}
+
+pub fn render_table(r: &SizeReport, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{}", heading(r))?;
+    writeln!(out, "{}", input_line(r))?;
+    writeln!(out)?;
+    super::table::write_table(out, FRONTIER, &r.frontier)?;
+    for row in r.frontier.iter().filter(|f| f.note.is_some()) {
+        writeln!(
+            out,
+            "  {}: {}",
+            row.point(),
+            row.note.as_deref().unwrap_or("")
+        )?;
+    }
+    if !r.per_key.is_empty() {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "per-key need ({} each key needs for no drops)",
+            r.size_param
+        )?;
+        super::table::write_table(out, NEED, &r.per_key)?;
+    }
+    writeln!(out)?;
+    for l in summary_lines(r) {
+        writeln!(out, "{l}")?;
+    }
+    Ok(())
+}
+
+pub fn render_markdown(r: &SizeReport, out: &mut dyn Write) -> io::Result<()> {
+    use super::markdown::{escape, write_md};
+    writeln!(out, "### {}", escape(&heading(r)))?;
+    writeln!(out)?;
+    writeln!(out, "{}", escape(&input_line(r)))?;
+    writeln!(out)?;
+    write_md(out, FRONTIER, &r.frontier)?;
+    for row in r.frontier.iter().filter(|f| f.note.is_some()) {
+        writeln!(out)?;
+        writeln!(
+            out,
+            "- {}: {}",
+            escape(row.point()),
+            escape(row.note.as_deref().unwrap_or(""))
+        )?;
+    }
+    if !r.per_key.is_empty() {
+        writeln!(out)?;
+        writeln!(out, "#### Per-key need")?;
+        writeln!(out)?;
+        write_md(out, NEED, &r.per_key)?;
+    }
+    writeln!(out)?;
+    writeln!(out, "#### Recommendation")?;
+    writeln!(out)?;
+    writeln!(out, "```")?;
+    for l in summary_lines(r) {
+        writeln!(out, "{l}")?;
+    }
+    writeln!(out, "```")
+}
+
+pub fn render_csv(r: &SizeReport, out: &mut dyn Write) -> io::Result<()> {
+    super::csv::section(out, FRONTIER, &r.frontier)?;
+    if !r.per_key.is_empty() {
+        writeln!(out)?;
+        super::csv::section(out, NEED, &r.per_key)?;
+    }
+    Ok(())
+}
+
+pub fn render_json(r: &SizeReport, out: &mut dyn Write) -> io::Result<()> {
+    serde_json::to_writer_pretty(&mut *out, r)?;
+    writeln!(out)
+}

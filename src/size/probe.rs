@@ -1,0 +1,372 @@
+//! Replays of the in-memory log carrying several candidate policies at once
+//! (K states per key, laid out together), with the policy core's own
+//! `decide`: every figure here is what `drip audit` computes for the same
+//! spec, decision by decision.
+//!
+//! - [`needs`]: each key through unbounded policies (the largest size a
+//!   spec takes), recording the size each key needs for zero drops: the
+//!   highest occupancy an admitted request brings it to. Below it that
+//!   request is the first one refused; at it nothing is, since the replay
+//!   then never refuses and so follows the unbounded one.
+//! - [`probe`]: K sizes of one policy, counting what the targets ask:
+//!   drops, keys with any drop, the longest wait.
+
+use super::log::Log;
+use crate::audit::keys::EMPTY_KEY;
+use crate::policy::{
+    Decision, FixedWindow, Gcra, LeakyBucket, NginxLimitReq, Policy, PolicyConfig, Shaper,
+    SlidingLog, SlidingWindow, TokenBucket,
+};
+use crate::time::Nanos;
+
+/// Most candidates one probe carries (a key's drop flags fit in a `u32`).
+pub const MAX_K: usize = 32;
+
+/// A policy type that can be taken out of a [`PolicyConfig`].
+pub trait Typed: Policy + Copy + Send + Sync {
+    fn from_config(c: &PolicyConfig) -> Option<Self>;
+}
+
+macro_rules! typed {
+    ($($t:ident),*) => {$(
+        impl Typed for $t {
+            fn from_config(c: &PolicyConfig) -> Option<Self> {
+                match c {
+                    PolicyConfig::$t(p) => Some(*p),
+                    _ => None,
+                }
+            }
+        }
+    )*};
+}
+
+typed!(
+    TokenBucket,
+    LeakyBucket,
+    Gcra,
+    Shaper,
+    FixedWindow,
+    SlidingWindow,
+    SlidingLog
+);
+
+impl Typed for NginxLimitReq {
+    fn from_config(c: &PolicyConfig) -> Option<Self> {
+        match c {
+            PolicyConfig::Nginx(p) => Some(*p),
+            _ => None,
+        }
+    }
+}
+
+/// Work done with the candidates as their own type, so the replay loop is
+/// compiled per policy.
+pub trait Job {
+    type Out;
+    fn run<P: Typed>(self, policies: &[P]) -> Self::Out;
+}
+
+/// Runs `job` on `configs` (all of one policy type).
+pub fn dispatch<J: Job>(configs: &[PolicyConfig], job: J) -> J::Out {
+    fn all<P: Typed>(configs: &[PolicyConfig]) -> Vec<P> {
+        configs
+            .iter()
+            .map(|c| P::from_config(c).expect("candidates of one policy type"))
+            .collect()
+    }
+    match configs[0] {
+        PolicyConfig::TokenBucket(_) => job.run(&all::<TokenBucket>(configs)),
+        PolicyConfig::LeakyBucket(_) => job.run(&all::<LeakyBucket>(configs)),
+        PolicyConfig::Gcra(_) => job.run(&all::<Gcra>(configs)),
+        PolicyConfig::Shaper(_) => job.run(&all::<Shaper>(configs)),
+        PolicyConfig::FixedWindow(_) => job.run(&all::<FixedWindow>(configs)),
+        PolicyConfig::SlidingWindow(_) => job.run(&all::<SlidingWindow>(configs)),
+        PolicyConfig::SlidingLog(_) => job.run(&all::<SlidingLog>(configs)),
+        PolicyConfig::Nginx(_) => job.run(&all::<NginxLimitReq>(configs)),
+    }
+}
+
+/// States of K candidates per key, key by key, created as keys appear.
+/// Policies whose states own memory (the sliding log) have neutral states
+/// reset after every `max(states, 4096)` decisions, as the audit replay
+/// does, so memory follows the active keys.
+struct States<P: Policy> {
+    k: usize,
+    states: Vec<P::State>,
+    since_sweep: usize,
+}
+
+impl<P: Typed> States<P> {
+    fn new(k: usize, keys: usize) -> Self {
+        let mut states = Vec::new();
+        states.resize_with(k * keys, P::State::default);
+        States {
+            k,
+            states,
+            since_sweep: 0,
+        }
+    }
+
+    #[inline]
+    fn of(&mut self, key: u32) -> &mut [P::State] {
+        let i = key as usize * self.k;
+        &mut self.states[i..i + self.k]
+    }
+
+    #[inline]
+    fn maybe_sweep(&mut self, policies: &[P], now: Nanos) {
+        if !policies[0].holds_memory() {
+            return;
+        }
+        self.since_sweep += 1;
+        if self.since_sweep >= self.states.len().max(4096) {
+            self.since_sweep = 0;
+            for (i, s) in self.states.iter_mut().enumerate() {
+                if policies[i % self.k].is_neutral(s, now) {
+                    *s = P::State::default();
+                }
+            }
+        }
+    }
+}
+
+/// The zero-drop size of every key under each candidate (unbounded).
+pub struct NeedJob<'a> {
+    pub log: &'a Log,
+    /// What the occupancy after an admit exceeds the size by (nginx counts
+    /// the admitted request itself: 1; 0 elsewhere).
+    pub offset: u64,
+}
+
+/// `need[key · k + c]`: the size key needs under candidate c; `u64::MAX`
+/// when one of its requests can never fit.
+pub struct Needs {
+    pub k: usize,
+    pub need: Vec<u64>,
+}
+
+impl Needs {
+    #[inline]
+    pub fn of(&self, key: usize, c: usize) -> u64 {
+        self.need[key * self.k + c]
+    }
+}
+
+impl Job for NeedJob<'_> {
+    type Out = Needs;
+    fn run<P: Typed>(self, policies: &[P]) -> Needs {
+        let log = self.log;
+        let k = policies.len();
+        let keys = log.keys();
+        let mut states = States::<P>::new(k, keys);
+        let mut need = vec![0u64; k * keys];
+        for i in 0..log.len() {
+            let key = log.key[i];
+            if key == EMPTY_KEY {
+                continue;
+            }
+            let now = Nanos(log.at[i]);
+            let cost = log.cost(i);
+            states.maybe_sweep(policies, now);
+            let row = &mut need[key as usize * k..key as usize * k + k];
+            for ((p, s), n) in policies.iter().zip(states.of(key)).zip(row) {
+                match p.decide(s, now, cost) {
+                    Decision::Admit { .. } => {
+                        let level = p.level(s, now).saturating_sub(self.offset);
+                        if level > *n {
+                            *n = level;
+                        }
+                    }
+                    Decision::Refuse { .. } => *n = u64::MAX,
+                }
+            }
+        }
+        Needs { k, need }
+    }
+}
+
+/// What one candidate did, counting only the keys the targets count.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tally {
+    pub dropped: u64,
+    /// Keys with at least one drop.
+    pub keys_hurt: u64,
+    /// The longest wait of an admitted request, ns.
+    pub max_wait: u64,
+}
+
+/// K candidates in one replay.
+pub struct ProbeJob<'a> {
+    pub log: &'a Log,
+    /// By key id: false for keys left out of the targets (empty: all count).
+    pub counted: &'a [bool],
+}
+
+impl Job for ProbeJob<'_> {
+    type Out = Vec<Tally>;
+    fn run<P: Typed>(self, policies: &[P]) -> Vec<Tally> {
+        let log = self.log;
+        let k = policies.len();
+        assert!(k <= MAX_K);
+        let keys = log.keys();
+        let mut states = States::<P>::new(k, keys);
+        let mut hurt = vec![0u32; keys];
+        let mut tally = vec![Tally::default(); k];
+        let shapes = policies[0].shapes();
+        for i in 0..log.len() {
+            let key = log.key[i];
+            if key == EMPTY_KEY {
+                continue;
+            }
+            if !self.counted.is_empty() && !self.counted[key as usize] {
+                // Still replayed for the report (by the audit replay), but
+                // nothing here counts it and keys are independent.
+                continue;
+            }
+            let now = Nanos(log.at[i]);
+            let cost = log.cost(i);
+            states.maybe_sweep(policies, now);
+            let mut refused = 0u32;
+            for (c, (p, s)) in policies.iter().zip(states.of(key)).enumerate() {
+                match p.decide(s, now, cost) {
+                    Decision::Admit { release } => {
+                        if shapes {
+                            let t = &mut tally[c];
+                            t.max_wait = t.max_wait.max(release.0 - now.0);
+                        }
+                    }
+                    Decision::Refuse { .. } => {
+                        tally[c].dropped += 1;
+                        refused |= 1 << c;
+                    }
+                }
+            }
+            let h = &mut hurt[key as usize];
+            let first = refused & !*h;
+            if first != 0 {
+                *h |= refused;
+                for (c, t) in tally.iter_mut().enumerate() {
+                    t.keys_hurt += u64::from(first >> c & 1);
+                }
+            }
+        }
+        tally
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::audit::input::Event;
+    use crate::audit::stream::Sink;
+    use crate::policy::parse_spec;
+
+    fn log(rows: &[(u64, u32, u32)]) -> Log {
+        let mut l = Log::new(false, true);
+        let evs: Vec<Event> = rows
+            .iter()
+            .enumerate()
+            .map(|(i, &(t, _, c))| Event {
+                at: Nanos::from_millis(t),
+                row: i as u64 + 1,
+                line: 0,
+                file: 0,
+                cost: c,
+                keys: [0; 4],
+            })
+            .collect();
+        l.take(&evs).unwrap();
+        l
+    }
+
+    fn config(s: &str) -> PolicyConfig {
+        parse_spec(s).unwrap().members[0].config
+    }
+
+    /// The costs counterexample: a larger bucket drops more.
+    #[test]
+    fn drops_with_costs_are_not_monotone_in_burst() {
+        let rows: Vec<(u64, u32, u32)> = [
+            (0, 2),
+            (0, 3),
+            (300, 3),
+            (400, 1),
+            (400, 3),
+            (400, 3),
+            (500, 1),
+            (800, 2),
+            (805, 1),
+            (855, 1),
+            (855, 1),
+            (1855, 1),
+        ]
+        .iter()
+        .map(|&(t, c)| (t, 0, c))
+        .collect();
+        let l = log(&rows);
+        let t = dispatch(
+            &[
+                config("gcra:rate=1/s,burst=4"),
+                config("gcra:rate=1/s,burst=5"),
+            ],
+            ProbeJob {
+                log: &l,
+                counted: &[],
+            },
+        );
+        assert_eq!((t[0].dropped, t[1].dropped), (8, 9));
+    }
+
+    /// The need is the smallest burst with no drop, checked against every
+    /// burst around it.
+    #[test]
+    fn need_is_the_smallest_size_without_drops() {
+        let mut seed = 7u64;
+        for round in 0..40 {
+            let mut rows = Vec::new();
+            let mut t = 0;
+            for _ in 0..60 {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                t += (seed >> 33) % 700;
+                let cost = if round % 2 == 0 {
+                    1
+                } else {
+                    1 + (seed >> 20) as u32 % 3
+                };
+                rows.push((t, 0, cost));
+            }
+            let l = log(&rows);
+            for family in ["gcra", "shaper", "nginx", "token-bucket"] {
+                let rate = if family == "nginx" { "2r/s" } else { "2/s" };
+                let param = "burst";
+                let big = config(&format!(
+                    "{family}:rate={rate},{param}={}",
+                    super::super::family::CAP
+                ));
+                let offset = u64::from(family == "nginx");
+                let need = dispatch(&[big], NeedJob { log: &l, offset }).of(0, 0);
+                let lo = if family == "nginx" || family == "shaper" {
+                    0
+                } else {
+                    1
+                };
+                for b in lo..need + 3 {
+                    let t = dispatch(
+                        &[config(&format!("{family}:rate={rate},{param}={b}"))],
+                        ProbeJob {
+                            log: &l,
+                            counted: &[],
+                        },
+                    );
+                    assert_eq!(
+                        t[0].dropped == 0,
+                        b >= need,
+                        "{family} burst {b}, need {need}"
+                    );
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,591 @@
+//! `drip size` end to end: every frontier row is checked against `drip
+//! audit` run on the row's own spec (the same figures), and against the
+//! same spec one size smaller (a target missed).
+
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn drip(args: &[&str]) -> Out {
+    let out = Command::new(env!("CARGO_BIN_EXE_drip"))
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run drip");
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+fn json_of(out: &Out) -> Value {
+    serde_json::from_str(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\nstderr: {}", out.stdout, out.stderr))
+}
+
+/// A fresh path per call (tests run in parallel), ending in `name`.
+fn write(name: &str, contents: &str) -> PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("drip-size-test-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let p = dir.join(name);
+    std::fs::write(&p, contents).unwrap();
+    p
+}
+
+const NASA: &str = "fixtures/nasa_19950801.tsv";
+
+/// `drip size` with `args`, as JSON (exit status 0 or 1).
+fn size(args: &[&str]) -> (i32, Value) {
+    let mut all = vec!["size", "-f", "json", "--quiet"];
+    all.extend_from_slice(args);
+    let out = drip(&all);
+    assert!(
+        out.code == 0 || out.code == 1,
+        "exit {}: {}",
+        out.code,
+        out.stderr
+    );
+    (out.code, json_of(&out))
+}
+
+/// `drip audit -p spec` on the same input, as the policy's JSON object.
+fn audit(input: &[&str], spec: &str) -> Value {
+    let mut all = vec!["audit", "-f", "json", "--quiet", "-p", spec];
+    all.extend_from_slice(input);
+    let out = drip(&all);
+    assert_eq!(out.code, 0, "audit {spec}: {}", out.stderr);
+    json_of(&out)["policies"][0].clone()
+}
+
+/// The targets a test gives, checked on audit's figures.
+#[derive(Clone, Copy, Default)]
+struct Targets {
+    drop_pct: Option<f64>,
+    drops: Option<u64>,
+    keys_hurt: Option<u64>,
+    wait_ms: Option<u64>,
+}
+
+impl Targets {
+    fn args(&self) -> Vec<String> {
+        let mut a = Vec::new();
+        if let Some(p) = self.drop_pct {
+            a.extend(["--max-drop-rate".to_string(), p.to_string()]);
+        }
+        if let Some(n) = self.drops {
+            a.extend(["--max-drops".to_string(), n.to_string()]);
+        }
+        if let Some(n) = self.keys_hurt {
+            a.extend(["--max-keys-hurt".to_string(), n.to_string()]);
+        }
+        if let Some(w) = self.wait_ms {
+            a.extend(["--max-wait".to_string(), format!("{w}ms")]);
+        }
+        a
+    }
+
+    fn met_by(&self, p: &Value) -> bool {
+        let n = |k: &str| p[k].as_u64().unwrap();
+        let dropped = n("dropped");
+        let requests = n("requests");
+        self.drop_pct
+            .is_none_or(|pct| dropped as f64 <= pct / 100.0 * requests as f64 + 1e-9)
+            && self.drops.is_none_or(|d| dropped <= d)
+            && self.keys_hurt.is_none_or(|k| n("keys_with_drops") <= k)
+            && self.wait_ms.is_none_or(|w| {
+                p["wait"]["max_ns"]
+                    .as_u64()
+                    .is_none_or(|m| m <= w * 1_000_000)
+            })
+    }
+}
+
+/// Runs size and checks every frontier row against audit: equal figures,
+/// targets met, and one size less misses them (unless the row says the
+/// search could not prove it).
+fn check_exact(input: &[&str], policy: &str, sweep: &[&str], t: Targets) -> Value {
+    let targets = t.args();
+    let mut args: Vec<&str> = input.to_vec();
+    args.extend(["-p", policy]);
+    args.extend_from_slice(sweep);
+    args.extend(targets.iter().map(String::as_str));
+    let (_, report) = size(&args);
+    let rows = report["frontier"].as_array().unwrap();
+    assert!(!rows.is_empty(), "{report}");
+    for row in rows {
+        let spec = row["spec"].as_str().unwrap();
+        let a = audit(input, spec);
+        for (mine, theirs) in [
+            ("requests", "requests"),
+            ("admitted", "admitted"),
+            ("delayed", "delayed"),
+            ("dropped", "dropped"),
+            ("keys", "keys"),
+            ("keys_hurt", "keys_with_drops"),
+        ] {
+            assert_eq!(row[mine], a[theirs], "{spec}: {mine}\n{row}\n{a}");
+        }
+        assert_eq!(row["drop_pct"].as_f64(), a["drop_pct"].as_f64(), "{spec}");
+        if a["wait"].is_object() {
+            assert_eq!(row["wait_p99_ns"], a["wait"]["p99_ns"], "{spec}");
+            assert_eq!(row["wait_max_ns"], a["wait"]["max_ns"], "{spec}");
+        } else {
+            assert!(row.get("wait_max_ns").is_none(), "{spec}");
+        }
+        let feasible = row["feasible"].as_bool().unwrap();
+        assert_eq!(feasible, t.met_by(&a), "{spec}: feasible\n{a}");
+        let size = row["size"].as_u64().unwrap();
+        let min = if policy.starts_with("shaper") || policy.starts_with("nginx") {
+            0
+        } else {
+            1
+        };
+        if feasible && size > min && row["method"] != "search-unproven" {
+            let param = report["size_param"].as_str().unwrap();
+            let smaller =
+                spec.replace(&format!("{param}={size}"), &format!("{param}={}", size - 1));
+            assert_ne!(smaller, spec);
+            let b = audit(input, &smaller);
+            assert!(!t.met_by(&b), "{smaller} meets the targets too\n{b}");
+        }
+    }
+    report
+}
+
+fn nasa_keyed() -> Vec<&'static str> {
+    vec![NASA, "--key-column", "host"]
+}
+
+#[test]
+fn bucket_families_are_exact_on_the_nasa_log() {
+    let t = Targets {
+        drop_pct: Some(0.2),
+        ..Default::default()
+    };
+    for policy in [
+        "gcra",
+        "token-bucket",
+        "leaky-bucket",
+        "nginx:nodelay",
+        "nginx",
+        "nginx:delay=2",
+    ] {
+        let rates = if policy.starts_with("nginx") {
+            "5r/m,1r/s,2r/s"
+        } else {
+            "5/min,1/s,3/s"
+        };
+        check_exact(&nasa_keyed(), policy, &["--rate", rates], t);
+    }
+    // The shaper with a wait target, per client and global.
+    let t = Targets {
+        drop_pct: Some(0.5),
+        wait_ms: Some(3000),
+        ..Default::default()
+    };
+    check_exact(&nasa_keyed(), "shaper", &["--rate", "1/s,2/s,5/s"], t);
+    check_exact(&[NASA], "shaper", &["--rate", "1/s,2/s,5/s"], t);
+}
+
+#[test]
+fn window_families_are_exact_on_the_nasa_log() {
+    let t = Targets {
+        keys_hurt: Some(10),
+        ..Default::default()
+    };
+    for policy in [
+        "fixed-window",
+        "fixed-window:align=first-hit,count=all",
+        "sliding-window",
+        "sliding-log",
+    ] {
+        check_exact(&nasa_keyed(), policy, &["--window", "10s,1m,10m"], t);
+    }
+    let t = Targets {
+        drops: Some(100),
+        ..Default::default()
+    };
+    check_exact(&[NASA], "sliding-log", &["--window", "1s,1m"], t);
+}
+
+#[test]
+fn zero_drop_targets_give_the_largest_need() {
+    let t = Targets {
+        drops: Some(0),
+        ..Default::default()
+    };
+    let r = check_exact(&nasa_keyed(), "gcra", &["--rate", "1/s,10/s"], t);
+    for (row, need) in r["frontier"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(r["per_key"].as_array().unwrap())
+    {
+        assert_eq!(row["method"], "zero-drop");
+        assert_eq!(row["size"], need["max"], "{row}\n{need}");
+        assert_eq!(row["dropped"], 0);
+    }
+}
+
+/// A log of `(ms, key, cost)` rows.
+fn hand_log(rows: &[(u64, &str, u32)]) -> PathBuf {
+    let mut text = String::from("ts,client,cost\n");
+    for (t, k, c) in rows {
+        text.push_str(&format!("{},{k},{c}\n", t));
+    }
+    write("log.csv", &text)
+}
+
+#[test]
+fn costs_above_one_are_scanned_and_exact() {
+    // The counterexample: at 1/s, burst 4 drops 8 and burst 5 drops 9.
+    let rows: Vec<(u64, &str, u32)> = [
+        (0, 2),
+        (0, 3),
+        (300, 3),
+        (400, 1),
+        (400, 3),
+        (400, 3),
+        (500, 1),
+        (800, 2),
+        (805, 1),
+        (855, 1),
+        (855, 1),
+        (1855, 1),
+    ]
+    .iter()
+    .map(|&(t, c)| (t, "a", c))
+    .collect();
+    let log = hand_log(&rows);
+    let input = [
+        log.to_str().unwrap(),
+        "--time-format",
+        "epoch-ms",
+        "--cost-column",
+        "cost",
+    ];
+    let t = Targets {
+        drops: Some(8),
+        ..Default::default()
+    };
+    let r = check_exact(&input, "gcra", &["--rate", "1/s"], t);
+    let row = &r["frontier"][0];
+    assert_eq!(row["method"], "scan");
+    assert_eq!(row["size"], 4, "{row}");
+    // Burst 5 misses (9 drops) though 4 meets it: not monotone.
+    assert_eq!(audit(&input, "gcra:rate=1/s,burst=5")["dropped"], 9);
+    assert!(r["notes"][0].as_str().unwrap().contains("costs vary"));
+    for policy in ["token-bucket", "shaper", "nginx", "sliding-log"] {
+        let sweep: &[&str] = match policy {
+            "nginx" => &["--rate", "1r/s,2r/s"],
+            "sliding-log" => &["--window", "1s,2s"],
+            _ => &["--rate", "1/s,2/s"],
+        };
+        check_exact(&input, policy, sweep, t);
+    }
+}
+
+#[test]
+fn ties_and_a_key_that_never_meets_the_targets() {
+    // Ten requests at the same instant from "bot", a trickle from others.
+    let mut rows: Vec<(u64, &str, u32)> = (0..10).map(|_| (1000, "bot", 1)).collect();
+    for i in 0..20 {
+        rows.push((i * 700, if i % 2 == 0 { "a" } else { "b" }, 1));
+    }
+    rows.sort_by_key(|r| r.0);
+    let log = hand_log(&rows);
+    let input = [
+        log.to_str().unwrap(),
+        "--time-format",
+        "epoch-ms",
+        "--key-column",
+        "client",
+    ];
+    let t = Targets {
+        drops: Some(0),
+        ..Default::default()
+    };
+    let r = check_exact(&input, "gcra", &["--rate", "1/s,2/s"], t);
+    assert_eq!(r["frontier"][0]["size"], 10);
+    let top = &r["per_key"][0]["top"][0];
+    assert_eq!(
+        (top["key"].as_str(), top["need"].as_u64()),
+        (Some("bot"), Some(10))
+    );
+    // A shaper may not make anyone wait over 1 s: bot's ten at once need a
+    // queue of 9, which waits 9 s at 1/s; no rate up to 2/s serves them.
+    let t = Targets {
+        drops: Some(0),
+        wait_ms: Some(1000),
+        ..Default::default()
+    };
+    let mut args = input.to_vec();
+    args.extend([
+        "-p",
+        "shaper",
+        "--rate",
+        "1/s,2/s",
+        "--max-drops",
+        "0",
+        "--max-wait",
+        "1s",
+    ]);
+    let (code, r) = size(&args);
+    assert_eq!(code, 1, "{r}");
+    assert!(r["recommended"].is_null());
+    assert!(
+        r["verdict"]
+            .as_str()
+            .unwrap()
+            .contains("capacity problem, not a limiter setting")
+    );
+    check_exact(&input, "shaper", &["--rate", "1/s,2/s"], t);
+    // Leaving the bot out of the targets, a burst of 1 serves the others.
+    let ex = write("bots.txt", "# known abusers\nbot\nnobody\n");
+    let mut args = input.to_vec();
+    args.extend([
+        "-p",
+        "gcra",
+        "--rate",
+        "1/s",
+        "--max-drops",
+        "0",
+        "--exclude-keys",
+    ]);
+    args.push(ex.to_str().unwrap());
+    let (code, r) = size(&args);
+    assert_eq!(code, 0);
+    let row = &r["frontier"][0];
+    assert_eq!(row["size"], 1, "{row}");
+    // Still replayed and reported: the bot's drops are in the figures.
+    assert_eq!(row["dropped"], 9);
+    assert_eq!(r["targets"]["excluded_keys"], 1);
+    assert!(r["notes"][0].as_str().unwrap().contains("1 of the 2 keys"));
+}
+
+/// The per-key need agrees with replaying each key alone at every burst.
+#[test]
+fn per_key_need_agrees_with_a_brute_force_search() {
+    let (_, r) = size(&[
+        NASA,
+        "--key-column",
+        "host",
+        "-p",
+        "gcra",
+        "--rate",
+        "1/s",
+        "--max-drops",
+        "0",
+        "--top",
+        "3",
+    ]);
+    let text = std::fs::read_to_string(NASA).unwrap();
+    let header = text.lines().next().unwrap().to_string();
+    for k in r["per_key"][0]["top"].as_array().unwrap() {
+        let key = k["key"].as_str().unwrap();
+        let need = k["need"].as_u64().unwrap();
+        let alone: String = text
+            .lines()
+            .skip(1)
+            .filter(|l| l.split('\t').next() == Some(key))
+            .map(|l| format!("{l}\n"))
+            .collect();
+        let log = write("alone.tsv", &format!("{header}\n{alone}"));
+        let mut zero_from = None;
+        for b in 1..=need + 1 {
+            let a = audit(
+                &[log.to_str().unwrap(), "--key-column", "host"],
+                &format!("gcra:rate=1/s,burst={b}"),
+            );
+            if a["dropped"] == 0 {
+                zero_from = Some(b);
+                break;
+            }
+        }
+        assert_eq!(zero_from, Some(need), "{key}");
+    }
+}
+
+#[test]
+fn nginx_answers_come_as_directives() {
+    let (code, r) = size(&[
+        NASA,
+        "--key-column",
+        "host",
+        "-p",
+        "nginx:nodelay",
+        "--rate",
+        "1r/s..10r/s",
+        "--max-drop-rate",
+        "0.1",
+    ]);
+    assert_eq!(code, 0);
+    let rec = &r["recommended"];
+    let rates: Vec<&str> = r["frontier"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rate"].as_str().unwrap())
+        .collect();
+    assert_eq!(rates, ["1r/s", "2r/s", "5r/s", "10r/s"]);
+    let n = &r["nginx"];
+    assert_eq!(
+        n["limit_req"],
+        format!("limit_req zone=drip burst={} nodelay;", rec["size"])
+    );
+    assert_eq!(
+        n["limit_req_zone"],
+        format!(
+            "limit_req_zone $binary_remote_addr zone=drip:1m rate={};",
+            rec["rate"].as_str().unwrap()
+        )
+    );
+    assert!(n["keys_active_60s"].as_u64().unwrap() > 1);
+    // The fewest requests through in any minute among the frontier.
+    let least = r["frontier"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["worst_in_horizon"].as_u64().unwrap())
+        .min();
+    assert_eq!(rec["worst_in_horizon"].as_u64(), least);
+}
+
+#[test]
+fn current_config_is_audited_next_to_the_recommendation() {
+    let (_, r) = size(&[
+        NASA,
+        "--key-column",
+        "host",
+        "-p",
+        "gcra",
+        "--rate",
+        "1/s,2/s",
+        "--max-drop-rate",
+        "0.1",
+        "--current",
+        "gcra:rate=1/s,burst=2",
+    ]);
+    let c = &r["current"];
+    let a = audit(&nasa_keyed(), "gcra:rate=1/s,burst=2");
+    assert_eq!(c["dropped"], a["dropped"]);
+    assert_eq!(c["keys_hurt"], a["keys_with_drops"]);
+    assert_eq!(c["meets_targets"], false);
+    assert!(c["change"][0].as_str().unwrap().contains("drops"));
+}
+
+#[test]
+fn every_format_renders_the_frontier() {
+    for (format, needle) in [
+        ("table", "recommended: gcra:rate="),
+        ("markdown", "| point | size |"),
+        ("csv", "point,size,feasible"),
+    ] {
+        let out = drip(&[
+            "size",
+            NASA,
+            "-q",
+            "--key-column",
+            "host",
+            "-p",
+            "gcra",
+            "--rate",
+            "1/s,2/s",
+            "--max-drop-rate",
+            "1",
+            "-f",
+            format,
+        ]);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(out.stdout.contains(needle), "{format}:\n{}", out.stdout);
+        assert!(out.stdout.contains("gcra:rate=1/s,burst="), "{format}");
+    }
+}
+
+#[test]
+fn default_sweeps_run_from_the_average_to_the_busiest_second() {
+    let (code, r) = size(&[NASA, "-p", "gcra", "--max-drop-rate", "1"]);
+    assert_eq!(code, 0);
+    let rates: Vec<&str> = r["frontier"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rate"].as_str().unwrap())
+        .collect();
+    // 30,969 requests over 12.9 h: 0.67/s; the busiest second has 17.
+    assert_eq!(rates, ["50/min", "1/s", "2/s", "5/s", "10/s", "20/s"]);
+    let (_, r) = size(&[NASA, "-p", "sliding-log", "--max-drop-rate", "1"]);
+    let windows: Vec<&str> = r["frontier"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["window"].as_str().unwrap())
+        .collect();
+    assert_eq!(windows, ["1s", "10s", "1m", "10m", "1h"]);
+}
+
+#[test]
+fn mistakes_are_one_line_and_exit_2() {
+    for (args, needle) in [
+        (vec!["-p", "gcra"], "no target given"),
+        (
+            vec!["-p", "gcra:burst=5", "--max-drops", "0"],
+            "burst= is what size finds",
+        ),
+        (
+            vec!["-p", "gcra+shaper", "--max-drops", "0"],
+            "not a '+' stack",
+        ),
+        (
+            vec!["-p", "gcra", "--max-drop-rate", "x"],
+            "invalid --max-drop-rate 'x'",
+        ),
+        (
+            vec!["-p", "gcra", "--max-keys-hurt", "a%", "--max-drops", "1"],
+            "invalid --max-keys-hurt",
+        ),
+        (
+            vec!["-p", "gcra", "--window", "1s", "--max-drops", "0"],
+            "--window applies to the window families",
+        ),
+        (
+            vec!["-p", "nginx", "--rate", "1/7s", "--max-drops", "0"],
+            "nginx takes a whole number",
+        ),
+        (
+            vec!["-p", "gcra", "--rate", "9/s..5/s", "--max-drops", "0"],
+            "from the lower rate",
+        ),
+        (
+            vec!["-p", "gcra", "--exclude-keys", "x", "--max-drops", "0"],
+            "--exclude-keys needs a keyed policy",
+        ),
+        (
+            vec!["-p", "gcra", "--max-drops", "0", "--time-column", "nope"],
+            "no time column 'nope'",
+        ),
+    ] {
+        let mut all = vec!["size", NASA, "--no-progress"];
+        all.extend(args.iter().copied());
+        let out = drip(&all);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert_eq!(
+            out.stderr.trim().lines().count(),
+            1,
+            "{args:?}: {}",
+            out.stderr
+        );
+        assert!(out.stderr.contains(needle), "{args:?}: {}", out.stderr);
+        assert!(!out.stderr.contains("panicked"));
+    }
+}
