@@ -985,9 +985,10 @@ fn review_cases_are_one_line_errors() {
         ],
         &["--timeline", "is zero"],
     );
-    // An unbalanced quote pulls a newline into the field: the message stays one line.
+    // An unbalanced quote would pull the rest of the log into one field: the
+    // message names the line where it opened, in one line.
     let q = write("quote.csv", "ts,client\n\"2024-05-01T12:00:00Z,a\nb,c\n");
-    fails(&[s(&q), "-p", "gcra:rate=5/s"], &["quote.csv:2:", "\\n"]);
+    fails(&[s(&q), "-p", "gcra:rate=5/s"], &["quote.csv:2:", "quote"]);
     // Before 1970 in RFC 3339 form: recognised as RFC 3339, and said why it fails.
     let old = write("old.csv", "ts\n1960-01-01T00:00:00Z\n");
     fails(

@@ -4,6 +4,7 @@
 //! an error naming file, line and text, or is skipped and counted with
 //! `--skip-bad`. Rows stream in batches: memory does not follow the log.
 
+use super::quotes::{QuoteGuard, UnclosedQuote};
 use super::timestamp::{TimeFormat, TimeParser};
 use crate::cli::InputFormat;
 use crate::time::Nanos;
@@ -460,7 +461,7 @@ trait Rows {
 }
 
 struct CsvRows<R: Read> {
-    csv: csv::Reader<R>,
+    csv: csv::Reader<QuoteGuard<R>>,
     record: csv::ByteRecord,
     header: Option<Vec<String>>,
     name: String,
@@ -468,14 +469,20 @@ struct CsvRows<R: Read> {
 
 impl<R: Read> CsvRows<R> {
     /// Reads the header row; `None` for an empty file.
-    fn new(reader: R, delimiter: u8, no_header: bool, name: &str) -> Result<Option<Self>> {
+    fn new(
+        reader: R,
+        delimiter: u8,
+        no_header: bool,
+        skip_bad: bool,
+        name: &str,
+    ) -> Result<Option<Self>> {
         let mut rows = CsvRows {
             csv: csv::ReaderBuilder::new()
                 .has_headers(false)
                 .flexible(true)
                 .delimiter(delimiter)
                 .buffer_capacity(1 << 16)
-                .from_reader(reader),
+                .from_reader(QuoteGuard::new(reader, delimiter, skip_bad)),
             record: csv::ByteRecord::new(),
             header: None,
             name: name.to_string(),
@@ -497,8 +504,29 @@ impl<R: Read> CsvRows<R> {
     fn read(&mut self) -> Result<bool> {
         self.csv
             .read_byte_record(&mut self.record)
-            .with_context(|| format!("{}: cannot read the log", self.name))
+            .map_err(|e| read_error(e, &self.name))
     }
+
+    /// Rows skipped for a stray quote.
+    fn skipped(&self) -> u64 {
+        self.csv.get_ref().skipped()
+    }
+}
+
+/// A read error as one line naming the file, and for a stray quote the
+/// line where it opened and what to do.
+fn read_error(e: csv::Error, name: &str) -> anyhow::Error {
+    let text = e.to_string();
+    let csv::ErrorKind::Io(io) = e.into_kind() else {
+        return anyhow!("{name}: cannot read the log: {text}");
+    };
+    if let Some(q) = io.get_ref().and_then(|i| i.downcast_ref::<UnclosedQuote>()) {
+        return anyhow!(
+            "{name}:{}: {q}; close the quote (a quote inside a quoted field is written \"\"), or pass --skip-bad to skip that row",
+            q.line
+        );
+    }
+    anyhow::Error::new(io).context(format!("{name}: cannot read the log"))
 }
 
 impl<R: Read> Rows for CsvRows<R> {
@@ -760,8 +788,12 @@ pub fn read_all(
                 } else {
                     default_delimiter(path)
                 });
-                match CsvRows::new(reader, delimiter, spec.no_header, &name)? {
-                    Some(mut rows) => read_rows(&mut st, &mut rows, file_idx, &name, &mut emit)?,
+                match CsvRows::new(reader, delimiter, spec.no_header, spec.skip_bad, &name)? {
+                    Some(mut rows) => {
+                        let go = read_rows(&mut st, &mut rows, file_idx, &name, &mut emit)?;
+                        st.summary.bad_rows += rows.skipped();
+                        go
+                    }
                     None => true,
                 }
             }

@@ -13,6 +13,7 @@ pub mod input;
 pub mod keys;
 pub mod nginx;
 pub mod order;
+pub mod quotes;
 pub mod replay;
 pub mod stream;
 pub mod timestamp;
