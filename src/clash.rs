@@ -1,0 +1,151 @@
+//! Refusing an output that is also an input, or another output, before
+//! anything is opened for writing: `--decisions log.csv` would truncate the
+//! log it is about to read, `--rejects in.txt < in.txt` would empty the
+//! input, a report redirected onto the rejects file would overwrite it.
+//!
+//! Files are compared by device and inode, so a symlink, a hard link or
+//! `/dev/stdout` pointing at the same file is caught too. Only regular
+//! files are compared: a terminal or `/dev/null` on both sides is fine. An
+//! output that does not exist yet cannot be an input; two such outputs are
+//! compared by their directory's canonical path and their name.
+
+use anyhow::{Result, bail};
+use std::fs::File;
+use std::io;
+use std::os::fd::AsFd;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+/// Where an input or output is.
+pub enum Place<'a> {
+    Path(&'a Path),
+    Stdin,
+    Stdout,
+}
+
+/// An input or output with what it is for, e.g. `--rejects 'r.txt'`.
+pub struct Endpoint<'a> {
+    pub what: String,
+    pub place: Place<'a>,
+}
+
+impl<'a> Endpoint<'a> {
+    pub fn new(what: impl Into<String>, place: Place<'a>) -> Endpoint<'a> {
+        Endpoint {
+            what: what.into(),
+            place,
+        }
+    }
+}
+
+#[derive(PartialEq, Eq)]
+enum Identity {
+    File { dev: u64, ino: u64 },
+    NotYet(PathBuf),
+}
+
+fn identity(place: &Place) -> Option<Identity> {
+    let meta = match place {
+        Place::Path(p) => match std::fs::metadata(p) {
+            Ok(m) => m,
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                let name = p.file_name()?;
+                let dir = match p.parent() {
+                    Some(d) if !d.as_os_str().is_empty() => d,
+                    _ => Path::new("."),
+                };
+                let dir = dir.canonicalize().ok()?;
+                return Some(Identity::NotYet(dir.join(name)));
+            }
+            Err(_) => return None,
+        },
+        Place::Stdin => File::from(io::stdin().as_fd().try_clone_to_owned().ok()?)
+            .metadata()
+            .ok()?,
+        Place::Stdout => File::from(io::stdout().as_fd().try_clone_to_owned().ok()?)
+            .metadata()
+            .ok()?,
+    };
+    meta.is_file().then(|| Identity::File {
+        dev: meta.dev(),
+        ino: meta.ino(),
+    })
+}
+
+/// Fails with one line naming the pair when an output is the same file as
+/// an input or as another output.
+pub fn check_distinct(inputs: &[Endpoint], outputs: &[Endpoint]) -> Result<()> {
+    let ins: Vec<Option<Identity>> = inputs.iter().map(|e| identity(&e.place)).collect();
+    let outs: Vec<Option<Identity>> = outputs.iter().map(|e| identity(&e.place)).collect();
+    for (o, oid) in outputs.iter().zip(&outs) {
+        let Some(oid) = oid else { continue };
+        for (i, iid) in inputs.iter().zip(&ins) {
+            if iid.as_ref() == Some(oid) {
+                bail!(
+                    "{} is the same file as {}: writing it would destroy the input; nothing was written, choose another output",
+                    o.what,
+                    i.what
+                );
+            }
+        }
+    }
+    for (n, (a, aid)) in outputs.iter().zip(&outs).enumerate() {
+        for (b, bid) in outputs.iter().zip(&outs).skip(n + 1) {
+            if aid.is_some() && aid == bid {
+                bail!(
+                    "{} and {} are the same file: one would overwrite the other; nothing was written, choose another output",
+                    a.what,
+                    b.what
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
+/// `what 'path'` for messages.
+pub fn named(what: &str, path: &Path) -> String {
+    format!("{what} '{}'", path.display())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn links_are_the_same_file_and_new_paths_compare_by_name() {
+        let dir = std::env::temp_dir().join(format!("drip-clash-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let a = dir.join("a.csv");
+        std::fs::write(&a, "x").unwrap();
+        let hard = dir.join("hard.csv");
+        let _ = std::fs::remove_file(&hard);
+        std::fs::hard_link(&a, &hard).unwrap();
+        let sym = dir.join("sym.csv");
+        let _ = std::fs::remove_file(&sym);
+        std::os::unix::fs::symlink(&a, &sym).unwrap();
+        let other = dir.join("other.csv");
+        std::fs::write(&other, "y").unwrap();
+        let input = [Endpoint::new("the log", Place::Path(&a))];
+        for out in [&a, &hard, &sym] {
+            let outs = [Endpoint::new("--decisions", Place::Path(out))];
+            let e = check_distinct(&input, &outs).unwrap_err().to_string();
+            assert!(
+                e.starts_with("--decisions is the same file as the log"),
+                "{e}"
+            );
+        }
+        let outs = [Endpoint::new("--decisions", Place::Path(&other))];
+        assert!(check_distinct(&input, &outs).is_ok());
+        let new = dir.join("new.csv");
+        let again = dir.join(".").join("new.csv");
+        let outs = [
+            Endpoint::new("one", Place::Path(&new)),
+            Endpoint::new("two", Place::Path(&again)),
+        ];
+        assert!(check_distinct(&input, &outs).is_err());
+        let dev_null = Path::new("/dev/null");
+        let both = [Endpoint::new("null", Place::Path(dev_null))];
+        assert!(check_distinct(&both, &both).is_ok());
+    }
+}
