@@ -5,7 +5,19 @@
 //! feed it: [`pace`] (stdin lines on a monotonic clock) and [`audit`] (log
 //! rows on their own timestamps). [`cli`] is the command-line surface.
 
+/// Writes a line to stderr, like `eprintln!`, but a stderr that cannot
+/// be written (closed, `/dev/full`) is ignored instead of panicking: a
+/// message is never worth losing the run's result for.
+#[macro_export]
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 pub mod audit;
+pub mod clash;
 pub mod cli;
 pub mod clock;
 pub mod completions;

@@ -17,7 +17,7 @@ fn main() -> ExitCode {
             .location()
             .map(|l| format!(" at {l}"))
             .unwrap_or_default();
-        eprintln!("drip: internal error{at}: {msg} (please report it)");
+        drip::say!("drip: internal error{at}: {msg} (please report it)");
     }));
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
@@ -34,7 +34,7 @@ fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("drip: {e:#}");
+            drip::say!("drip: {e:#}");
             ExitCode::from(2)
         }
     }
@@ -77,7 +77,7 @@ fn usage_error(e: clap::Error) -> ExitCode {
         })
         .map(|t| format!("; {t}"))
         .unwrap_or_default();
-    eprintln!("drip: {line}{tip} (see 'drip --help')");
+    drip::say!("drip: {line}{tip} (see 'drip --help')");
     ExitCode::from(2)
 }
 

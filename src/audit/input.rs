@@ -641,7 +641,7 @@ impl<R: BufRead> Rows for LineRows<R> {
                     anyhow!("{file}: {format} lines have no {what} field '{n}'; the fields are: {listing}")
                 })?;
                 if !known && !self.quiet && format == "ndjson" {
-                    eprintln!(
+                    crate::say!(
                         "drip: the first line of {file} has no field '{n}'; lines without it have an empty {what}"
                     );
                 }
@@ -772,7 +772,7 @@ pub fn read_all(
                 }
                 let f = crate::log::detect(sample).unwrap_or(InputFormat::Csv);
                 if f != InputFormat::Csv && !spec.quiet {
-                    eprintln!(
+                    crate::say!(
                         "drip: reading {name} as {} lines (detected from its first line; set --input-format to override)",
                         f.name()
                     );
@@ -876,7 +876,7 @@ fn read_rows(
             && hd.iter().any(|n| n == "request_time")
             && ["msec", "time_local", "time_iso8601"].contains(&st.summary.time_column.as_str())
         {
-            eprintln!(
+            crate::say!(
                 "drip: {f} lines are written when a request completes, so '{}' is a completion time; pass --duration-column request_time to replay arrival times",
                 st.summary.time_column
             );
@@ -1028,7 +1028,7 @@ fn read_rows(
             Ok(ev) => {
                 // Said once a row has read well, so an error stays one line.
                 if let Some(note) = st.announce.take() {
-                    eprintln!("{note}");
+                    crate::say!("{note}");
                 }
                 // W3C logs are UTC by definition.
                 if st.times.naive_seen
@@ -1038,7 +1038,7 @@ fn read_rows(
                     && format != Some("w3c")
                 {
                     st.naive_said = true;
-                    eprintln!(
+                    crate::say!(
                         "drip: timestamps in column '{time_column}' have no UTC offset; reading them as UTC (set --tz if they are local times)"
                     );
                 }

@@ -244,7 +244,37 @@ fn audit_plot(
     )
 }
 
+/// Refuses, before anything is opened for writing, a decisions file or a
+/// report that is one of the logs, the policies file, or each other.
+fn check_outputs(args: &AuditArgs, files: &[std::path::PathBuf]) -> Result<()> {
+    use crate::clash::{Endpoint, Place, check_distinct, named};
+    let mut inputs: Vec<Endpoint> = files
+        .iter()
+        .filter(|f| f.as_os_str() != "-")
+        .map(|f| Endpoint::new(named("the log", f), Place::Path(f)))
+        .collect();
+    if files.is_empty() || files.iter().any(|f| f.as_os_str() == "-") {
+        inputs.push(Endpoint::new("standard input (the log)", Place::Stdin));
+    }
+    if let Some(p) = &args.policies_file {
+        inputs.push(Endpoint::new(named("--policies", p), Place::Path(p)));
+    }
+    let mut outputs = vec![Endpoint::new("standard output (the report)", Place::Stdout)];
+    match &args.decisions {
+        Some(p) if p.as_os_str() == "-" => {
+            outputs[0] = Endpoint::new("standard output (--decisions -)", Place::Stdout)
+        }
+        Some(p) => outputs.push(Endpoint::new(named("--decisions", p), Place::Path(p))),
+        None => {}
+    }
+    if let Some(p) = &args.plot {
+        outputs.push(Endpoint::new(named("--plot", p), Place::Path(p)));
+    }
+    check_distinct(&inputs, &outputs)
+}
+
 pub fn run(args: AuditArgs) -> Result<u8> {
+    check_outputs(&args, &args.input.files)?;
     let specs = load_specs(&args)?;
     let mut labels: Vec<String> = specs.iter().map(|s| s.label.clone()).collect();
     // nginx.conf policies: each config is one run, after the specs.
@@ -351,16 +381,20 @@ pub fn run(args: AuditArgs) -> Result<u8> {
     }
     let files = spec.files.clone();
 
-    let decisions: Option<Box<dyn Write + Send>> = match &args.decisions {
+    let decisions: Option<(Box<dyn Write + Send>, String)> = match &args.decisions {
         None => None,
-        Some(p) if p.as_os_str() == "-" => {
-            Some(Box::new(std::io::BufWriter::new(std::io::stdout())))
-        }
-        Some(p) => Some(Box::new(std::io::BufWriter::with_capacity(
-            1 << 16,
-            std::fs::File::create(p)
-                .with_context(|| format!("cannot create --decisions file '{}'", p.display()))?,
-        ))),
+        Some(p) if p.as_os_str() == "-" => Some((
+            Box::new(std::io::BufWriter::new(std::io::stdout())),
+            "standard output".into(),
+        )),
+        Some(p) => Some((
+            Box::new(std::io::BufWriter::with_capacity(
+                1 << 16,
+                std::fs::File::create(p)
+                    .with_context(|| format!("cannot create --decisions file '{}'", p.display()))?,
+            )),
+            format!("'{}'", p.display()),
+        )),
     };
     let mut replay = Replay::new(runs, key_cols.len(), decisions, args.timeline, args.top)?;
     // A plot without --timeline keeps one whose interval follows the span.
@@ -409,7 +443,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         names,
     } = read?;
     if summary.rows == 0 && !args.quiet {
-        eprintln!("drip: the input has no rows; every count in the report is zero");
+        crate::say!("drip: the input has no rows; every count in the report is zero");
     }
     if let Some(runs) = helped {
         replay.rejoin(runs?);
@@ -535,7 +569,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
     };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
-    match args.format {
+    let written = match args.format {
         _ if decisions_on_stdout => Ok(()),
         Format::Table => crate::report::table::render(&report, &mut out),
         Format::Json => crate::report::json::render(&report, &mut out),
@@ -543,14 +577,23 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         Format::Markdown => crate::report::markdown::render(&report, &mut out),
         Format::Html => crate::report::html::render_audit(&report, svg.as_deref(), &mut out),
     }
-    .and_then(|_| out.flush())
-    .context("cannot write the report")?;
-    if let (Some(path), Some(svg)) = (&args.plot, &svg) {
-        std::fs::write(path, svg)
-            .with_context(|| format!("cannot write --plot file '{}'", path.display()))?;
-    }
+    .and_then(|_| out.flush());
+    let plot_written = match (&args.plot, &svg) {
+        (Some(path), Some(svg)) => std::fs::write(path, svg)
+            .with_context(|| format!("cannot write --plot file '{}'", path.display())),
+        _ => Ok(()),
+    };
+    // A crossed threshold is said and exits 1 whatever happened to the
+    // report: a reader that stopped early (`| head`) must not turn it
+    // into a success.
     for c in &report.crossings {
-        eprintln!("drip: {c}");
+        crate::say!("drip: {c}");
     }
-    Ok(if report.crossings.is_empty() { 0 } else { 1 })
+    plot_written?;
+    match written {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(e).context("cannot write the report")
+        }
+        _ => Ok(if report.crossings.is_empty() { 0 } else { 1 }),
+    }
 }

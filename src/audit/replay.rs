@@ -411,6 +411,8 @@ pub struct Replay {
     /// Requests per key, per key column.
     requests_by_key: Vec<Vec<u64>>,
     decisions: Option<csv::Writer<Box<dyn Write + Send>>>,
+    /// The decisions file as given, for messages.
+    decisions_name: String,
     timeline: Option<(Nanos, u64)>,
     /// The timeline's interval follows the log's span (see `auto_timeline`).
     auto: bool,
@@ -423,14 +425,14 @@ impl Replay {
     pub fn new(
         runs: Vec<Run>,
         key_columns: usize,
-        decisions: Option<Box<dyn Write + Send>>,
+        decisions: Option<(Box<dyn Write + Send>, String)>,
         timeline: Option<Nanos>,
         top: usize,
     ) -> Result<Replay> {
-        let decisions = match decisions {
-            Some(w) => {
+        let (decisions, decisions_name) = match decisions {
+            Some((w, name)) => {
                 let mut w = csv::Writer::from_writer(w);
-                w.write_record([
+                let header = w.write_record([
                     "row",
                     "policy",
                     "key",
@@ -438,10 +440,12 @@ impl Replay {
                     "admit",
                     "wait_ms",
                     "retry_after_ms",
-                ])?;
-                Some(w)
+                ]);
+                let mut w = Some(w);
+                written(header, &mut w, &name)?;
+                (w, name)
             }
-            None => None,
+            None => (None, String::new()),
         };
         assert!(key_columns <= MAX_KEYS);
         Ok(Replay {
@@ -450,6 +454,7 @@ impl Replay {
             interners: (0..key_columns).map(|_| Interner::default()).collect(),
             requests_by_key: vec![Vec::new(); key_columns],
             decisions,
+            decisions_name,
             timeline: timeline.map(|i| (i, 0)),
             auto: false,
             first: None,
@@ -566,7 +571,7 @@ impl Replay {
                             retry_at.map_or(String::new(), |t| fmt_millis(t.saturating_sub(now))),
                         ),
                     };
-                    w.write_record([
+                    let r = w.write_record([
                         ev.row.to_string().as_str(),
                         run.label.as_str(),
                         key.as_str(),
@@ -574,7 +579,10 @@ impl Replay {
                         admit,
                         wait.as_str(),
                         retry.as_str(),
-                    ])?;
+                    ]);
+                    if r.is_err() {
+                        return written(r, &mut self.decisions, &self.decisions_name);
+                    }
                 }
             }
         }
@@ -607,9 +615,11 @@ impl Replay {
     /// Flushes the decisions file and builds the per-policy reports and
     /// timeline rows.
     pub fn finish(mut self) -> Result<(Vec<PolicyReport>, Option<TimelineRows>)> {
-        if let Some(mut w) = self.decisions.take() {
-            w.flush()?;
+        if let Some(w) = self.decisions.as_mut() {
+            let r = w.flush().map_err(csv::Error::from);
+            written(r, &mut self.decisions, &self.decisions_name)?;
         }
+        self.decisions = None;
         let mut reports = Vec::new();
         let mut rows = Vec::new();
         let nbins = self
@@ -705,6 +715,32 @@ impl Replay {
             .timeline
             .map(|(i, _)| (i, rows.into_iter().map(|(_, r)| r).collect()));
         Ok((reports, timeline))
+    }
+}
+
+/// The outcome of a write to the decisions file. A reader that stopped
+/// reading (`--decisions - | head`) ends the file quietly and the replay
+/// goes on, so thresholds are still checked; any other failure names the
+/// file.
+fn written(
+    r: csv::Result<()>,
+    w: &mut Option<csv::Writer<Box<dyn Write + Send>>>,
+    name: &str,
+) -> Result<()> {
+    let Err(e) = r else { return Ok(()) };
+    let text = e.to_string();
+    match e.into_kind() {
+        csv::ErrorKind::Io(io) if io.kind() == std::io::ErrorKind::BrokenPipe => {
+            // Dropping it tries its buffer once more, quietly.
+            *w = None;
+            Ok(())
+        }
+        csv::ErrorKind::Io(io) => {
+            Err(anyhow::Error::new(io).context(format!("cannot write the decisions to {name}")))
+        }
+        _ => Err(anyhow::anyhow!(
+            "cannot write the decisions to {name}: {text}"
+        )),
     }
 }
 

@@ -410,6 +410,14 @@ struct Pacer {
 
 impl Pacer {
     fn start(config: Config) -> anyhow::Result<Pacer> {
+        {
+            use crate::clash::{Endpoint, Place, check_distinct, named};
+            let mut outputs = vec![Endpoint::new("standard output", Place::Stdout)];
+            if let Some(p) = &config.rejects {
+                outputs.push(Endpoint::new(named("--rejects", p), Place::Path(p)));
+            }
+            check_distinct(&[Endpoint::new("standard input", Place::Stdin)], &outputs)?;
+        }
         let rejects = match &config.rejects {
             Some(path) => Some(BufWriter::new(File::create(path).with_context(|| {
                 format!("cannot create the rejects file '{}'", path.display())
@@ -517,7 +525,7 @@ impl Pacer {
                 // reading give up at the next line end; inside a long line
                 // it still waits, so a second signal leaves at once.
                 if let Some(sig) = signals.next() {
-                    eprintln!("drip: second signal: exiting without accounting for the backlog");
+                    crate::say!("drip: second signal: exiting without accounting for the backlog");
                     std::process::exit(128 + sig);
                 }
             })
@@ -881,7 +889,7 @@ impl Pacer {
         Ok(match ending {
             Ending::Eof | Ending::BrokenPipe => 0,
             Ending::Full => {
-                eprintln!(
+                crate::say!(
                     "drip: backlog full at input line {full_at}: lines arrive faster than {} allows; use --on-full block (wait) or drop, or a larger --burst/--max-wait",
                     self.config.target
                 );

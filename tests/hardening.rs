@@ -1,0 +1,394 @@
+//! Hostile but realistic use, end to end: nothing the user gave is lost
+//! silently, no success hides a failure. Each test runs the built binary
+//! with real files, pipes and devices.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+struct Out {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn bin() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_drip"));
+    c.current_dir(env!("CARGO_MANIFEST_DIR"));
+    c
+}
+
+/// Runs `drip ARGS` with `stdin` (or nothing) and collects its output.
+fn drip(args: &[&str], stdin: Option<&[u8]>) -> Out {
+    let mut cmd = bin();
+    cmd.args(args)
+        .stdin(if stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = cmd.spawn().expect("run drip");
+    if let Some(data) = stdin {
+        let mut pipe = child.stdin.take().unwrap();
+        let data = data.to_vec();
+        std::thread::spawn(move || {
+            let _ = pipe.write_all(&data);
+        });
+    }
+    let out = child.wait_with_output().unwrap();
+    Out {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// A fresh directory per call (tests run in parallel).
+fn tmpdir() -> PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("drip-hardening-{}-{n}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn json(out: &Out) -> serde_json::Value {
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
+}
+
+/// One error line, exit 2, no panic.
+fn one_error_line(out: &Out) -> &str {
+    assert_eq!(out.code, 2, "stderr: {}", out.stderr);
+    let lines: Vec<&str> = out.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "one line: {}", out.stderr);
+    assert!(lines[0].starts_with("drip: "), "{}", out.stderr);
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    lines[0]
+}
+
+/// `rows` rows, ten per second, fifty clients; `edit` may change a row.
+fn log(rows: usize, edit: impl Fn(usize, String) -> String) -> String {
+    let mut text = String::from("ts,client,ua\n");
+    for i in 0..rows {
+        let row = format!("{},c{},curl/8\n", 1_700_000_000 + i / 10, i % 50);
+        text.push_str(&edit(i, row));
+    }
+    text
+}
+
+// 1. An unclosed quote swallows the rest of the log.
+
+#[test]
+fn an_unclosed_quote_is_an_error_naming_its_line() {
+    let dir = tmpdir();
+    let stray = dir.join("stray.csv");
+    let text = log(100_000, |i, row| {
+        if i == 10 {
+            row.replace("curl/8", "\"oops")
+        } else {
+            row
+        }
+    });
+    std::fs::write(&stray, &text).unwrap();
+    let args = [
+        "audit",
+        s(&stray),
+        "-p",
+        "gcra:rate=1/s",
+        "--key-column",
+        "client",
+        "-f",
+        "json",
+        "-q",
+    ];
+    let out = drip(&args, None);
+    let line = one_error_line(&out);
+    // Row 11 is line 12 (after the header).
+    assert!(line.contains("stray.csv:12:"), "{line}");
+    assert!(line.contains("quote"), "{line}");
+    assert!(line.contains("--skip-bad"), "{line}");
+
+    let mut skip = args.to_vec();
+    skip.push("--skip-bad");
+    let v = json(&drip(&skip, None));
+    assert_eq!(v["input"]["rows"], 99_999);
+    assert_eq!(v["input"]["bad_rows_skipped"], 1);
+
+    // A short log: the quote is still open at the end of the input.
+    let short = dir.join("short.csv");
+    std::fs::write(
+        &short,
+        log(30, |i, row| {
+            if i == 5 {
+                row.replace("curl/8", "\"oops")
+            } else {
+                row
+            }
+        }),
+    )
+    .unwrap();
+    let out = drip(
+        &[
+            "audit",
+            s(&short),
+            "-p",
+            "gcra:rate=1/s",
+            "-f",
+            "json",
+            "-q",
+        ],
+        None,
+    );
+    assert!(
+        one_error_line(&out).contains("short.csv:7:"),
+        "{}",
+        out.stderr
+    );
+    let v = json(&drip(
+        &[
+            "audit",
+            s(&short),
+            "-p",
+            "gcra:rate=1/s",
+            "-f",
+            "json",
+            "--skip-bad",
+            "-q",
+        ],
+        None,
+    ));
+    assert_eq!(v["input"]["rows"], 29);
+    assert_eq!(v["input"]["bad_rows_skipped"], 1);
+}
+
+#[test]
+fn quoted_fields_with_newlines_still_read() {
+    let dir = tmpdir();
+    let f = dir.join("multi.csv");
+    let text = log(1000, |i, row| {
+        if i % 100 == 7 {
+            row.replace("curl/8", "\"two\nlines, \"\"quoted\"\"\"")
+        } else {
+            row.replace('\n', "\r\n")
+        }
+    });
+    std::fs::write(&f, text).unwrap();
+    let v = json(&drip(
+        &["audit", s(&f), "-p", "gcra:rate=1/s", "-f", "json", "-q"],
+        None,
+    ));
+    assert_eq!(v["input"]["rows"], 1000);
+    assert_eq!(v["input"]["bad_rows_skipped"], 0);
+}
+
+// 2. Outputs that are inputs.
+
+#[test]
+fn decisions_onto_the_log_is_refused_before_anything_is_written() {
+    let dir = tmpdir();
+    let v = dir.join("v.csv");
+    let text = log(100, |_, r| r);
+    std::fs::write(&v, &text).unwrap();
+    let link = dir.join("link.csv");
+    std::os::unix::fs::symlink(&v, &link).unwrap();
+    let hard = dir.join("hard.csv");
+    std::fs::hard_link(&v, &hard).unwrap();
+    for target in [&v, &link, &hard] {
+        let out = drip(
+            &[
+                "audit",
+                s(&v),
+                "-p",
+                "gcra:rate=1/s",
+                "--decisions",
+                s(target),
+            ],
+            None,
+        );
+        let line = one_error_line(&out);
+        assert!(
+            line.contains("--decisions") && line.contains("same file as the log"),
+            "{line}"
+        );
+        assert_eq!(
+            std::fs::read_to_string(&v).unwrap(),
+            text,
+            "the log is intact"
+        );
+    }
+    // The policies file.
+    let pol = dir.join("policies.txt");
+    std::fs::write(&pol, "gcra:rate=1/s\n").unwrap();
+    let out = drip(
+        &[
+            "audit",
+            s(&v),
+            "--policies",
+            s(&pol),
+            "--decisions",
+            s(&pol),
+        ],
+        None,
+    );
+    assert!(
+        one_error_line(&out).contains("--policies"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(std::fs::read_to_string(&pol).unwrap(), "gcra:rate=1/s\n");
+}
+
+#[test]
+fn rejects_onto_stdin_or_stdout_is_refused() {
+    let dir = tmpdir();
+    let input = dir.join("in.txt");
+    std::fs::write(&input, "a\nb\nc\n").unwrap();
+    // drip pace --rejects in.txt < in.txt
+    let out = bin()
+        .args(["pace", "--rate", "1000/s", "--rejects", s(&input)])
+        .stdin(std::fs::File::open(&input).unwrap())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("--rejects") && err.contains("standard input"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&input).unwrap(), "a\nb\nc\n");
+
+    // drip pace ... --rejects s.txt > s.txt
+    let sent = dir.join("s.txt");
+    std::fs::write(&sent, "kept\n").unwrap();
+    let out = bin()
+        .args(["pace", "--rate", "1000/s", "--rejects", s(&sent)])
+        .stdin(std::fs::File::open(&input).unwrap())
+        .stdout(
+            std::fs::OpenOptions::new()
+                .append(true)
+                .open(&sent)
+                .unwrap(),
+        )
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("standard output") && err.contains("--rejects"),
+        "{err}"
+    );
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert_eq!(std::fs::read_to_string(&sent).unwrap(), "kept\n");
+}
+
+// 3. A crossed threshold reported as success.
+
+/// Runs `drip ARGS`, reads one line of its stdout and closes the pipe, as
+/// `| head -1` does; returns (exit status, stderr).
+fn head_1(args: &[&str]) -> (i32, String) {
+    let mut child = bin()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(!first.is_empty());
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (child.wait().unwrap().code().unwrap_or(-1), err)
+}
+
+#[test]
+fn a_crossed_threshold_exits_1_when_the_reader_stops_early() {
+    let dir = tmpdir();
+    let f = dir.join("log.csv");
+    // 20,000 seconds: the timeline is far larger than a pipe's buffer.
+    std::fs::write(&f, log(200_000, |_, r| r)).unwrap();
+    let base = [
+        "audit",
+        s(&f),
+        "-p",
+        "gcra:rate=1/min",
+        "--key-column",
+        "client",
+        "--max-drops",
+        "0",
+        "-q",
+    ];
+    let mut timeline = base.to_vec();
+    timeline.extend(["--timeline", "1s"]);
+    let (code, err) = head_1(&timeline);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("crossed --max-drops"), "{err}");
+    // 8. `--decisions - | head -1`: quiet, and the threshold still counts.
+    let mut decisions = base.to_vec();
+    decisions.extend(["--decisions", "-"]);
+    let (code, err) = head_1(&decisions);
+    assert_eq!(code, 1, "{err}");
+    assert!(!err.contains("Broken pipe"), "{err}");
+    assert!(err.contains("crossed --max-drops"), "{err}");
+}
+
+// 7, 8. stderr unwritable; a decisions file that cannot be written.
+
+#[test]
+fn an_unwritable_stderr_does_not_abort_the_run() {
+    let dir = tmpdir();
+    let f = dir.join("x.csv");
+    std::fs::write(&f, log(100, |_, r| r)).unwrap();
+    // Not quiet: the detected time format is noted on stderr.
+    let out = bin()
+        .args(["audit", s(&f), "-p", "gcra:rate=1/s", "-f", "json"])
+        .stderr(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["input"]["rows"], 100);
+}
+
+#[test]
+fn a_full_decisions_file_is_named() {
+    let dir = tmpdir();
+    let f = dir.join("x.csv");
+    std::fs::write(&f, log(100_000, |_, r| r)).unwrap();
+    let out = drip(
+        &[
+            "audit",
+            s(&f),
+            "-p",
+            "gcra:rate=1/s",
+            "--decisions",
+            "/dev/full",
+            "-q",
+        ],
+        None,
+    );
+    let line = one_error_line(&out);
+    assert!(line.contains("/dev/full"), "{line}");
+}
