@@ -392,3 +392,322 @@ fn a_full_decisions_file_is_named() {
     let line = one_error_line(&out);
     assert!(line.contains("/dev/full"), "{line}");
 }
+
+// 4, 5, 6, 9: pace under faults.
+
+fn pace() -> Command {
+    let mut c = bin();
+    c.args(["pace", "--no-progress"]);
+    c
+}
+
+fn numbered(n: usize) -> Vec<u8> {
+    (1..=n)
+        .map(|i| format!("{i}\n"))
+        .collect::<String>()
+        .into_bytes()
+}
+
+fn lines(bytes: &[u8]) -> Vec<String> {
+    String::from_utf8_lossy(bytes)
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The JSON summary line on stderr.
+fn summary(stderr: &str) -> serde_json::Value {
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON summary in stderr: {stderr}"));
+    serde_json::from_str(line).unwrap()
+}
+
+fn signal(pid: u32, sig: &str) {
+    let st = Command::new("kill")
+        .args([&format!("-{sig}"), &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+}
+
+/// Waits up to `secs` for the child to exit.
+fn exit_within(child: &mut std::process::Child, secs: u64, what: &str) -> std::process::ExitStatus {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(st) = child.try_wait().unwrap() {
+            return st;
+        }
+        if started.elapsed() > std::time::Duration::from_secs(secs) {
+            let _ = child.kill();
+            panic!("drip did not stop: {what}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn sigint_stops_a_stalled_write_at_a_million_lines_a_second() {
+    let dir = tmpdir();
+    let rejects = dir.join("rejects");
+    // A FIFO held open by a consumer that never reads.
+    let fifo = dir.join("fifo");
+    let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(st.success());
+    let consumer = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::File::open(fifo).unwrap())
+    };
+    let stdout = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    let held = consumer.join().unwrap();
+    let mut child = pace()
+        .args(["--rate", "1000000/s", "--burst", "100000", "--stats=json"])
+        .args(["--rejects", s(&rejects)])
+        .stdin(Stdio::piped())
+        .stdout(stdout)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&numbered(300_000));
+        stdin
+    });
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    signal(child.id(), "INT");
+    let status = exit_within(&mut child, 10, "one SIGINT while downstream was stalled");
+    assert_eq!(status.code(), Some(130));
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let stats = summary(&err);
+    assert_eq!(stats["ended"], "sigint");
+    // What the pipe took, then the rejects: every line read, once, in order.
+    drop(feeder.join().unwrap());
+    let mut sent = Vec::new();
+    let mut held = held;
+    let nonblocking = std::thread::spawn(move || {
+        held.read_to_end(&mut sent).unwrap();
+        sent
+    });
+    let sent = lines(&nonblocking.join().unwrap());
+    let unsent = lines(&std::fs::read(&rejects).unwrap());
+    assert_eq!(stats["lines_out"], sent.len(), "{stats}");
+    assert_eq!(stats["unsent"], unsent.len(), "{stats}");
+    let all: Vec<String> = sent.into_iter().chain(unsent).collect();
+    let n = stats["lines_in"].as_u64().unwrap() as usize;
+    first_lines_in_order(&all, n, &stats);
+}
+
+/// `all` is exactly the lines 1..=n, in order; the last may be cut where
+/// reading stopped (the rest of it was never read).
+fn first_lines_in_order(all: &[String], n: usize, stats: &serde_json::Value) {
+    let mut want: Vec<String> = (1..=n).map(|i| i.to_string()).collect();
+    if let (Some(last), Some(got)) = (want.last_mut(), all.get(n.wrapping_sub(1)))
+        && last.starts_with(got.as_str())
+    {
+        *last = got.clone();
+    }
+    if let Some(i) = (0..all.len().max(n)).find(|&i| all.get(i) != want.get(i)) {
+        panic!(
+            "line {i}: got {:?}, want {:?} ({} lines, {n} read); {stats}",
+            &all[i.saturating_sub(2)..(i + 3).min(all.len())],
+            want.get(i),
+            all.len()
+        );
+    }
+}
+
+#[test]
+fn a_full_stdout_keeps_every_line_in_rejects_and_prints_the_summary() {
+    let dir = tmpdir();
+    let rejects = dir.join("rejects");
+    let out = pace()
+        .args([
+            "--rate",
+            "100000/s",
+            "--stats=json",
+            "--rejects",
+            s(&rejects),
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(
+            std::fs::OpenOptions::new()
+                .write(true)
+                .open("/dev/full")
+                .unwrap(),
+        )
+        .stderr(Stdio::piped())
+        .spawn()
+        .and_then(|mut c| {
+            let mut stdin = c.stdin.take().unwrap();
+            let _ = stdin.write_all(&numbered(1000));
+            drop(stdin);
+            c.wait_with_output()
+        })
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let stats = summary(&err);
+    assert_eq!(stats["ended"], "write-error");
+    assert_eq!(stats["lines_in"], 1000);
+    assert_eq!(stats["lines_out"], 0);
+    assert_eq!(stats["unsent"], 1000);
+    assert_eq!(std::fs::read(&rejects).unwrap(), numbered(1000));
+    let last = err.lines().last().unwrap();
+    assert!(
+        last.starts_with("drip: cannot write standard output"),
+        "{err}"
+    );
+    assert!(last.contains("1000 line(s)"), "{err}");
+}
+
+#[test]
+fn lines_the_pipe_took_are_sent_not_rejected() {
+    // drip pace --rate 1000000000/s --rejects r ... | head -c 150000
+    let dir = tmpdir();
+    let rejects = dir.join("r");
+    let mut child = pace()
+        .args([
+            "--rate",
+            "1000000000/s",
+            "--stats=json",
+            "--rejects",
+            s(&rejects),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let head = Command::new("head")
+        .args(["-c", "150000"])
+        .stdin(child.stdout.take().unwrap())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&numbered(300_000));
+    });
+    let got = head.wait_with_output().unwrap().stdout;
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    let stats = summary(&err);
+    assert_eq!(stats["ended"], "broken-pipe");
+    // The consumer's whole lines (its last one may be cut).
+    let received: Vec<usize> = lines(&got[..=got.iter().rposition(|&b| b == b'\n').unwrap()])
+        .iter()
+        .map(|l| l.parse().unwrap())
+        .collect();
+    let rejected = lines(&std::fs::read(&rejects).unwrap());
+    let out_n = stats["lines_out"].as_u64().unwrap() as usize;
+    // The consumer got lines 1, 2, ... of those the pipe took.
+    assert!(out_n >= received.len(), "{stats}");
+    assert!(received.iter().zip(1..).all(|(&r, i)| r == i));
+    assert_eq!(rejected.len() as u64, stats["unsent"].as_u64().unwrap());
+    // Rejects start right after the last line sent: nothing twice.
+    let all: Vec<String> = (1..=out_n).map(|i| i.to_string()).chain(rejected).collect();
+    first_lines_in_order(&all, stats["lines_in"].as_u64().unwrap() as usize, &stats);
+}
+
+#[test]
+fn sighup_keeps_the_backlog_and_prints_the_summary() {
+    let dir = tmpdir();
+    let rejects = dir.join("rejects");
+    let mut child = pace()
+        .args(["--rate", "5/s", "--burst", "100", "--stats=json"])
+        .args(["--rejects", s(&rejects)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&numbered(50)).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(500));
+    signal(child.id(), "HUP");
+    let status = exit_within(&mut child, 10, "SIGHUP");
+    drop(stdin);
+    assert_eq!(status.code(), Some(129));
+    let mut out = Vec::new();
+    child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    let stats = summary(&err);
+    assert_eq!(stats["ended"], "sighup");
+    let all: Vec<String> = lines(&out)
+        .into_iter()
+        .chain(lines(&std::fs::read(&rejects).unwrap()))
+        .collect();
+    assert_eq!(all, lines(&numbered(50)));
+}
+
+#[test]
+fn a_read_error_still_prints_the_summary() {
+    // A directory on stdin: read(2) fails with EISDIR.
+    let out = pace()
+        .args(["--rate", "100/s", "--stats=json"])
+        .stdin(std::fs::File::open("/").unwrap())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(summary(&err)["ended"], "read-error");
+    assert!(
+        err.lines()
+            .last()
+            .unwrap()
+            .starts_with("drip: reading standard input"),
+        "{err}"
+    );
+}
+
+#[test]
+fn each_refused_line_is_in_rejects_at_once() {
+    let dir = tmpdir();
+    let rejects = dir.join("rejects");
+    let mut child = pace()
+        .args([
+            "--rate",
+            "1/min",
+            "--on-full",
+            "drop",
+            "--rejects",
+            s(&rejects),
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&numbered(10)).unwrap();
+    // The first line goes out, the other nine are refused; look while
+    // drip is still running, then kill it without a chance to flush.
+    let started = std::time::Instant::now();
+    while std::fs::read(&rejects).map_or(0, |r| r.len()) < 18
+        && started.elapsed() < std::time::Duration::from_secs(10)
+    {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    child.kill().unwrap();
+    child.wait().unwrap();
+    drop(stdin);
+    assert_eq!(
+        lines(&std::fs::read(&rejects).unwrap()),
+        (2..=10).map(|i| i.to_string()).collect::<Vec<_>>()
+    );
+}

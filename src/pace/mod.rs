@@ -11,15 +11,18 @@
 //! - Deadlines come from the [`schedule::Schedule`], never from the last
 //!   wake-up; each wake-up writes the records due in one `write` and
 //!   nothing is buffered after it.
-//! - Every record read is written, refused (`dropped`, and in `--rejects`),
-//!   or counted as unsent when the run stops early (also in `--rejects`).
+//! - Every record read is written, refused (`dropped`, and in `--rejects`
+//!   at once), or counted as unsent when the run stops early (a signal,
+//!   downstream closing, stdout failing; also in `--rejects`). A record
+//!   counts as written once the pipe took all of it; one cut by the stop
+//!   is unsent, and the summary says how many of its bytes went out.
 //! - With `--key`/`--key-field`, each line is decided under its key and
 //!   waits in its key's lane ([`lanes`]); lines leave in order of release.
 //!
 //! Threads: a reader moves stdin bytes into an inbox (and stops reading
 //! while the inbox holds [`INBOX_BUDGET`] bytes of undecided records, so a
 //! blocked pacer blocks its upstream); the main thread decides, waits and
-//! writes; a signal thread turns SIGINT/SIGTERM into a stop. Waits are
+//! writes; a signal thread turns SIGINT/SIGTERM/SIGHUP into a stop. Waits are
 //! condition-variable waits until the next deadline, or without a timeout
 //! when nothing is due: no wake-ups while idle.
 
@@ -508,8 +511,9 @@ impl Pacer {
         let mut signals = signal_hook::iterator::Signals::new([
             signal_hook::consts::SIGINT,
             signal_hook::consts::SIGTERM,
+            signal_hook::consts::SIGHUP,
         ])
-        .context("cannot install the SIGINT/SIGTERM handlers")?;
+        .context("cannot install the SIGINT/SIGTERM/SIGHUP handlers")?;
         let (wake_rx, wake_tx) = io::pipe().context("cannot create a pipe")?;
         let s = Arc::clone(&shared);
         std::thread::Builder::new()
@@ -592,18 +596,19 @@ impl Pacer {
         let mut full_at = 0u64;
         // Why the shared schedule was given up.
         let mut share_error: Option<anyhow::Error> = None;
+        let mut write_error: Option<io::Error> = None;
         let shared = Arc::clone(&self.shared);
         let mut g = shared.lock();
         let ending = loop {
             if let Some(sig) = g.signal {
-                break if sig == signal_hook::consts::SIGTERM {
-                    Ending::Sigterm
-                } else {
-                    Ending::Sigint
+                break match sig {
+                    signal_hook::consts::SIGTERM => Ending::Sigterm,
+                    signal_hook::consts::SIGHUP => Ending::Sighup,
+                    _ => Ending::Sigint,
                 };
             }
             if g.read_error.is_some() {
-                break Ending::Eof;
+                break Ending::ReadError;
             }
             if !g.control.is_empty() || self.pause.is_some() {
                 let commands = std::mem::take(&mut g.control);
@@ -640,7 +645,9 @@ impl Pacer {
                 for item in dropped.drain(..) {
                     self.stats.dropped += 1;
                     if let Some(w) = &mut self.rejects {
-                        w.write_all(&item).context("writing the rejects file")?;
+                        w.write_all(&item)
+                            .and_then(|_| w.flush())
+                            .context("writing the rejects file")?;
                     }
                 }
                 match step {
@@ -740,7 +747,10 @@ impl Pacer {
                         OnFull::Drop => {
                             self.stats.dropped += 1;
                             if let Some(w) = &mut self.rejects {
-                                w.write_all(&item).context("writing the rejects file")?;
+                                // In the file at once: a kill -9 loses nothing refused.
+                                w.write_all(&item)
+                                    .and_then(|_| w.flush())
+                                    .context("writing the rejects file")?;
                             }
                         }
                         OnFull::Fail => {
@@ -768,8 +778,12 @@ impl Pacer {
                 due.clear();
                 if self.schedule.take_due(now, &mut due) > 0 {
                     drop(g);
-                    self.send(&mut due, &mut batch)?;
+                    let stop = self.send(&mut due, &mut batch)?;
                     g = shared.lock();
+                    if let Some(Stop::Failed(e)) = stop {
+                        write_error = Some(e);
+                        break Ending::WriteError;
+                    }
                 }
                 break Ending::Full;
             }
@@ -780,12 +794,16 @@ impl Pacer {
             due.clear();
             if self.schedule.take_due(now, &mut due) > 0 {
                 drop(g);
-                let written = self.send(&mut due, &mut batch)?;
+                let stop = self.send(&mut due, &mut batch)?;
                 g = shared.lock();
-                if !written {
-                    break Ending::BrokenPipe;
+                match stop {
+                    None => continue,
+                    Some(Stop::Closed) => break Ending::BrokenPipe,
+                    Some(Stop::Failed(e)) => {
+                        write_error = Some(e);
+                        break Ending::WriteError;
+                    }
                 }
-                continue;
             }
             if g.eof
                 && g.records.is_empty()
@@ -859,14 +877,18 @@ impl Pacer {
             w.flush().context("writing the rejects file")?;
         }
         self.progress.finish_and_clear();
-        if let Some(e) = read_error {
-            return Err(e).context("reading standard input");
-        }
-        let signalled = matches!(
+        // After a signal or an error lines are left unsent: the summary
+        // says how many even without --stats.
+        let early = matches!(
             ending,
-            Ending::Sigint | Ending::Sigterm | Ending::ShareError
+            Ending::Sigint
+                | Ending::Sigterm
+                | Ending::ShareError
+                | Ending::Sighup
+                | Ending::ReadError
+                | Ending::WriteError
         );
-        if self.config.stats.is_some() || signalled {
+        if self.config.stats.is_some() || early {
             let mut summary = self.stats.summary(
                 self.clock.now(),
                 self.config.target.clone(),
@@ -886,8 +908,23 @@ impl Pacer {
             // stderr may be gone too; nothing else to tell then.
             let _ = io::stderr().write_all(text.as_bytes());
         }
+        if let Some(e) = read_error {
+            return Err(e).context("reading standard input");
+        }
+        if let Some(e) = write_error {
+            let kept = match &self.config.rejects {
+                Some(p) => format!(" and kept in '{}'", p.display()),
+                None => " (give --rejects FILE to keep them)".into(),
+            };
+            anyhow::bail!(
+                "cannot write standard output: {e}; {} line(s) not written are counted as unsent{kept}",
+                self.stats.unsent
+            );
+        }
         Ok(match ending {
             Ending::Eof | Ending::BrokenPipe => 0,
+            Ending::ReadError | Ending::WriteError => 2,
+            Ending::Sighup => 129,
             Ending::Full => {
                 crate::say!(
                     "drip: backlog full at input line {full_at}: lines arrive faster than {} allows; use --on-full block (wait) or drop, or a larger --burst/--max-wait",
@@ -899,7 +936,7 @@ impl Pacer {
             Ending::Sigterm => 143,
             Ending::ShareError => {
                 let e = share_error.expect("a share error ends the run");
-                eprintln!(
+                crate::say!(
                     "drip: {e:#}; {} line(s) read and not written",
                     self.stats.unsent
                 );
@@ -908,29 +945,25 @@ impl Pacer {
         })
     }
 
-    /// Writes `due` in one write. Lines that did not go out are counted as
-    /// unsent: all of them when downstream has closed (`Ok(false)`), those
-    /// after the last whole line written when a stop signal came while
-    /// downstream was not reading (`Ok(true)`; the main loop then stops).
+    /// Writes `due` in one write. Lines that did not go out whole are
+    /// counted as unsent: those after the last whole line written when
+    /// downstream closed, stdout failed, or a stop signal came while
+    /// downstream was not reading (then `None`; the main loop stops).
     fn send(
         &mut self,
         due: &mut Vec<Pending<Vec<u8>>>,
         batch: &mut Vec<u8>,
-    ) -> anyhow::Result<bool> {
-        let (sent, open) = self.write(due, batch)?;
+    ) -> anyhow::Result<Option<Stop>> {
+        let (sent, stop) = self.write(due, batch);
         for p in due.drain(..).skip(sent) {
             self.unsent(p.item)?;
         }
-        Ok(open)
+        Ok(stop)
     }
 
     /// Writes one batch (stamped if asked) in one write, as far as it goes:
-    /// (lines written, downstream still open).
-    fn write(
-        &mut self,
-        due: &[Pending<Vec<u8>>],
-        batch: &mut Vec<u8>,
-    ) -> anyhow::Result<(usize, bool)> {
+    /// the lines written whole, and why it stopped short, if it did.
+    fn write(&mut self, due: &[Pending<Vec<u8>>], batch: &mut Vec<u8>) -> (usize, Option<Stop>) {
         batch.clear();
         let mut ends = Vec::with_capacity(due.len());
         let wall = self.config.stamp.map(|_| stamp::wall_now());
@@ -942,18 +975,22 @@ impl Pacer {
             ends.push(batch.len());
         }
         let at = self.clock.now();
-        let (written, open) = match write_until_stopped(&self.output, &self.wake, batch, &ends) {
-            Ok(n) => (n, true),
-            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => return Ok((0, false)),
-            Err(e) => return Err(e).context("writing standard output"),
-        };
+        let (written, result) = write_until_stopped(&self.output, &self.wake, batch, &ends);
+        // Lines the pipe took whole count as sent, even when it then closed.
         let lines = ends.iter().take_while(|&&end| end <= written).count();
+        let line_start = lines.checked_sub(1).map_or(0, |l| ends[l]);
+        self.stats.partial_bytes = (written - line_start) as u64;
         self.schedule.wrote(self.clock.now());
         for p in &due[..lines] {
             self.stats.sent(p.arrived, at);
         }
         self.update_progress();
-        Ok((lines, open))
+        let stop = match result {
+            Ok(()) => None,
+            Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Some(Stop::Closed),
+            Err(e) => Some(Stop::Failed(e)),
+        };
+        (lines, stop)
     }
 
     /// Accounts for a line read and not written: counted, and kept in the
@@ -992,20 +1029,32 @@ impl Pacer {
     }
 }
 
-/// Writes `batch` to `out` and returns how many bytes went out: all of
-/// them, or fewer when `wake` became readable (a stop signal) while `out`
-/// was not taking bytes. It then stops only at a line end (`ends`: the
-/// offset just past each line), so no line is ever cut.
+/// Why a write stopped short of the batch.
+enum Stop {
+    /// Downstream closed the pipe.
+    Closed,
+    /// Standard output failed (a full disk, `/dev/full`).
+    Failed(io::Error),
+}
+
+/// Writes `batch` to `out` and returns how many bytes went out, with the
+/// error that stopped it, if any. Without an error: all of them, or fewer
+/// when `wake` became readable (a stop signal) while `out` was not taking
+/// bytes. It then stops only at a line end (`ends`: the offset just past
+/// each line), so no line is ever cut.
 ///
 /// It waits with poll(2) and writes at most `PIPE_BUF` bytes after each
-/// wake-up, which a pipe then takes without blocking: a downstream that
-/// stopped reading cannot hold it past a signal.
+/// wake-up, which a pipe then takes without blocking, and ends each write
+/// at a line end when one is within reach: every wait then starts between
+/// two lines, so a downstream that stopped reading cannot hold it past a
+/// signal at any rate. Only a line longer than `PIPE_BUF` is written in
+/// pieces, and inside it only stdout is waited for.
 fn write_until_stopped(
     out: &File,
     wake: &io::PipeReader,
     batch: &[u8],
     ends: &[usize],
-) -> io::Result<usize> {
+) -> (usize, io::Result<()>) {
     use std::os::fd::AsRawFd;
     const PIPE_BUF: usize = 4096;
     let mut done = 0;
@@ -1033,23 +1082,28 @@ fn write_until_stopped(
             if e.kind() == io::ErrorKind::Interrupted {
                 continue;
             }
-            return Err(e);
+            return (done, Err(e));
         }
         if at_line_end && fds[1].revents != 0 && fds[0].revents & libc::POLLOUT == 0 {
-            return Ok(done);
+            return (done, Ok(()));
         }
         if fds[0].revents == 0 {
             continue;
         }
-        let chunk = &batch[done..batch.len().min(done + PIPE_BUF)];
-        match (&*out).write(chunk) {
-            Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+        let reach = batch.len().min(done + PIPE_BUF);
+        let end = match ends.binary_search(&reach) {
+            Ok(_) => reach,
+            Err(i) if i > 0 && ends[i - 1] > done => ends[i - 1],
+            Err(_) => reach,
+        };
+        match (&*out).write(&batch[done..end]) {
+            Ok(0) => return (done, Err(io::ErrorKind::WriteZero.into())),
             Ok(n) => done += n,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(e),
+            Err(e) => return (done, Err(e)),
         }
     }
-    Ok(done)
+    (done, Ok(()))
 }
 
 #[cfg(test)]

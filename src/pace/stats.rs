@@ -28,6 +28,12 @@ pub enum Ending {
     Full,
     /// The shared schedule could not be reached (`--on-share-error`).
     ShareError,
+    /// SIGHUP (the terminal or session went away): as SIGTERM.
+    Sighup,
+    /// Standard output could not be written (a full disk, `/dev/full`).
+    WriteError,
+    /// Standard input could not be read.
+    ReadError,
 }
 
 /// Counters and the wait histogram of one run.
@@ -36,6 +42,9 @@ pub struct Stats {
     pub lines_out: u64,
     pub dropped: u64,
     pub unsent: u64,
+    /// Bytes of the first unsent line that reached stdout before the run
+    /// stopped (a write cut inside it); that line is counted as unsent.
+    pub partial_bytes: u64,
     /// Real time of the first and last write, ns.
     first_write: Option<Nanos>,
     last_write: Nanos,
@@ -49,6 +58,8 @@ pub struct Summary {
     pub lines_out: u64,
     pub dropped: u64,
     pub unsent: u64,
+    /// See [`Stats::partial_bytes`].
+    pub partial_bytes: u64,
     pub elapsed_s: f64,
     /// Lines per second between the first and the last write.
     pub rate_per_s: Option<f64>,
@@ -82,6 +93,7 @@ impl Stats {
             lines_out: 0,
             dropped: 0,
             unsent: 0,
+            partial_bytes: 0,
             first_write: None,
             last_write: Nanos::ZERO,
             // 1 µs to ~115 days at 3 significant digits: valid bounds.
@@ -114,6 +126,7 @@ impl Stats {
             lines_out: self.lines_out,
             dropped: self.dropped,
             unsent: self.unsent,
+            partial_bytes: self.partial_bytes,
             elapsed_s: now.0 as f64 / 1e9,
             rate_per_s,
             target,
@@ -150,6 +163,17 @@ impl Summary {
             Ending::Sigterm => "terminated (SIGTERM)",
             Ending::Full => "backlog full (--on-full fail)",
             Ending::ShareError => "shared schedule unreachable",
+            Ending::Sighup => "hung up (SIGHUP)",
+            Ending::WriteError => "standard output could not be written",
+            Ending::ReadError => "standard input could not be read",
+        };
+        let partial = if self.partial_bytes > 0 {
+            format!(
+                " ({} bytes of the first unsent line reached stdout)",
+                self.partial_bytes
+            )
+        } else {
+            String::new()
         };
         let keys = self
             .keys
@@ -162,7 +186,7 @@ impl Summary {
             )
         });
         format!(
-            "drip pace: {ended}\n  lines    in {}, out {}, dropped {}, unsent {}\n  elapsed  {:.3}s\n  rate     {rate} (target {})\n  wait     p50 {:.3}ms, p99 {:.3}ms, max {:.3}ms\n{keys}{share}",
+            "drip pace: {ended}\n  lines    in {}, out {}, dropped {}, unsent {}{partial}\n  elapsed  {:.3}s\n  rate     {rate} (target {})\n  wait     p50 {:.3}ms, p99 {:.3}ms, max {:.3}ms\n{keys}{share}",
             self.lines_in,
             self.lines_out,
             self.dropped,

@@ -202,7 +202,7 @@ impl FileBackend {
         let (state, interval) = parse(&buf[..n]).unwrap_or((0, params.interval));
         if interval != params.interval && state > now && !self.warned_interval {
             self.warned_interval = true;
-            eprintln!(
+            crate::say!(
                 "drip: warning: '{}' is shared at an interval of {interval} µs, this process uses {} µs: every process sharing a schedule should use the same --rate",
                 self.path.display(),
                 params.interval
@@ -233,7 +233,7 @@ fn check_local(probe: &Path, path: &Path, allow: bool) -> anyhow::Result<()> {
             path.display()
         ),
         (Some(name), true) => {
-            eprintln!(
+            crate::say!(
                 "drip: warning: state file '{}' is on a network filesystem ({name}): locks are slow there and hosts' clocks must agree",
                 path.display()
             );

@@ -332,7 +332,7 @@ impl Sharer {
         match self.backend.reserve(self.plan.params) {
             Ok(outcome) => {
                 if self.outage.take().is_some() {
-                    eprintln!(
+                    crate::say!(
                         "drip: shared schedule {} answers again; back on it",
                         self.summary.schedule
                     );
@@ -410,13 +410,13 @@ impl Sharer {
             },
         };
         if first {
-            eprintln!(
+            crate::say!(
                 "drip: shared schedule {schedule} unreachable: {}; {what}",
                 o.error
             );
         } else if now.saturating_sub(o.warned) >= WARN_EVERY {
             o.warned = now;
-            eprintln!(
+            crate::say!(
                 "drip: shared schedule {schedule} still unreachable after {}s: {}; {what}",
                 down.0 / Nanos::PER_SEC,
                 o.error
