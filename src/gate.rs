@@ -40,7 +40,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<u8> {
         if waited <= limit {
             return None;
         }
-        eprintln!(
+        crate::say!(
             "drip gate: {what} in {}s, more than --max-wait {}",
             secs(waited),
             humantime::format_duration(limit.to_duration())
@@ -79,7 +79,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<u8> {
             writeln!(out, "{}", secs(waited))?;
             out.flush()?;
         } else {
-            eprintln!("drip gate: waited {}s", secs(waited));
+            crate::say!("drip gate: waited {}s", secs(waited));
         }
     }
     let Some((program, rest)) = args.command.split_first() else {
@@ -93,7 +93,7 @@ pub fn run(args: GateArgs) -> anyhow::Result<u8> {
     } else {
         126
     };
-    eprintln!(
+    crate::say!(
         "drip: cannot run '{}': {e}",
         program.to_string_lossy().escape_debug()
     );

@@ -462,7 +462,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         Some(t) if plotting && plot::intervals(&t) > plot::MAX_PLOTTED => {
             let fitted = plot::fit(&t);
             if !args.quiet {
-                eprintln!(
+                crate::say!(
                     "drip: the plot shows the timeline every {}: --timeline {} gives {} intervals, more than {} can be drawn legibly",
                     crate::report::span(fitted.interval_ns),
                     crate::report::span(t.interval_ns),

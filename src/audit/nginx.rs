@@ -693,7 +693,7 @@ pub fn load_confs(
         let conf = NginxConf::load(p)?;
         if !quiet {
             for n in &conf.notes {
-                eprintln!("drip: {n}");
+                crate::say!("drip: {n}");
             }
         }
         let short = p.file_name().map_or_else(
@@ -842,7 +842,7 @@ pub fn adopt_log_format(
             spec.duration_col = Some(super::input::ColSel::Name("request_time".into()));
         }
         if !quiet {
-            eprintln!(
+            crate::say!(
                 "drip: reading {file} with log_format '{}' ({}), used by access_log {} ({})",
                 f.name,
                 f.pos.as_ref().map_or(String::new(), |p| p.to_string()),
@@ -850,12 +850,12 @@ pub fn adopt_log_format(
                 a.pos
             );
             if duration {
-                eprintln!(
+                crate::say!(
                     "drip: nginx writes a line when the request completes; replaying arrivals at the logged time minus $request_time, when limit_req decided (--duration-column sets another)"
                 );
             }
             if !verify && parser.has("limit_req_status") {
-                eprintln!(
+                crate::say!(
                     "drip: the log has $limit_req_status; add --verify-column limit_req_status to check drip's decisions against nginx's"
                 );
             }

@@ -141,9 +141,11 @@ pub fn read_ordered(
         );
     }
     if order.reordered > 0 && !spec.quiet {
-        eprintln!(
+        crate::say!(
             "drip: {} rows were out of time order, by at most {}; re-sorted (--reorder-window {})",
-            order.reordered, order.max_behind, reorder_window
+            order.reordered,
+            order.max_behind,
+            reorder_window
         );
     }
     Ok(Read {

@@ -137,12 +137,12 @@ pub(super) fn read_loop(file: File, shared: &Arc<Shared>) {
             Ok(0) => return,
             Ok(_) => {}
             Err(e) => {
-                eprintln!("drip: reading the control FIFO: {e}; live control is off");
+                crate::say!("drip: reading the control FIFO: {e}; live control is off");
                 return;
             }
         }
         if line.len() > MAX_COMMAND {
-            eprintln!("drip: control: a command longer than {MAX_COMMAND} bytes was ignored");
+            crate::say!("drip: control: a command longer than {MAX_COMMAND} bytes was ignored");
             // Skip the rest of that line.
             let mut rest = Vec::new();
             let _ = input.read_until(b'\n', &mut rest);
@@ -157,7 +157,7 @@ pub(super) fn read_loop(file: File, shared: &Arc<Shared>) {
                 shared.lock().control.push(cmd);
                 shared.main_cv.notify_one();
             }
-            Err(e) => eprintln!("drip: control: {e}; valid: {VALID}"),
+            Err(e) => crate::say!("drip: control: {e}; valid: {VALID}"),
         }
     }
 }
@@ -227,12 +227,12 @@ impl Pacer {
                         Some(d) => format!("for {}", humantime::format_duration(d.to_duration())),
                         None => "until resume".to_string(),
                     };
-                    eprintln!("drip: control: paused {how}");
+                    crate::say!("drip: control: paused {how}");
                 }
                 Command::Resume => {
                     if self.pause.is_some() {
                         self.end_pause(now);
-                        eprintln!("drip: control: resumed");
+                        crate::say!("drip: control: resumed");
                     }
                 }
                 Command::Rate(rate) => retuned |= self.retune(Some(rate), None),
@@ -266,12 +266,12 @@ impl Pacer {
     fn retune(&mut self, rate: Option<Rate>, burst: Option<u64>) -> bool {
         let Some(t) = self.tunable else {
             if self.share.is_some() {
-                eprintln!(
+                crate::say!(
                     "drip: control: rate and burst cannot change a shared schedule (--share): restart the sharing processes with the new rate"
                 );
                 return false;
             }
-            eprintln!(
+            crate::say!(
                 "drip: control: rate and burst apply to the shaper that paces every line (--rate, or a key=none shaper member with --key); this run has none"
             );
             return false;
@@ -305,7 +305,7 @@ impl Pacer {
                 humantime::format_duration(w.to_duration())
             ),
         };
-        eprintln!("drip: control: shaper now {text}");
+        crate::say!("drip: control: shaper now {text}");
         self.retuned = Some(text);
         true
     }

@@ -421,7 +421,7 @@ pub fn run(args: SizeArgs) -> Result<u8> {
         .transpose()?;
     if args.max_wait.is_some() && !(family.name == "shaper" || family.nginx_delays()) && !args.quiet
     {
-        eprintln!(
+        crate::say!(
             "drip: note: --max-wait bounds the waits of shaping policies (shaper, nginx without nodelay); {} never delays a request",
             family.name
         );
@@ -469,7 +469,7 @@ pub fn run(args: SizeArgs) -> Result<u8> {
     let mut log = Log::new(keyed, args.input.cost_column.is_some());
     let read = stream::read_ordered(&spec, args.input.reorder_window, None, &bar, &mut log)?;
     if read.summary.rows == 0 && !args.quiet {
-        eprintln!("drip: the input has no rows; every size is the smallest");
+        crate::say!("drip: the input has no rows; every size is the smallest");
     }
 
     // Keys left out of the targets.
@@ -518,7 +518,7 @@ pub fn run(args: SizeArgs) -> Result<u8> {
                 path.display()
             );
             if !args.quiet {
-                eprintln!("drip: {note}");
+                crate::say!("drip: {note}");
             }
             notes.push(note);
         }
@@ -835,7 +835,7 @@ pub fn run(args: SizeArgs) -> Result<u8> {
     .and_then(|_| out.flush())
     .context("cannot write the report")?;
     if let Some(v) = &report.verdict {
-        eprintln!("drip: {v}");
+        crate::say!("drip: {v}");
         return Ok(1);
     }
     Ok(0)
