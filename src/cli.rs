@@ -367,6 +367,10 @@ pub struct AuditArgs {
     /// Fail (exit 1) when more than PCT percent of verified rows disagree.
     #[arg(long, value_name = "PCT", default_value = "0")]
     pub max_disagree: String,
+    /// Compare each policy after the first with the first, row by row: requests
+    /// newly dropped and admitted, keys newly hurt and relieved.
+    #[arg(long)]
+    pub compare: bool,
     /// Show a progress bar on stderr (default when stderr is a terminal).
     #[arg(long, overrides_with = "no_progress")]
     pub progress: bool,

@@ -553,3 +553,130 @@ fn an_access_log_in_the_configs_own_format_needs_nothing_else() {
         out.stderr
     );
 }
+
+/// Two configs on the NASA fixture (common log format, 1 s timestamps):
+/// one host limit of 1r/s outside /images/, burst 10 before and 5 after.
+/// The figures were worked out independently of drip (a separate
+/// implementation of nginx's integer rule over the fixture's rows).
+#[test]
+fn compare_two_configs_on_the_nasa_fixture() {
+    let d = dir();
+    let old = d.join("old.conf");
+    let new = d.join("new.conf");
+    let conf = |burst: u32| {
+        format!(
+            "http {{\n  limit_req_zone $binary_remote_addr zone=perip:10m rate=1r/s;\n  server {{\n    location / {{ limit_req zone=perip burst={burst} nodelay; }}\n    location /images/ {{ }}\n  }}\n}}\n"
+        )
+    };
+    std::fs::write(&old, conf(10)).unwrap();
+    std::fs::write(&new, conf(5)).unwrap();
+    let out = drip(&[
+        "fixtures/nasa_19950801.log.gz",
+        "--nginx-conf",
+        s(&old),
+        "--nginx-conf",
+        s(&new),
+        "--compare",
+        "--top",
+        "5",
+        "-f",
+        "json",
+        "-q",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert_eq!(v["policies"][0]["dropped"], 1);
+    assert_eq!(v["policies"][1]["dropped"], 31);
+    let c = &v["compare"][0];
+    assert_eq!(c["policy"], "new.conf");
+    assert_eq!(c["against"], "old.conf");
+    assert_eq!(c["newly_dropped"], 30);
+    assert_eq!(c["newly_admitted"], 0);
+    assert_eq!(c["keys_newly_hurt"], 10);
+    assert_eq!(c["keys_relieved"], 0);
+    let hurt: Vec<(String, u64, u64)> = c["top_hurt"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| {
+            (
+                k["key"].as_str().unwrap().to_string(),
+                k["dropped_before"].as_u64().unwrap(),
+                k["dropped_now"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let want = [
+        ("163.205.156.16", 5),
+        ("fkirchman.gsfc.nasa.gov", 4),
+        ("isaac.ksc.nasa.gov", 4),
+        ("128.159.122.137", 2),
+        ("128.164.153.38", 2),
+    ];
+    assert_eq!(hurt.len(), want.len());
+    for ((k, before, now), (wk, wn)) in hurt.iter().zip(want) {
+        assert_eq!((k.as_str(), *before, *now), (wk, 0, wn));
+    }
+    // The other way round, the same keys are relieved.
+    let out = drip(&[
+        "fixtures/nasa_19950801.log.gz",
+        "--nginx-conf",
+        s(&new),
+        "--nginx-conf",
+        s(&old),
+        "--compare",
+        "-q",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("keys relieved (drops before, none now)"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.lines().any(|l| l
+            .split_whitespace()
+            .eq(["old.conf", "new.conf", "0", "30", "0", "10"])),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn compare_works_for_any_policies_and_needs_two() {
+    let d = dir();
+    let log = d.join("log.csv");
+    std::fs::write(
+        &log,
+        "t,k\n1700000000,a\n1700000000,a\n1700000000,a\n1700000000,b\n1700000000,b\n1700000001,a\n",
+    )
+    .unwrap();
+    let out = drip(&[
+        s(&log),
+        "--key-column",
+        "k",
+        "-p",
+        "token-bucket:rate=1/s,burst=2,label=wide",
+        "-p",
+        "token-bucket:rate=1/s,burst=1,label=narrow",
+        "--compare",
+        "-f",
+        "json",
+        "-q",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let c = &v["compare"][0];
+    // wide drops a's third row; narrow drops a's 2nd and 3rd and b's 2nd.
+    assert_eq!(c["newly_dropped"], 2);
+    assert_eq!(c["keys_newly_hurt"], 1);
+    assert_eq!(c["top_hurt"][0]["key"], "b");
+    let out = drip(&[s(&log), "-p", "gcra:rate=1/s", "--compare"]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("--compare needs two or more policies"),
+        "{}",
+        out.stderr
+    );
+}

@@ -8,6 +8,7 @@
 //! log's length. Exit status: 0 when every threshold holds, 1 when one is
 //! crossed, 2 for usage or input errors.
 
+pub mod compare;
 pub mod exec;
 pub mod input;
 pub mod keys;
@@ -419,13 +420,23 @@ pub fn run(args: AuditArgs) -> Result<u8> {
 
     // With several policies and no decisions file, every second one is decided
     // on a thread of their own, fed the same rows in time order.
-    // nginx.conf runs read key values, which only this thread learns.
-    let mut helper = if specs.len() >= 2 && args.decisions.is_none() && confs.is_empty() {
-        let runs = replay.split_off();
-        Some(Helper::start(runs, args.timeline, auto_timeline, args.top)?)
-    } else {
-        None
-    };
+    if args.compare {
+        if labels.len() < 2 {
+            bail!(
+                "--compare needs two or more policies (e.g. --nginx-conf old.conf --nginx-conf new.conf); the first is the baseline"
+            );
+        }
+        replay.compare();
+    }
+    // nginx.conf runs read key values, which only this thread learns; a
+    // comparison needs every run's decision of each row here.
+    let mut helper =
+        if specs.len() >= 2 && args.decisions.is_none() && confs.is_empty() && !args.compare {
+            let runs = replay.split_off();
+            Some(Helper::start(runs, args.timeline, auto_timeline, args.top)?)
+        } else {
+            None
+        };
     let read = stream::read_ordered(
         &spec,
         args.input.reorder_window,
@@ -451,6 +462,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
 
     let first = replay.first;
     let last = replay.last;
+    let compare = replay.compare_report();
     let (mut policies, timeline) = replay.finish()?;
     let timeline = timeline.map(|(i, rows)| Timeline {
         interval_ns: i.0,
@@ -491,6 +503,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         policies,
         timeline,
         crossings: Vec::new(),
+        compare,
     };
 
     let applies = |label: &Option<String>, p: &str| label.as_deref().is_none_or(|l| l == p);

@@ -419,6 +419,8 @@ pub struct Replay {
     pub first: Option<Nanos>,
     pub last: Option<Nanos>,
     top: usize,
+    /// `--compare`: every run against the first, row by row.
+    compare: Option<super::compare::Compare>,
 }
 
 impl Replay {
@@ -460,6 +462,22 @@ impl Replay {
             first: None,
             last: None,
             top,
+            compare: None,
+        })
+    }
+
+    /// Compares every run with the first, row by row, keys by the first
+    /// run's key column (or the first keyed run's). Needs every run here.
+    pub fn compare(&mut self) {
+        let slot = self.runs.iter().find_map(|r| r.tally.report_slot);
+        self.compare = Some(super::compare::Compare::new(slot, self.runs.len()));
+    }
+
+    /// The comparison, once every row is decided.
+    pub fn compare_report(&self) -> Vec<crate::report::CompareReport> {
+        let labels: Vec<String> = self.runs.iter().map(|r| r.label.clone()).collect();
+        self.compare.as_ref().map_or(Vec::new(), |c| {
+            c.report(&labels, &self.names, &self.requests_by_key, self.top)
         })
     }
 
@@ -544,7 +562,7 @@ impl Replay {
         }
         let n = events.len();
         let mut outcomes = Vec::new();
-        if self.decisions.is_some() {
+        if self.decisions.is_some() || self.compare.is_some() {
             outcomes.resize(
                 n * self.runs.len(),
                 Decision::Admit {
@@ -555,6 +573,9 @@ impl Replay {
         for (ri, run) in self.runs.iter_mut().enumerate() {
             let out = (!outcomes.is_empty()).then(|| &mut outcomes[ri * n..(ri + 1) * n]);
             run.decide_chunk(events, &self.names, self.timeline, out)?;
+        }
+        if let Some(c) = &mut self.compare {
+            c.record(events, &outcomes);
         }
         if let Some(w) = self.decisions.as_mut() {
             for (i, ev) in events.iter().enumerate() {

@@ -39,6 +39,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         write_md(out, super::TOP, &top)?;
     }
     super::nginx::render(report, out, true)?;
+    super::compare::render(report, out, true)?;
     if let Some(t) = &report.timeline {
         writeln!(out)?;
         writeln!(out, "#### Timeline, every {}", super::span(t.interval_ns))?;

@@ -3,6 +3,7 @@
 //! text formats share one column list ([`SUMMARY`], [`TOP`], [`TIMELINE`])
 //! so they never drift apart; JSON carries the same fields as numbers.
 
+pub mod compare;
 pub mod csv;
 pub mod html;
 pub mod json;
@@ -24,6 +25,35 @@ pub struct Report {
     pub timeline: Option<Timeline>,
     /// Threshold crossings (exit status 1 when any).
     pub crossings: Vec<Crossing>,
+    /// With `--compare`: each policy after the first against the first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub compare: Vec<CompareReport>,
+}
+
+/// One policy against the first, row by row and key by key.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CompareReport {
+    pub policy: String,
+    pub against: String,
+    /// Rows the first policy admitted and this one drops.
+    pub newly_dropped: u64,
+    /// Rows the first policy dropped and this one admits.
+    pub newly_admitted: u64,
+    /// Keys with no drop under the first policy and some under this one.
+    pub keys_newly_hurt: u64,
+    /// Keys with drops under the first policy and none under this one.
+    pub keys_relieved: u64,
+    pub top_hurt: Vec<KeyChange>,
+    pub top_relieved: Vec<KeyChange>,
+}
+
+/// A key's drops under the first policy and under the compared one.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct KeyChange {
+    pub key: String,
+    pub requests: u64,
+    pub dropped_before: u64,
+    pub dropped_now: u64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

@@ -59,6 +59,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
         write_table(out, super::TOP, &top)?;
     }
     super::nginx::render(report, out, false)?;
+    super::compare::render(report, out, false)?;
     if let Some(t) = &report.timeline {
         writeln!(out)?;
         writeln!(out, "timeline, every {}", super::span(t.interval_ns))?;
