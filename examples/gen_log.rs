@@ -1,9 +1,15 @@
 //! Writes a synthetic access log for the audit benchmark: seeded, so every
 //! run writes the same bytes.
 //!
-//! `cargo run --release --example gen_log -- ROWS OUT.csv`
+//! `cargo run --release --example gen_log -- ROWS OUT.csv [csv|combined|ndjson]`
 //!
-//! Columns `ts,client,path,status,bytes`; RFC 3339 UTC timestamps with
+//! The same rows in each form: CSV columns `ts,client,path,status,bytes`;
+//! `combined` access-log lines (`c000042 - - [01/May/2024:00:00:00 +0000]
+//! "GET /api/v1/items/7 HTTP/1.1" 200 5123 "-" "bench/1.0"`, times to the
+//! second as CLF writes them); or JSON lines in Caddy's shape
+//! (`{"ts":1714521600.123,"request":{"remote_ip":"c000042",...},...}`).
+//!
+//! CSV: RFC 3339 UTC timestamps with
 //! milliseconds over one day; ~300k clients drawn from a Zipf law (s = 1.1);
 //! bursts (a client sends 20–400 requests within a second about every 2,000
 //! rows); 0.5% of rows written up to 2 s late (slightly out of order).
@@ -54,13 +60,19 @@ fn civil(secs: u64) -> (u64, u64, u64, u64, u64, u64) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    let (rows, out): (u64, &str) = match args.as_slice() {
-        [_, n, out] => (n.parse().expect("ROWS is a number"), out),
+    let (rows, out, form): (u64, &str, &str) = match args.as_slice() {
+        [_, n, out] => (n.parse().expect("ROWS is a number"), out, "csv"),
+        [_, n, out, f] if ["csv", "combined", "ndjson"].contains(&f.as_str()) => {
+            (n.parse().expect("ROWS is a number"), out, f)
+        }
         _ => {
-            eprintln!("usage: gen_log ROWS OUT.csv");
+            eprintln!("usage: gen_log ROWS OUT [csv|combined|ndjson]");
             std::process::exit(2);
         }
     };
+    const MONTHS: [&str; 12] = [
+        "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec",
+    ];
     let mut rng = Rng(0xd1e5_5eed);
     // Zipf CDF over client ranks.
     let mut cdf = Vec::with_capacity(CLIENTS);
@@ -71,7 +83,9 @@ fn main() {
     }
     let pick = |u: f64| cdf.partition_point(|&c| c < u * sum);
     let mut w = BufWriter::with_capacity(1 << 20, std::fs::File::create(out).expect("create OUT"));
-    writeln!(w, "ts,client,path,status,bytes").unwrap();
+    if form == "csv" {
+        writeln!(w, "ts,client,path,status,bytes").unwrap();
+    }
     let step = DAY_MS as f64 / rows as f64;
     let mut burst_left = 0u32;
     let mut burst_len = 0u32;
@@ -105,11 +119,24 @@ fn main() {
             200
         };
         let bytes = rng.next() % 100_000;
-        writeln!(
-            w,
-            "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{:03}Z,c{client:06},/api/v1/items/{path},{status},{bytes}",
-            ms % 1000
-        )
+        match form {
+            "combined" => writeln!(
+                w,
+                "c{client:06} - - [{d:02}/{}/{y:04}:{h:02}:{mi:02}:{s:02} +0000] \"GET /api/v1/items/{path} HTTP/1.1\" {status} {bytes} \"-\" \"bench/1.0\"",
+                MONTHS[mo as usize - 1]
+            ),
+            "ndjson" => writeln!(
+                w,
+                "{{\"level\":\"info\",\"ts\":{}.{:03},\"logger\":\"http.log.access\",\"request\":{{\"remote_ip\":\"c{client:06}\",\"method\":\"GET\",\"uri\":\"/api/v1/items/{path}\"}},\"status\":{status},\"size\":{bytes}}}",
+                ms / 1000,
+                ms % 1000
+            ),
+            _ => writeln!(
+                w,
+                "{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{:03}Z,c{client:06},/api/v1/items/{path},{status},{bytes}",
+                ms % 1000
+            ),
+        }
         .unwrap();
     }
     w.flush().unwrap();

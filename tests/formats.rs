@@ -502,7 +502,7 @@ fn bad_lines_name_file_line_format_and_field() {
         ),
         (
             r#"1.2.3.4 - - [10/Oct/2000:13:75:37 -0700] "GET / HTTP/1.1" 200 5 "-" "ua""#,
-            "access.log:2: combined line: bad timestamp '10/Oct/2000:13:75:37 -0700' in column 'time_local'",
+            "access.log:2: combined line: bad timestamp '10/Oct/2000:13:75:37 -0700' in field 'time_local'",
         ),
         (
             r#"1.2.3.4 - - [10/Oct/2000:13:55:37 -0700] "GET / HTTP/1.1" 200 5 "-" "ua" 0"#,
@@ -606,7 +606,7 @@ fn bad_lines_name_file_line_format_and_field() {
         ],
     );
     assert!(
-        e.contains("a.log:1: nginx line: bad duration '0.5x' in column 'request_time'"),
+        e.contains("a.log:1: nginx line: bad duration '0.5x' in field 'request_time'"),
         "{e}"
     );
 }
@@ -679,4 +679,257 @@ fn keys_join_fields_and_group_addresses_by_network() {
         "{}",
         e.stderr
     );
+}
+
+/// What a hostile line should do.
+enum Want {
+    /// Read, with this key.
+    Key(&'static [u8]),
+    /// Refused: line 2, with this text in the message.
+    Bad(&'static str),
+}
+
+/// Each format's hostile lines, between two good ones: refused with a
+/// `file:2` error naming the format (and skipped and counted with
+/// `--skip-bad`), or read with the key a careful reader would take.
+#[test]
+fn hostile_lines_per_format() {
+    let long = format!(
+        "1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] \"GET /{} HTTP/1.1\" 200 5 \"-\" \"ua\"",
+        "a".repeat(1 << 21)
+    );
+    let clf = |req: &str, tail: &str| -> Vec<u8> {
+        format!("1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] \"{req}\" 200 5{tail}").into_bytes()
+    };
+    let mut invalid_utf8 = clf("GET /\u{e9} HTTP/1.1", " \"-\" \"ua\"");
+    invalid_utf8.extend_from_slice(b" \"\xff\xfe\"");
+    let nginx_fmt =
+        r#"$remote_addr [$time_local] "$request" $status $msec $request_time "$http_user_agent""#;
+    let alb_good = r#"https 2018-07-02T22:23:00.186641Z app/lb/1 1.2.3.4:5 10.0.0.1:80 0.000 0.001 0.000 200 200 34 366 "GET http://h/a HTTP/1.1" "curl/7.46.0" - - arn "Root=1" "-" "-" 0 2018-07-02T22:23:00.100000Z "forward" "-" "-" "-" "-" "-" "-""#;
+    let w3c_head = "#Version: 1.0\n#Fields: date time c-ip cs-uri-stem sc-status\n";
+    type Case = (&'static str, Vec<&'static str>, Vec<u8>, Vec<u8>, Want);
+    let cases: Vec<Case> = vec![
+        (
+            "combined",
+            vec!["--key-column", "uri"],
+            clf("GET /ok HTTP/1.1", " \"-\" \"ua\"").to_vec(),
+            clf("GET /a\\x22b HTTP/1.1", " \"-\" \"ua\""),
+            Want::Key(br"/a\x22b"),
+        ),
+        (
+            "combined",
+            vec!["--key-column", "uri"],
+            clf("GET /ok HTTP/1.1", " \"-\" \"ua\""),
+            clf("GET /a b  c HTTP/1.1", " \"-\" \"ua\""),
+            Want::Key(b"/a b  c"),
+        ),
+        (
+            "combined",
+            vec!["--key-column", "http_user_agent"],
+            clf("GET /ok HTTP/1.1", " \"-\" \"ua\""),
+            clf("GET /a HTTP/1.1", " \"-\" \"ua \\\"quoted\\\"\""),
+            Want::Key(br#"ua \"quoted\""#),
+        ),
+        (
+            "combined",
+            vec!["--key-column", "field12"],
+            clf("GET /ok HTTP/1.1", " \"-\" \"ua\" \"x\""),
+            invalid_utf8,
+            Want::Key(b"\xff\xfe"),
+        ),
+        (
+            "combined",
+            vec![],
+            clf("GET /ok HTTP/1.1", " \"-\" \"ua\""),
+            clf("GET /a HTTP/1.1", " \"-\" \"ua"),
+            Want::Bad("combined line: field 8 opens a quote that is never closed"),
+        ),
+        (
+            "combined",
+            vec![],
+            clf("GET /ok HTTP/1.1", " \"-\" \"ua\""),
+            clf("GET /a HTTP/1.1", ""),
+            Want::Bad("combined line: the line has 7 field(s), a combined line has at least 9"),
+        ),
+        (
+            "combined",
+            vec![],
+            clf("GET /ok HTTP/1.1", " \"-\" \"ua\""),
+            long.into_bytes(),
+            Want::Bad("combined line: the line is longer than 1048576 bytes"),
+        ),
+        (
+            "common",
+            vec!["--key-column", "uri"],
+            clf("GET /ok HTTP/1.1", ""),
+            clf("GET /spaced uri", ""),
+            Want::Key(b"/spaced uri"),
+        ),
+        (
+            "common",
+            vec![],
+            clf("GET /ok HTTP/1.1", ""),
+            b"1.2.3.4 - - [10/Oct/2000:13:55:36 -0700 \"GET / HTTP/1.1\" 200 5".to_vec(),
+            Want::Bad("common line: field 3 opens a '[' that is never closed"),
+        ),
+        (
+            "nginx",
+            vec!["--log-format", nginx_fmt, "--key-column", "http_user_agent"],
+            b"1.2.3.4 [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.1\" 200 971192136.100 0.100 \"ua\"".to_vec(),
+            b"1.2.3.4 [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.1\" 200 971192136.100 0.100 \"ua\\x22 \\\"x\\\"\"".to_vec(),
+            Want::Key(br#"ua\x22 \"x\""#),
+        ),
+        (
+            "nginx",
+            vec!["--log-format", nginx_fmt],
+            b"1.2.3.4 [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.1\" 200 971192136.100 0.100 \"ua\"".to_vec(),
+            b"1.2.3.4 [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.1\" 200 971192136.100 0.100 \"ua".to_vec(),
+            Want::Bad("nginx line: $http_user_agent: its closing quote is missing"),
+        ),
+        (
+            "nginx",
+            vec!["--log-format", nginx_fmt],
+            b"1.2.3.4 [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.1\" 200 971192136.100 0.100 \"ua\"".to_vec(),
+            b"1.2.3.4 [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.1\" 200 971192136.100".to_vec(),
+            Want::Bad("nginx line: $msec: expected ' ' after it"),
+        ),
+        (
+            "ndjson",
+            vec!["--key-column", "a.b"],
+            br#"{"ts":971192136,"a":{"b":"k"}}"#.to_vec(),
+            br#"{"ts":971192136,"a":{"b":"\u0022q\""}}"#.to_vec(),
+            Want::Key(br#""q""#),
+        ),
+        (
+            "ndjson",
+            vec!["--key-column", "a.b"],
+            br#"{"ts":971192136,"a":{"b":"k"}}"#.to_vec(),
+            br#"{"ts":971192136,"a":[1]}"#.to_vec(),
+            Want::Key(b""),
+        ),
+        (
+            "ndjson",
+            vec![],
+            br#"{"ts":971192136}"#.to_vec(),
+            br#"["ts",971192136]"#.to_vec(),
+            Want::Bad("ndjson line: not a JSON object (the line starts with '[')"),
+        ),
+        (
+            "ndjson",
+            vec![],
+            br#"{"ts":971192136}"#.to_vec(),
+            br#"{"ts":971192136,"ua":"unclosed}"#.to_vec(),
+            Want::Bad("ndjson line: invalid JSON: EOF while parsing a string"),
+        ),
+        (
+            "ndjson",
+            vec!["--key-column", "ua"],
+            br#"{"ts":971192136,"ua":"a"}"#.to_vec(),
+            b"{\"ts\":971192136,\"ua\":\"\xff\"}".to_vec(),
+            Want::Bad("ndjson line: invalid JSON: invalid unicode code point"),
+        ),
+        (
+            "ndjson",
+            vec![],
+            br#"{"ts":971192136}"#.to_vec(),
+            br#"{"ts":"yesterday"}"#.to_vec(),
+            Want::Bad("ndjson line: bad timestamp 'yesterday' in field 'ts'"),
+        ),
+        (
+            "alb",
+            vec!["--key-column", "uri"],
+            alb_good.as_bytes().to_vec(),
+            alb_good.replace("/a HTTP", "/a b HTTP").into_bytes(),
+            Want::Key(b"http://h/a b"),
+        ),
+        (
+            "alb",
+            vec![],
+            alb_good.as_bytes().to_vec(),
+            alb_good.replace("\"curl/7.46.0\"", "\"curl/7.46.0").into_bytes(),
+            Want::Bad("alb line: field 13 has an unescaped quote"),
+        ),
+        (
+            "alb",
+            vec![],
+            alb_good.as_bytes().to_vec(),
+            alb_good.split(" \"GET").next().unwrap().as_bytes().to_vec(),
+            Want::Bad("alb line: the line has 12 field(s), an ALB line has at least 14; no request"),
+        ),
+        (
+            "w3c",
+            vec!["--key-column", "cs-uri-stem"],
+            format!("{w3c_head}2019-12-04\t21:02:31\t1.2.3.4\t/a\t200").into_bytes(),
+            b"2019-12-04\t21:02:31\t1.2.3.4\t/\xff%20\t200".to_vec(),
+            Want::Key(b"/\xff%20"),
+        ),
+        (
+            "w3c",
+            vec![],
+            format!("{w3c_head}2019-12-04\t21:02:31\t1.2.3.4\t/a\t200").into_bytes(),
+            b"2019-12-04\t21:02:31\t1.2.3.4\t200".to_vec(),
+            Want::Bad("w3c line: the line has 4 field(s), the #Fields: line names 5"),
+        ),
+    ];
+    for (n, (format, args, good, hostile, want)) in cases.into_iter().enumerate() {
+        let mut log = good.clone();
+        log.push(b'\n');
+        // W3C: the directives only once, before the first line.
+        let good2 = match good.iter().rposition(|&b| b == b'\n') {
+            Some(i) => good[i + 1..].to_vec(),
+            None => good.clone(),
+        };
+        log.extend_from_slice(&hostile);
+        log.push(b'\n');
+        log.extend_from_slice(&good2);
+        log.push(b'\n');
+        let name = format!("hostile{n}.log");
+        let path = write(&name, &log);
+        let first_line = good.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
+        let mut all = vec![
+            s(&path),
+            "--input-format",
+            format,
+            "-p",
+            "gcra:rate=1/h",
+            "-q",
+        ];
+        all.extend_from_slice(&args);
+        match want {
+            Want::Key(key) => {
+                let d = tmp("d.csv");
+                let mut a = all.clone();
+                a.extend(["--decisions", s(&d), "-f", "json"]);
+                let out = drip(&a, None);
+                assert_eq!(out.code, 0, "case {n} ({format}): {}", out.stderr);
+                assert_eq!(json(&out)["input"]["rows"], 3, "case {n}");
+                let mut csv = csv::Reader::from_path(&d).unwrap();
+                let rows: Vec<csv::ByteRecord> = csv.byte_records().map(Result::unwrap).collect();
+                // row,policy,key,...; rows in time order, all at one instant.
+                let key_field = rows[1][2].to_vec();
+                let want_key = String::from_utf8_lossy(key).into_owned().into_bytes();
+                assert_eq!(
+                    String::from_utf8_lossy(&key_field),
+                    String::from_utf8_lossy(&want_key),
+                    "case {n} ({format})"
+                );
+            }
+            Want::Bad(text) => {
+                let out = drip(&all, None);
+                assert_eq!(out.code, 2, "case {n} ({format}): {}", out.stderr);
+                assert_eq!(out.stderr.lines().count(), 1, "case {n}: {}", out.stderr);
+                let want = format!("hostile{n}.log:{}: {text}", first_line + 1);
+                assert!(
+                    out.stderr.contains(&want),
+                    "case {n}: want {want}\n{}",
+                    out.stderr
+                );
+                let mut skip = all.clone();
+                skip.extend(["--skip-bad", "-f", "json"]);
+                let j = json(&drip(&skip, None));
+                assert_eq!(j["input"]["rows"], 2, "case {n}");
+                assert_eq!(j["input"]["bad_rows_skipped"], 1, "case {n}");
+            }
+        }
+    }
 }

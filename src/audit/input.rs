@@ -501,6 +501,7 @@ impl<R: Read> CsvRows<R> {
         Ok(Some(rows))
     }
 
+    #[inline]
     fn read(&mut self) -> Result<bool> {
         self.csv
             .read_byte_record(&mut self.record)
@@ -534,6 +535,7 @@ impl<R: Read> Rows for CsvRows<R> {
         self.header.as_deref()
     }
 
+    #[inline]
     fn advance(&mut self) -> Result<Option<Result<(), String>>> {
         loop {
             if !self.read()? {
@@ -546,6 +548,7 @@ impl<R: Read> Rows for CsvRows<R> {
         }
     }
 
+    #[inline]
     fn line(&self) -> u64 {
         self.record.position().map_or(0, |p| p.line())
     }
@@ -901,6 +904,7 @@ fn read_rows(
         None => String::new(),
     };
     let lenient_keys = format.is_some();
+    let col = if format.is_some() { "field" } else { "column" };
     while let Some(read) = rows.advance()? {
         let line = rows.line();
         st.row_no += 1;
@@ -932,7 +936,7 @@ fn read_rows(
             if st.times.format == TimeFormat::Auto {
                 let format = TimeFormat::detect(tv).ok_or_else(|| {
                     bad(format!(
-                        "cannot tell the time format of '{}' in column '{}'; set --time-format",
+                        "cannot tell the time format of '{}' in {col} '{}'; set --time-format",
                         shown(tv),
                         time_column
                     ))
@@ -948,7 +952,7 @@ fn read_rows(
             }
             let mut at = st.times.parse(tv).map_err(|e| {
                 bad(format!(
-                    "bad timestamp '{}' in column '{}': {e}",
+                    "bad timestamp '{}' in {col} '{}': {e}",
                     shown(tv),
                     time_column
                 ))
@@ -959,14 +963,14 @@ fn read_rows(
                 let took = super::timestamp::parse_epoch(v.trim_ascii(), Nanos::PER_SEC).map_err(
                     |_| {
                         bad(format!(
-                            "bad duration '{}' in column '{dn}': seconds such as 0.125",
+                            "bad duration '{}' in {col} '{dn}': seconds such as 0.125",
                             shown(v)
                         ))
                     },
                 )?;
                 at = Nanos(at.0.checked_sub(took.0).ok_or_else(|| {
                     bad(format!(
-                        "duration '{}' in column '{dn}' is longer than the time since 1970",
+                        "duration '{}' in {col} '{dn}' is longer than the time since 1970",
                         shown(v)
                     ))
                 })?);
@@ -981,7 +985,7 @@ fn read_rows(
                         .filter(|&c| c > 0)
                         .ok_or_else(|| {
                             bad(format!(
-                                "bad cost '{}' in column '{}': a whole number from 1 to 4294967295",
+                                "bad cost '{}' in {col} '{}': a whole number from 1 to 4294967295",
                                 shown(v),
                                 cost_name.as_deref().unwrap_or_default()
                             ))

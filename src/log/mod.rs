@@ -156,37 +156,45 @@ impl<R: BufRead> Lines<R> {
 
     pub fn next_line(&mut self) -> std::io::Result<Line> {
         self.buf.clear();
-        let n = std::io::Read::take(&mut self.inner, MAX_LINE as u64 + 1)
-            .read_until(b'\n', &mut self.buf)?;
-        if n == 0 {
+        let mut too_long = false;
+        let mut any = false;
+        loop {
+            let chunk = match self.inner.fill_buf() {
+                Ok(c) => c,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if chunk.is_empty() {
+                break;
+            }
+            any = true;
+            let (part, used, done) = match memchr::memchr(b'\n', chunk) {
+                Some(i) => (&chunk[..i], i + 1, true),
+                None => (chunk, chunk.len(), false),
+            };
+            if !too_long {
+                if self.buf.len() + part.len() > MAX_LINE {
+                    // Keep nothing more of this line; skip to its end.
+                    too_long = true;
+                    self.buf.clear();
+                } else {
+                    self.buf.extend_from_slice(part);
+                }
+            }
+            self.inner.consume(used);
+            if done {
+                break;
+            }
+        }
+        if !any {
             return Ok(Line::End);
         }
         self.line += 1;
-        if self.buf.last() == Some(&b'\n') {
-            self.buf.pop();
-            if self.buf.last() == Some(&b'\r') {
-                self.buf.pop();
-            }
-        } else if self.buf.len() > MAX_LINE {
-            // Skip to the end of this line.
-            loop {
-                let chunk = self.inner.fill_buf()?;
-                if chunk.is_empty() {
-                    break;
-                }
-                match memchr::memchr(b'\n', chunk) {
-                    Some(i) => {
-                        self.inner.consume(i + 1);
-                        break;
-                    }
-                    None => {
-                        let len = chunk.len();
-                        self.inner.consume(len);
-                    }
-                }
-            }
-            self.buf.clear();
+        if too_long {
             return Ok(Line::TooLong);
+        }
+        if self.buf.last() == Some(&b'\r') {
+            self.buf.pop();
         }
         Ok(Line::Ok)
     }
