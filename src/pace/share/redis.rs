@@ -88,43 +88,65 @@ impl RedisBackend {
         })
     }
 
-    fn connection(&mut self) -> Result<&mut redis::Connection, String> {
+    fn connection(&mut self) -> Result<&mut redis::Connection, redis::RedisError> {
         if self.conn.is_none() {
-            let conn = self
-                .client
-                .get_connection_with_timeout(TIMEOUT)
-                .map_err(describe)?;
-            conn.set_read_timeout(Some(TIMEOUT)).map_err(describe)?;
-            conn.set_write_timeout(Some(TIMEOUT)).map_err(describe)?;
+            let conn = self.client.get_connection_with_timeout(TIMEOUT)?;
+            conn.set_read_timeout(Some(TIMEOUT))?;
+            conn.set_write_timeout(Some(TIMEOUT))?;
             self.conn = Some(conn);
         }
         Ok(self.conn.as_mut().expect("connected above"))
+    }
+
+    /// Runs `f` on the connection; a failure drops the connection (it may
+    /// be half-way through a reply). A call a signal interrupted is made
+    /// again at once: a socket read with a timeout fails with EINTR when a
+    /// signal arrives, whatever the handler's flags say.
+    fn with_connection<T>(
+        &mut self,
+        mut f: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
+    ) -> Result<T, String> {
+        let mut tries = 0;
+        loop {
+            let result = self.connection().and_then(&mut f);
+            match result {
+                Ok(v) => return Ok(v),
+                Err(e) => {
+                    self.conn = None;
+                    tries += 1;
+                    if !(interrupted(&e) && tries < 3) {
+                        return Err(describe(e));
+                    }
+                }
+            }
+        }
     }
 
     /// Runs the script once: (granted, delay or retry_after, server now), µs.
     pub fn call(&mut self, params: Params) -> Result<(bool, u64, u64), String> {
         let key = self.key.clone();
         let script = self.script.clone();
-        let conn = self.connection()?;
-        let reply: Result<(i64, i64, i64), _> = script
-            .key(key)
-            .arg(params.interval)
-            .arg(params.max_delay)
-            .arg(params.slots)
-            .invoke(conn);
-        match reply {
-            Ok((granted, wait, now)) => Ok((
-                granted == 1,
-                u64::try_from(wait).unwrap_or(0),
-                u64::try_from(now).unwrap_or(0),
-            )),
-            Err(e) => {
-                // The connection may be half-way through a reply: start over.
-                self.conn = None;
-                Err(describe(e))
-            }
-        }
+        let (granted, wait, now): (i64, i64, i64) = self.with_connection(|conn| {
+            script
+                .key(&key)
+                .arg(params.interval)
+                .arg(params.max_delay)
+                .arg(params.slots)
+                .invoke(conn)
+        })?;
+        Ok((
+            granted == 1,
+            u64::try_from(wait).unwrap_or(0),
+            u64::try_from(now).unwrap_or(0),
+        ))
     }
+}
+
+/// An I/O error that is a system call interrupted by a signal (EINTR).
+fn interrupted(e: &redis::RedisError) -> bool {
+    e.is_io_error()
+        && e.to_string()
+            .contains(&format!("(os error {})", libc::EINTR))
 }
 
 /// A Redis error as one line.
@@ -134,15 +156,8 @@ fn describe(e: redis::RedisError) -> String {
 
 impl Backend for RedisBackend {
     fn connect(&mut self) -> Result<(), String> {
-        let conn = self.connection()?;
-        let pong: Result<String, _> = redis::cmd("PING").query(conn);
-        match pong {
-            Ok(_) => Ok(()),
-            Err(e) => {
-                self.conn = None;
-                Err(describe(e))
-            }
-        }
+        let _: String = self.with_connection(|conn| redis::cmd("PING").query(conn))?;
+        Ok(())
     }
 
     fn reserve(&mut self, params: Params) -> Result<Outcome, String> {
