@@ -368,6 +368,7 @@ impl Redis {
         let child = Command::new("redis-server")
             .args(["--port", &self.port.to_string()])
             .args(["--bind", "127.0.0.1", "--save", "", "--appendonly", "no"])
+            .args(["--unixsocket", "redis.sock"])
             .args(["--daemonize", "no"])
             .current_dir(&self.dir)
             .stdout(Stdio::null())
@@ -525,6 +526,54 @@ fn the_script_and_reserve_agree_on_the_same_sequences() {
             state = want_state;
         }
     }
+}
+
+#[test]
+fn redis_over_a_unix_socket() {
+    let redis = Redis::start();
+    let url = format!("redis+unix://{}/redis.sock#unix", redis.dir.display());
+    let run = spawn_pacer(0, 3, &["--rate", "20/s", "--share", &url]).finish();
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(run.lines.len(), 3);
+    assert_eq!(run.stats["share"]["reservations"], 3);
+    assert!(redis.cmd(&["GET", "drip:{unix}"]).bytes().all(|b| b.is_ascii_digit()));
+}
+
+#[test]
+fn a_signal_with_share_accounts_for_every_line() {
+    let dir = tempdir();
+    let state = dir.join("sig.share");
+    let rejects = dir.join("rejects");
+    let p = spawn_pacer(
+        0,
+        100,
+        &[
+            "--rate",
+            "20/s",
+            "--share",
+            state.to_str().unwrap(),
+            "--rejects",
+            rejects.to_str().unwrap(),
+        ],
+    );
+    thread::sleep(Duration::from_millis(500));
+    let st = Command::new("kill")
+        .args(["-TERM", &p.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let run = p.finish();
+    assert_eq!(run.code, Some(143), "{}", run.stderr);
+    assert_in_order(&run, 100);
+    let sent = run.lines.len();
+    assert!((5..100).contains(&sent), "{sent}");
+    let unsent: Vec<String> = std::fs::read_to_string(&rejects)
+        .unwrap()
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let want: Vec<String> = (sent + 1..=100).map(|i| format!("0 {i}")).collect();
+    assert_eq!(unsent, want);
 }
 
 #[test]
