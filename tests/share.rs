@@ -536,7 +536,12 @@ fn redis_over_a_unix_socket() {
     assert_eq!(run.code, Some(0), "{}", run.stderr);
     assert_eq!(run.lines.len(), 3);
     assert_eq!(run.stats["share"]["reservations"], 3);
-    assert!(redis.cmd(&["GET", "drip:{unix}"]).bytes().all(|b| b.is_ascii_digit()));
+    assert!(
+        redis
+            .cmd(&["GET", "drip:{unix}"])
+            .bytes()
+            .all(|b| b.is_ascii_digit())
+    );
 }
 
 #[test]
