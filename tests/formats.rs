@@ -447,6 +447,78 @@ fn fails(log: &[u8], name: &str, args: &[&str]) -> String {
 }
 
 #[test]
+fn several_files_of_a_format_read_as_one_log() {
+    let reqs = requests();
+    let (a, b) = reqs.split_at(150);
+    let csv = write("reqs.csv", write_csv(&reqs).as_bytes());
+    let (want, want_d) = audit(&csv, &["--key-column", "client"]);
+    let gz = |text: String| {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(text.as_bytes()).unwrap();
+        e.finish().unwrap()
+    };
+    // CloudFront writes the directives at the top of every file.
+    for (what, first, second, key) in [
+        ("w3c", write_w3c(a), write_w3c(b), "c-ip"),
+        (
+            "combined",
+            write_combined(a),
+            write_combined(b),
+            "remote_addr",
+        ),
+        ("ndjson", write_gcp(a), write_gcp(b), "httpRequest.remoteIp"),
+    ] {
+        let one = write("one.log.gz", &gz(first));
+        let two = write("two.log", second.as_bytes());
+        let d = tmp("d.csv");
+        let out = drip(
+            &[
+                s(&one),
+                s(&two),
+                "-q",
+                "-f",
+                "json",
+                "--timeline",
+                "30s",
+                "--decisions",
+                s(&d),
+                "--key-column",
+                key,
+                "-p",
+                "gcra:rate=1/5s,burst=2",
+                "-p",
+                "nginx:rate=2r/s,burst=1,key=none",
+                "-p",
+                "sliding-log:limit=3,window=10s",
+            ],
+            None,
+        );
+        assert_eq!(outcome(&json(&out)), outcome(&want), "{what}");
+        assert_eq!(std::fs::read_to_string(&d).unwrap(), want_d, "{what}");
+    }
+    // A joined key reads the same from CSV and from combined lines.
+    let combined = write("access.log", write_combined(&reqs).as_bytes());
+    let (c, c_d) = audit(&combined, &["--key-column", "uri,remote_addr"]);
+    let (v, v_d) = audit(&csv, &["--key-column", "uri,client"]);
+    assert_eq!(outcome(&c), outcome(&v));
+    assert_eq!(c_d, v_d);
+    assert!(c_d.contains("/api/1?q=1|10.0.0.2,"), "{c_d}");
+}
+
+#[test]
+fn caddy_json_is_said_to_stamp_completion() {
+    let caddy = write("caddy.json", write_caddy(&requests()).as_bytes());
+    let out = drip(&[s(&caddy), "-p", "gcra:rate=1/s"], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("'ts' is a completion time; pass --duration-column duration"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
 fn a_json_path_missing_on_some_lines_is_an_empty_key() {
     let log = write(
         "a.json",

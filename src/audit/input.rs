@@ -872,15 +872,24 @@ fn read_rows(
             Some(t2) => format!("{}+{}", col_name(h, cols.time), col_name(h, t2)),
             None => col_name(h, cols.time),
         };
+        // Completion times and the durations logged beside them: nginx's
+        // variables, and Caddy's JSON (`ts` is when the entry is written).
+        const COMPLETIONS: [(&str, &str); 4] = [
+            ("msec", "request_time"),
+            ("time_local", "request_time"),
+            ("time_iso8601", "request_time"),
+            ("ts", "duration"),
+        ];
         if let Some(f) = format
             && spec.duration_col.is_none()
             && !spec.quiet
             && let Some(hd) = h
-            && hd.iter().any(|n| n == "request_time")
-            && ["msec", "time_local", "time_iso8601"].contains(&st.summary.time_column.as_str())
+            && let Some((_, d)) = COMPLETIONS
+                .iter()
+                .find(|(t, d)| st.summary.time_column == *t && hd.iter().any(|n| n == d))
         {
             crate::say!(
-                "drip: {f} lines are written when a request completes, so '{}' is a completion time; pass --duration-column request_time to replay arrival times",
+                "drip: {f} lines are written when a request completes, so '{}' is a completion time; pass --duration-column {d} to replay arrival times",
                 st.summary.time_column
             );
         }
