@@ -204,6 +204,55 @@ pub struct PaceArgs {
     /// pause, resume, rate R, burst N, stats.
     #[arg(long, value_name = "PATH")]
     pub control: Option<PathBuf>,
+    #[command(flatten)]
+    pub replay: ReplayArgs,
+}
+
+/// `pace --replay`: lines at their logged times. The reading options mean
+/// what they mean for `audit`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// Release each line at its logged time's offset from the first line's
+    /// (divided by --speed), instead of at a rate.
+    #[arg(long, conflicts_with_all = ["rate", "policy", "burst", "max_wait", "key", "key_field", "keep_order", "null", "catch_up"])]
+    pub replay: bool,
+    /// Replay this many times faster (10, 1000, 0.5).
+    #[arg(long, default_value = "1", value_name = "X", requires = "replay")]
+    pub speed: String,
+    /// Never wait longer than DUR between two lines (real time); the time cut
+    /// out is cut from everything after.
+    #[arg(long, value_parser = positive_duration_arg, value_name = "DUR", requires = "replay")]
+    pub max_gap: Option<Nanos>,
+    /// The timestamp column: header name, 0-based index, or field name
+    /// (default: ts, time, timestamp, ...); DATE,TIME joins two with a space.
+    #[arg(long, value_name = "NAME|INDEX", requires = "replay")]
+    pub time_column: Option<String>,
+    /// auto, rfc3339, epoch-s, epoch-ms, epoch-us, epoch-ns, clf, or a strftime pattern.
+    #[arg(
+        long,
+        default_value = "auto",
+        value_name = "FORMAT",
+        requires = "replay"
+    )]
+    pub time_format: String,
+    /// How lines are written (default: detected from the first line).
+    #[arg(long, value_enum, default_value_t = InputFormat::Auto, value_name = "FORMAT", requires = "replay")]
+    pub input_format: InputFormat,
+    /// An nginx log_format string, for --input-format nginx.
+    #[arg(long, value_name = "FORMAT", requires = "replay")]
+    pub log_format: Option<String>,
+    /// Time zone of timestamps written without a UTC offset (Europe/Paris, UTC, +02:00).
+    #[arg(long, value_name = "ZONE", requires = "replay")]
+    pub tz: Option<String>,
+    /// CSV field delimiter: one character, or 'tab' (default ',').
+    #[arg(long, value_name = "C", requires = "replay")]
+    pub delimiter: Option<String>,
+    /// The first CSV line is data; name the time column by 0-based index.
+    #[arg(long, requires = "replay")]
+    pub no_header: bool,
+    /// Sort lines at most this much out of order (log time).
+    #[arg(long, value_parser = duration_arg, default_value = "5s", value_name = "DUR", requires = "replay")]
+    pub reorder_window: Nanos,
 }
 
 /// Report format.

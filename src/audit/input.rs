@@ -365,7 +365,12 @@ struct Columns {
     duration: Option<usize>,
 }
 
-fn resolve(sel: &ColSel, header: Option<&[String]>, what: &str, file: &str) -> Result<usize> {
+pub(crate) fn resolve(
+    sel: &ColSel,
+    header: Option<&[String]>,
+    what: &str,
+    file: &str,
+) -> Result<usize> {
     let listing = |h: &[String]| {
         h.iter()
             .enumerate()
@@ -396,7 +401,7 @@ fn resolve(sel: &ColSel, header: Option<&[String]>, what: &str, file: &str) -> R
     }
 }
 
-fn pick_time_column(header: Option<&[String]>, file: &str) -> Result<usize> {
+pub(crate) fn pick_time_column(header: Option<&[String]>, file: &str) -> Result<usize> {
     let Some(h) = header else {
         bail!("{file}: with --no-header, give --time-column as a 0-based index");
     };
@@ -424,7 +429,7 @@ fn pick_time_column(header: Option<&[String]>, file: &str) -> Result<usize> {
 
 /// A field's text for a message: at most 80 characters, control
 /// characters escaped (a stray quote can pull newlines into a field).
-fn shown(value: &[u8]) -> String {
+pub(crate) fn shown(value: &[u8]) -> String {
     let s = String::from_utf8_lossy(value);
     let mut out: String = s.chars().take(80).flat_map(char::escape_debug).collect();
     if s.chars().count() > 80 {

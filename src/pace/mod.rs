@@ -29,12 +29,15 @@
 pub mod control;
 pub mod keys;
 mod lanes;
+mod replay;
 pub mod schedule;
 pub mod share;
 pub mod stamp;
 pub mod stats;
 
-use crate::cli::{OnFull, PaceArgs, Stamp, StatsFormat};
+use crate::audit::input::ColSel;
+use crate::audit::timestamp::{TimeFormat, Zone};
+use crate::cli::{InputFormat, OnFull, PaceArgs, Stamp, StatsFormat};
 use crate::clock::{Clock, MonotonicClock};
 use crate::policy::keyed::Stack;
 use crate::policy::shaper::ShaperBound;
@@ -86,6 +89,8 @@ pub struct Config {
     share: Option<(ShareConfig, Plan)>,
     /// The control FIFO's path.
     control: Option<PathBuf>,
+    /// `--replay`: lines at their logged times.
+    replay: Option<replay::ReplayConfig>,
 }
 
 /// Per-key pacing: where keys come from and how lines wait.
@@ -102,6 +107,9 @@ fn interval_of(rate: Rate) -> Nanos {
 
 impl Config {
     pub fn from_args(args: PaceArgs) -> anyhow::Result<Config> {
+        if args.replay.replay {
+            return Config::replay(args);
+        }
         let (spec, target) = match (&args.policy, args.rate) {
             (Some(text), _) => {
                 let spec = parse_spec(text).with_context(|| "--policy".to_string())?;
@@ -186,6 +194,100 @@ impl Config {
             keyed,
             share,
             control: args.control,
+            replay: None,
+        })
+    }
+
+    /// The configuration of `--replay`: no policy; each line's release
+    /// comes from its logged time.
+    fn replay(args: PaceArgs) -> anyhow::Result<Config> {
+        let r = &args.replay;
+        let speed = replay::Speed::parse(&r.speed).map_err(|e| anyhow::anyhow!("--speed: {e}"))?;
+        if ShareConfig::from_args(&args.share)?.is_some() {
+            bail!("--replay keeps the log's own times; it cannot be combined with --share");
+        }
+        if args.max_pending == 0 {
+            bail!("--max-pending 0 would hold no line: give at least 1 (default 100000)");
+        }
+        let time_col = match r.time_column.as_deref() {
+            None => None,
+            Some(t) => {
+                let cols: Vec<ColSel> = t.split(',').map(|c| ColSel::parse(c.trim())).collect();
+                if cols.len() > 2 || cols.iter().any(|c| *c == ColSel::Name(String::new())) {
+                    bail!(
+                        "invalid --time-column '{t}': give one column, or a date and a time column as DATE,TIME"
+                    );
+                }
+                Some(cols)
+            }
+        };
+        let time_format = TimeFormat::parse(&r.time_format);
+        if let TimeFormat::Strftime(p) = &time_format
+            && !p.contains('%')
+        {
+            bail!(
+                "invalid --time-format '{p}': give auto, rfc3339, epoch-s, epoch-ms, epoch-us, epoch-ns, clf, or a strftime pattern such as '%d/%m/%Y %H:%M:%S'"
+            );
+        }
+        let mut input_format = r.input_format;
+        if let Some(f) = &r.log_format {
+            match input_format {
+                InputFormat::Auto | InputFormat::Nginx => input_format = InputFormat::Nginx,
+                other => bail!(
+                    "--log-format describes nginx lines, but --input-format is {}; drop one of them",
+                    other.name()
+                ),
+            }
+            crate::log::nginx::Nginx::compile(f)?;
+        } else if input_format == InputFormat::Nginx {
+            bail!(
+                "--input-format nginx needs --log-format 'FORMAT', the log_format string from nginx.conf"
+            );
+        }
+        let config = replay::ReplayConfig {
+            time_col,
+            time_format,
+            zone: r
+                .tz
+                .as_deref()
+                .map(Zone::parse)
+                .transpose()
+                .map_err(|e| anyhow::anyhow!("--tz: {e}"))?,
+            input_format,
+            log_format: r.log_format.clone(),
+            delimiter: r
+                .delimiter
+                .as_deref()
+                .map(crate::audit::input::parse_delimiter)
+                .transpose()?,
+            no_header: r.no_header,
+            speed,
+            max_gap: r.max_gap,
+            reorder_window: r.reorder_window,
+            max_pending: args.max_pending,
+        };
+        let target = format!("replay at {}x", r.speed.trim());
+        let progress = !args.no_progress && (args.progress || io::stderr().is_terminal());
+        Ok(Config {
+            spec: Spec {
+                text: target.clone(),
+                label: target.clone(),
+                members: Vec::new(),
+            },
+            interval: None,
+            target,
+            on_full: args.on_full,
+            rejects: args.rejects,
+            separator: b'\n',
+            stamp: args.stamp,
+            stats: args.stats,
+            progress,
+            // Late lines go at once: the log's times are the schedule.
+            catch_up: true,
+            keyed: None,
+            share: None,
+            control: args.control,
+            replay: Some(config),
         })
     }
 }
@@ -386,6 +488,8 @@ struct Pacer {
     schedule: Schedule<Vec<u8>>,
     /// Lines waiting for their key's turn (per-key pacing only).
     lanes: Option<Lanes>,
+    /// `--replay`: lines read and sorted into log order.
+    replay: Option<replay::Replay>,
     /// The pause in force (`--control`).
     pause: Option<control::Pause>,
     /// The shaper `rate` and `burst` commands retune, if any.
@@ -554,6 +658,7 @@ impl Pacer {
             .spawn(move || read_loop(File::from(input), &s, clock, sep))
             .context("cannot start the reader thread")?;
 
+        let replay = config.replay.clone().map(|c| replay::Replay::new(c, false));
         let progress = if config.progress {
             let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
             bar.set_style(
@@ -570,6 +675,7 @@ impl Pacer {
             shared,
             schedule,
             lanes,
+            replay,
             pause: None,
             tunable,
             retuned: None,
@@ -591,7 +697,8 @@ impl Pacer {
         let mut due: Vec<Pending<Vec<u8>>> = Vec::new();
         let mut batch: Vec<u8> = Vec::new();
         let mut dropped: Vec<Vec<u8>> = Vec::new();
-        let keyed = self.lanes.is_some();
+        // Per key and in replay, lines are decided outside the loop below.
+        let keyed = self.lanes.is_some() || self.replay.is_some();
         // The line number refused under --on-full fail.
         let mut full_at = 0u64;
         // Why the shared schedule was given up.
@@ -614,7 +721,8 @@ impl Pacer {
                 let commands = std::mem::take(&mut g.control);
                 let waiting = g.records.len()
                     + self.schedule.backlog()
-                    + self.lanes.as_ref().map_or(0, Lanes::waiting);
+                    + self.lanes.as_ref().map_or(0, Lanes::waiting)
+                    + self.replay.as_ref().map_or(0, replay::Replay::waiting);
                 let (pause, retuned) = self.control(commands, g.lines_in, waiting);
                 if retuned {
                     // A held line is offered to the new shaper at once.
@@ -661,6 +769,14 @@ impl Pacer {
                         self.config.target
                     ),
                 }
+            }
+            if let Some(replay) = &mut self.replay
+                && let Err(e) = replay.decide(&mut self.schedule, &mut g, now)
+            {
+                // Accounted for as a read error: what was read and not
+                // written is unsent (and in --rejects).
+                g.read_error = Some(io::Error::new(io::ErrorKind::InvalidData, format!("{e:#}")));
+                continue;
             }
             // Decide the records that have arrived, in order.
             while !keyed && let Some(front) = g.records.front() {
@@ -809,6 +925,7 @@ impl Pacer {
                 && g.records.is_empty()
                 && self.schedule.backlog() == 0
                 && self.lanes.as_ref().is_none_or(Lanes::is_empty)
+                && self.replay.as_ref().is_none_or(|r| r.waiting() == 0)
             {
                 break Ending::Eof;
             }
@@ -861,6 +978,10 @@ impl Pacer {
         if let Some(lanes) = &mut self.lanes {
             // Scheduled and waiting lines, back in input order.
             backlog.extend(lanes.take_all());
+            backlog.sort_by_key(|(line, _)| *line);
+        }
+        if let Some(replay) = &mut self.replay {
+            backlog.extend(replay.take_all());
             backlog.sort_by_key(|(line, _)| *line);
         }
         for (_, item) in backlog {

@@ -1,0 +1,211 @@
+//! `drip pace --replay` end to end: the built binary, real pipes, the NASA
+//! fixture.
+//!
+//! Timing checks are lower bounds (a busy machine can make drip late, never
+//! early); how close the offsets come to the log's is measured in
+//! BENCHMARKS.md, not asserted here.
+
+use std::io::{Read, Write};
+use std::process::{Command, Output, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+fn run(args: &[&str], input: &[u8]) -> Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_drip"))
+        .args(["pace", "--no-progress", "--replay"])
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let feeder = thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().unwrap();
+    feeder.join().unwrap();
+    out
+}
+
+fn json(stderr: &[u8]) -> serde_json::Value {
+    let text = String::from_utf8_lossy(stderr);
+    let line = text
+        .lines()
+        .find(|l| l.starts_with('{'))
+        .unwrap_or_else(|| panic!("no JSON summary in stderr: {text}"));
+    serde_json::from_str(line).unwrap()
+}
+
+/// The first `n` lines of the NASA log (header included), and the span of
+/// their `time` column in seconds.
+fn nasa(n: usize) -> (Vec<u8>, u64) {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/nasa_19950801.tsv"
+    ))
+    .unwrap();
+    let lines: Vec<&str> = text.lines().take(n + 1).collect();
+    let times: Vec<u64> = lines[1..]
+        .iter()
+        .map(|l| l.split('\t').nth(2).unwrap().parse().unwrap())
+        .collect();
+    let span = times.iter().max().unwrap() - times[0];
+    let mut bytes = lines.join("\n").into_bytes();
+    bytes.push(b'\n');
+    (bytes, span)
+}
+
+#[test]
+fn the_nasa_log_at_speed_1000_comes_out_whole_and_no_faster() {
+    let (input, span) = nasa(400);
+    let started = Instant::now();
+    let out = run(
+        &["--speed", "1000", "--input-format", "tsv", "--stats=json"],
+        &input,
+    );
+    let took = started.elapsed();
+    assert!(out.status.success(), "{out:?}");
+    // Byte for byte, header included, in log order (the slice is sorted).
+    assert_eq!(out.stdout, input);
+    // The log's span divided by 1000, at least.
+    assert!(
+        took >= Duration::from_millis(span),
+        "{took:?} for {span} s of log"
+    );
+    let stats = json(&out.stderr);
+    assert_eq!(stats["lines_in"], 401);
+    assert_eq!(stats["lines_out"], 401);
+    assert_eq!(stats["target"], "replay at 1000x");
+}
+
+#[test]
+fn lines_within_the_window_are_sorted_and_one_beyond_it_is_an_error() {
+    let input = "ts,n\n1000,a\n3500,c\n2000,b\n9000,d\n";
+    let started = Instant::now();
+    let out = run(
+        &["--time-format", "epoch-ms", "--speed", "4"],
+        input.as_bytes(),
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "ts,n\n1000,a\n2000,b\n3500,c\n9000,d\n"
+    );
+    // 8 s of log at 4x.
+    assert!(started.elapsed() >= Duration::from_millis(2_000));
+    let dir = tempdir();
+    let rejects = dir.join("rejects");
+    let late = "ts,n\n1000,a\n9000,b\n2000,c\n";
+    let out = run(
+        &[
+            "--time-format",
+            "epoch-ms",
+            "--reorder-window",
+            "2s",
+            "--rejects",
+            rejects.to_str().unwrap(),
+        ],
+        late.as_bytes(),
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("stdin:4: "), "{err}");
+    assert!(err.contains("--reorder-window"), "{err}");
+    // Nothing is lost: what was read and not written is in the rejects.
+    let mut kept = String::new();
+    std::fs::File::open(&rejects)
+        .unwrap()
+        .read_to_string(&mut kept)
+        .unwrap();
+    let written = String::from_utf8_lossy(&out.stdout);
+    let mut all: Vec<&str> = written.lines().chain(kept.lines()).collect();
+    all.sort_unstable();
+    let mut want = vec!["ts,n", "1000,a", "9000,b", "2000,c"];
+    want.sort_unstable();
+    assert_eq!(all, want);
+}
+
+#[test]
+fn max_gap_cuts_an_idle_hour() {
+    // An hour between two lines, at speed 1, with at most 300 ms waited.
+    let input =
+        "2026-01-01T10:00:00Z GET /a\n2026-01-01T11:00:00Z GET /b\n2026-01-01T11:00:01Z GET /c\n";
+    let started = Instant::now();
+    let out = run(
+        &[
+            "--max-gap",
+            "300ms",
+            "--no-header",
+            "--delimiter",
+            " ",
+            "--time-column",
+            "0",
+            "--stamp",
+            "epoch",
+        ],
+        input.as_bytes(),
+    );
+    assert!(out.status.success(), "{out:?}");
+    let text = String::from_utf8(out.stdout).unwrap();
+    let stamps: Vec<f64> = text
+        .lines()
+        .map(|l| l.split('\t').next().unwrap().parse().unwrap())
+        .collect();
+    let lines: Vec<&str> = text
+        .lines()
+        .map(|l| l.split('\t').nth(1).unwrap())
+        .collect();
+    assert_eq!(lines, input.lines().collect::<Vec<_>>());
+    // 300 ms, then the next 300 ms (a second, cut too), at least.
+    assert!(stamps[1] - stamps[0] >= 0.299, "{stamps:?}");
+    assert!(stamps[2] - stamps[1] >= 0.299, "{stamps:?}");
+    assert!(started.elapsed() >= Duration::from_millis(600));
+    // Not the hour: the test would hang; a minute is far more than enough.
+    assert!(started.elapsed() < Duration::from_secs(60));
+}
+
+#[test]
+fn replay_mistakes_exit_2_with_one_clear_line() {
+    let cases: Vec<(Vec<&str>, &str, &str)> = vec![
+        (vec!["--speed", "0"], "ts\n1\n", "invalid speed '0'"),
+        (vec!["--speed", "fast"], "ts\n1\n", "invalid speed 'fast'"),
+        (vec!["--rate", "5/s"], "ts\n1\n", "--rate"),
+        (
+            vec!["--time-column", "when"],
+            "ts,x\n1,2\n",
+            "no time column 'when'",
+        ),
+        (
+            vec!["--time-format", "epoch-s"],
+            "ts,x\n1,a\nsoon,b\n",
+            "stdin:3: bad timestamp 'soon'",
+        ),
+        (vec!["--input-format", "nginx"], "x\n", "--log-format"),
+        (vec!["--tz", "Mars/Olympus"], "ts\n1\n", "--tz"),
+    ];
+    for (args, input, needle) in cases {
+        let out = run(&args, input.as_bytes());
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        let errors: Vec<&str> = err.lines().filter(|l| !l.contains("detected")).collect();
+        assert_eq!(errors.len(), 1, "{args:?}: {err}");
+        assert!(errors[0].starts_with("drip: "), "{args:?}: {err}");
+        assert!(err.contains(needle), "{args:?}: want {needle:?} in {err}");
+        assert!(!err.contains("panicked"));
+    }
+}
+
+fn tempdir() -> std::path::PathBuf {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    static N: AtomicUsize = AtomicUsize::new(0);
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
+        "pace-replay-{}-{}",
+        std::process::id(),
+        N.fetch_add(1, Ordering::Relaxed)
+    ));
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
