@@ -187,8 +187,8 @@ impl Replay {
                 (Some(t), Some(newest)) if t.0 + self.cfg.reorder_window.0 < newest.0 => Err(anyhow!(
                     "stdin:{}: this line's time is {} earlier than a line before it, more than --reorder-window {} allows; pass a larger --reorder-window, or sort the log",
                     rec.line,
-                    crate::time::fmt_millis(newest.saturating_sub(t)),
-                    crate::time::fmt_millis(self.cfg.reorder_window),
+                    humantime::format_duration(newest.saturating_sub(t).to_duration()),
+                    humantime::format_duration(self.cfg.reorder_window.to_duration()),
                 )),
                 _ => Ok(t),
             });
