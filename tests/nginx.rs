@@ -617,6 +617,26 @@ fn compare_two_configs_on_the_nasa_fixture() {
     for ((k, before, now), (wk, wn)) in hurt.iter().zip(want) {
         assert_eq!((k.as_str(), *before, *now), (wk, 0, wn));
     }
+    // The HTML page has the comparison too.
+    let out = drip(&[
+        "fixtures/nasa_19950801.log.gz",
+        "--nginx-conf",
+        s(&old),
+        "--nginx-conf",
+        s(&new),
+        "--compare",
+        "-f",
+        "html",
+        "-q",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .contains("<h2>Keys newly hurt (no drop before, some now)</h2>")
+            && out.stdout.contains("<td>163.205.156.16</td>"),
+        "{}",
+        out.stdout
+    );
     // The other way round, the same keys are relieved.
     let out = drip(&[
         "fixtures/nasa_19950801.log.gz",

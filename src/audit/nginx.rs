@@ -867,3 +867,93 @@ pub fn adopt_log_format(
 fn file_label(p: &std::path::Path) -> String {
     super::input::file_name(p)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_read_as_nginx_logs_them() {
+        assert_eq!(Status::parse(b"PASSED"), Some(Status::Passed));
+        assert_eq!(
+            Status::parse(b" rejected_dry_run "),
+            Some(Status::RejectedDryRun)
+        );
+        assert_eq!(Status::parse(b"-"), Some(Status::None));
+        assert_eq!(Status::parse(b""), Some(Status::None));
+        assert_eq!(Status::parse(b"OK"), None);
+        for s in Status::ALL {
+            assert_eq!(Status::parse(s.text().as_bytes()), Some(s));
+        }
+    }
+
+    #[test]
+    fn keys_active_within_60_s_are_counted() {
+        let mut a = Activity::default();
+        a.hit(0, 0);
+        a.hit(1, 1_000);
+        a.hit(0, 59_999); // key 0 stays active
+        assert_eq!((a.active, a.peak), (2, 2));
+        a.hit(2, 61_000); // key 1 (last seen at 1 s) is 60 s idle: gone
+        assert_eq!((a.active, a.peak), (2, 2));
+        a.hit(3, 61_500);
+        assert_eq!((a.active, a.peak), (3, 3));
+        a.hit(4, 200_000); // everything else idle
+        assert_eq!((a.active, a.peak), (1, 3));
+    }
+
+    fn pending(emulated: Status, logged: Status, line: u64) -> Pending {
+        Pending {
+            loc: 0,
+            emulated,
+            logged,
+            file: 0,
+            line,
+        }
+    }
+
+    #[test]
+    fn a_same_millisecond_group_is_compared_as_a_multiset() {
+        let mut v = Verify {
+            slot: 0,
+            column: "s".into(),
+            group_ms: i64::MIN,
+            pending: Vec::new(),
+            rows: 0,
+            agreed: 0,
+            confusion: HashMap::new(),
+            first: Vec::new(),
+            files: vec!["log".into()],
+        };
+        use Status::*;
+        // Same statuses, another order: all agree.
+        v.push(pending(Passed, Rejected, 1), 5);
+        v.push(pending(Delayed, Passed, 2), 5);
+        v.push(pending(Rejected, Delayed, 3), 5);
+        // The next millisecond: one row, disagreeing.
+        v.push(pending(Rejected, Delayed, 4), 6);
+        // Two rows: one status in common.
+        v.push(pending(Passed, Passed, 5), 7);
+        v.push(pending(Rejected, Delayed, 6), 7);
+        v.flush();
+        assert_eq!((v.rows, v.agreed), (6, 4));
+        assert_eq!(v.confusion[&(Rejected, Delayed)], 2);
+        assert_eq!(v.confusion[&(Passed, Passed)], 2);
+        let listed: Vec<(&str, &str, &str)> = v
+            .first
+            .iter()
+            .map(|r| (r.at.as_str(), r.emulated.as_str(), r.logged.as_str()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("log:4", "REJECTED", "DELAYED"),
+                (
+                    "log:6",
+                    "REJECTED (in a group of 2 same-ms rows)",
+                    "DELAYED"
+                )
+            ]
+        );
+    }
+}

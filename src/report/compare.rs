@@ -67,6 +67,18 @@ pub const KEYS: &[Column<(String, KeyChange)>] = &[
     },
 ];
 
+/// The listed keys of every comparison, with the policy they belong to.
+pub fn key_rows(
+    report: &Report,
+    pick: fn(&CompareReport) -> &Vec<KeyChange>,
+) -> Vec<(String, KeyChange)> {
+    report
+        .compare
+        .iter()
+        .flat_map(|c| pick(c).iter().map(|k| (c.policy.clone(), k.clone())))
+        .collect()
+}
+
 /// Writes the section as aligned text, or as markdown.
 pub fn render(report: &Report, out: &mut dyn Write, markdown: bool) -> io::Result<()> {
     if report.compare.is_empty() {
@@ -90,19 +102,12 @@ pub fn render(report: &Report, out: &mut dyn Write, markdown: bool) -> io::Resul
     };
     heading(out, "compared with the first policy")?;
     table(out, SUMMARY, &report.compare, markdown)?;
-    let rows = |pick: fn(&CompareReport) -> &Vec<KeyChange>| -> Vec<(String, KeyChange)> {
-        report
-            .compare
-            .iter()
-            .flat_map(|c| pick(c).iter().map(|k| (c.policy.clone(), k.clone())))
-            .collect()
-    };
-    let hurt = rows(|c| &c.top_hurt);
+    let hurt = key_rows(report, |c| &c.top_hurt);
     if !hurt.is_empty() {
         heading(out, "keys newly hurt (no drop before, some now)")?;
         table(out, KEYS, &hurt, markdown)?;
     }
-    let relieved = rows(|c| &c.top_relieved);
+    let relieved = key_rows(report, |c| &c.top_relieved);
     if !relieved.is_empty() {
         heading(out, "keys relieved (drops before, none now)")?;
         table(out, KEYS, &relieved, markdown)?;

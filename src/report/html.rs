@@ -163,6 +163,7 @@ pub fn write_page(page: &Page, out: &mut dyn Write) -> io::Result<()> {
 
 /// The audit as a page: input, thresholds crossed, the summary, the keys
 /// with the most drops, each nginx.conf's locations and verification, the
+/// comparison with the first policy (`--compare`), the
 /// timeline plot (`plot`, an SVG document), and the timeline table when one
 /// was asked for.
 pub fn render_audit(report: &Report, plot: Option<&str>, out: &mut dyn Write) -> io::Result<()> {
@@ -217,6 +218,31 @@ pub fn render_audit(report: &Report, plot: Option<&str>, out: &mut dyn Write) ->
                 blocks.push(Block::Table(Table::from_columns(
                     super::nginx::DISAGREEMENTS,
                     &v.first_disagreements,
+                )));
+            }
+        }
+    }
+    if !report.compare.is_empty() {
+        blocks.push(Block::Heading("Compared with the first policy".into()));
+        blocks.push(Block::Table(Table::from_columns(
+            super::compare::SUMMARY,
+            &report.compare,
+        )));
+        for (title, rows) in [
+            (
+                "Keys newly hurt (no drop before, some now)",
+                super::compare::key_rows(report, |c| &c.top_hurt),
+            ),
+            (
+                "Keys relieved (drops before, none now)",
+                super::compare::key_rows(report, |c| &c.top_relieved),
+            ),
+        ] {
+            if !rows.is_empty() {
+                blocks.push(Block::Heading(title.into()));
+                blocks.push(Block::Table(Table::from_columns(
+                    super::compare::KEYS,
+                    &rows,
                 )));
             }
         }
