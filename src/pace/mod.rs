@@ -176,7 +176,9 @@ impl Config {
                     [m] => Plan::of(&m.config),
                     _ => Err("a '+' stack keeps several states".to_string()),
                 }
-                .map_err(|why| anyhow::anyhow!("--share cannot share '{target}': {why}"))?;
+                .map_err(|why| {
+                    anyhow::anyhow!("--share (or DRIP_SHARE) cannot share '{target}': {why}")
+                })?;
                 Some((config, plan))
             }
         };
