@@ -989,7 +989,7 @@ fn rule(
                         )
                     };
                     text.push(format!(
-                        "rule: rate ≥ average → {}; capacity ≤ rate × acceptable wait ({}) = {cap}; exact at {}: {} {} — {verdict}",
+                        "rate ≥ average → {}; capacity ≤ rate × acceptable wait ({}) = {cap}; exact at {}: {} {} — {verdict}",
                         row.point(),
                         max_wait.map(|w| w.to_string()).unwrap_or_default(),
                         row.point(),
@@ -998,7 +998,7 @@ fn rule(
                     ));
                 }
                 None => text.push(format!(
-                    "rule: rate ≥ average → {}; exact {} there: {}{} (give --max-wait to compare with capacity ≤ rate × wait)",
+                    "rate ≥ average → {}; the exact {} there: {}{} (give --max-wait to compare with capacity ≤ rate × wait)",
                     row.point(),
                     family.size_param,
                     row.size,
