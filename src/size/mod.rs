@@ -137,17 +137,24 @@ struct Sweep<'a> {
 }
 
 impl Sweep<'_> {
-    /// Tallies of `sizes` at `point`, one replay.
-    fn probe(&self, point: &Point, sizes: &[u64]) -> Result<Vec<Tally>> {
+    /// Tallies of `sizes` at `point`, one replay; `key_need`: each key's
+    /// zero-drop size at this point.
+    fn probe(&self, point: &Point, key_need: &[u64], sizes: &[u64]) -> Result<Vec<Tally>> {
         let configs = sizes
             .iter()
             .map(|&s| self.family.config(&point.text, s))
             .collect::<Result<Vec<PolicyConfig>>>()?;
+        // Waits are measured on every key; drops only happen to keys that
+        // need more than the size.
+        let waits = self.goal.max_wait.is_some()
+            && (self.family.name == "shaper" || self.family.nginx_delays());
+        let smallest = sizes.iter().copied().min().unwrap_or(0);
         Ok(dispatch(
             &configs,
             ProbeJob {
                 log: self.log,
                 counted: self.counted,
+                settled: (!waits).then_some((key_need, smallest)),
             },
         ))
     }
@@ -155,7 +162,7 @@ impl Sweep<'_> {
     /// The smallest size meeting the targets at `point`; `need`: the
     /// largest zero-drop size over the counted keys (`u64::MAX`: some
     /// request never fits).
-    fn search(&self, point: &Point, need: u64) -> Result<Found> {
+    fn search(&self, point: &Point, key_need: &[u64], need: u64) -> Result<Found> {
         let min = self.family.min_size;
         let mut seen: HashMap<u64, Tally> = HashMap::new();
         let mut replays = 0u32;
@@ -169,7 +176,7 @@ impl Sweep<'_> {
                 return Ok(());
             }
             replays += 1;
-            for (s, t) in fresh.iter().zip(self.probe(point, &fresh)?) {
+            for (s, t) in fresh.iter().zip(self.probe(point, key_need, &fresh)?) {
                 seen.insert(*s, t);
             }
             Ok(())
@@ -581,15 +588,26 @@ pub fn run(args: SizeArgs) -> Result<u8> {
     // Each key's zero-drop size at every point: one unbounded replay for
     // up to MAX_K points.
     let offset = u64::from(family.is_nginx());
-    let mut needs: Vec<Needs> = Vec::new();
-    for group in points.chunks(probe::MAX_K) {
-        let configs = group
+    let threads = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(points.len())
+        .max(1);
+    let group = points.len().div_ceil(threads).clamp(1, probe::MAX_K);
+    let configs: Vec<Vec<PolicyConfig>> = points
+        .chunks(group)
+        .map(|g| g.iter().map(|p| family.config(&p.text, CAP)).collect())
+        .collect::<Result<_>>()?;
+    let needs: Vec<Needs> = std::thread::scope(|s| {
+        let handles: Vec<_> = configs
             .iter()
-            .map(|p| family.config(&p.text, CAP))
-            .collect::<Result<Vec<_>>>()?;
-        needs.push(dispatch(&configs, NeedJob { log: &log, offset }));
-    }
-    let need_of = |pi: usize, key: usize| needs[pi / probe::MAX_K].of(key, pi % probe::MAX_K);
+            .map(|c| s.spawn(|| dispatch(c, NeedJob { log: &log, offset })))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().map_err(|_| anyhow!("a replay thread failed")))
+            .collect::<Result<_>>()
+    })?;
+    let need_of = |pi: usize, key: usize| needs[pi / group].of(key, pi % group);
 
     // The sweep: points spread over two threads.
     let sweep = Sweep {
@@ -616,10 +634,6 @@ pub fn run(args: SizeArgs) -> Result<u8> {
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<FrontierRow>>>> =
         Mutex::new((0..points.len()).map(|_| None).collect());
-    let threads = std::thread::available_parallelism()
-        .map_or(1, |n| n.get())
-        .min(points.len())
-        .max(1);
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
@@ -629,13 +643,14 @@ pub fn run(args: SizeArgs) -> Result<u8> {
                         break;
                     }
                     let p = &points[i];
+                    let key_need: Vec<u64> = (0..log.keys()).map(|k| need_of(i, k)).collect();
                     let need = (0..log.keys())
                         .filter(|&k| is_counted(k))
-                        .map(|k| need_of(i, k))
+                        .map(|k| key_need[k])
                         .max()
                         .unwrap_or(0);
                     let row = (|| -> Result<FrontierRow> {
-                        let found = sweep.search(p, need)?;
+                        let found = sweep.search(p, &key_need, need)?;
                         let spec = family.spec(&p.text, found.size);
                         let report = audit(&log, &spec, keyed, 0)?;
                         let mut row = FrontierRow {
@@ -748,6 +763,7 @@ pub fn run(args: SizeArgs) -> Result<u8> {
                     ProbeJob {
                         log: &log,
                         counted: &counted,
+                        settled: None,
                     },
                 );
                 Some(t[0])

@@ -200,6 +200,10 @@ pub struct ProbeJob<'a> {
     pub log: &'a Log,
     /// By key id: false for keys left out of the targets (empty: all count).
     pub counted: &'a [bool],
+    /// Each key's zero-drop size and the smallest size carried: a key that
+    /// needs no more is never refused here, so its rows are skipped (only
+    /// where no wait is measured).
+    pub settled: Option<(&'a [u64], u64)>,
 }
 
 impl Job for ProbeJob<'_> {
@@ -221,6 +225,11 @@ impl Job for ProbeJob<'_> {
             if !self.counted.is_empty() && !self.counted[key as usize] {
                 // Still replayed for the report (by the audit replay), but
                 // nothing here counts it and keys are independent.
+                continue;
+            }
+            if let Some((need, size)) = self.settled
+                && need[key as usize] <= size
+            {
                 continue;
             }
             let now = Nanos(log.at[i]);
@@ -312,6 +321,7 @@ mod tests {
             ProbeJob {
                 log: &l,
                 counted: &[],
+                settled: None,
             },
         );
         assert_eq!((t[0].dropped, t[1].dropped), (8, 9));
@@ -358,6 +368,7 @@ mod tests {
                         ProbeJob {
                             log: &l,
                             counted: &[],
+                            settled: None,
                         },
                     );
                     assert_eq!(
