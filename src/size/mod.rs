@@ -1083,3 +1083,73 @@ fn active_keys(log: &Log, w: Nanos) -> u64 {
     }
     best
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Decision;
+
+    /// No window of the horizon lets more requests through than the bound
+    /// the recommendation ranks by (releases, for the policies that delay).
+    #[test]
+    fn worst_in_horizon_bounds_every_window() {
+        let cases = [
+            ("gcra", "2/s"),
+            ("token-bucket", "3/s"),
+            ("leaky-bucket", "1/s"),
+            ("shaper", "2/s"),
+            ("nginx:nodelay", "2r/s"),
+            ("nginx", "2r/s"),
+            ("nginx:delay=2", "20r/m"),
+            ("fixed-window", "2s"),
+            ("fixed-window:align=first-hit,count=all", "3s"),
+            ("sliding-window", "2s"),
+            ("sliding-log", "2s"),
+        ];
+        let mut seed = 11u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        for (policy, point) in cases {
+            let family = Family::parse(policy).unwrap();
+            let p = family.points(
+                family.is_bucket().then_some(point),
+                (!family.is_bucket()).then_some(point),
+            );
+            let p = p.unwrap().unwrap().remove(0);
+            for size in [family.min_size, 1, 3, 7] {
+                let spec = parse_spec(&family.spec(&p.text, size)).unwrap();
+                for h in [Nanos::from_millis(700), Nanos::from_secs(5)] {
+                    let bound = worst_in_horizon(&family, &p, size, h);
+                    for _ in 0..20 {
+                        let mut stack = spec.build();
+                        let mut out = Vec::new();
+                        let mut t = 0u64;
+                        for _ in 0..300 {
+                            t += next() % 400;
+                            let now = Nanos::from_millis(t);
+                            if let Decision::Admit { release } = stack.decide(&[Some(0)], now, 1) {
+                                out.push(release.0);
+                            }
+                        }
+                        out.sort_unstable();
+                        let mut tail = 0;
+                        for (i, &r) in out.iter().enumerate() {
+                            while out[tail] + h.0 <= r {
+                                tail += 1;
+                            }
+                            let through = (i + 1 - tail) as u64;
+                            assert!(
+                                through <= bound,
+                                "{policy} at {point}, size {size}: {through} in {h} > {bound}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
