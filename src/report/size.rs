@@ -158,6 +158,8 @@ pub struct NeedRow {
     pub p99: Option<u64>,
     pub p99_9: Option<u64>,
     pub max: Option<u64>,
+    /// Keys that need more than the p99.9.
+    pub above_p99_9: u64,
     /// The keys that need the most, largest first.
     pub top: Vec<KeyNeed>,
 }
@@ -390,6 +392,38 @@ fn summary_lines(r: &SizeReport) -> Vec<String> {
     }
     if let Some(v) = &r.verdict {
         lines.push(v.clone());
+    }
+    // The per-key need at the recommended point, in words.
+    let at = r.recommended.as_ref().map(|rec| rec.point().to_string());
+    if let Some(n) = r.per_key.iter().find(|n| Some(n.point()) == at.as_deref())
+        && let (Some(p999), Some(max)) = (n.p99_9, n.max)
+        && max > p999
+    {
+        let over: Vec<&KeyNeed> = n
+            .top
+            .iter()
+            .filter(|k| k.need.is_none_or(|v| v > p999))
+            .collect();
+        let names: Vec<String> = over
+            .iter()
+            .map(|k| match k.need {
+                Some(v) => format!("{} {v}", k.key),
+                None => format!("{} never", k.key),
+            })
+            .collect();
+        lines.push(format!(
+            "at {}: a {} of {p999} covers 99.9 % of the {} keys; {} need more{}: {}",
+            n.point(),
+            r.size_param,
+            n.keys,
+            n.above_p99_9,
+            if (over.len() as u64) < n.above_p99_9 {
+                ", the most"
+            } else {
+                ""
+            },
+            names.join(", ")
+        ));
     }
     if let Some(n) = &r.nginx {
         lines.push(format!(

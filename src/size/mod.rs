@@ -718,6 +718,10 @@ pub fn run(args: SizeArgs) -> Result<u8> {
                 p99: quantile(&sorted, 99, 100),
                 p99_9: quantile(&sorted, 999, 1000),
                 max: quantile(&sorted, 1, 1),
+                above_p99_9: {
+                    let p = quantile(&sorted, 999, 1000).unwrap_or(u64::MAX);
+                    sorted.iter().filter(|&&n| n > p).count() as u64
+                },
                 top: ids
                     .iter()
                     .take(args.top)
