@@ -212,24 +212,35 @@ impl Job for ProbeJob<'_> {
         let log = self.log;
         let k = policies.len();
         assert!(k <= MAX_K);
-        let keys = log.keys();
-        let mut states = States::<P>::new(k, keys);
-        let mut hurt = vec![0u32; keys];
+        // Only the keys that count and may be refused get states, numbered
+        // compactly (most keys of a real log need little).
+        const SKIP: u32 = u32::MAX;
+        let mut active = 0u32;
+        let slot: Vec<u32> = (0..log.keys())
+            .map(|key| {
+                let counted = self.counted.is_empty() || self.counted[key];
+                let settled = self.settled.is_some_and(|(need, size)| need[key] <= size);
+                if counted && !settled {
+                    active += 1;
+                    active - 1
+                } else {
+                    SKIP
+                }
+            })
+            .collect();
+        let mut states = States::<P>::new(k, active as usize);
+        let mut hurt = vec![0u32; active as usize];
         let mut tally = vec![Tally::default(); k];
         let shapes = policies[0].shapes();
         for i in 0..log.len() {
             let key = log.key[i];
-            if key == EMPTY_KEY {
+            // An empty key is exempt; an excluded key is still replayed for
+            // the report (by the audit replay) but counted by no target, and
+            // keys are independent; a settled key is never refused here.
+            let Some(&key) = slot.get(key as usize) else {
                 continue;
-            }
-            if !self.counted.is_empty() && !self.counted[key as usize] {
-                // Still replayed for the report (by the audit replay), but
-                // nothing here counts it and keys are independent.
-                continue;
-            }
-            if let Some((need, size)) = self.settled
-                && need[key as usize] <= size
-            {
+            };
+            if key == SKIP {
                 continue;
             }
             let now = Nanos(log.at[i]);
