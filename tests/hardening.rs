@@ -711,3 +711,261 @@ fn each_refused_line_is_in_rejects_at_once() {
         (2..=10).map(|i| i.to_string()).collect::<Vec<_>>()
     );
 }
+
+// 17. The reorder window is not quadratic.
+
+#[test]
+fn a_day_long_reorder_window_over_interleaved_copies_is_not_quadratic() {
+    // 32 servers' logs of the same hour, one after the other: every row of
+    // copies 2..32 lands in the middle of the rows held. Held in a sorted
+    // array this takes minutes; in O(log n) per row, seconds.
+    let dir = tmpdir();
+    let f = dir.join("copies.csv");
+    let mut text = String::from("ts,client\n");
+    for copy in 0..32 {
+        for i in 0..50_000u64 {
+            text.push_str(&format!(
+                "{},c{}\n",
+                1_700_000_000_000 + i * 72,
+                (i + copy) % 97
+            ));
+        }
+    }
+    std::fs::write(&f, text).unwrap();
+    let mut child = bin()
+        .args([
+            "audit",
+            s(&f),
+            "-p",
+            "gcra:rate=10/s,burst=20",
+            "--key-column",
+            "client",
+        ])
+        .args([
+            "--time-format",
+            "epoch-ms",
+            "--reorder-window",
+            "24h",
+            "-q",
+            "-f",
+            "json",
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut out = String::new();
+        stdout.read_to_string(&mut out).unwrap();
+        out
+    });
+    let status = exit_within(
+        &mut child,
+        120,
+        "1,600,000 rows through a 24h reorder window",
+    );
+    assert_eq!(status.code(), Some(0));
+    let v: serde_json::Value = serde_json::from_str(&reader.join().unwrap()).unwrap();
+    assert_eq!(v["input"]["rows"], 1_600_000);
+    // Each later copy's last row ties the newest and stays in place.
+    assert_eq!(v["input"]["rows_reordered"], 1_549_969);
+}
+
+// 10. Messages stay short; compressed files are named as such.
+
+#[test]
+fn a_huge_header_gives_a_short_error_and_compressed_files_are_named() {
+    let dir = tmpdir();
+    // 3 MB and no newline: one enormous header field.
+    let long = dir.join("long.csv");
+    std::fs::write(&long, "x".repeat(3_000_000)).unwrap();
+    let out = drip(&["audit", s(&long), "-p", "gcra:rate=1/s"], None);
+    let line = one_error_line(&out);
+    assert!(line.len() < 1000, "{} bytes", line.len());
+    assert!(line.contains("no time column"), "{line}");
+    // Control characters in a header are escaped, not sent to the terminal.
+    let esc = dir.join("esc.csv");
+    std::fs::write(&esc, "a\x1b[31m,b\n1,2\n").unwrap();
+    let out = drip(&["audit", s(&esc), "-p", "gcra:rate=1/s"], None);
+    assert!(!one_error_line(&out).contains('\x1b'), "{}", out.stderr);
+    for (magic, kind) in [
+        (&b"\xfd7zXZ\x00rest"[..], "xz"),
+        (b"BZh91AY&SY", "bzip2"),
+        (b"\x28\xb5\x2f\xfd\x00", "zstd"),
+    ] {
+        let f = dir.join(format!("log.csv.{kind}"));
+        std::fs::write(&f, magic).unwrap();
+        let out = drip(&["audit", s(&f), "-p", "gcra:rate=1/s"], None);
+        let line = one_error_line(&out);
+        assert!(
+            line.contains(&format!("looks compressed ({kind})")),
+            "{line}"
+        );
+    }
+}
+
+// 12. Zero padding after gzip data is accepted; trailing garbage is named.
+
+fn gzip(data: &[u8]) -> Vec<u8> {
+    let mut child = Command::new("gzip")
+        .arg("-c")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("gzip");
+    child.stdin.take().unwrap().write_all(data).unwrap();
+    child.wait_with_output().unwrap().stdout
+}
+
+#[test]
+fn gzip_padding_is_accepted_and_trailing_garbage_named() {
+    let dir = tmpdir();
+    let mut padded = gzip(log(10, |_, r| r).as_bytes());
+    padded.extend_from_slice(&[0u8; 4096]);
+    let f = dir.join("padded.csv.gz");
+    std::fs::write(&f, &padded).unwrap();
+    let v = json(&drip(
+        &["audit", s(&f), "-p", "gcra:rate=1/s", "-f", "json", "-q"],
+        None,
+    ));
+    assert_eq!(v["input"]["rows"], 10);
+    // Two members, then padding: both members are read.
+    let mut two = gzip(log(10, |_, r| r).as_bytes());
+    two.extend(gzip(
+        log(5, |_, r| r)
+            .as_bytes()
+            .split_inclusive(|&b| b == b'\n')
+            .skip(1)
+            .flatten()
+            .copied()
+            .collect::<Vec<u8>>()
+            .as_slice(),
+    ));
+    two.extend_from_slice(&[0u8; 512]);
+    std::fs::write(&f, &two).unwrap();
+    let v = json(&drip(
+        &[
+            "audit",
+            s(&f),
+            "-p",
+            "gcra:rate=1/s",
+            "-f",
+            "json",
+            "-q",
+            "--reorder-window",
+            "1h",
+        ],
+        None,
+    ));
+    assert_eq!(v["input"]["rows"], 15);
+    let mut garbage = gzip(log(10, |_, r| r).as_bytes());
+    garbage.extend_from_slice(b"this is not gzip\n");
+    std::fs::write(&f, &garbage).unwrap();
+    let out = drip(&["audit", s(&f), "-p", "gcra:rate=1/s", "-q"], None);
+    assert!(
+        one_error_line(&out).contains("trailing garbage after the gzip data"),
+        "{}",
+        out.stderr
+    );
+}
+
+// 13. `#` starts a comment only at the start of a line or after whitespace.
+
+#[test]
+fn a_hash_inside_a_label_is_kept() {
+    let dir = tmpdir();
+    let f = dir.join("x.csv");
+    std::fs::write(&f, log(10, |_, r| r)).unwrap();
+    let pol = dir.join("policies.txt");
+    std::fs::write(
+        &pol,
+        "# limits\ngcra:rate=1/s,label=team#1  # the first team\n",
+    )
+    .unwrap();
+    let v = json(&drip(
+        &["audit", s(&f), "--policies", s(&pol), "-f", "json", "-q"],
+        None,
+    ));
+    assert_eq!(v["policies"][0]["label"], "team#1");
+}
+
+// 15. Gates on an empty input.
+
+#[test]
+fn a_gate_on_an_empty_input_is_an_error() {
+    let dir = tmpdir();
+    let f = dir.join("empty.csv");
+    std::fs::write(&f, "").unwrap();
+    let out = drip(
+        &["audit", s(&f), "-p", "gcra:rate=1/s", "--max-drops", "0"],
+        None,
+    );
+    assert!(one_error_line(&out).contains("no rows"), "{}", out.stderr);
+    // Without a gate an empty log is a report of zeros.
+    let out = drip(&["audit", s(&f), "-p", "gcra:rate=1/s", "-q"], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // A header names the columns, so a missing one is said even with no rows.
+    let h = dir.join("header.csv");
+    std::fs::write(&h, "ts,client\n").unwrap();
+    let out = drip(
+        &[
+            "audit",
+            s(&h),
+            "-p",
+            "gcra:rate=1/s",
+            "--key-column",
+            "nope",
+        ],
+        None,
+    );
+    assert!(
+        one_error_line(&out).contains("no key column 'nope'"),
+        "{}",
+        out.stderr
+    );
+}
+
+// 16. A policy that fails stops the run at once.
+
+#[test]
+fn a_failing_policy_stops_the_run_before_the_input_ends() {
+    // Rows arrive on a pipe that stays open: the second policy's timeline
+    // passes its cap early on, and drip must stop then, not at EOF.
+    let mut child = bin()
+        .args(["audit", "-", "--time-format", "epoch-ms", "-q"])
+        .args([
+            "-p",
+            "gcra:rate=1/s",
+            "-p",
+            "shaper:rate=1/min,burst=100000",
+        ])
+        .args(["--timeline", "1s"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut rows = String::from("ts,client\n");
+    for i in 0..50_000u64 {
+        rows.push_str(&format!("{},c{}\n", 1_700_000_000_000 + i, i % 7));
+    }
+    // drip may stop reading before the end: that is the point.
+    let _ = stdin.write_all(rows.as_bytes());
+    let status = exit_within(
+        &mut child,
+        30,
+        "a policy failed while the input stayed open",
+    );
+    drop(stdin);
+    assert_eq!(status.code(), Some(2));
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert!(err.contains("more than 1000000 intervals"), "{err}");
+}

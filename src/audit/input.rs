@@ -315,12 +315,79 @@ fn open(path: &Path, bytes: &Arc<AtomicU64>) -> Result<Box<dyn BufRead + Send>> 
         .fill_buf()
         .with_context(|| format!("cannot read '{}'", file_name(path)))?;
     if magic.starts_with(&[0x1f, 0x8b]) {
-        Ok(Box::new(BufReader::with_capacity(
+        return Ok(Box::new(BufReader::with_capacity(
             1 << 16,
-            flate2::bufread::MultiGzDecoder::new(buffered),
-        )))
-    } else {
-        Ok(Box::new(buffered))
+            GzMembers::new(buffered),
+        )));
+    }
+    let packed = [
+        (&b"\xfd7zXZ\x00"[..], "xz", "xz -dc"),
+        (b"BZh", "bzip2", "bzip2 -dc"),
+        (b"\x28\xb5\x2f\xfd", "zstd", "zstd -dc"),
+    ];
+    if let Some((_, kind, tool)) = packed.iter().find(|(m, _, _)| magic.starts_with(m)) {
+        bail!(
+            "'{}' looks compressed ({kind}), which drip does not read; decompress it into drip: {tool} '{}' | drip ... -",
+            file_name(path),
+            path.display()
+        );
+    }
+    Ok(Box::new(buffered))
+}
+
+/// Gzip members one after another (as `cat a.gz b.gz` makes), then
+/// optionally zero bytes (tape and block padding, which `gzip -t` accepts
+/// too). Anything else after the last member is trailing garbage, said
+/// plainly with its offset.
+struct GzMembers<R: BufRead> {
+    member: Option<flate2::bufread::GzDecoder<R>>,
+}
+
+impl<R: BufRead> GzMembers<R> {
+    fn new(inner: R) -> GzMembers<R> {
+        GzMembers {
+            member: Some(flate2::bufread::GzDecoder::new(inner)),
+        }
+    }
+}
+
+impl<R: BufRead> Read for GzMembers<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        loop {
+            let Some(member) = self.member.as_mut() else {
+                return Ok(0);
+            };
+            let n = member.read(buf)?;
+            if n > 0 || buf.is_empty() {
+                return Ok(n);
+            }
+            // The member ended: another, padding, the end, or garbage.
+            let mut inner = self.member.take().expect("a member").into_inner();
+            let mut zeros = 0u64;
+            loop {
+                let rest = inner.fill_buf()?;
+                if rest.is_empty() {
+                    return Ok(0);
+                }
+                if zeros == 0 && rest.starts_with(&[0x1f]) {
+                    self.member = Some(flate2::bufread::GzDecoder::new(inner));
+                    break;
+                }
+                match rest.iter().position(|&b| b != 0) {
+                    None => {
+                        let n = rest.len();
+                        zeros += n as u64;
+                        inner.consume(n);
+                    }
+                    Some(_) => {
+                        return Err(io::Error::new(
+                            io::ErrorKind::InvalidData,
+                            "trailing garbage after the gzip data (bytes that are neither another gzip member nor zero padding); the file was damaged or appended to: cut it at the end of the gzip data, or recompress the log",
+                        ));
+                    }
+                }
+            }
+        }
     }
 }
 
@@ -365,19 +432,28 @@ struct Columns {
     duration: Option<usize>,
 }
 
+/// Column names for a message: each shortened and escaped, at most 40.
+fn listing(h: &[String]) -> String {
+    const MOST: usize = 40;
+    let mut text = h
+        .iter()
+        .take(MOST)
+        .enumerate()
+        .map(|(i, n)| format!("{i}:{}", shown(n.as_bytes())))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if h.len() > MOST {
+        text.push_str(&format!(", … ({} more)", h.len() - MOST));
+    }
+    text
+}
+
 pub(crate) fn resolve(
     sel: &ColSel,
     header: Option<&[String]>,
     what: &str,
     file: &str,
 ) -> Result<usize> {
-    let listing = |h: &[String]| {
-        h.iter()
-            .enumerate()
-            .map(|(i, n)| format!("{i}:{n}"))
-            .collect::<Vec<_>>()
-            .join(", ")
-    };
     match (sel, header) {
         (ColSel::Index(i), Some(h)) if *i >= h.len() => bail!(
             "{file}: no {what} column #{i}: the file has {} columns ({})",
@@ -419,11 +495,7 @@ pub(crate) fn pick_time_column(header: Option<&[String]>, file: &str) -> Result<
     }
     bail!(
         "{file}: no time column found among {}; give --time-column NAME or INDEX",
-        h.iter()
-            .enumerate()
-            .map(|(i, n)| format!("{i}:{n}"))
-            .collect::<Vec<_>>()
-            .join(", ")
+        listing(h)
     )
 }
 

@@ -43,8 +43,16 @@ impl stream::Sink for Feed<'_> {
 
     /// Decides a chunk here and, with a second replay thread, there too.
     fn take(&mut self, chunk: &[input::Event]) -> Result<()> {
-        if let Some(h) = self.helper.as_mut() {
-            h.send(chunk.to_vec());
+        if let Some(h) = self.helper.as_mut()
+            && !h.send(chunk.to_vec())
+        {
+            // The other replay thread stopped on an error (a timeline past
+            // its cap): fail now, not after reading the rest of the log.
+            let h = self.helper.take().expect("a helper is running");
+            return Err(h
+                .finish()
+                .err()
+                .unwrap_or_else(|| anyhow!("a replay thread stopped early")));
         }
         self.replay.decide_chunk(chunk)
     }
@@ -79,12 +87,15 @@ impl Helper {
         })
     }
 
-    fn send(&mut self, chunk: Vec<input::Event>) {
-        if let Some(tx) = &self.tx
-            && tx.send(chunk).is_err()
-        {
-            // The thread stopped: its error comes out of `finish`.
-            self.tx = None;
+    /// Hands the thread a chunk; false when it has stopped (its error
+    /// comes out of `finish`).
+    fn send(&mut self, chunk: Vec<input::Event>) -> bool {
+        match &self.tx {
+            Some(tx) if tx.send(chunk).is_err() => {
+                self.tx = None;
+                false
+            }
+            _ => true,
         }
     }
 
@@ -453,6 +464,13 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         reordered,
         names,
     } = read?;
+    let gated = !(max_drop_rate.is_empty() && max_drops.is_empty() && max_wait.is_empty());
+    if summary.rows == 0 && gated {
+        // Every gate would pass on nothing: a CI check must not.
+        bail!(
+            "the input has no rows, so --max-drop-rate, --max-drops and --max-wait have nothing to check; check the log's path and that it was written"
+        );
+    }
     if summary.rows == 0 && !args.quiet {
         crate::say!("drip: the input has no rows; every count in the report is zero");
     }

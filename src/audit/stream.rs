@@ -125,15 +125,19 @@ pub fn read_ordered(
         chunk.clear();
         Ok(())
     })();
-    if replayed.is_err() {
+    if let Err(e) = replayed {
+        // Fail now: the reader may be blocked reading an input that is
+        // still open (a pipe); it stops at its next batch, or with the
+        // process.
         drop(rx);
+        bar.finish_and_clear();
+        return Err(e);
     }
     let read = reader
         .join()
         .map_err(|_| anyhow!("the reader thread failed"))?;
     bar.finish_and_clear();
     let summary = read?;
-    replayed?;
     if summary.rows == 0 && summary.bad_rows > 0 {
         bail!(
             "all {} rows were bad and skipped, nothing was replayed; check --time-column and --time-format (drop --skip-bad to see the first bad row)",

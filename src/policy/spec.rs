@@ -179,10 +179,22 @@ pub fn parse_spec(text: &str) -> Result<Spec, SpecError> {
 
 /// Parses a `--policies` file: one spec per line, `#` comments and blank
 /// lines ignored. Errors name the line.
+/// A line without its comment: `#` starts one at the start of the line or
+/// after whitespace, so `label=team#1` keeps its `#`.
+fn strip_comment(line: &str) -> &str {
+    let bytes = line.as_bytes();
+    match (0..bytes.len())
+        .find(|&i| bytes[i] == b'#' && (i == 0 || bytes[i - 1].is_ascii_whitespace()))
+    {
+        Some(i) => &line[..i],
+        None => line,
+    }
+}
+
 pub fn parse_specs_file(contents: &str) -> Result<Vec<Spec>, (usize, SpecError)> {
     let mut specs = Vec::new();
     for (i, line) in contents.lines().enumerate() {
-        let line = line.split('#').next().unwrap_or("").trim();
+        let line = strip_comment(line).trim();
         if line.is_empty() {
             continue;
         }
