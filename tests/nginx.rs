@@ -700,3 +700,72 @@ fn compare_works_for_any_policies_and_needs_two() {
         out.stderr
     );
 }
+
+#[test]
+fn a_log_without_host_goes_to_the_server_that_limits() {
+    // The usual pair: plain HTTP redirects, HTTPS serves (and limits).
+    let d = dir();
+    let conf = d.join("nginx.conf");
+    std::fs::write(
+        &conf,
+        "http {\n  limit_req_zone $binary_remote_addr zone=perip:10m rate=1r/s;\n  server { listen 80; server_name example.org; return 301 https://$host$request_uri; }\n  server {\n    listen 443 ssl; server_name example.org;\n    location / { limit_req zone=perip burst=5 nodelay; }\n    location /images/ { }\n  }\n}\n",
+    )
+    .unwrap();
+    let out = drip(&[
+        "fixtures/nasa_19950801.log.gz",
+        "--nginx-conf",
+        s(&conf),
+        "-f",
+        "json",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "2 server blocks and the log has no host field: every row goes to the one at"
+        ) && out.stderr.contains("nginx.conf:4 (example.org)"),
+        "{}",
+        out.stderr
+    );
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    assert!(
+        v["policies"][0]["dropped"].as_u64().unwrap() > 0,
+        "{}",
+        out.stdout
+    );
+    // A zone key the log cannot give, and no URI to route by: errors before
+    // reading, naming what is missing and the fix.
+    std::fs::write(
+        &conf,
+        "http {\n  limit_req_zone $http_x_api_key zone=k:1m rate=1r/s;\n  server { location / { limit_req zone=k; } location /a { } }\n}\n",
+    )
+    .unwrap();
+    let out = drip(&["fixtures/nasa_19950801.log.gz", "--nginx-conf", s(&conf)]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr.contains("nginx.conf:2: zone \"k\" key $http_x_api_key reads the field 'http_x_api_key', which the log does not have")
+            && out.stderr.contains("--nginx-var http_x_api_key=FIELD")
+            && !out.stderr.contains("field10"),
+        "{}",
+        out.stderr
+    );
+    let log = d.join("nouri.csv");
+    std::fs::write(&log, "http_x_api_key,t\nk1,1700000000\n").unwrap();
+    let out = drip(&[s(&log), "--nginx-conf", s(&conf)]);
+    assert_eq!(out.code, 2);
+    assert!(
+        out.stderr
+            .contains("the log has no field 'uri' (its fields: http_x_api_key, t)")
+            && out.stderr.contains("--nginx-location"),
+        "{}",
+        out.stderr
+    );
+    let out = drip(&[
+        s(&log),
+        "--nginx-conf",
+        s(&conf),
+        "--nginx-location",
+        "/",
+        "-q",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}

@@ -355,7 +355,24 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         .enumerate()
         .map(|(i, (s, slots))| Run::new(s, slots.clone(), i))
         .collect();
+    // The reading options first: a config may tell how its log is written.
+    let mut spec = InputSpec::from_args(&args.input, Vec::new(), args.quiet)?;
+    if let Some((_, conf)) = confs.first() {
+        nginx::adopt_log_format(
+            conf,
+            &mut spec,
+            &args.input,
+            args.verify_column.is_some(),
+            args.quiet,
+        );
+    }
+    let log_fields = if confs.is_empty() {
+        None
+    } else {
+        nginx::log_fields(&spec)
+    };
     let conf_opts = nginx::ConfOptions {
+        log_fields: log_fields.as_deref(),
         overrides: &nginx_vars,
         location: args.nginx_location.as_deref(),
         verify: args.verify_column.as_deref(),
@@ -366,7 +383,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         },
     };
     for (label, conf) in &confs {
-        let exec = nginx::ConfExec::new(conf.clone(), &conf_opts, &mut |f| {
+        let exec = nginx::ConfExec::new(conf.clone(), &conf_opts, args.quiet, &mut |f| {
             slot_for(ColSel::Name(f.to_string()), &mut key_cols)
         })?;
         let order = runs.len();
@@ -378,16 +395,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         ));
     }
 
-    let mut spec = InputSpec::from_args(&args.input, key_cols.clone(), args.quiet)?;
-    if let Some((_, conf)) = confs.first() {
-        nginx::adopt_log_format(
-            conf,
-            &mut spec,
-            &args.input,
-            args.verify_column.is_some(),
-            args.quiet,
-        );
-    }
+    spec.key_cols = key_cols.clone();
     if let Some(path) = &args.plot {
         check_output("--plot", path, "svg")?;
     }

@@ -223,6 +223,8 @@ pub struct ConfExec {
     fields: HashMap<String, usize>,
     uri_slot: Option<usize>,
     host_slot: Option<usize>,
+    /// The server of every row when the log has no host field.
+    fixed_server: Option<usize>,
     forced: Option<usize>,
     /// Location per URI id, per server (`u32::MAX`: not yet known).
     routes: Vec<Vec<u32>>,
@@ -239,6 +241,8 @@ pub struct ConfExec {
 
 /// What a `ConfExec` needs from the command line.
 pub struct ConfOptions<'a> {
+    /// The log's field names, when they can be known before reading.
+    pub log_fields: Option<&'a [String]>,
     pub overrides: &'a HashMap<String, String>,
     pub location: Option<&'a str>,
     pub verify: Option<&'a str>,
@@ -251,9 +255,27 @@ impl ConfExec {
     pub fn new(
         conf: Arc<NginxConf>,
         opts: &ConfOptions,
+        quiet: bool,
         slot: &mut dyn FnMut(&str) -> Result<usize>,
     ) -> Result<ConfExec> {
         let path = conf.path.display().to_string();
+        let has = |f: &str| {
+            opts.log_fields
+                .is_none_or(|n| n.iter().any(|x| x.eq_ignore_ascii_case(f)))
+        };
+        // Positional names (`field10`) of line formats say nothing.
+        let listing = || {
+            opts.log_fields.map_or(String::new(), |n| {
+                n.iter()
+                    .filter(|x| {
+                        !x.strip_prefix("field")
+                            .is_some_and(|d| d.bytes().all(|b| b.is_ascii_digit()))
+                    })
+                    .cloned()
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            })
+        };
         let forced = match opts.location {
             None => None,
             Some(name) => Some(conf.location_named(name).ok_or_else(|| {
@@ -293,6 +315,15 @@ impl ConfExec {
                         anyhow::anyhow!("{}: zone \"{}\" key {}: {e}", z.pos, z.name, z.key)
                     })?;
                 for f in &fs {
+                    if !has(f) {
+                        bail!(
+                            "{}: zone \"{}\" key {} reads the field '{f}', which the log does not have (its fields: {}); log that variable, or give --nginx-var {f}=FIELD",
+                            z.pos,
+                            z.name,
+                            z.key,
+                            listing()
+                        );
+                    }
                     need(f, &mut fields)?;
                 }
                 let single = z.key.single_var().and_then(|v| {
@@ -320,17 +351,48 @@ impl ConfExec {
             .get("uri")
             .cloned()
             .unwrap_or_else(|| "uri".into());
+        if routed && !has(&uri_field) {
+            bail!(
+                "{path} has locations, and routing rows to them needs the request's URI, but the log has no field '{uri_field}' (its fields: {}); log $uri or $request, give --nginx-var uri=FIELD, or send every row to one location with --nginx-location",
+                listing()
+            );
+        }
         let uri_slot = routed.then(|| slot(&uri_field)).transpose()?;
-        let host_slot = (forced.is_none() && conf.servers.len() > 1)
-            .then(|| {
-                let f = opts
-                    .overrides
-                    .get("host")
-                    .cloned()
-                    .unwrap_or_else(|| "host".into());
-                slot(&f)
-            })
-            .transpose()?;
+        let several = forced.is_none() && conf.servers.len() > 1;
+        let host_field = match opts.overrides.get("host") {
+            Some(f) => Some(f.clone()),
+            None => ["host", "http_host", "server_name"]
+                .into_iter()
+                .find(|f| opts.log_fields.is_some_and(|n| n.iter().any(|x| x == f)))
+                .map(str::to_string)
+                .or_else(|| opts.log_fields.is_none().then(|| "host".to_string())),
+        };
+        let host_slot = match (several, &host_field) {
+            (true, Some(f)) => Some(slot(f)?),
+            _ => None,
+        };
+        let mut fixed_server = None;
+        if several && host_slot.is_none() {
+            // No host in the log: the server that can limit, if only one
+            // can (a plain-HTTP server that only redirects cannot).
+            let limiting: Vec<usize> = (0..conf.servers.len())
+                .filter(|&s| !conf.locations[conf.servers[s].fallback].returns)
+                .collect();
+            let chosen = match limiting.as_slice() {
+                [one] => *one,
+                _ => conf.server_for(None),
+            };
+            fixed_server = Some(chosen);
+            if !quiet {
+                let s = &conf.servers[chosen];
+                eprintln!(
+                    "drip: {path} has {} server blocks and the log has no host field: every row goes to the one at {} ({}); give --nginx-var host=FIELD to route by host",
+                    conf.servers.len(),
+                    s.pos,
+                    s.names.first().map_or("no server_name", |n| n.as_str())
+                );
+            }
+        }
         let verify = opts
             .verify
             .map(|c| -> Result<Verify> {
@@ -381,6 +443,7 @@ impl ConfExec {
             fields,
             uri_slot,
             host_slot,
+            fixed_server,
             forced,
             locs,
             verify,
@@ -430,7 +493,9 @@ impl ConfExec {
                     self.hosts[i] as usize
                 }
             }
-            None => self.conf.server_for(None),
+            None => self
+                .fixed_server
+                .unwrap_or_else(|| self.conf.server_for(None)),
         };
         let Some(u) = self.uri_slot else {
             return self.conf.servers[server].fallback;
@@ -866,6 +931,50 @@ pub fn adopt_log_format(
 
 fn file_label(p: &std::path::Path) -> String {
     super::input::file_name(p)
+}
+
+/// The log's field names when they can be known before reading: a CSV
+/// header, or the names a line format gives. `None` when they cannot (stdin,
+/// JSON lines, a W3C file before its `#Fields:` line).
+pub fn log_fields(spec: &super::input::InputSpec) -> Option<Vec<String>> {
+    use crate::cli::InputFormat;
+    let path = spec.files.first().filter(|f| f.as_os_str() != "-")?;
+    let line = first_line(path)?;
+    let format = match spec.input_format {
+        InputFormat::Auto => crate::log::detect(&line).unwrap_or(InputFormat::Csv),
+        f => f,
+    };
+    match format {
+        InputFormat::Csv | InputFormat::Tsv | InputFormat::Auto => {
+            if spec.no_header {
+                return None;
+            }
+            let name = path.to_string_lossy();
+            let name = name.strip_suffix(".gz").unwrap_or(&name);
+            let delimiter = spec.delimiter.unwrap_or(
+                if format == InputFormat::Tsv || name.ends_with(".tsv") || name.ends_with(".tab") {
+                    b'\t'
+                } else {
+                    b','
+                },
+            );
+            let mut r = csv::ReaderBuilder::new()
+                .has_headers(false)
+                .delimiter(delimiter)
+                .from_reader(line.as_slice());
+            let rec = r.byte_records().next()?.ok()?;
+            Some(
+                rec.iter()
+                    .map(|f| String::from_utf8_lossy(f).trim().to_string())
+                    .collect(),
+            )
+        }
+        InputFormat::Ndjson => None,
+        f => {
+            let p = crate::log::parser(f, spec.log_format.as_deref()).ok()?;
+            p.names().map(<[String]>::to_vec)
+        }
+    }
 }
 
 #[cfg(test)]
