@@ -937,3 +937,71 @@ fn gate_exit_status_wait_and_errors() {
         "{took:?}"
     );
 }
+
+/// Another process holds the state file's lock (as a stopped holder
+/// would) for `hold` seconds, with `flock(1)` from util-linux.
+fn lock_holder(state: &std::path::Path, hold: &str) -> Child {
+    // The shell takes the lock on its own descriptor and becomes `sleep`,
+    // so the process we stop by PID is the one holding the lock.
+    let child = Command::new("sh")
+        .args(["-c", "exec 9>>\"$0\" && flock 9 && exec sleep \"$1\""])
+        .arg(state)
+        .arg(hold)
+        .spawn()
+        .unwrap();
+    // Until the lock is taken: the file appears, then a try-lock fails.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    loop {
+        if let Ok(f) = std::fs::File::open(state)
+            && f.try_lock().is_err()
+        {
+            return child;
+        }
+        assert!(Instant::now() < deadline, "flock did not take the lock");
+        thread::sleep(Duration::from_millis(10));
+    }
+}
+
+#[test]
+fn a_held_lock_is_a_share_error_after_a_deadline() {
+    let dir = tempdir();
+    let state = dir.join("held.share");
+    let mut holder = lock_holder(&state, "30");
+    let s = state.to_str().unwrap();
+    // fail: after the 2 s lock deadline, not never.
+    let started = Instant::now();
+    let run = spawn_pacer(
+        0,
+        3,
+        &["--rate", "10/s", "--share", s, "--on-share-error", "fail"],
+    )
+    .finish();
+    let took = started.elapsed();
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(
+        run.stderr.contains("held by another process"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        took >= Duration::from_secs(2) && took < Duration::from_secs(5),
+        "{took:?}"
+    );
+    assert!(run.lines.is_empty());
+    assert_eq!(run.stats["unsent"], 3, "{}", run.stderr);
+    let _ = holder.kill();
+    let _ = holder.wait();
+    // wait: the lines go once the holder lets go.
+    let mut holder = lock_holder(&state, "3");
+    let run = spawn_pacer(0, 3, &["--rate", "10/s", "--share", s]).finish();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(run.lines.len(), 3);
+    assert!(
+        run.stderr.contains("held by another process"),
+        "{}",
+        run.stderr
+    );
+    assert!(run.stderr.contains("answers again"), "{}", run.stderr);
+}
