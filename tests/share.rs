@@ -940,10 +940,12 @@ fn gate_exit_status_wait_and_errors() {
 
 /// Another process holds the state file's lock (as a stopped holder
 /// would) for `hold` seconds, with `flock(1)` from util-linux.
+// The child is returned to the caller, which kills and waits for it.
+#[allow(clippy::zombie_processes)]
 fn lock_holder(state: &std::path::Path, hold: &str) -> Child {
     // The shell takes the lock on its own descriptor and becomes `sleep`,
     // so the process we stop by PID is the one holding the lock.
-    let child = Command::new("sh")
+    let mut child = Command::new("sh")
         .args(["-c", "exec 9>>\"$0\" && flock 9 && exec sleep \"$1\""])
         .arg(state)
         .arg(hold)
@@ -957,7 +959,11 @@ fn lock_holder(state: &std::path::Path, hold: &str) -> Child {
         {
             return child;
         }
-        assert!(Instant::now() < deadline, "flock did not take the lock");
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("flock did not take the lock");
+        }
         thread::sleep(Duration::from_millis(10));
     }
 }
