@@ -269,7 +269,7 @@ pub enum Format {
 /// How a log's lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum InputFormat {
-    /// Decided from the first line: ndjson, w3c, alb, combined, common, or CSV.
+    /// Decided from the first lines: ndjson, w3c, alb, combined, common, or CSV.
     Auto,
     /// Comma-separated values with a header row (or --delimiter).
     Csv,
@@ -313,7 +313,7 @@ pub struct InputArgs {
     /// Logs (plain or .gz), read in order as one log; '-' or none for stdin.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// How the lines are written (auto: from the first line; see --log-format for nginx).
+    /// How the lines are written (auto: from the first lines; see --log-format for nginx).
     #[arg(long, value_enum, default_value_t = InputFormat::Auto, value_name = "FORMAT")]
     pub input_format: InputFormat,
     /// An nginx log_format string as in nginx.conf, e.g.

@@ -398,7 +398,7 @@ fn the_format_is_said_on_stderr_and_stdin_works() {
     assert_eq!(json(&out)["input"]["rows"], 400);
     assert!(
         out.stderr
-            .contains("drip: reading <stdin> as combined lines (detected from its first line"),
+            .contains("drip: reading <stdin> as combined lines (detected from its first lines"),
         "{}",
         out.stderr
     );
@@ -566,7 +566,7 @@ fn bad_lines_name_file_line_format_and_field() {
     let cases: [(&str, &str); 4] = [
         (
             r#"1.2.3.4 - - [10/Oct/2000:13:55:37 -0700] "GET / HTTP/1.1 200 5 "-" "ua""#,
-            "access.log:2: combined line: field 4 has an unescaped quote",
+            "access.log:2: combined line: field 4 (request) has an unescaped quote",
         ),
         (
             r#"1.2.3.4 - - [10/Oct/2000:13:55:37 -0700] "GET / HTTP/1.1" 200"#,
@@ -814,7 +814,7 @@ fn hostile_lines_per_format() {
             vec![],
             clf("GET /ok HTTP/1.1", " \"-\" \"ua\""),
             clf("GET /a HTTP/1.1", " \"-\" \"ua"),
-            Want::Bad("combined line: field 8 opens a quote that is never closed"),
+            Want::Bad("combined line: field 8 (http_user_agent) opens a quote that is never closed"),
         ),
         (
             "combined",
@@ -842,7 +842,7 @@ fn hostile_lines_per_format() {
             vec![],
             clf("GET /ok HTTP/1.1", ""),
             b"1.2.3.4 - - [10/Oct/2000:13:55:36 -0700 \"GET / HTTP/1.1\" 200 5".to_vec(),
-            Want::Bad("common line: field 3 opens a '[' that is never closed"),
+            Want::Bad("common line: field 3 (time_local) opens a '[' that is never closed"),
         ),
         (
             "nginx",
@@ -919,7 +919,7 @@ fn hostile_lines_per_format() {
             vec![],
             alb_good.as_bytes().to_vec(),
             alb_good.replace("\"curl/7.46.0\"", "\"curl/7.46.0").into_bytes(),
-            Want::Bad("alb line: field 13 has an unescaped quote"),
+            Want::Bad("alb line: field 13 (user_agent) has an unescaped quote"),
         ),
         (
             "alb",

@@ -853,7 +853,7 @@ pub fn read_all(
                 let f = crate::log::detect(sample).unwrap_or(InputFormat::Csv);
                 if f != InputFormat::Csv && !spec.quiet {
                     crate::say!(
-                        "drip: reading {name} as {} lines (detected from its first line; set --input-format to override)",
+                        "drip: reading {name} as {} lines (detected from its first lines; set --input-format to override)",
                         f.name()
                     );
                 }

@@ -102,7 +102,7 @@ impl LineParser for Alb {
 
     fn parse(&mut self, line: &[u8], out: &mut Fields) -> Result<Parsed, String> {
         self.tokens.clear();
-        tokens(line, &mut self.tokens)?;
+        tokens(line, &mut self.tokens, &NAMES)?;
         let got = self.tokens.spans.len();
         if got < LEAST {
             return Err(format!(
@@ -148,7 +148,7 @@ mod tests {
         assert_eq!(get("field35"), "new");
         assert_eq!(p.default_time(), Some((21, None)));
         let mut t = Fields::default();
-        tokens(LINE.as_bytes(), &mut t).unwrap();
+        tokens(LINE.as_bytes(), &mut t, &[]).unwrap();
         assert!(looks_like(LINE.as_bytes(), &t));
     }
 

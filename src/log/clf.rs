@@ -14,10 +14,18 @@
 
 use super::{Fields, LineParser, Parsed, split_request};
 
+/// Field `n` for a message: `field 8 (http_user_agent)`.
+fn label(n: usize, names: &[&str]) -> String {
+    match names.get(n) {
+        Some(name) => format!("field {n} ({name})"),
+        None => format!("field {n}"),
+    }
+}
+
 /// Splits a line into fields: bare words separated by spaces, `"quoted"`
 /// values (a backslash escapes the next byte) and `[bracketed]` values,
-/// each without its quotes or brackets.
-pub fn tokens(line: &[u8], out: &mut Fields) -> Result<(), String> {
+/// each without its quotes or brackets. `names` name fields in messages.
+pub fn tokens(line: &[u8], out: &mut Fields, names: &[&str]) -> Result<(), String> {
     let mut i = 0;
     let n = line.len();
     while i < n {
@@ -30,8 +38,8 @@ pub fn tokens(line: &[u8], out: &mut Fields) -> Result<(), String> {
                     match memchr::memchr2(b'"', b'\\', &line[j..]) {
                         None => {
                             return Err(format!(
-                                "field {} opens a quote that is never closed",
-                                out.spans.len()
+                                "{} opens a quote that is never closed",
+                                label(out.spans.len(), names)
                             ));
                         }
                         Some(k) if line[j + k] == b'\\' => j += k + 2,
@@ -42,15 +50,15 @@ pub fn tokens(line: &[u8], out: &mut Fields) -> Result<(), String> {
                     }
                     if j > n {
                         return Err(format!(
-                            "field {} opens a quote that is never closed",
-                            out.spans.len()
+                            "{} opens a quote that is never closed",
+                            label(out.spans.len(), names)
                         ));
                     }
                 }
                 if j + 1 < n && line[j + 1] != b' ' && line[j + 1] != b'\t' {
                     return Err(format!(
-                        "field {} has an unescaped quote inside it (after '{}')",
-                        out.spans.len(),
+                        "{} has an unescaped quote inside it (after '{}')",
+                        label(out.spans.len(), names),
                         String::from_utf8_lossy(&line[start..j]).escape_debug()
                     ));
                 }
@@ -65,8 +73,8 @@ pub fn tokens(line: &[u8], out: &mut Fields) -> Result<(), String> {
             }
             b'[' if memchr::memchr(b']', &line[i..]).is_none() => {
                 return Err(format!(
-                    "field {} opens a '[' that is never closed",
-                    out.spans.len()
+                    "{} opens a '[' that is never closed",
+                    label(out.spans.len(), names)
                 ));
             }
             _ => {
@@ -164,7 +172,7 @@ impl LineParser for Clf {
 
     fn parse(&mut self, line: &[u8], out: &mut Fields) -> Result<Parsed, String> {
         self.tokens.clear();
-        tokens(line, &mut self.tokens)?;
+        tokens(line, &mut self.tokens, &COMBINED[..self.written])?;
         let got = self.tokens.spans.len();
         if got < self.written {
             return Err(format!(

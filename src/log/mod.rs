@@ -200,24 +200,38 @@ impl<R: BufRead> Lines<R> {
     }
 }
 
-/// The line-based format of a log's first line, or `None` for CSV/TSV.
-/// `{` → ndjson; `#Version:`/`#Fields:` → w3c; a type word, an RFC 3339
-/// time and an `app/…` or `net/…` balancer → alb; a CLF-shaped line
-/// (`[time]`, then a quoted request) → combined or common.
+/// The line-based format of a log, from the first of its first lines that
+/// shows one (a garbled first request does not hide the format), or `None`
+/// for CSV/TSV. `{` → ndjson; `#Version:`/`#Fields:` → w3c; a type word,
+/// an RFC 3339 time and an `app/…` or `net/…` balancer → alb; a CLF-shaped
+/// line (`[time]`, then a quoted request) → combined or common.
 pub fn detect(sample: &[u8]) -> Option<InputFormat> {
-    let first = sample
+    // A line cut by the end of the sample is not judged, unless it is all.
+    let complete = match memchr::memrchr(b'\n', sample) {
+        Some(i) => &sample[..i],
+        None => sample,
+    };
+    let mut lines = complete
         .split(|&b| b == b'\n')
-        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
-        .find(|l| !l.trim_ascii().is_empty())?;
-    let first = first.trim_ascii_start();
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l).trim_ascii_start())
+        .filter(|l| !l.is_empty())
+        .take(8)
+        .peekable();
+    // JSON and W3C show on the first line.
+    let first = lines.peek()?;
     if first.starts_with(b"{") {
         return Some(InputFormat::Ndjson);
     }
     if first.starts_with(b"#Version:") || first.starts_with(b"#Fields:") {
         return Some(InputFormat::W3c);
     }
+    lines.find_map(detect_line)
+}
+
+/// ALB, combined or common, from one line.
+fn detect_line(first: &[u8]) -> Option<InputFormat> {
     let mut f = Fields::default();
-    if clf::tokens(first, &mut f).is_err() {
+    if clf::tokens(first, &mut f, &[]).is_err() {
         return None;
     }
     let tok = |i: usize| f.get(first, i).unwrap_or_default();
@@ -291,7 +305,7 @@ mod tests {
 
     #[test]
     fn formats_are_told_from_the_first_line() {
-        let cases: [(&str, Option<InputFormat>); 8] = [
+        let cases: [(&str, Option<InputFormat>); 10] = [
             (
                 r#"1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET /a HTTP/1.0" 200 5 "-" "curl""#,
                 Some(InputFormat::Combined),
@@ -307,6 +321,14 @@ mod tests {
                 Some(InputFormat::Alb),
             ),
             ("ts,key\n1,a", None),
+            (
+                "garbage\n1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.0\" 200 7\n",
+                Some(InputFormat::Common),
+            ),
+            (
+                "ts,k\n1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.0\" 2",
+                None,
+            ),
             ("ts\tkey", None),
             ("\n\n", None),
         ];
