@@ -506,6 +506,41 @@ fn several_files_of_a_format_read_as_one_log() {
 }
 
 #[test]
+fn empty_files_and_headless_w3c() {
+    let empty = write("empty.log", b"");
+    let heads = write("heads.log", b"#Version: 1.0\n#Fields: date time c-ip\n");
+    let one = write(
+        "one.log",
+        b"#Version: 1.0\n#Fields: date time c-ip\n2019-12-04\t21:02:31\t1.2.3.4\n",
+    );
+    let out = drip(
+        &[
+            s(&one),
+            s(&empty),
+            s(&heads),
+            "--input-format",
+            "w3c",
+            "-p",
+            "gcra:rate=1/s",
+            "-q",
+            "-f",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(json(&out)["input"]["rows"], 1);
+    let e = fails(
+        b"2019-12-04\t21:02:31\t1.2.3.4\n",
+        "x.log",
+        &["--input-format", "w3c"],
+    );
+    assert!(
+        e.contains("x.log: a request line comes before any #Fields: line"),
+        "{e}"
+    );
+}
+
+#[test]
 fn caddy_json_is_said_to_stamp_completion() {
     let caddy = write("caddy.json", write_caddy(&requests()).as_bytes());
     let out = drip(&[s(&caddy), "-p", "gcra:rate=1/s"], None);

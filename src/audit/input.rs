@@ -733,6 +733,9 @@ impl<R: BufRead> Rows for LineRows<R> {
     fn default_time(&mut self, file: &str) -> Result<(usize, Option<usize>)> {
         match self.parser.default_time() {
             Some(t) => Ok(t),
+            None if self.parser.names().is_none() => bail!(
+                "{file}: a request line comes before any #Fields: line, which names the fields; give the log with its header lines"
+            ),
             None => {
                 let t = pick_time_column(self.parser.names(), file)?;
                 self.parser.field_at(t);
@@ -880,7 +883,11 @@ pub fn read_all(
             f => {
                 let parser = crate::log::parser(f, spec.log_format.as_deref())?;
                 let mut rows = LineRows::new(reader, parser, &name, spec.quiet)?;
-                read_rows(&mut st, &mut rows, file_idx, &name, &mut emit)?
+                if rows.pending.is_none() {
+                    true // no request lines: nothing to resolve columns against
+                } else {
+                    read_rows(&mut st, &mut rows, file_idx, &name, &mut emit)?
+                }
             }
         };
         if !go {
