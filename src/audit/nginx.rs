@@ -77,8 +77,85 @@ enum KeyPlan {
     Expr,
 }
 
+/// A key expression compiled for one server: text, field slots and maps,
+/// evaluated per row without looking names up.
+enum CPart {
+    Lit(Vec<u8>),
+    Field(usize),
+    /// A variable that reads nothing (a field no key column holds).
+    Absent,
+    Map(Box<CMap>),
+}
+
+struct CMap {
+    source: Vec<CPart>,
+    /// Keys lowercased, as nginx compares them.
+    entries: HashMap<Vec<u8>, Vec<CPart>>,
+    default: Vec<CPart>,
+}
+
+fn compile(
+    conf: &NginxConf,
+    e: &crate::nginx_conf::expr::Expr,
+    server: usize,
+    overrides: &HashMap<String, String>,
+    fields: &HashMap<String, usize>,
+) -> Vec<CPart> {
+    use crate::nginx_conf::{VarSource, expr::Part};
+    e.parts
+        .iter()
+        .map(|p| match p {
+            Part::Lit(l) => CPart::Lit(l.as_bytes().to_vec()),
+            Part::Var(v) => match conf.var_source(v, server, overrides) {
+                Ok(VarSource::Field(f)) => {
+                    fields.get(&f).map_or(CPart::Absent, |&s| CPart::Field(s))
+                }
+                Ok(VarSource::Const(c)) => CPart::Lit(c.into_bytes()),
+                Ok(VarSource::Map(m)) => {
+                    let m = &conf.maps[m];
+                    CPart::Map(Box::new(CMap {
+                        source: compile(conf, &m.source, server, overrides, fields),
+                        entries: m
+                            .entries
+                            .iter()
+                            .map(|(k, x)| (k.clone(), compile(conf, x, server, overrides, fields)))
+                            .collect(),
+                        default: compile(conf, &m.default, server, overrides, fields),
+                    }))
+                }
+                Err(_) => CPart::Absent,
+            },
+        })
+        .collect()
+}
+
+/// Appends the value of `parts` for the row to `out`.
+fn eval(parts: &[CPart], ev: &Event, names: &[KeyNames], out: &mut Vec<u8>) {
+    for p in parts {
+        match p {
+            CPart::Lit(l) => out.extend_from_slice(l),
+            CPart::Field(s) => {
+                if ev.keys[*s] != EMPTY_KEY {
+                    out.extend_from_slice(names[*s].get(ev.keys[*s]));
+                }
+            }
+            CPart::Absent => {}
+            CPart::Map(m) => {
+                let start = out.len();
+                eval(&m.source, ev, names, out);
+                out[start..].make_ascii_lowercase();
+                let chosen = m.entries.get(&out[start..]).unwrap_or(&m.default);
+                out.truncate(start);
+                eval(chosen, ev, names, out);
+            }
+        }
+    }
+}
+
 struct ZoneRun {
     plan: KeyPlan,
+    /// The key compiled per server (on first use), for `KeyPlan::Expr`.
+    compiled: Vec<Option<Vec<CPart>>>,
     interner: Interner,
     states: Vec<NginxState>,
     activity: Activity,
@@ -345,7 +422,16 @@ impl ConfExec {
                 plans[lim.zone] = Some(plan);
             }
         }
-        let routed = forced.is_none() && conf.servers.iter().any(|s| !s.tree.is_empty());
+        // A lone `location /` takes every URI: nothing to route.
+        let trivial = |t: &[crate::nginx_conf::location::Node]| match t {
+            [] => true,
+            [n] => {
+                n.children.is_empty()
+                    && matches!(&n.how, crate::nginx_conf::location::Match::Prefix(u) if u == "/")
+            }
+            _ => false,
+        };
+        let routed = forced.is_none() && conf.servers.iter().any(|s| !trivial(&s.tree));
         let uri_field = opts
             .overrides
             .get("uri")
@@ -432,6 +518,7 @@ impl ConfExec {
                 .into_iter()
                 .map(|p| ZoneRun {
                     plan: p.unwrap_or(KeyPlan::Expr),
+                    compiled: (0..conf.servers.len()).map(|_| None).collect(),
                     interner: Interner::default(),
                     states: Vec::new(),
                     activity: Activity::default(),
@@ -498,7 +585,7 @@ impl ConfExec {
                 .unwrap_or_else(|| self.conf.server_for(None)),
         };
         let Some(u) = self.uri_slot else {
-            return self.conf.servers[server].fallback;
+            return self.conf.route(server, "/");
         };
         let id = ev.keys[u];
         if id == EMPTY_KEY {
@@ -524,17 +611,18 @@ impl ConfExec {
                 (id != EMPTY_KEY).then_some(id)
             }
             KeyPlan::Expr => {
-                let fields = &self.fields;
-                let field = |f: &str| -> Vec<u8> {
-                    match fields.get(f) {
-                        Some(&s) if ev.keys[s] != EMPTY_KEY => names[s].get(ev.keys[s]).to_vec(),
-                        _ => Vec::new(),
-                    }
-                };
+                let zone = &mut self.zones[z];
+                let parts = zone.compiled[server].get_or_insert_with(|| {
+                    compile(
+                        &self.conf,
+                        &self.conf.zones[z].key,
+                        server,
+                        &self.overrides,
+                        &self.fields,
+                    )
+                });
                 self.buf.clear();
-                let key = &self.conf.zones[z].key;
-                self.conf
-                    .eval(key, server, &self.overrides, &field, &mut self.buf);
+                eval(parts, ev, names, &mut self.buf);
                 // nginx exempts empty keys and keys over 65535 bytes.
                 if self.buf.is_empty() || self.buf.len() > 65535 {
                     return None;
