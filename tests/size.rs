@@ -284,7 +284,12 @@ fn costs_above_one_are_scanned_and_exact() {
     assert_eq!(row["size"], 4, "{row}");
     // Burst 5 misses (9 drops) though 4 meets it: not monotone.
     assert_eq!(audit(&input, "gcra:rate=1/s,burst=5")["dropped"], 9);
-    assert!(r["notes"][0].as_str().unwrap().contains("costs vary"));
+    let notes = r["notes"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("costs vary"))
+    );
     for policy in ["token-bucket", "shaper", "nginx", "sliding-log"] {
         let sweep: &[&str] = match policy {
             "nginx" => &["--rate", "1r/s,2r/s"],
@@ -370,7 +375,12 @@ fn ties_and_a_key_that_never_meets_the_targets() {
     // Still replayed and reported: the bot's drops are in the figures.
     assert_eq!(row["dropped"], 9);
     assert_eq!(r["targets"]["excluded_keys"], 1);
-    assert!(r["notes"][0].as_str().unwrap().contains("1 of the 2 keys"));
+    let notes = r["notes"].as_array().unwrap();
+    assert!(
+        notes
+            .iter()
+            .any(|n| n.as_str().unwrap().contains("1 of the 2 keys"))
+    );
 }
 
 /// The per-key need agrees with replaying each key alone at every burst.

@@ -101,10 +101,12 @@ pub struct FrontierRow {
     pub wait_max_ns: Option<u64>,
     /// Most requests the policy can admit in any window of the horizon.
     pub worst_in_horizon: u64,
-    /// How the size was found: `zero-drop` (one unbounded pass), `search`
-    /// (drops fall as the size grows: proven for unit costs), `scan`
-    /// (costs vary: every size tried), `search-unproven` (costs vary and
-    /// the range was too long to scan).
+    /// How the size was found: `zero-drop` (one unbounded pass: exact by
+    /// construction), `search` (unit costs: relies on drops never rising as
+    /// the size grows, which held on every random log measured for every
+    /// family, `count=all` included), `scan` (costs vary: every size tried),
+    /// `search-unproven` (costs vary and the range was too long to scan).
+    /// Every answer and the size below it are replayed directly.
     pub method: &'static str,
     /// Replays of the log this row took (the final audit replay included).
     pub replays: u32,
