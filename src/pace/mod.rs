@@ -773,7 +773,7 @@ impl Pacer {
                 }
             }
             if let Some(replay) = &mut self.replay
-                && let Err(e) = replay.decide(&mut self.schedule, &mut g, now)
+                && let Err(e) = replay.decide(&mut self.schedule, &mut g, || self.clock.now())
             {
                 // Accounted for as a read error: what was read and not
                 // written is unsent (and in --rejects).
