@@ -947,6 +947,10 @@ impl Pacer {
                         .real_time(r)
                         .max(self.schedule.earliest_write())
                 }),
+                self.replay
+                    .as_ref()
+                    .and_then(replay::Replay::next_wake)
+                    .map(|r| self.schedule.real_time(r)),
             ]
             .into_iter()
             .flatten()

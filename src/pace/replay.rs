@@ -27,6 +27,10 @@ use anyhow::{Result, anyhow};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
+/// Lines due further ahead than this stay in the sorting buffer: moving a
+/// large chunk into the schedule at once would hold up the writes due now.
+const HORIZON: Nanos = Nanos(20_000_000);
+
 /// A speed as an exact fraction `num/den` (10 → 10/1, 0.25 → 1/4).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Speed {
@@ -134,6 +138,8 @@ pub struct Replay {
     offset: u128,
     /// The last release scheduled, policy time.
     last: Option<Nanos>,
+    /// Input has ended: every line read has its place.
+    ended: bool,
     quiet: bool,
 }
 
@@ -151,6 +157,7 @@ impl Replay {
             prev: Nanos::ZERO,
             offset: 0,
             last: None,
+            ended: false,
             quiet,
         }
     }
@@ -216,12 +223,19 @@ impl Replay {
             }
         }
         let all = inbox.eof && inbox.records.is_empty();
+        self.ended = all;
         let at = schedule.policy_time(now());
         while let Some(Reverse(h)) = self.held.peek() {
             let settled = self
                 .newest
                 .is_some_and(|n| h.at.0 + self.cfg.reorder_window.0 <= n.0);
             if !(all || settled) {
+                break;
+            }
+            if h.timed
+                && let Some(r) = self.preview(h.at)
+                && r > at.saturating_add(HORIZON)
+            {
                 break;
             }
             let Some(Reverse(h)) = self.held.pop() else {
@@ -252,24 +266,52 @@ impl Replay {
         }));
     }
 
+    /// When the next line should be moved into the schedule (policy time),
+    /// if its place is known and its time is ahead.
+    pub fn next_wake(&self) -> Option<Nanos> {
+        let Reverse(h) = self.held.peek()?;
+        let settled = self
+            .newest
+            .is_some_and(|n| h.at.0 + self.cfg.reorder_window.0 <= n.0);
+        match (settled || self.ended) && h.timed {
+            true => self.preview(h.at).map(|r| r.saturating_sub(HORIZON)),
+            false => None,
+        }
+    }
+
+    /// The release a line logged at `t` would get if scheduled next.
+    fn preview(&self, t: Nanos) -> Option<Nanos> {
+        let (_, start) = self.origin?;
+        Some(start.saturating_add(self.real_offset(self.offset + self.gap(t))))
+    }
+
+    /// The gap before a line logged at `t`, real time ×`speed.num`, cut to
+    /// --max-gap.
+    fn gap(&self, t: Nanos) -> u128 {
+        let Speed { num, den } = self.cfg.speed;
+        let gap = u128::from(t.saturating_sub(self.prev).0) * u128::from(den);
+        match self.cfg.max_gap {
+            Some(cap) => gap.min(u128::from(cap.0) * u128::from(num)),
+            None => gap,
+        }
+    }
+
+    fn real_offset(&self, scaled: u128) -> Nanos {
+        let real = scaled.div_ceil(u128::from(self.cfg.speed.num));
+        Nanos(u64::try_from(real).unwrap_or(u64::MAX))
+    }
+
     /// The release (policy time) of the next line in log order, logged at
     /// `t`; `now` is the policy time now (the first line's release).
     fn release(&mut self, t: Nanos, now: Nanos) -> Nanos {
-        let Speed { num, den } = self.cfg.speed;
         let Some((_, start)) = self.origin else {
             self.origin = Some((t, now));
             self.prev = t;
             return now;
         };
-        // The gap in real time ×num, cut to --max-gap.
-        let mut gap = u128::from(t.saturating_sub(self.prev).0) * u128::from(den);
-        if let Some(cap) = self.cfg.max_gap {
-            gap = gap.min(u128::from(cap.0) * u128::from(num));
-        }
+        self.offset += self.gap(t);
         self.prev = self.prev.max(t);
-        self.offset += gap;
-        let real = self.offset.div_ceil(u128::from(num));
-        start.saturating_add(Nanos(u64::try_from(real).unwrap_or(u64::MAX)))
+        start.saturating_add(self.real_offset(self.offset))
     }
 
     /// The log time of one record; `None` for a line that is not a request
@@ -526,9 +568,18 @@ mod tests {
         }
         inbox.eof = true;
         let mut r = Replay::new(cfg, true);
-        r.decide(&mut s, &mut inbox, || Nanos::ZERO)?;
         let mut out: Vec<Pending<Vec<u8>>> = Vec::new();
-        s.take_due(Nanos(u64::MAX / 2), &mut out);
+        // On a clock that jumps to each wake-up as it is asked for.
+        let mut now = Nanos::ZERO;
+        loop {
+            r.decide(&mut s, &mut inbox, || now)?;
+            s.take_due(Nanos(u64::MAX / 2), &mut out);
+            match r.next_wake() {
+                Some(w) => now = now.max(w),
+                None if r.waiting() == 0 => break,
+                None => panic!("lines held with nothing to wait for"),
+            }
+        }
         Ok(out
             .into_iter()
             .map(|p| {
@@ -607,9 +658,14 @@ mod tests {
         }
         inbox.eof = true;
         let mut r = Replay::new(c, true);
-        r.decide(&mut s, &mut inbox, || Nanos::ZERO).unwrap();
         let mut out = Vec::new();
-        s.take_due(Nanos(u64::MAX / 2), &mut out);
+        let mut now = Nanos::ZERO;
+        while r.waiting() > 0 || now == Nanos::ZERO {
+            r.decide(&mut s, &mut inbox, || now).unwrap();
+            s.take_due(Nanos(u64::MAX / 2), &mut out);
+            now = r.next_wake().unwrap_or(Nanos(1)).max(Nanos(1));
+        }
+        assert_eq!(out.len(), 301);
         for (k, p) in out.iter().enumerate() {
             assert_eq!(p.release.0, (k as u64 * 1_000_000_000).div_ceil(3), "{k}");
         }
