@@ -491,6 +491,21 @@ fn current_config_is_audited_next_to_the_recommendation() {
     assert_eq!(c["dropped"], a["dropped"]);
     assert_eq!(c["keys_hurt"], a["keys_with_drops"]);
     assert_eq!(c["meets_targets"], false);
+    // A stack is checked on its own figures.
+    let (_, r) = size(&[
+        NASA,
+        "--key-column",
+        "host",
+        "-p",
+        "gcra",
+        "--rate",
+        "1/s",
+        "--max-drop-rate",
+        "50",
+        "--current",
+        "gcra:rate=1/s,burst=50+gcra:rate=2/s,burst=60",
+    ]);
+    assert_eq!(r["current"]["meets_targets"], true, "{}", r["current"]);
     assert!(c["change"][0].as_str().unwrap().contains("drops"));
 }
 

@@ -218,7 +218,8 @@ pub struct Current {
     pub keys_hurt: u64,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_max_ns: Option<u64>,
-    pub meets_targets: bool,
+    /// `null` when it could not be checked (a stack with excluded keys).
+    pub meets_targets: Option<bool>,
     /// What changes with the recommendation, in words.
     pub change: Vec<String>,
 }
@@ -445,7 +446,11 @@ fn summary_lines(r: &SizeReport) -> Vec<String> {
             c.dropped,
             pct(c.drop_pct),
             c.keys_hurt,
-            if c.meets_targets { "meets" } else { "misses" }
+            match c.meets_targets {
+                Some(true) => "meets",
+                Some(false) => "misses",
+                None => "not checked against",
+            }
         ));
         for ch in &c.change {
             lines.push(format!("    {ch}"));
