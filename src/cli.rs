@@ -461,6 +461,9 @@ pub struct SizeArgs {
     /// The recommendation admits the fewest requests in any window of this length.
     #[arg(long, value_parser = positive_duration_arg, default_value = "1m", value_name = "DUR")]
     pub horizon: Nanos,
+    /// Draw the frontier (recommendation marked) and the per-key need to FILE.svg.
+    #[arg(long, value_name = "FILE.svg")]
+    pub plot: Option<PathBuf>,
     /// The config in force: audited next to the recommendation.
     #[arg(long, value_name = "SPEC")]
     pub current: Option<String>,

@@ -420,3 +420,43 @@ fn nginx_conf_sections_are_on_the_page() {
         "{confusion:?}"
     );
 }
+
+#[test]
+fn size_page_is_self_contained_with_its_tables_and_plot() {
+    let args = [
+        "size",
+        NASA,
+        "--key-column",
+        "host",
+        "-p",
+        "gcra",
+        "--rate",
+        "1/s,2/s,5/s,10/s",
+        "--max-drop-rate",
+        "0.1",
+        "--quiet",
+        "--format",
+    ];
+    let out = drip(&[&args[..], &["html"]].concat());
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let doc = parse(&out.stdout);
+    assert_self_contained(&out.stdout, &doc);
+    let headings = doc.texts("h2");
+    assert_eq!(
+        headings,
+        ["Recommendation", "Frontier", "Per-key need", "Plot"]
+    );
+    assert!(
+        doc.texts("pre")[0].contains("gcra:rate=1/s,burst=8"),
+        "{:?}",
+        doc.texts("pre")
+    );
+    let json = drip(&[&args[..], &["json"]].concat());
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let frontier = doc.table_after("Frontier");
+    assert_eq!(frontier.len(), 1 + v["frontier"].as_array().unwrap().len());
+    for (row, f) in frontier[1..].iter().zip(v["frontier"].as_array().unwrap()) {
+        assert_eq!(row[1], f["size"].to_string());
+    }
+    assert_eq!(doc.all("svg").count(), 1);
+}

@@ -423,3 +423,57 @@ fn a_timeline_too_fine_to_draw_is_merged_with_a_note() {
     let (_, _, texts) = parse(&std::fs::read_to_string(&path).unwrap());
     assert!(has_text(&texts, "requests per 2m"), "{texts:?}");
 }
+
+#[test]
+fn size_plot_is_written_and_renders() {
+    let path = tmp("size.svg");
+    let out = drip(&[
+        "size",
+        NASA,
+        "--key-column",
+        "host",
+        "-p",
+        "gcra",
+        "--rate",
+        "1/s,2/s,5/s,10/s",
+        "--max-drop-rate",
+        "0.1",
+        "--quiet",
+        "--plot",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let svg = std::fs::read_to_string(&path).unwrap();
+    let (w, h, texts) = parse(&svg);
+    assert_eq!((w, h), (1200, 44 + 420 + 340));
+    for want in [
+        "recommended: gcra:rate=1/s,burst=8",
+        "smallest burst per rate that meets the targets",
+        "per-key need: the zero-drop burst of each key, across 2365 keys",
+        "10/s",
+    ] {
+        assert!(has_text(&texts, want), "no text '{want}' in {texts:?}");
+    }
+    let img = render(&svg);
+    assert_eq!((img.width(), img.height()), (w, h));
+    assert!(
+        count_near(&img, (230, 130, 0), 30) > 40,
+        "the recommendation is not drawn"
+    );
+    let out = drip(&[
+        "size",
+        NASA,
+        "-p",
+        "gcra",
+        "--max-drops",
+        "0",
+        "--plot",
+        "x.png",
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("give a name ending in .svg"),
+        "{}",
+        out.stderr
+    );
+}

@@ -196,7 +196,7 @@ fn load_specs(args: &AuditArgs) -> Result<Vec<Spec>> {
 
 /// Fails early, before a long replay, when `path` cannot be an output
 /// file of this kind: a wrong extension, or a directory that is not there.
-fn check_output(flag: &str, path: &std::path::Path, ext: &str) -> Result<()> {
+pub(crate) fn check_output(flag: &str, path: &std::path::Path, ext: &str) -> Result<()> {
     let has_ext = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case(ext));

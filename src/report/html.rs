@@ -43,6 +43,8 @@ pub enum Block {
         summary: String,
         table: Table,
     },
+    /// Preformatted lines (configuration to paste).
+    Pre(Vec<String>),
     /// An SVG document drawn inline, with a caption.
     Figure {
         svg: String,
@@ -80,7 +82,7 @@ th,td{padding:.25rem .6rem;border-bottom:1px solid #e3e7ee;white-space:nowrap}\
 th{text-align:left;background:#f3f5f9;font-weight:600}td.n,th.n{text-align:right;font-variant-numeric:tabular-nums}\
 tbody tr:nth-child(even){background:#fafbfd}.scroll{overflow-x:auto}\
 .alert{border-left:4px solid #d22;background:#fff3f3;padding:.5rem 1rem;margin:1rem 0}.alert li{margin:.2rem 0}\
-figure{margin:.5rem 0}figure svg{max-width:100%;height:auto;border:1px solid #e3e7ee}figcaption{font-size:.85rem;color:#556}\
+pre{background:#f3f5f9;padding:.6rem 1rem;overflow-x:auto}figure{margin:.5rem 0}figure svg{max-width:100%;height:auto;border:1px solid #e3e7ee}figcaption{font-size:.85rem;color:#556}\
 details{margin:.6rem 0}summary{cursor:pointer;font-weight:600}footer{margin-top:2.5rem;font-size:.8rem;color:#778}";
 
 fn write_table(out: &mut dyn Write, t: &Table) -> io::Result<()> {
@@ -138,6 +140,7 @@ pub fn write_page(page: &Page, out: &mut dyn Write) -> io::Result<()> {
                 writeln!(out, "</ul></div>")?;
             }
             Block::Table(t) => write_table(out, t)?,
+            Block::Pre(lines) => writeln!(out, "<pre>{}</pre>", escape(&lines.join("\n")))?,
             Block::Folded { summary, table } => {
                 writeln!(out, "<details><summary>{}</summary>", escape(summary))?;
                 write_table(out, table)?;
@@ -272,6 +275,61 @@ pub fn render_audit(report: &Report, plot: Option<&str>, out: &mut dyn Write) ->
         format!("drip audit: {}", report.input.files.join(", "))
     };
     write_page(&Page { title, blocks }, out)
+}
+
+/// A `drip size` report as a page: the verdict when nothing meets the
+/// targets, the recommendation, the frontier, the per-key need, notes and
+/// the sizing plot (`plot`, an SVG document).
+pub fn render_size(
+    r: &super::size::SizeReport,
+    plot: Option<&str>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    let mut blocks = vec![Block::Paragraph(super::size::input_line(r))];
+    if let Some(v) = &r.verdict {
+        blocks.push(Block::Alert(vec![v.clone()]));
+    }
+    blocks.push(Block::Heading("Recommendation".into()));
+    blocks.push(Block::Pre(super::size::summary_lines(r)));
+    blocks.push(Block::Heading("Frontier".into()));
+    blocks.push(Block::Table(Table::from_columns(
+        super::size::FRONTIER,
+        &r.frontier,
+    )));
+    for row in r.frontier.iter().filter(|f| f.note.is_some()) {
+        blocks.push(Block::Paragraph(format!(
+            "{}: {}",
+            row.point(),
+            row.note.as_deref().unwrap_or("")
+        )));
+    }
+    if !r.per_key.is_empty() {
+        blocks.push(Block::Heading("Per-key need".into()));
+        blocks.push(Block::Table(Table::from_columns(
+            super::size::NEED,
+            &r.per_key,
+        )));
+    }
+    if let Some(svg) = plot {
+        blocks.push(Block::Heading("Plot".into()));
+        blocks.push(Block::Figure {
+            svg: svg.to_string(),
+            caption: "The smallest size per rate or window that meets the targets (the \
+                      recommendation ringed, misses crossed out); below, the zero-drop size \
+                      of each key as quantiles across keys."
+                .into(),
+        });
+    }
+    for n in &r.notes {
+        blocks.push(Block::Paragraph(format!("note: {n}")));
+    }
+    write_page(
+        &Page {
+            title: super::size::heading(r),
+            blocks,
+        },
+        out,
+    )
 }
 
 #[cfg(test)]

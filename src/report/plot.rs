@@ -545,6 +545,35 @@ pub struct SizePlot<'a> {
     pub needs: Vec<NeedPoint<'a>>,
 }
 
+/// The sizing plot of a `drip size` report.
+pub fn size_report_svg(r: &super::size::SizeReport) -> Result<String> {
+    let title = super::size::heading(r);
+    size_svg(&SizePlot {
+        title: &title,
+        axis: r.axis,
+        size_param: r.size_param,
+        frontier: r
+            .frontier
+            .iter()
+            .map(|f| FrontierPoint {
+                point: f.point(),
+                size: f.size,
+                feasible: f.feasible,
+            })
+            .collect(),
+        recommended: r.recommended.as_ref().map(|f| (f.point(), f.spec.as_str())),
+        needs: r
+            .per_key
+            .iter()
+            .map(|n| NeedPoint {
+                point: n.point(),
+                keys: n.keys,
+                quantiles: [n.p50, n.p90, n.p99, n.p99_9, n.max],
+            })
+            .collect(),
+    })
+}
+
 /// Height of the frontier panel and of the per-key need panel.
 const FRONTIER_PANEL: u32 = 420;
 const NEED_PANEL: u32 = 340;

@@ -374,7 +374,7 @@ pub const NEED: &[Column<NeedRow>] = &[
 ];
 
 /// Lines said under the tables: recommendation, nginx, rule, current.
-fn summary_lines(r: &SizeReport) -> Vec<String> {
+pub(crate) fn summary_lines(r: &SizeReport) -> Vec<String> {
     let mut lines = Vec::new();
     match &r.recommended {
         Some(rec) => {
@@ -462,7 +462,7 @@ fn summary_lines(r: &SizeReport) -> Vec<String> {
     lines
 }
 
-fn heading(r: &SizeReport) -> String {
+pub(crate) fn heading(r: &SizeReport) -> String {
     format!(
         "drip size: {} swept along {}, smallest {} meeting {}",
         r.policy,
@@ -472,7 +472,7 @@ fn heading(r: &SizeReport) -> String {
     )
 }
 
-fn input_line(r: &SizeReport) -> String {
+pub(crate) fn input_line(r: &SizeReport) -> String {
     super::Report {
         input: r.input.clone(),
         ..Default::default()

@@ -390,12 +390,9 @@ fn rate_per_s(r: Rate) -> f64 {
     r.count() as f64 * 1e9 / r.per().0 as f64
 }
 
-const HTML_UNSUPPORTED: &str =
-    "size reports as table, json, csv or markdown (-f html is audit's page)";
-
 pub fn run(args: SizeArgs) -> Result<u8> {
-    if args.format == Format::Html {
-        bail!("{HTML_UNSUPPORTED}");
+    if let Some(path) = &args.plot {
+        crate::audit::check_output("--plot", path, "svg")?;
     }
     let family = Family::parse(&args.policy)?;
     let given_points = family.points(args.rate.as_deref(), args.window.as_deref())?;
@@ -863,6 +860,11 @@ pub fn run(args: SizeArgs) -> Result<u8> {
         verdict,
         notes,
     };
+    let svg = if args.plot.is_some() || args.format == Format::Html {
+        Some(crate::report::plot::size_report_svg(&report)?)
+    } else {
+        None
+    };
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match args.format {
@@ -870,10 +872,14 @@ pub fn run(args: SizeArgs) -> Result<u8> {
         Format::Json => crate::report::size::render_json(&report, &mut out),
         Format::Csv => crate::report::size::render_csv(&report, &mut out),
         Format::Markdown => crate::report::size::render_markdown(&report, &mut out),
-        Format::Html => Err(std::io::Error::other(HTML_UNSUPPORTED)),
+        Format::Html => crate::report::html::render_size(&report, svg.as_deref(), &mut out),
     }
     .and_then(|_| out.flush())
     .context("cannot write the report")?;
+    if let (Some(path), Some(svg)) = (&args.plot, &svg) {
+        std::fs::write(path, svg)
+            .with_context(|| format!("cannot write --plot file '{}'", path.display()))?;
+    }
     if let Some(v) = &report.verdict {
         crate::say!("drip: {v}");
         return Ok(1);
