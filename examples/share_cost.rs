@@ -98,7 +98,9 @@ fn main() {
             assert!(matches!(o, Outcome::Granted { .. }));
         }));
         results[1].push(time(calls, || {
-            let o = fb.reserve(PARAMS).expect("file reserve");
+            let o = fb
+                .reserve(PARAMS, drip::pace::share::file::LOCK_DEADLINE)
+                .expect("file reserve");
             assert!(matches!(o, Outcome::Granted { .. }));
         }));
         if let Some((b, ping)) = &mut rb {
@@ -106,7 +108,9 @@ fn main() {
                 let _: String = redis::cmd("PING").query(ping).expect("PING");
             }));
             results[3].push(time(calls, || {
-                let o = b.reserve(PARAMS).expect("Redis reserve");
+                let o = b
+                    .reserve(PARAMS, drip::pace::share::file::LOCK_DEADLINE)
+                    .expect("Redis reserve");
                 assert!(matches!(o, Outcome::Granted { .. }));
             }));
         }

@@ -76,8 +76,15 @@ pub fn run(args: GateArgs) -> anyhow::Result<u8> {
     if args.print_wait {
         if args.command.is_empty() {
             let mut out = std::io::stdout();
-            writeln!(out, "{}", secs(waited))?;
-            out.flush()?;
+            let written = writeln!(out, "{}", secs(waited)).and_then(|()| out.flush());
+            match written {
+                Ok(()) => {}
+                // Nobody reads the wait: not an error.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                Err(e) => bail!(
+                    "cannot write the wait (--print-wait) to standard output: {e}; the slot was taken all the same (free space, or send stdout elsewhere)"
+                ),
+            }
         } else {
             crate::say!("drip gate: waited {}s", secs(waited));
         }

@@ -724,8 +724,14 @@ fn redis_unreachable_under_each_mode() {
     let r = p.finish();
     assert_eq!(r.code, Some(2), "{}", r.stderr);
     assert!(started.elapsed() < Duration::from_millis(900));
-    assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
-    assert!(r.stderr.contains("Connection refused"), "{}", r.stderr);
+    // The summary first (--stats=json asked for it), then one error line.
+    let lines: Vec<&str> = r.stderr.lines().collect();
+    assert_eq!(lines.len(), 2, "{}", r.stderr);
+    assert_eq!(r.stats["ended"], "share-error", "{}", r.stderr);
+    assert_eq!(r.stats["lines_out"], 0, "{}", r.stderr);
+    assert_eq!(r.stats["share"]["errors"], 1, "{}", r.stderr);
+    assert!(lines[1].contains("Connection refused"), "{}", r.stderr);
+    assert!(lines[1].contains("not written"), "{}", r.stderr);
     // local: every line, at the fallback rate.
     let p = spawn_pacer(
         0,
@@ -745,7 +751,14 @@ fn redis_unreachable_under_each_mode() {
     assert_eq!(r.code, Some(0), "{}", r.stderr);
     assert_eq!(r.lines.len(), 5);
     assert!(r.lines[4].0 - r.lines[0].0 >= 0.199, "{:?}", r.lines);
-    assert_eq!(r.stats["share"]["fallback_grants"], 5);
+    let share = &r.stats["share"];
+    assert_eq!(share["fallback_grants"], 5, "{share}");
+    // Redis never answered: errors, not refusals; the fallback's own
+    // refusals (its schedule was busy) are counted apart.
+    assert!(share["errors"].as_u64().unwrap() >= 1, "{share}");
+    assert_eq!(share["refusals"], 0, "{share}");
+    assert_eq!(share["reservations"], 0, "{share}");
+    assert!(share["fallback_refusals"].as_u64().unwrap() >= 4, "{share}");
 }
 
 // ---- drip gate -----------------------------------------------------------
@@ -876,6 +889,24 @@ fn gate_exit_status_wait_and_errors() {
     assert!(out.status.success());
     let waited: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
     assert!((0.0..2.0).contains(&waited), "{waited}");
+    // A full disk is one line saying what could not be written.
+    let full = std::fs::OpenOptions::new()
+        .write(true)
+        .open("/dev/full")
+        .unwrap();
+    let out = drip("gate")
+        .args(["--rate", "100/s", "--share", &format!("{state}.full")])
+        .arg("--print-wait")
+        .stdout(full)
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("cannot write the wait (--print-wait) to standard output: No space left"),
+        "{err}"
+    );
     // ... and on stderr with one, whose stdout stays its own.
     let out = run(&[
         "--rate",
@@ -1010,4 +1041,41 @@ fn a_held_lock_is_a_share_error_after_a_deadline() {
         run.stderr
     );
     assert!(run.stderr.contains("answers again"), "{}", run.stderr);
+}
+
+#[test]
+fn a_held_lock_gives_up_at_the_share_timeout() {
+    let dir = tempdir();
+    let state = dir.join("budget.share");
+    let mut holder = lock_holder(&state, "30");
+    let s = state.to_str().unwrap();
+    let args = ["--rate", "10/s", "--share", s, "--share-timeout", "1s"];
+    let started = Instant::now();
+    let run = spawn_pacer(0, 3, &args).finish();
+    let took = started.elapsed();
+    let gate_started = Instant::now();
+    let gate = drip("gate").args(args).output().unwrap();
+    let gate_took = gate_started.elapsed();
+    let _ = holder.kill();
+    let _ = holder.wait();
+    // The lock's own 2 s deadline does not outlast the 1 s timeout.
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(
+        took >= Duration::from_secs(1) && took < Duration::from_millis(1_900),
+        "{took:?}: {}",
+        run.stderr
+    );
+    assert_eq!(run.stats["unsent"], 3, "{}", run.stderr);
+    let last = run.stderr.lines().last().unwrap();
+    assert!(last.contains("unreachable for 1s"), "{last}");
+    let elapsed = run.stats["elapsed_s"].as_f64().unwrap();
+    assert!((1.0..1.9).contains(&elapsed), "{}", run.stderr);
+    let err = String::from_utf8_lossy(&gate.stderr);
+    assert_eq!(gate.status.code(), Some(2), "{err}");
+    assert!(
+        gate_took >= Duration::from_secs(1) && gate_took < Duration::from_millis(1_900),
+        "{gate_took:?}: {err}"
+    );
+    assert!(err.contains("unreachable for 1s"), "{err}");
+    assert!(err.contains("held by another process for 1s"), "{err}");
 }

@@ -181,8 +181,13 @@ impl Summary {
             .map_or(String::new(), KeySummary::to_text);
         let share = self.share.as_ref().map_or(String::new(), |s| {
             format!(
-                "  share    {}: {} reservations, {} refusals, {} errors, {} local fallback\n",
-                s.schedule, s.reservations, s.refusals, s.errors, s.fallback_grants
+                "  share    {}: {} reservations, {} refusals, {} errors, {} local fallback ({} refused)\n",
+                s.schedule,
+                s.reservations,
+                s.refusals,
+                s.errors,
+                s.fallback_grants,
+                s.fallback_refusals
             )
         });
         format!(

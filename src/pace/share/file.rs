@@ -35,7 +35,8 @@ use std::time::{Duration, Instant};
 const MAGIC: &[u8] = b"v1 ";
 /// Bytes in one record: "v1 " + 20 digits + " " + 20 digits + "\n".
 pub const RECORD: usize = 45;
-/// How long a reservation waits for the lock before calling it an error.
+/// How long a reservation waits for the lock before calling it an error
+/// (less when `--share-timeout` leaves less).
 pub const LOCK_DEADLINE: Duration = Duration::from_secs(2);
 
 /// Filesystem magic numbers (statfs `f_type`) of network filesystems.
@@ -168,8 +169,8 @@ impl FileBackend {
         })
     }
 
-    /// Takes the lock, polling until [`LOCK_DEADLINE`].
-    fn lock(&self) -> Result<(), String> {
+    /// Takes the lock, polling for up to `patience`.
+    fn lock(&self, patience: Duration) -> Result<(), String> {
         let start = Instant::now();
         let mut pause = Duration::from_micros(20);
         loop {
@@ -180,11 +181,12 @@ impl FileBackend {
                     return Err(format!("cannot lock '{}': {e}", self.path.display()));
                 }
             }
-            if start.elapsed() >= LOCK_DEADLINE {
+            let waited = start.elapsed();
+            if waited >= patience {
                 return Err(format!(
-                    "share lock on '{}' held by another process for {}s (is one stopped, with Ctrl-Z?)",
+                    "share lock on '{}' held by another process for {} (is one stopped, with Ctrl-Z?)",
                     self.path.display(),
-                    LOCK_DEADLINE.as_secs()
+                    humantime::format_duration(Duration::from_millis(waited.as_millis() as u64))
                 ));
             }
             std::thread::sleep(pause);
@@ -247,8 +249,8 @@ impl Backend for FileBackend {
         Ok(())
     }
 
-    fn reserve(&mut self, params: Params) -> Result<Outcome, String> {
-        self.lock()?;
+    fn reserve(&mut self, params: Params, patience: Duration) -> Result<Outcome, String> {
+        self.lock(patience)?;
         let result = self.reserve_locked(params);
         // Unlocking a lock we hold cannot fail in a way we could act on;
         // closing the file would drop it anyway.
@@ -292,7 +294,7 @@ mod tests {
         for i in 0..8 {
             let backend = if i % 2 == 0 { &mut a } else { &mut b };
             let before = wall_micros();
-            match backend.reserve(P).unwrap() {
+            match backend.reserve(P, LOCK_DEADLINE).unwrap() {
                 Outcome::Granted { delay } => slots.push(before + delay),
                 o => panic!("{o:?}"),
             }
@@ -313,9 +315,15 @@ mod tests {
         let path = temp("clamp");
         std::fs::write(&path, format(u64::MAX / 2, 5_000)).unwrap();
         let mut a = FileBackend::open(&path, false).unwrap();
-        assert_eq!(a.reserve(P).unwrap(), Outcome::Granted { delay: 0 });
+        assert_eq!(
+            a.reserve(P, LOCK_DEADLINE).unwrap(),
+            Outcome::Granted { delay: 0 }
+        );
         std::fs::write(&path, b"v1 not a number at all, but 45 bytes long!\n").unwrap();
-        assert_eq!(a.reserve(P).unwrap(), Outcome::Granted { delay: 0 });
+        assert_eq!(
+            a.reserve(P, LOCK_DEADLINE).unwrap(),
+            Outcome::Granted { delay: 0 }
+        );
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 
@@ -341,11 +349,18 @@ mod tests {
         let holder = File::open(&path).unwrap();
         holder.lock().unwrap();
         let started = Instant::now();
-        let e = a.reserve(P).unwrap_err();
+        let e = a.reserve(P, LOCK_DEADLINE).unwrap_err();
         assert!(started.elapsed() >= LOCK_DEADLINE);
-        assert!(e.contains("held by another process"), "{e}");
+        assert!(e.contains("held by another process for 2s"), "{e}");
+        // A shorter patience gives up sooner and says how long it waited.
+        let started = Instant::now();
+        let e = a.reserve(P, Duration::from_millis(300)).unwrap_err();
+        let waited = started.elapsed();
+        assert!(waited >= Duration::from_millis(300), "{waited:?}");
+        assert!(waited < LOCK_DEADLINE, "{waited:?}");
+        assert!(e.contains("held by another process for 300ms"), "{e}");
         holder.unlock().unwrap();
-        assert!(a.reserve(P).is_ok());
+        assert!(a.reserve(P, LOCK_DEADLINE).is_ok());
         let _ = std::fs::remove_dir_all(path.parent().unwrap());
     }
 

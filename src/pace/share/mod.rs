@@ -25,7 +25,7 @@ use crate::time::Nanos;
 use anyhow::bail;
 use reserve::{MICROS, Outcome, Params};
 use serde::Serialize;
-use std::time::{SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Where the schedule lives.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -162,8 +162,10 @@ impl Plan {
 pub trait Backend: Send {
     /// Makes sure the schedule can be reached (a connection for Redis).
     fn connect(&mut self) -> Result<(), String>;
-    /// Reserves per `params` on the authority's clock.
-    fn reserve(&mut self, params: Params) -> Result<Outcome, String>;
+    /// Reserves per `params` on the authority's clock, waiting at most
+    /// about `patience` for a busy schedule (a state file's lock) before
+    /// calling it an error.
+    fn reserve(&mut self, params: Params, patience: Duration) -> Result<Outcome, String>;
 }
 
 /// Opens the backend for `location`. Errors here are the user's to fix
@@ -237,12 +239,15 @@ pub struct ShareSummary {
     pub schedule: String,
     /// Slots granted by the shared schedule.
     pub reservations: u64,
-    /// Calls refused (no slot within the bound).
+    /// Calls the shared schedule refused (no slot within the bound).
     pub refusals: u64,
-    /// Calls that failed (unreachable, lock not taken in time).
+    /// Attempts to reach the shared schedule that failed (unreachable,
+    /// lock not taken in time), the first connection included.
     pub errors: u64,
     /// Slots granted by the local fallback schedule.
     pub fallback_grants: u64,
+    /// Calls the local fallback schedule refused (no slot within the bound).
+    pub fallback_refusals: u64,
 }
 
 /// Backoff between attempts to reach an unreachable schedule.
@@ -268,14 +273,17 @@ pub struct Sharer {
     /// The local fallback: its plan and state (µs on the monotonic clock).
     fallback: Option<(Params, u64)>,
     outage: Option<Outage>,
+    /// Under `fail`: the first connection's error, given up at the first
+    /// reservation (so a driver's summary is printed before it exits).
+    startup_error: Option<String>,
     jitter: u64,
     summary: ShareSummary,
 }
 
 impl Sharer {
     /// Opens the schedule for `plan` and tries to reach it once: under
-    /// `fail` an unreachable schedule is an error at once; otherwise the
-    /// outage starts now.
+    /// `fail` an unreachable schedule is an error at the first
+    /// reservation; otherwise the outage starts now.
     pub fn start(config: ShareConfig, plan: Plan, now: Nanos) -> anyhow::Result<Sharer> {
         let backend = open(&config.location, config.allow_network_fs)?;
         let fallback = config.fallback.map(|rate| {
@@ -304,10 +312,16 @@ impl Sharer {
             plan,
             fallback,
             outage: None,
+            startup_error: None,
             jitter: seed | 1,
         };
         if let Err(e) = sharer.backend.connect() {
-            sharer.failed(e, now)?;
+            sharer.summary.errors += 1;
+            if sharer.config.on_error == OnShareError::Fail {
+                sharer.startup_error = Some(e);
+            } else {
+                sharer.failed(e, now, now)?;
+            }
         }
         Ok(sharer)
     }
@@ -323,13 +337,17 @@ impl Sharer {
     /// Reserves one slot at monotonic instant `now` (the local fallback's
     /// clock). An error means: give up (`fail`, or `wait` past its timeout).
     pub fn reserve(&mut self, now: Nanos) -> anyhow::Result<Answer> {
+        if let Some(e) = self.startup_error.take() {
+            self.failed(e, now, now)?;
+        }
         if let Some(o) = &self.outage
             && self.config.on_error == OnShareError::Local
             && now < o.probe_at
         {
             return Ok(self.local(now));
         }
-        match self.backend.reserve(self.plan.params) {
+        let started = Instant::now();
+        match self.backend.reserve(self.plan.params, self.patience(now)) {
             Ok(outcome) => {
                 if self.outage.take().is_some() {
                     crate::say!(
@@ -358,7 +376,8 @@ impl Sharer {
             }
             Err(e) => {
                 self.summary.errors += 1;
-                let retry_after = self.failed(e, now)?;
+                let spent = Nanos(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX));
+                let retry_after = self.failed(e, now, now.saturating_add(spent))?;
                 Ok(match self.config.on_error {
                     OnShareError::Local => self.local(now),
                     _ => Answer::Unreachable { retry_after },
@@ -367,9 +386,22 @@ impl Sharer {
         }
     }
 
-    /// Records a failure at `now`: an error under `fail` or past the
-    /// timeout, else the wait before the next attempt.
-    fn failed(&mut self, error: String, now: Nanos) -> anyhow::Result<Nanos> {
+    /// How long one attempt may wait for a busy schedule: under `wait`
+    /// with a timeout, no longer than the time left before giving up.
+    fn patience(&self, now: Nanos) -> Duration {
+        let mut patience = file::LOCK_DEADLINE;
+        if let (OnShareError::Wait, Some(limit)) = (self.config.on_error, self.config.timeout) {
+            let since = self.outage.as_ref().map_or(now, |o| o.since);
+            let left = since.saturating_add(limit).saturating_sub(now);
+            patience = patience.min(left.to_duration().max(Duration::from_millis(1)));
+        }
+        patience
+    }
+
+    /// Records a failure of an attempt made at `tried` that ended at
+    /// `now`: an error under `fail` or past the timeout, else the wait
+    /// before the next attempt.
+    fn failed(&mut self, error: String, tried: Nanos, now: Nanos) -> anyhow::Result<Nanos> {
         let schedule = &self.summary.schedule;
         if self.config.on_error == OnShareError::Fail {
             bail!(
@@ -378,8 +410,8 @@ impl Sharer {
         }
         let first = self.outage.is_none();
         let o = self.outage.get_or_insert(Outage {
-            since: now,
-            warned: now,
+            since: tried,
+            warned: tried,
             backoff: BACKOFF_FIRST,
             probe_at: now,
             error: String::new(),
@@ -460,7 +492,7 @@ impl Sharer {
                 }
             }
             Outcome::Refused { retry_after } => {
-                self.summary.refusals += 1;
+                self.summary.fallback_refusals += 1;
                 Answer::Refused {
                     retry_after: Nanos(retry_after.saturating_mul(MICROS)),
                 }

@@ -160,7 +160,8 @@ impl Backend for RedisBackend {
         Ok(())
     }
 
-    fn reserve(&mut self, params: Params) -> Result<Outcome, String> {
+    /// A Redis call waits up to its own connect and read timeout (1 s).
+    fn reserve(&mut self, params: Params, _patience: Duration) -> Result<Outcome, String> {
         let (granted, wait, _) = self.call(params)?;
         Ok(if granted {
             Outcome::Granted { delay: wait }
