@@ -969,3 +969,108 @@ fn a_failing_policy_stops_the_run_before_the_input_ends() {
         .unwrap();
     assert!(err.contains("more than 1000000 intervals"), "{err}");
 }
+
+// 11. One far-future row.
+
+#[test]
+fn a_far_future_row_is_named_or_skipped() {
+    let dir = tmpdir();
+    let f = dir.join("future.csv");
+    let mut text = String::from("ts,client\n");
+    for i in 0..1000 {
+        if i == 500 {
+            text.push_str("2099-01-01T00:00:00Z,c1\n");
+        } else {
+            text.push_str(&format!(
+                "2024-05-01T00:{:02}:{:02}Z,c{}\n",
+                i / 60,
+                i % 60,
+                i % 7
+            ));
+        }
+    }
+    std::fs::write(&f, text).unwrap();
+    let out = drip(&["audit", s(&f), "-p", "gcra:rate=1/s", "-q"], None);
+    let line = one_error_line(&out);
+    // Row 501 is line 502: that row is named, not the good one after it.
+    assert!(line.contains("future.csv:502:"), "{line}");
+    assert!(line.contains("out of place"), "{line}");
+    assert!(!line.contains("--reorder-window"), "{line}");
+    let v = json(&drip(
+        &[
+            "audit",
+            s(&f),
+            "-p",
+            "gcra:rate=1/s",
+            "-q",
+            "--skip-bad",
+            "-f",
+            "json",
+        ],
+        None,
+    ));
+    assert_eq!(v["input"]["rows"], 999);
+    assert_eq!(v["input"]["bad_rows_skipped"], 1);
+    assert!(v["input"]["last_ns"].as_u64().unwrap() < 1_800_000_000_000_000_000);
+}
+
+// 14. Keys are escaped in every format.
+
+#[test]
+fn keys_with_newlines_escapes_and_bad_utf8_are_escaped_and_distinct() {
+    let dir = tmpdir();
+    let f = dir.join("keys.csv");
+    let mut data = b"ts,client\n".to_vec();
+    for i in 0..40u64 {
+        let key: &[u8] = match i % 4 {
+            0 => b"\"multi\nline\"",
+            1 => b"\x1b[31mred",
+            2 => b"bad\xff",
+            _ => b"bad\xfe",
+        };
+        data.extend_from_slice(format!("{},", 1_700_000_000 + i / 8).as_bytes());
+        data.extend_from_slice(key);
+        data.push(b'\n');
+    }
+    std::fs::write(&f, data).unwrap();
+    let base = [
+        "audit",
+        s(&f),
+        "-p",
+        "gcra:rate=1/min",
+        "--key-column",
+        "client",
+        "-q",
+    ];
+    for format in ["table", "markdown", "csv"] {
+        let mut args = base.to_vec();
+        args.extend(["-f", format]);
+        let out = drip(&args, None);
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        let text = &out.stdout;
+        assert!(!text.contains('\x1b'), "{format}: {text}");
+        assert!(!text.contains('\u{fffd}'), "{format}: {text}");
+        for key in ["multi\\nline", "\\u{1b}[31mred", "bad\\xff", "bad\\xfe"] {
+            assert!(text.contains(key), "{format}: no {key} in {text}");
+        }
+        // No line of the report starts inside a key.
+        assert!(
+            !text.lines().any(|l| l.starts_with("line")),
+            "{format}: {text}"
+        );
+    }
+    let mut args = base.to_vec();
+    args.extend(["-f", "json"]);
+    let v = json(&drip(&args, None));
+    let mut keys: Vec<&str> = v["policies"][0]["top_keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["key"].as_str().unwrap())
+        .collect();
+    keys.sort();
+    assert_eq!(
+        keys,
+        ["\\u{1b}[31mred", "bad\\xfe", "bad\\xff", "multi\\nline"]
+    );
+}

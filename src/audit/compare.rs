@@ -70,7 +70,7 @@ impl Compare {
         top: usize,
     ) -> Vec<CompareReport> {
         let name = |k: usize| match self.slot {
-            Some(c) => String::from_utf8_lossy(names[c].get(k as u32)).into_owned(),
+            Some(c) => crate::report::key_text(names[c].get(k as u32)),
             None => "(all)".into(),
         };
         let reqs = |k: usize| match self.slot {

@@ -59,11 +59,27 @@ pub struct Reorder {
     pub reordered: u64,
     /// How far behind the newest row seen a row came, at most.
     pub max_behind: Nanos,
+    /// The last row jumped ahead of the newest by more than the window:
+    /// a far-future row out of place, unless the next row follows it.
+    jump: Option<Jump>,
+}
+
+/// A row that moved the newest time ahead by more than the window.
+#[derive(Clone, Copy)]
+struct Jump {
+    seq: u64,
+    ev: Event,
+    /// The newest time before it.
+    before: Nanos,
 }
 
 /// A row older than the window allows.
 pub struct TooLate {
     pub newest: Nanos,
+    /// The row just before it, when that row jumped ahead by more than the
+    /// window: more likely the one out of place. It and `before` (the
+    /// newest time before it).
+    pub jumped: Option<(Event, Nanos)>,
 }
 
 impl Reorder {
@@ -76,6 +92,7 @@ impl Reorder {
             newest: Nanos::ZERO,
             reordered: 0,
             max_behind: Nanos::ZERO,
+            jump: None,
         }
     }
 
@@ -84,9 +101,18 @@ impl Reorder {
         if ev.at.saturating_add(self.window) < self.newest {
             return Err(TooLate {
                 newest: self.newest,
+                jumped: self.jump.map(|j| (j.ev, j.before)),
             });
         }
         self.seq += 1;
+        // A row far ahead of every row so far is held as a jump until the
+        // next row shows whether the log really moved on.
+        self.jump =
+            (self.seq > 1 && ev.at > self.newest.saturating_add(self.window)).then_some(Jump {
+                seq: self.seq,
+                ev,
+                before: self.newest,
+            });
         let held = Held { seq: self.seq, ev };
         match self.in_order.back() {
             Some(last) if last.ev.at > ev.at => {
@@ -111,6 +137,19 @@ impl Reorder {
         }
     }
 
+    /// Takes back the row that jumped ahead when the next one was too
+    /// late for it (it is out of place): the newest time is as before it.
+    pub fn drop_jump(&mut self) -> Option<Event> {
+        let j = self.jump.take()?;
+        match self.in_order.back() {
+            Some(h) if h.seq == j.seq => {
+                self.newest = j.before;
+                self.in_order.pop_back().map(|h| h.ev)
+            }
+            _ => None,
+        }
+    }
+
     /// The next row no later row can precede.
     #[inline]
     pub fn pop_ready(&mut self) -> Option<Event> {
@@ -120,7 +159,9 @@ impl Reorder {
         } else {
             self.in_order.front()?.ev.at
         };
-        if at.saturating_add(self.window) <= self.newest {
+        // While a jump is unconfirmed, rows go out as if it had not come.
+        let newest = self.jump.map_or(self.newest, |j| j.before);
+        if at.saturating_add(self.window) <= newest {
             self.pop(late)
         } else {
             None
@@ -187,6 +228,37 @@ mod tests {
             panic!("accepted")
         };
         assert_eq!(e.newest, Nanos(100));
+        assert!(e.jumped.is_none());
+    }
+
+    #[test]
+    fn a_row_far_ahead_is_taken_back_when_the_next_is_too_late_for_it() {
+        let mut r = Reorder::new(Nanos(10));
+        let mut out = Vec::new();
+        for (i, t) in [100u64, 105, 99].into_iter().enumerate() {
+            r.push(ev(t, i as u64)).ok().unwrap();
+        }
+        r.push(ev(1_000_000, 3)).ok().unwrap();
+        // Nothing goes out on the strength of the jump alone.
+        assert!(r.pop_ready().is_none());
+        let Err(e) = r.push(ev(106, 4)) else {
+            panic!("accepted")
+        };
+        let (jumped, before) = e.jumped.unwrap();
+        assert_eq!((jumped.row, before), (3, Nanos(105)));
+        assert_eq!(r.drop_jump().map(|e| e.row), Some(3));
+        r.push(ev(106, 4)).ok().unwrap();
+        while let Some(e) = r.pop_any() {
+            out.push(e.row);
+        }
+        assert_eq!(out, [2, 0, 1, 4]);
+        // A real jump (a gap in the log) is confirmed by the next row.
+        let mut r = Reorder::new(Nanos(10));
+        r.push(ev(100, 0)).ok().unwrap();
+        r.push(ev(5000, 1)).ok().unwrap();
+        r.push(ev(5001, 2)).ok().unwrap();
+        assert_eq!(r.pop_ready().map(|e| e.row), Some(0));
+        assert!(r.push(ev(101, 3)).err().unwrap().jumped.is_none());
     }
 
     #[test]

@@ -684,7 +684,7 @@ impl Replay {
                         .expect("drops by key need a key column");
                     let requests = self.requests_by_key[c][id as usize];
                     KeyRow {
-                        key: String::from_utf8_lossy(self.names[c].get(id)).into_owned(),
+                        key: crate::report::key_text(self.names[c].get(id)),
                         requests,
                         dropped,
                         drop_pct: percent(dropped, requests),
@@ -771,9 +771,7 @@ pub type TimelineRows = (Nanos, Vec<TimelineRow>);
 /// The text of the key a run reports by, for the decisions file.
 fn key_text(names: &[KeyNames], slot: Option<usize>, ev: &Event) -> String {
     match slot {
-        Some(c) if ev.keys[c] != EMPTY_KEY => {
-            String::from_utf8_lossy(names[c].get(ev.keys[c])).into_owned()
-        }
+        Some(c) if ev.keys[c] != EMPTY_KEY => crate::report::key_text(names[c].get(ev.keys[c])),
         _ => String::new(),
     }
 }

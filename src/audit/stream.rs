@@ -84,6 +84,8 @@ pub fn read_ordered(
     let mut order = Reorder::new(reorder_window);
     let mut chunk: Vec<Event> = Vec::with_capacity(CHUNK);
     let mut rows_seen = 0u64;
+    // Far-future rows taken back with --skip-bad.
+    let mut out_of_place = 0u64;
     let names: Vec<String> = if files.is_empty() {
         vec!["<stdin>".into()]
     } else {
@@ -95,6 +97,23 @@ pub fn read_ordered(
             rows_seen += batch.events.len() as u64;
             for ev in batch.events {
                 if let Err(late) = order.push(ev) {
+                    if let Some((jumped, before)) = late.jumped {
+                        // The row before jumped far ahead and this one goes
+                        // back: that row is the one out of place.
+                        if spec.skip_bad && order.drop_jump().is_some() && order.push(ev).is_ok() {
+                            out_of_place += 1;
+                            continue;
+                        }
+                        bail!(
+                            "{}:{}: this row's time {} is {} after the rows before it ({}), and the next row goes back to {}: the row is out of place; fix or remove it, or pass --skip-bad to skip and count such rows",
+                            names[jumped.file as usize],
+                            jumped.line,
+                            crate::report::instant(jumped.at.0),
+                            Nanos(jumped.at.0 - before.0),
+                            crate::report::instant(before.0),
+                            crate::report::instant(ev.at.0),
+                        );
+                    }
                     let behind = Nanos(late.newest.0 - ev.at.0);
                     bail!(
                         "{}:{}: this row's time {} is {} older than an earlier row's {}, beyond the reorder window of {}; raise --reorder-window above {} or sort the log by time",
@@ -137,7 +156,9 @@ pub fn read_ordered(
         .join()
         .map_err(|_| anyhow!("the reader thread failed"))?;
     bar.finish_and_clear();
-    let summary = read?;
+    let mut summary = read?;
+    summary.rows -= out_of_place;
+    summary.bad_rows += out_of_place;
     if summary.rows == 0 && summary.bad_rows > 0 {
         bail!(
             "all {} rows were bad and skipped, nothing was replayed; check --time-column and --time-format (drop --skip-bad to see the first bad row)",

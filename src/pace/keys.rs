@@ -127,7 +127,7 @@ impl Keys {
                 .into_iter()
                 .take(top)
                 .map(|i| KeyCount {
-                    key: String::from_utf8_lossy(self.names.get(i as u32)).into_owned(),
+                    key: crate::report::key_text(self.names.get(i as u32)),
                     lines: self.lines[i],
                 })
                 .collect(),

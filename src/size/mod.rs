@@ -733,7 +733,7 @@ pub fn run(args: SizeArgs) -> Result<u8> {
                     .map(|&k| {
                         let n = need_of(pi, k);
                         KeyNeed {
-                            key: String::from_utf8_lossy(log.names.get(k as u32)).into_owned(),
+                            key: crate::report::key_text(log.names.get(k as u32)),
                             need: (n != u64::MAX).then_some(n),
                             requests: log.requests_by_key[k],
                             excluded: !is_counted(k),
@@ -979,7 +979,7 @@ fn rule(
     let busiest_key = shape
         .busiest_key
         .filter(|_| keyed)
-        .map(|k| String::from_utf8_lossy(log.names.get(k)).into_owned());
+        .map(|k| crate::report::key_text(log.names.get(k)));
     let mut text = vec![format!(
         "the log's average rate is {avg:.4}/s{who}; its busiest second has {} requests{}",
         shape.busiest,
