@@ -97,9 +97,12 @@ pub fn read_ordered(
             rows_seen += batch.events.len() as u64;
             for ev in batch.events {
                 if let Err(late) = order.push(ev) {
-                    if let Some((jumped, before)) = late.jumped {
+                    if let Some((jumped, before)) = late.jumped
+                        && ev.at.saturating_add(reorder_window) >= before
+                    {
                         // The row before jumped far ahead and this one goes
-                        // back: that row is the one out of place.
+                        // back to where the log was: that row is the one
+                        // out of place.
                         if spec.skip_bad && order.drop_jump().is_some() && order.push(ev).is_ok() {
                             out_of_place += 1;
                             continue;
