@@ -581,7 +581,7 @@ impl Replay {
             for (i, ev) in events.iter().enumerate() {
                 let now = ev.at;
                 for (ri, run) in self.runs.iter().enumerate() {
-                    let key = key_text(&self.names, run.tally.report_slot, ev);
+                    let key = key_bytes(&self.names, run.tally.report_slot, ev);
                     let (admit, wait, retry) = match outcomes[ri * n + i] {
                         Decision::Admit { release } => {
                             ("1", fmt_millis(release.saturating_sub(now)), String::new())
@@ -593,13 +593,13 @@ impl Replay {
                         ),
                     };
                     let r = w.write_record([
-                        ev.row.to_string().as_str(),
-                        run.label.as_str(),
-                        key.as_str(),
-                        ev.cost.to_string().as_str(),
-                        admit,
-                        wait.as_str(),
-                        retry.as_str(),
+                        ev.row.to_string().as_bytes(),
+                        run.label.as_bytes(),
+                        key,
+                        ev.cost.to_string().as_bytes(),
+                        admit.as_bytes(),
+                        wait.as_bytes(),
+                        retry.as_bytes(),
                     ]);
                     if r.is_err() {
                         return written(r, &mut self.decisions, &self.decisions_name);
@@ -768,11 +768,12 @@ fn written(
 /// The timeline interval and its rows.
 pub type TimelineRows = (Nanos, Vec<TimelineRow>);
 
-/// The text of the key a run reports by, for the decisions file.
-fn key_text(names: &[KeyNames], slot: Option<usize>, ev: &Event) -> String {
+/// The key a run reports by, for the decisions file: its bytes as read
+/// (the CSV writer quotes them), so rows can be matched to the log exactly.
+fn key_bytes<'a>(names: &'a [KeyNames], slot: Option<usize>, ev: &Event) -> &'a [u8] {
     match slot {
-        Some(c) if ev.keys[c] != EMPTY_KEY => crate::report::key_text(names[c].get(ev.keys[c])),
-        _ => String::new(),
+        Some(c) if ev.keys[c] != EMPTY_KEY => names[c].get(ev.keys[c]),
+        _ => b"",
     }
 }
 
