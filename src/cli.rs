@@ -114,11 +114,14 @@ pub enum OnShareError {
 pub struct ShareArgs {
     /// Share one schedule with other drip processes: a state file on this
     /// host (PATH), or redis://[user:pass@]host[:port][/db][#NAME] across
-    /// hosts (also rediss://, redis+unix:///path.sock).
-    #[arg(long, env = "DRIP_SHARE", value_name = "PATH|URL")]
+    /// hosts (also rediss://, redis+unix:///path.sock). Default: the
+    /// environment's DRIP_SHARE (empty counts as unset); 'none' shares
+    /// nothing, whatever DRIP_SHARE says.
+    #[arg(long, value_name = "PATH|URL|none")]
     pub share: Option<std::ffi::OsString>,
-    /// The schedule's name in Redis (the key is drip:{NAME}).
-    #[arg(long, env = "DRIP_SHARE_KEY", value_name = "NAME")]
+    /// The schedule's name in Redis (the key is drip:{NAME}). Default: the
+    /// environment's DRIP_SHARE_KEY.
+    #[arg(long, value_name = "NAME")]
     pub share_key: Option<String>,
     /// When the shared schedule cannot be reached: wait, fail, or local.
     #[arg(long, value_enum, default_value_t = OnShareError::Wait)]

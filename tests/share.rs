@@ -1079,3 +1079,131 @@ fn a_held_lock_gives_up_at_the_share_timeout() {
     assert!(err.contains("unreachable for 1s"), "{err}");
     assert!(err.contains("held by another process for 1s"), "{err}");
 }
+
+/// `drip pace` with `DRIP_SHARE=value` in its environment, `input` on stdin.
+fn pace_with_env(value: &std::ffi::OsStr, args: &[&str], input: &[u8]) -> Output {
+    let mut child = drip("pace")
+        .env("DRIP_SHARE", value)
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let _ = child.stdin.take().unwrap().write_all(input);
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn an_inherited_drip_share_never_breaks_a_run_that_cannot_share() {
+    let dir = tempdir();
+    let state = dir.join("inherited.share");
+    let env = state.as_os_str();
+    let stamped = b"time,msg\n2026-01-01T00:00:00Z,a\n2026-01-01T00:00:00Z,b\n";
+    // Runs that cannot share go on alone, with a note naming the variable.
+    for (args, input, why) in [
+        (
+            vec!["--rate", "100/s", "--key", "x"],
+            &b"1\n2\n"[..],
+            "--key",
+        ),
+        (
+            vec!["--replay", "--time-format", "rfc3339"],
+            &stamped[..],
+            "--replay",
+        ),
+        (
+            vec!["-p", "sliding-log:limit=5,window=1s"],
+            &b"1\n2\n"[..],
+            "sliding-log",
+        ),
+    ] {
+        let out = pace_with_env(env, &args, input);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {err}");
+        assert_eq!(out.stdout, input, "{args:?}: {err}");
+        assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
+        assert!(err.contains("DRIP_SHARE is set"), "{args:?}: {err}");
+        assert!(err.contains(why), "{args:?}: {err}");
+        assert!(err.contains("--share none"), "{args:?}: {err}");
+        assert!(!state.exists(), "{args:?} touched the schedule");
+    }
+    // --share none: no note, no schedule.
+    let out = pace_with_env(
+        env,
+        &["--rate", "100/s", "--key", "x", "--share", "none"],
+        b"1\n",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = pace_with_env(
+        env,
+        &["--rate", "100/s", "--share", "none", "--stats=json"],
+        b"1\n",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("\"share\""), "{err}");
+    assert!(!state.exists());
+    // An empty DRIP_SHARE is unset.
+    let out = pace_with_env(std::ffi::OsStr::new(""), &["--rate", "100/s"], b"1\n");
+    assert_eq!(out.status.code(), Some(0));
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // A bad DRIP_SHARE is an error that names it and says what to do.
+    for (value, needle) in [
+        (
+            "http://host/x",
+            "DRIP_SHARE 'http://host/x': unknown scheme",
+        ),
+        (
+            "redis://127.0.0.1:1",
+            "DRIP_SHARE redis://127.0.0.1:1: give",
+        ),
+        (dir.to_str().unwrap(), "is a directory"),
+    ] {
+        let out = pace_with_env(std::ffi::OsStr::new(value), &["--rate", "100/s"], b"1\n");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{value}: {err}");
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains(needle), "{value}: {err}");
+        assert!(
+            err.contains(
+                "DRIP_SHARE is set in the environment: correct it, unset it, or pass --share none"
+            ),
+            "{value}: {err}"
+        );
+    }
+    // Typed on the command line, the same combination is still an error.
+    let out = drip("pace")
+        .args(["--rate", "100/s", "--key", "x", "--share"])
+        .arg(&state)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--share keeps one schedule"));
+    // DRIP_SHARE_KEY is a default for Redis schedules: a state file, given
+    // either way, goes on without it.
+    let out = drip("pace")
+        .env("DRIP_SHARE_KEY", "partner-api")
+        .args(["--rate", "100/s", "--share"])
+        .arg(&state)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(state.exists());
+}

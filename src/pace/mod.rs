@@ -168,18 +168,28 @@ impl Config {
         let progress = !args.no_progress && (args.progress || io::stderr().is_terminal());
         let share = match ShareConfig::from_args(&args.share)? {
             None => None,
-            Some(_) if keyed.is_some() => bail!(
-                "--share keeps one schedule for all lines; it cannot be combined with --key or --key-field"
-            ),
+            Some(config) if keyed.is_some() => {
+                config.cannot_share(&format!(
+                    "{} keeps one schedule for all lines; it cannot be combined with --key or --key-field",
+                    config.origin.name()
+                ))?;
+                None
+            }
             Some(config) => {
                 let plan = match spec.members.as_slice() {
                     [m] => Plan::of(&m.config),
                     _ => Err("a '+' stack keeps several states".to_string()),
+                };
+                match plan {
+                    Ok(plan) => Some((config, plan)),
+                    Err(why) => {
+                        config.cannot_share(&format!(
+                            "{} cannot share '{target}': {why}",
+                            config.origin.name()
+                        ))?;
+                        None
+                    }
                 }
-                .map_err(|why| {
-                    anyhow::anyhow!("--share (or DRIP_SHARE) cannot share '{target}': {why}")
-                })?;
-                Some((config, plan))
             }
         };
         Ok(Config {
@@ -205,8 +215,11 @@ impl Config {
     fn replay(args: PaceArgs) -> anyhow::Result<Config> {
         let r = &args.replay;
         let speed = replay::Speed::parse(&r.speed).map_err(|e| anyhow::anyhow!("--speed: {e}"))?;
-        if ShareConfig::from_args(&args.share)?.is_some() {
-            bail!("--replay keeps the log's own times; it cannot be combined with --share");
+        if let Some(config) = ShareConfig::from_args(&args.share)? {
+            config.cannot_share(&format!(
+                "--replay keeps the log's own times; it cannot be combined with {}",
+                config.origin.name()
+            ))?;
         }
         if args.max_pending == 0 {
             bail!("--max-pending 0 would hold no line: give at least 1 (default 100000)");

@@ -27,6 +27,44 @@ use reserve::{MICROS, Outcome, Params};
 use serde::Serialize;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+/// Where a sharing option came from: the command line, or the
+/// environment (which a user may have exported for other runs).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Origin {
+    Flag,
+    Env,
+}
+
+/// The environment variable of the schedule.
+pub const ENV_SHARE: &str = "DRIP_SHARE";
+/// The environment variable of the schedule's name in Redis.
+pub const ENV_SHARE_KEY: &str = "DRIP_SHARE_KEY";
+
+/// An environment variable's value; an empty one counts as unset.
+fn from_env(name: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(name).filter(|v| !v.is_empty())
+}
+
+impl Origin {
+    /// How messages name the schedule's setting.
+    pub fn name(self) -> &'static str {
+        match self {
+            Origin::Flag => "--share",
+            Origin::Env => ENV_SHARE,
+        }
+    }
+
+    /// `e`, with what to do about an environment variable appended.
+    fn explain(self, e: anyhow::Error) -> anyhow::Error {
+        match self {
+            Origin::Flag => e,
+            Origin::Env => anyhow::anyhow!(
+                "{e:#} ({ENV_SHARE} is set in the environment: correct it, unset it, or pass --share none)"
+            ),
+        }
+    }
+}
+
 /// Where the schedule lives.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Location {
@@ -38,8 +76,15 @@ pub enum Location {
 
 impl Location {
     /// Reads `--share` and `--share-key` (or the environment's
-    /// `DRIP_SHARE`, `DRIP_SHARE_KEY`).
-    pub fn parse(share: &std::ffi::OsStr, key: Option<&str>) -> anyhow::Result<Location> {
+    /// `DRIP_SHARE`, `DRIP_SHARE_KEY`; `origin` says which gave `share`).
+    /// A name from the environment yields to one in the URL, and a file
+    /// ignores it: it is a default for Redis schedules.
+    pub fn parse(
+        share: &std::ffi::OsStr,
+        origin: Origin,
+        key: Option<(&str, Origin)>,
+    ) -> anyhow::Result<Location> {
+        let flag = origin.name();
         let text = share.to_str().unwrap_or_default();
         let scheme = text.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
         match scheme.as_deref() {
@@ -49,13 +94,13 @@ impl Location {
                     None => (text, None),
                 };
                 let name = match (fragment, key) {
-                    (Some(f), Some(k)) if f != k => bail!(
-                        "--share names the schedule '{f}' and --share-key names '{k}'; give the name once"
+                    (Some(f), Some((k, Origin::Flag))) if f != k => bail!(
+                        "{flag} names the schedule '{f}' and --share-key names '{k}'; give the name once"
                     ),
                     (Some(f), _) => f,
-                    (None, Some(k)) => k,
+                    (None, Some((k, _))) => k,
                     (None, None) => bail!(
-                        "--share {}: give the schedule a name with --share-key NAME (or DRIP_SHARE_KEY, or {}#NAME); every pipeline sharing one quota uses the same name",
+                        "{flag} {}: give the schedule a name with --share-key NAME (or {ENV_SHARE_KEY}, or {}#NAME); every pipeline sharing one quota uses the same name",
                         redis::redact(url),
                         redis::redact(url)
                     ),
@@ -72,18 +117,20 @@ impl Location {
                 })
             }
             Some(other) if !other.contains('/') && !other.is_empty() => bail!(
-                "--share '{}': unknown scheme '{other}://'; give a file path, or redis://, rediss:// or redis+unix://",
+                "{flag} '{}': unknown scheme '{other}://'; give a file path, or redis://, rediss:// or redis+unix://",
                 redis::redact(text)
             ),
             _ => {
-                if let Some(k) = key {
+                if let Some((k, Origin::Flag)) = key {
                     bail!(
-                        "--share-key '{k}' names a Redis schedule, but --share is a file ('{}'), which holds one schedule: use one file per schedule, and unset DRIP_SHARE_KEY if it came from there",
+                        "--share-key '{k}' names a Redis schedule, but {flag} is a file ('{}'), which holds one schedule: use one file per schedule",
                         std::path::Path::new(share).display()
                     );
                 }
                 if share.is_empty() {
-                    bail!("--share is empty; give a state file path or a redis:// URL");
+                    bail!(
+                        "--share is empty; give a state file path, a redis:// URL, or none (not to share)"
+                    );
                 }
                 Ok(Location::File(share.into()))
             }
@@ -187,18 +234,31 @@ pub struct ShareConfig {
     /// The in-process rate under `--on-share-error local`.
     pub fallback: Option<Rate>,
     pub allow_network_fs: bool,
+    /// Where the schedule was given.
+    pub origin: Origin,
 }
 
 impl ShareConfig {
-    /// The sharing options, or None without `--share`.
+    /// The sharing options, or None without `--share` (and without
+    /// `DRIP_SHARE`, or with `--share none`).
     pub fn from_args(args: &ShareArgs) -> anyhow::Result<Option<ShareConfig>> {
-        let Some(share) = &args.share else {
+        let given = match &args.share {
+            Some(s) => Some((s.clone(), Origin::Flag)),
+            None => from_env(ENV_SHARE).map(|s| (s, Origin::Env)),
+        };
+        let Some((share, origin)) = given.filter(|(s, _)| s != "none") else {
             if args.fallback_rate.is_some() {
                 bail!("--fallback-rate is for --on-share-error local with --share; remove it");
             }
             return Ok(None);
         };
-        let location = Location::parse(share, args.share_key.as_deref())?;
+        let env_key = from_env(ENV_SHARE_KEY).map(|k| k.to_string_lossy().into_owned());
+        let key = match (&args.share_key, &env_key) {
+            (Some(k), _) => Some((k.as_str(), Origin::Flag)),
+            (None, Some(k)) => Some((k.as_str(), Origin::Env)),
+            (None, None) => None,
+        };
+        let location = Location::parse(&share, origin, key).map_err(|e| origin.explain(e))?;
         match (args.on_share_error, args.fallback_rate) {
             (OnShareError::Local, None) => bail!(
                 "--on-share-error local needs --fallback-rate RATE: the rate each process sends at alone (for example the shared rate divided by the number of processes)"
@@ -217,7 +277,23 @@ impl ShareConfig {
             timeout: (args.share_timeout != Nanos::ZERO).then_some(args.share_timeout),
             fallback: args.fallback_rate,
             allow_network_fs: args.share_allow_network_fs,
+            origin,
         }))
+    }
+
+    /// This run cannot share, for `why`. Asked for with `--share`, that
+    /// is an error; inherited from `DRIP_SHARE`, meant for other runs, it
+    /// is a note and the run goes on with its own schedule.
+    pub fn cannot_share(&self, why: &str) -> anyhow::Result<()> {
+        match self.origin {
+            Origin::Flag => bail!("{why}"),
+            Origin::Env => {
+                crate::say!(
+                    "drip: note: {ENV_SHARE} is set in the environment, but this run cannot share a schedule ({why}); it paces on its own (--share none says so without this note)"
+                );
+                Ok(())
+            }
+        }
     }
 }
 
@@ -285,7 +361,8 @@ impl Sharer {
     /// `fail` an unreachable schedule is an error at the first
     /// reservation; otherwise the outage starts now.
     pub fn start(config: ShareConfig, plan: Plan, now: Nanos) -> anyhow::Result<Sharer> {
-        let backend = open(&config.location, config.allow_network_fs)?;
+        let backend = open(&config.location, config.allow_network_fs)
+            .map_err(|e| config.origin.explain(e))?;
         let fallback = config.fallback.map(|rate| {
             let interval = interval_micros(rate);
             let slots_waiting = plan.params.max_delay / plan.params.interval.max(1);
@@ -515,7 +592,12 @@ mod tests {
     use std::ffi::OsStr;
 
     fn loc(share: &str, key: Option<&str>) -> Result<Location, String> {
-        Location::parse(OsStr::new(share), key).map_err(|e| e.to_string())
+        Location::parse(
+            OsStr::new(share),
+            Origin::Flag,
+            key.map(|k| (k, Origin::Flag)),
+        )
+        .map_err(|e| e.to_string())
     }
 
     #[test]
@@ -539,6 +621,22 @@ mod tests {
             })
         );
         assert!(loc("redis+unix:///run/redis.sock#q", None).is_ok());
+        // A name from the environment is a default: the URL's wins, and a
+        // file has no use for it.
+        let env = |share: &str, key: &str| {
+            Location::parse(OsStr::new(share), Origin::Env, Some((key, Origin::Env)))
+                .map_err(|e| e.to_string())
+        };
+        assert_eq!(
+            env("redis://h#a", "b"),
+            Ok(Location::Redis {
+                url: "redis://h".into(),
+                name: "a".into()
+            })
+        );
+        assert_eq!(env("/tmp/x", "b"), Ok(Location::File("/tmp/x".into())));
+        let e = env("ftp://h", "b").unwrap_err();
+        assert!(e.starts_with("DRIP_SHARE 'ftp://h': unknown scheme"), "{e}");
         let e = loc("redis://u:secret@h", None).unwrap_err();
         assert!(e.contains("--share-key") && !e.contains("secret"), "{e}");
         assert!(loc("redis://h#a", Some("b")).unwrap_err().contains("once"));
