@@ -390,10 +390,34 @@ fn rate_per_s(r: Rate) -> f64 {
     r.count() as f64 * 1e9 / r.per().0 as f64
 }
 
+/// Refuses, before anything is written, a report or plot that would land on
+/// one of the logs or the --exclude-keys file, or on each other.
+fn check_outputs(args: &SizeArgs) -> Result<()> {
+    use crate::clash::{Endpoint, Place, check_distinct, named};
+    let files = &args.input.files;
+    let mut inputs: Vec<Endpoint> = files
+        .iter()
+        .filter(|f| f.as_os_str() != "-")
+        .map(|f| Endpoint::new(named("the log", f), Place::Path(f)))
+        .collect();
+    if files.is_empty() || files.iter().any(|f| f.as_os_str() == "-") {
+        inputs.push(Endpoint::new("standard input (the log)", Place::Stdin));
+    }
+    if let Some(p) = &args.exclude_keys {
+        inputs.push(Endpoint::new(named("--exclude-keys", p), Place::Path(p)));
+    }
+    let mut outputs = vec![Endpoint::new("standard output (the report)", Place::Stdout)];
+    if let Some(p) = &args.plot {
+        outputs.push(Endpoint::new(named("--plot", p), Place::Path(p)));
+    }
+    check_distinct(&inputs, &outputs)
+}
+
 pub fn run(args: SizeArgs) -> Result<u8> {
     if let Some(path) = &args.plot {
         crate::audit::check_output("--plot", path, "svg")?;
     }
+    check_outputs(&args)?;
     let family = Family::parse(&args.policy)?;
     let given_points = family.points(args.rate.as_deref(), args.window.as_deref())?;
     if args.max_drop_rate.is_none() && args.max_drops.is_none() && args.max_keys_hurt.is_none() {
