@@ -769,3 +769,58 @@ fn a_log_without_host_goes_to_the_server_that_limits() {
     ]);
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
+
+#[test]
+fn a_map_built_key_reports_the_client_not_the_maps_input() {
+    // The zone key is the map's output: the client address, or "" (exempt)
+    // for KEY1. The report must not count by the API key the map reads.
+    let conf = "http {\n  map $http_x_api_key $tier { default $binary_remote_addr; \"KEY1\" \"\"; }\n  limit_req_zone $tier zone=api:10m rate=1r/s;\n  server { listen 80 default_server; location /api/ { limit_req zone=api; } }\n}\n";
+    let log = "ts,client_ip,path,api_key\n1700000000,1.1.1.1,/api/x,\n1700000000,2.2.2.2,/api/x,\n1700000000,1.1.1.1,/api/x,\n1700000000,3.3.3.3,/api/x,KEY2\n1700000000,3.3.3.3,/api/x,KEY2\n1700000000,3.3.3.3,/api/x,KEY1\n1700000000,3.3.3.3,/api/x,KEY1\n";
+    let (conf, log) = setup(conf, log);
+    let d = log.with_file_name("decisions.csv");
+    let out = drip(&[
+        s(&log),
+        "--nginx-conf",
+        s(&conf),
+        "--nginx-var",
+        "remote_addr=client_ip",
+        "--nginx-var",
+        "http_x_api_key=api_key",
+        "--nginx-var",
+        "uri=path",
+        "--decisions",
+        s(&d),
+        "-f",
+        "json",
+        "-q",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let p = &v["policies"][0];
+    assert_eq!(p["dropped"], 2, "{}", out.stdout);
+    assert_eq!(p["keys_with_drops"], 2, "{}", out.stdout);
+    let top: Vec<&str> = p["top_keys"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["key"].as_str().unwrap())
+        .collect();
+    assert!(
+        top.contains(&"1.1.1.1") && top.contains(&"3.3.3.3"),
+        "{}",
+        out.stdout
+    );
+    let decisions = std::fs::read_to_string(&d).unwrap();
+    let keys: Vec<&str> = decisions
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(2).unwrap())
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "1.1.1.1", "2.2.2.2", "1.1.1.1", "3.3.3.3", "3.3.3.3", "3.3.3.3", "3.3.3.3"
+        ],
+        "{decisions}"
+    );
+}

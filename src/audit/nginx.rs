@@ -314,6 +314,7 @@ pub struct ConfExec {
     buf: Vec<u8>,
     max_level: u64,
     shapes: bool,
+    report: Option<usize>,
 }
 
 /// What a `ConfExec` needs from the command line.
@@ -495,6 +496,18 @@ impl ConfExec {
                 })
             })
             .transpose()?;
+        let client = opts
+            .overrides
+            .get("remote_addr")
+            .or_else(|| opts.overrides.get("binary_remote_addr"))
+            .map_or("remote_addr", String::as_str);
+        let report = match plans.iter().flatten().next() {
+            Some(KeyPlan::Field(slot)) => Some(*slot),
+            _ => fields
+                .get(client)
+                .or_else(|| fields.values().min())
+                .copied(),
+        };
         let locs: Vec<LocRun> = conf
             .locations
             .iter()
@@ -538,6 +551,7 @@ impl ConfExec {
             buf: Vec::new(),
             max_level,
             shapes,
+            report,
             conf,
         })
     }
@@ -550,13 +564,14 @@ impl ConfExec {
         self.shapes
     }
 
-    /// The key column drops are counted by: the client address when a
-    /// zone reads it, else the first field a key reads.
+    /// The key column drops are counted by: the field the first limiting
+    /// zone's key is (`$binary_remote_addr`: the client address), else,
+    /// for a key nginx builds (a `map`, several variables), the client
+    /// address when the key reads it (a map's default is most often
+    /// `$binary_remote_addr`), else the first field a key reads. Never a
+    /// map's input: that is not the key nginx counts by.
     pub fn report_slot(&self) -> Option<usize> {
-        self.fields
-            .get("remote_addr")
-            .or_else(|| self.fields.values().min())
-            .copied()
+        self.report
     }
 
     fn location(&mut self, ev: &Event, names: &[KeyNames]) -> usize {
