@@ -712,6 +712,102 @@ fn each_refused_line_is_in_rejects_at_once() {
     );
 }
 
+/// Runs `drip pace ARGS` on `input` with stdin left open (the run must
+/// end on its own); returns the exit status, stdout and stderr.
+fn pace_open_stdin(args: &[&str], input: &[u8]) -> (i32, Vec<u8>, String) {
+    let mut child = pace()
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input).unwrap();
+    let status = exit_within(&mut child, 20, "pace with a full rejects file");
+    drop(stdin);
+    let mut out = Vec::new();
+    child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    (status.code().unwrap_or(-1), out, err)
+}
+
+/// The summary's lines add up and the error line names the rejects file.
+fn check_full_rejects(err: &str) -> serde_json::Value {
+    let stats = summary(err);
+    assert_eq!(stats["ended"], "rejects-error", "{err}");
+    let n = |k: &str| stats[k].as_u64().unwrap();
+    assert_eq!(
+        n("lines_in"),
+        n("lines_out") + n("dropped") + n("unsent"),
+        "{err}"
+    );
+    assert!(n("dropped") >= 1, "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| !l.starts_with('{')).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(errors[0].starts_with("drip: "), "{err}");
+    assert!(
+        errors[0].contains("rejects file '/dev/full'"),
+        "{}",
+        errors[0]
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    stats
+}
+
+#[test]
+fn a_full_rejects_file_still_sends_what_was_admitted_and_accounts_for_every_line() {
+    // Stdin stays open: the failure, not the end of input, ends the run.
+    let (code, out, err) = pace_open_stdin(
+        &[
+            "-p",
+            "sliding-log:limit=3,window=1h",
+            "--on-full",
+            "drop",
+            "--rejects",
+            "/dev/full",
+            "--stats=json",
+        ],
+        &numbered(10),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(lines(&out), ["1", "2", "3"], "{err}");
+    let stats = check_full_rejects(&err);
+    assert_eq!(stats["lines_out"], 3, "{err}");
+}
+
+#[test]
+fn a_full_rejects_file_lets_the_admitted_backlog_go_out_on_time() {
+    // Line 1 goes out, 2 and 3 wait in the burst, 4 is refused and
+    // cannot be kept: 2 and 3 still go out, one interval apart.
+    let started = std::time::Instant::now();
+    let (code, out, err) = pace_open_stdin(
+        &[
+            "--rate",
+            "4/s",
+            "--burst",
+            "2",
+            "--on-full",
+            "drop",
+            "--rejects",
+            "/dev/full",
+            "--stats=json",
+        ],
+        &numbered(10),
+    );
+    assert_eq!(code, 2, "{err}");
+    assert_eq!(lines(&out), ["1", "2", "3"], "{err}");
+    assert!(started.elapsed() >= std::time::Duration::from_millis(500));
+    let stats = check_full_rejects(&err);
+    assert_eq!(stats["lines_out"], 3, "{err}");
+}
+
 // 17. The reorder window is not quadratic.
 
 #[test]

@@ -56,7 +56,7 @@ use std::collections::VecDeque;
 use std::fs::File;
 use std::io::{self, BufWriter, IsTerminal, Read, Write};
 use std::os::fd::AsFd;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 
 /// Undecided bytes the reader holds before it stops reading.
@@ -520,6 +520,9 @@ struct Pacer {
     /// a downstream which stopped reading give up between two lines.
     wake: io::PipeReader,
     rejects: Option<BufWriter<File>>,
+    /// Why the rejects file was given up: the run then takes no more
+    /// input, sends what was admitted, and ends with an error.
+    rejects_error: Option<io::Error>,
     stats: Stats,
     progress: ProgressBar,
     /// (time, lines out) when the shown rate was last measured.
@@ -699,6 +702,7 @@ impl Pacer {
             output: File::from(output),
             wake: wake_rx,
             rejects,
+            rejects_error: None,
             stats: Stats::new(),
             progress,
             rate_mark: (Nanos::ZERO, 0),
@@ -762,16 +766,16 @@ impl Pacer {
             }
             let now = self.clock.now();
             let mut full = false;
-            if let Some(lanes) = &mut self.lanes {
+            // The rejects file failed: nothing more is decided, what was
+            // admitted is sent on time, the rest is unsent.
+            let draining = self.rejects_error.is_some();
+            if !draining && let Some(lanes) = &mut self.lanes {
                 // Per key: lanes decide what has arrived and what waited.
                 let step = lanes.decide(&mut self.schedule, &mut g, now, &mut dropped);
                 for item in dropped.drain(..) {
                     self.stats.dropped += 1;
-                    if let Some(w) = &mut self.rejects {
-                        w.write_all(&item)
-                            .and_then(|_| w.flush())
-                            .context("writing the rejects file")?;
-                    }
+                    // In the file at once: a kill -9 loses nothing refused.
+                    self.keep(&item, true);
                 }
                 match step {
                     Step::Done => {}
@@ -785,7 +789,8 @@ impl Pacer {
                     ),
                 }
             }
-            if let Some(replay) = &mut self.replay
+            if !draining
+                && let Some(replay) = &mut self.replay
                 && let Err(e) = replay.decide(&mut self.schedule, &mut g, || self.clock.now())
             {
                 // Accounted for as a read error: what was read and not
@@ -794,7 +799,10 @@ impl Pacer {
                 continue;
             }
             // Decide the records that have arrived, in order.
-            while !keyed && let Some(front) = g.records.front() {
+            while !keyed
+                && !draining
+                && let Some(front) = g.records.front()
+            {
                 let at = match held {
                     Some(r) if self.schedule.real_time(r) > now => break,
                     Some(r) => {
@@ -877,11 +885,10 @@ impl Pacer {
                         }
                         OnFull::Drop => {
                             self.stats.dropped += 1;
-                            if let Some(w) = &mut self.rejects {
-                                // In the file at once: a kill -9 loses nothing refused.
-                                w.write_all(&item)
-                                    .and_then(|_| w.flush())
-                                    .context("writing the rejects file")?;
+                            // In the file at once: a kill -9 loses nothing refused.
+                            self.keep(&item, true);
+                            if self.rejects_error.is_some() {
+                                break;
                             }
                         }
                         OnFull::Fail => {
@@ -904,12 +911,17 @@ impl Pacer {
             if share_error.is_some() {
                 break Ending::ShareError;
             }
+            if self.rejects_error.is_some() && !g.stop {
+                // Read no more: lines read from now on could not be kept.
+                g.stop = true;
+                self.shared.reader_cv.notify_one();
+            }
             if full {
                 // What was due before the refusal still goes out.
                 due.clear();
                 if self.schedule.take_due(now, &mut due) > 0 {
                     drop(g);
-                    let stop = self.send(&mut due, &mut batch)?;
+                    let stop = self.send(&mut due, &mut batch);
                     g = shared.lock();
                     if let Some(Stop::Failed(e)) = stop {
                         write_error = Some(e);
@@ -925,7 +937,7 @@ impl Pacer {
             due.clear();
             if self.schedule.take_due(now, &mut due) > 0 {
                 drop(g);
-                let stop = self.send(&mut due, &mut batch)?;
+                let stop = self.send(&mut due, &mut batch);
                 g = shared.lock();
                 match stop {
                     None => continue,
@@ -935,6 +947,9 @@ impl Pacer {
                         break Ending::WriteError;
                     }
                 }
+            }
+            if self.rejects_error.is_some() && self.schedule.backlog() == 0 {
+                break Ending::RejectsError;
             }
             if g.eof
                 && g.records.is_empty()
@@ -1004,30 +1019,35 @@ impl Pacer {
             backlog.sort_by_key(|(line, _)| *line);
         }
         for (_, item) in backlog {
-            self.unsent(item)?;
+            self.unsent(&item);
         }
         for r in records {
-            self.unsent(r.bytes)?;
+            self.unsent(&r.bytes);
         }
         if !partial.is_empty() {
             self.stats.lines_in += 1;
-            self.unsent(partial)?;
+            self.unsent(&partial);
         }
-        if let Some(w) = &mut self.rejects {
-            w.flush().context("writing the rejects file")?;
+        if let Some(w) = &mut self.rejects
+            && let Err(e) = w.flush()
+        {
+            self.rejects = None;
+            self.rejects_error = Some(e);
         }
         self.progress.finish_and_clear();
         // After a signal or an error lines are left unsent: the summary
         // says how many even without --stats.
-        let early = matches!(
-            ending,
-            Ending::Sigint
-                | Ending::Sigterm
-                | Ending::ShareError
-                | Ending::Sighup
-                | Ending::ReadError
-                | Ending::WriteError
-        );
+        let early = self.rejects_error.is_some()
+            || matches!(
+                ending,
+                Ending::Sigint
+                    | Ending::Sigterm
+                    | Ending::ShareError
+                    | Ending::Sighup
+                    | Ending::ReadError
+                    | Ending::WriteError
+                    | Ending::RejectsError
+            );
         if self.config.stats.is_some() || early {
             let mut summary = self.stats.summary(
                 self.clock.now(),
@@ -1048,11 +1068,21 @@ impl Pacer {
             // stderr may be gone too; nothing else to tell then.
             let _ = io::stderr().write_all(text.as_bytes());
         }
+        if let Some(e) = &self.rejects_error {
+            let path = self.config.rejects.as_deref().unwrap_or(Path::new(""));
+            crate::say!(
+                "drip: cannot write the rejects file '{}': {e}; input was read no further, and of the {} line(s) dropped and {} unsent not all are in that file; free space there or give another --rejects FILE",
+                path.display(),
+                self.stats.dropped,
+                self.stats.unsent
+            );
+        }
         if let Some(e) = read_error {
             return Err(e).context("reading standard input");
         }
         if let Some(e) = write_error {
             let kept = match &self.config.rejects {
+                Some(_) if self.rejects_error.is_some() => String::new(),
                 Some(p) => format!(" and kept in '{}'", p.display()),
                 None => " (give --rejects FILE to keep them)".into(),
             };
@@ -1061,9 +1091,12 @@ impl Pacer {
                 self.stats.unsent
             );
         }
+        let lost = self.rejects_error.is_some();
         Ok(match ending {
+            // Lines not kept in the rejects file make it an I/O error.
+            Ending::Eof | Ending::BrokenPipe if lost => 2,
             Ending::Eof | Ending::BrokenPipe => 0,
-            Ending::ReadError | Ending::WriteError => 2,
+            Ending::ReadError | Ending::WriteError | Ending::RejectsError => 2,
             Ending::Sighup => 129,
             Ending::Full => {
                 crate::say!(
@@ -1089,16 +1122,12 @@ impl Pacer {
     /// counted as unsent: those after the last whole line written when
     /// downstream closed, stdout failed, or a stop signal came while
     /// downstream was not reading (then `None`; the main loop stops).
-    fn send(
-        &mut self,
-        due: &mut Vec<Pending<Vec<u8>>>,
-        batch: &mut Vec<u8>,
-    ) -> anyhow::Result<Option<Stop>> {
+    fn send(&mut self, due: &mut Vec<Pending<Vec<u8>>>, batch: &mut Vec<u8>) -> Option<Stop> {
         let (sent, stop) = self.write(due, batch);
         for p in due.drain(..).skip(sent) {
-            self.unsent(p.item)?;
+            self.unsent(&p.item);
         }
-        Ok(stop)
+        stop
     }
 
     /// Writes one batch (stamped if asked) in one write, as far as it goes:
@@ -1135,12 +1164,24 @@ impl Pacer {
 
     /// Accounts for a line read and not written: counted, and kept in the
     /// rejects file when there is one.
-    fn unsent(&mut self, item: Vec<u8>) -> anyhow::Result<()> {
+    fn unsent(&mut self, item: &[u8]) {
         self.stats.unsent += 1;
+        self.keep(item, false);
+    }
+
+    /// Writes a line to the rejects file, if there is one (and flushes it
+    /// when `flush`). When that fails the file is given up and the error
+    /// kept: the run then stops taking input and ends with it.
+    fn keep(&mut self, item: &[u8], flush: bool) {
         if let Some(w) = &mut self.rejects {
-            w.write_all(&item).context("writing the rejects file")?;
+            let result = w
+                .write_all(item)
+                .and_then(|()| if flush { w.flush() } else { Ok(()) });
+            if let Err(e) = result {
+                self.rejects = None;
+                self.rejects_error = Some(e);
+            }
         }
-        Ok(())
     }
 
     /// Redraws the progress line (indicatif limits the redraw rate). The

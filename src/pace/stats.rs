@@ -34,6 +34,9 @@ pub enum Ending {
     WriteError,
     /// Standard input could not be read.
     ReadError,
+    /// The `--rejects` file could not be written: input was read no
+    /// further and what was admitted was sent.
+    RejectsError,
 }
 
 /// Counters and the wait histogram of one run.
@@ -166,6 +169,7 @@ impl Summary {
             Ending::Sighup => "hung up (SIGHUP)",
             Ending::WriteError => "standard output could not be written",
             Ending::ReadError => "standard input could not be read",
+            Ending::RejectsError => "the rejects file could not be written",
         };
         let partial = if self.partial_bytes > 0 {
             format!(
