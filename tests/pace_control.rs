@@ -271,3 +271,38 @@ fn a_control_path_that_is_not_a_fifo_is_refused() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("cannot create the control FIFO"), "{err}");
 }
+
+/// Writes `command` to the FIFO as it stands, with no newline, and closes it.
+fn send_bare(fifo: &Path, command: &str) {
+    let started = Instant::now();
+    while !fifo.exists() {
+        assert!(started.elapsed() < Duration::from_secs(10), "no FIFO");
+        thread::sleep(Duration::from_millis(5));
+    }
+    let mut f = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+    f.write_all(command.as_bytes()).unwrap();
+}
+
+#[test]
+fn a_command_without_a_newline_ends_when_its_writer_closes() {
+    let dir = tempdir();
+    let fifo = dir.join("ctl");
+    let t = spawn_timed(
+        &["--rate", "10/s", "--control", fifo.to_str().unwrap()],
+        numbered(12),
+    );
+    thread::sleep(Duration::from_millis(100));
+    // `printf 'stats' > ctl` twice: two commands, never one 'statsstats'.
+    send_bare(&fifo, "stats");
+    thread::sleep(Duration::from_millis(200));
+    send_bare(&fifo, "stats");
+    let (got, code, err) = t.finish();
+    assert_eq!(code, Some(0), "{err}");
+    assert_eq!(got.len(), 12);
+    assert!(!err.contains("unknown command"), "{err}");
+    assert_eq!(
+        err.lines().filter(|l| l.contains(" in, ")).count(),
+        2,
+        "{err}"
+    );
+}

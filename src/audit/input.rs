@@ -96,6 +96,30 @@ pub struct InputSpec {
     pub quiet: bool,
 }
 
+/// `--time-column`: one column, or a date and a time column as `DATE,TIME`.
+pub(crate) fn parse_time_column(t: &str) -> Result<Vec<ColSel>> {
+    let cols: Vec<ColSel> = t.split(',').map(|c| ColSel::parse(c.trim())).collect();
+    if cols.len() > 2 || cols.iter().any(|c| *c == ColSel::Name(String::new())) {
+        bail!(
+            "invalid --time-column '{t}': give one column, or a date and a time column as DATE,TIME"
+        );
+    }
+    Ok(cols)
+}
+
+/// `--time-format`: a named format, or a strftime pattern (which has a `%`).
+pub(crate) fn parse_time_format(text: &str) -> Result<TimeFormat> {
+    let format = TimeFormat::parse(text);
+    if let TimeFormat::Strftime(p) = &format
+        && !p.contains('%')
+    {
+        bail!(
+            "invalid --time-format '{p}': give auto, rfc3339, epoch-s, epoch-ms, epoch-us, epoch-ns, clf, or a strftime pattern such as '%d/%m/%Y %H:%M:%S'"
+        );
+    }
+    Ok(format)
+}
+
 impl InputSpec {
     /// The reading options as given on the command line, checked once, with
     /// the distinct key columns the policies count by (`quiet`: no notes).
@@ -105,26 +129,12 @@ impl InputSpec {
         quiet: bool,
     ) -> Result<InputSpec> {
         let delimiter = args.delimiter.as_deref().map(parse_delimiter).transpose()?;
-        let time_col = match args.time_column.as_deref() {
-            None => None,
-            Some(t) => {
-                let cols: Vec<ColSel> = t.split(',').map(|c| ColSel::parse(c.trim())).collect();
-                if cols.len() > 2 || cols.iter().any(|c| *c == ColSel::Name(String::new())) {
-                    bail!(
-                        "invalid --time-column '{t}': give one column, or a date and a time column as DATE,TIME"
-                    );
-                }
-                Some(cols)
-            }
-        };
-        let time_format = TimeFormat::parse(&args.time_format);
-        if let TimeFormat::Strftime(p) = &time_format
-            && !p.contains('%')
-        {
-            bail!(
-                "invalid --time-format '{p}': give auto, rfc3339, epoch-s, epoch-ms, epoch-us, epoch-ns, clf, or a strftime pattern such as '%d/%m/%Y %H:%M:%S'"
-            );
-        }
+        let time_col = args
+            .time_column
+            .as_deref()
+            .map(parse_time_column)
+            .transpose()?;
+        let time_format = parse_time_format(&args.time_format)?;
         for f in &args.files {
             if f.as_os_str() != "-" && !f.exists() {
                 bail!("cannot open '{}': no such file", f.display());

@@ -1,7 +1,8 @@
 //! Live control of a running `pace`: a FIFO of commands and SIGUSR1.
 //!
 //! `--control PATH` creates a FIFO there (or uses the FIFO already there)
-//! and reads one command per line:
+//! and reads one command per line; a writer closing the FIFO ends its
+//! last command, newline or not:
 //!
 //! ```text
 //! pause DUR   hold every release for DUR (a later end wins over an earlier)
@@ -79,8 +80,7 @@ pub struct Fifo {
 
 impl Fifo {
     /// Creates the FIFO at `path`, or checks that what is there is one.
-    /// Returns it and its read end.
-    pub fn open(path: &Path) -> anyhow::Result<(Fifo, File)> {
+    pub fn open(path: &Path) -> anyhow::Result<Fifo> {
         use std::os::unix::ffi::OsStrExt;
         use std::os::unix::fs::FileTypeExt;
         let created = match std::fs::metadata(path) {
@@ -105,14 +105,23 @@ impl Fifo {
             path: path.to_path_buf(),
             created,
         };
-        // Read and write: the open does not wait for a writer, and the
-        // FIFO never reads as ended when a writer closes it.
-        let file = File::options()
-            .read(true)
-            .write(true)
-            .open(path)
-            .with_context(|| format!("cannot open the control FIFO '{}'", path.display()))?;
-        Ok((fifo, file))
+        // A non-blocking open for reading does not wait for a writer: it
+        // checks now that the FIFO can be read. The reading thread opens it
+        // again, waiting for each writer in turn.
+        {
+            use std::os::unix::fs::OpenOptionsExt;
+            File::options()
+                .read(true)
+                .custom_flags(libc::O_NONBLOCK)
+                .open(path)
+                .with_context(|| format!("cannot open the control FIFO '{}'", path.display()))?;
+        }
+        Ok(fifo)
+    }
+
+    /// The FIFO's path, for the reading thread.
+    pub fn path(&self) -> &Path {
+        &self.path
     }
 }
 
@@ -125,8 +134,32 @@ impl Drop for Fifo {
 }
 
 /// Reads commands from the FIFO into the inbox until the process ends.
-pub(super) fn read_loop(file: File, shared: &Arc<Shared>) {
-    let mut input = BufReader::new(file);
+///
+/// The FIFO is opened for reading only, so that a writer closing it ends
+/// its last command even without a newline (`printf 'pause 30s' > ctl`),
+/// and the next writer's bytes never join it; then it is opened again,
+/// which waits for the next writer.
+pub(super) fn read_loop(path: PathBuf, shared: &Arc<Shared>) {
+    loop {
+        let file = match File::open(&path) {
+            Ok(f) => f,
+            Err(e) => {
+                crate::say!(
+                    "drip: cannot open the control FIFO '{}' again: {e}; live control is off",
+                    path.display()
+                );
+                return;
+            }
+        };
+        if !read_writer(BufReader::new(file), shared) {
+            return;
+        }
+    }
+}
+
+/// Reads the commands of the writers that hold the FIFO open, until the
+/// last one closes it. Returns false when reading failed.
+fn read_writer(mut input: BufReader<File>, shared: &Arc<Shared>) -> bool {
     let mut line = Vec::new();
     loop {
         line.clear();
@@ -134,11 +167,11 @@ pub(super) fn read_loop(file: File, shared: &Arc<Shared>) {
             .take(MAX_COMMAND as u64 + 1)
             .read_until(b'\n', &mut line)
         {
-            Ok(0) => return,
+            Ok(0) => return true,
             Ok(_) => {}
             Err(e) => {
                 crate::say!("drip: reading the control FIFO: {e}; live control is off");
-                return;
+                return false;
             }
         }
         if line.len() > MAX_COMMAND {

@@ -35,8 +35,8 @@ pub mod share;
 pub mod stamp;
 pub mod stats;
 
-use crate::audit::input::ColSel;
-use crate::audit::timestamp::{TimeFormat, Zone};
+use crate::audit::input;
+use crate::audit::timestamp::Zone;
 use crate::cli::{InputFormat, OnFull, PaceArgs, Stamp, StatsFormat};
 use crate::clock::{Clock, MonotonicClock};
 use crate::policy::keyed::Stack;
@@ -224,26 +224,12 @@ impl Config {
         if args.max_pending == 0 {
             bail!("--max-pending 0 would hold no line: give at least 1 (default 100000)");
         }
-        let time_col = match r.time_column.as_deref() {
-            None => None,
-            Some(t) => {
-                let cols: Vec<ColSel> = t.split(',').map(|c| ColSel::parse(c.trim())).collect();
-                if cols.len() > 2 || cols.iter().any(|c| *c == ColSel::Name(String::new())) {
-                    bail!(
-                        "invalid --time-column '{t}': give one column, or a date and a time column as DATE,TIME"
-                    );
-                }
-                Some(cols)
-            }
-        };
-        let time_format = TimeFormat::parse(&r.time_format);
-        if let TimeFormat::Strftime(p) = &time_format
-            && !p.contains('%')
-        {
-            bail!(
-                "invalid --time-format '{p}': give auto, rfc3339, epoch-s, epoch-ms, epoch-us, epoch-ns, clf, or a strftime pattern such as '%d/%m/%Y %H:%M:%S'"
-            );
-        }
+        let time_col = r
+            .time_column
+            .as_deref()
+            .map(input::parse_time_column)
+            .transpose()?;
+        let time_format = input::parse_time_format(&r.time_format)?;
         let mut input_format = r.input_format;
         if let Some(f) = &r.log_format {
             match input_format {
@@ -659,11 +645,12 @@ impl Pacer {
         control::start_usr1(Arc::clone(&shared))?;
         let fifo = match &config.control {
             Some(path) => {
-                let (fifo, file) = control::Fifo::open(path)?;
+                let fifo = control::Fifo::open(path)?;
                 let s = Arc::clone(&shared);
+                let path = fifo.path().to_path_buf();
                 std::thread::Builder::new()
                     .name("control".into())
-                    .spawn(move || control::read_loop(file, &s))
+                    .spawn(move || control::read_loop(path, &s))
                     .context("cannot start the control thread")?;
                 Some(fifo)
             }
