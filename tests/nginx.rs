@@ -824,3 +824,66 @@ fn a_map_built_key_reports_the_client_not_the_maps_input() {
         "{decisions}"
     );
 }
+
+#[test]
+fn a_disagreement_is_blamed_on_a_row_of_the_key_drip_decided_that_way() {
+    // At second 1, 1.1.1.1's second row is refused by drip (logged
+    // PASSED); 2.2.2.2's row in the same ms goes to an unlimited location.
+    // Rows of different keys must not be pooled into one group.
+    let conf = "http {\n  log_format main '$remote_addr [$time_local] \"$request\" $status $limit_req_status';\n  access_log /var/log/nginx/v.log main;\n  limit_req_zone $binary_remote_addr zone=perip:10m rate=1r/s;\n  server { location / { limit_req zone=perip burst=1 nodelay; } }\n}\n";
+    let log = [
+        "1.1.1.1 [01/Aug/1995:00:00:00 +0000] \"GET / HTTP/1.0\" 200 PASSED",
+        "1.1.1.1 [01/Aug/1995:00:00:00 +0000] \"GET / HTTP/1.0\" 200 PASSED",
+        "1.1.1.1 [01/Aug/1995:00:00:00 +0000] \"GET / HTTP/1.0\" 503 REJECTED",
+        "1.1.1.1 [01/Aug/1995:00:00:01 +0000] \"GET / HTTP/1.0\" 200 PASSED",
+        "1.1.1.1 [01/Aug/1995:00:00:01 +0000] \"GET / HTTP/1.0\" 200 PASSED",
+        "2.2.2.2 [01/Aug/1995:00:00:01 +0000] \"GET /x HTTP/1.0\" 200 -",
+    ]
+    .join("\n")
+        + "\n";
+    let d = dir();
+    let c = d.join("nginx.conf");
+    let l = d.join("v.log");
+    std::fs::write(&c, conf).unwrap();
+    std::fs::write(&l, log).unwrap();
+    let out = drip(&[
+        s(&l),
+        "--nginx-conf",
+        s(&c),
+        "--verify-column",
+        "limit_req_status",
+        "--max-disagree",
+        "100",
+        "-f",
+        "json",
+        "-q",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let verify = &v["policies"][0]["nginx"]["verify"];
+    let first = &verify["first_disagreements"];
+    // Line 6 genuinely disagrees: location / takes /x, so nginx limited it.
+    assert_eq!(first.as_array().map(Vec::len), Some(2), "{verify}");
+    let row = &first[0];
+    assert!(row["at"].as_str().unwrap().ends_with("v.log:5"), "{verify}");
+    assert!(
+        row["emulated"].as_str().unwrap().starts_with("REJECTED"),
+        "{verify}"
+    );
+    assert_eq!(row["logged"], "PASSED", "{verify}");
+    let row = &first[1];
+    assert!(row["at"].as_str().unwrap().ends_with("v.log:6"), "{verify}");
+    assert_eq!(row["emulated"], "PASSED", "{verify}");
+    assert_eq!(row["logged"], "-", "{verify}");
+    // No status pair drip never gave a row.
+    let pairs: Vec<(String, String)> = verify["confusion"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c[0].to_string(), c[1].to_string()))
+        .collect();
+    assert!(
+        !pairs.contains(&("\"REJECTED\"".into(), "\"-\"".into())),
+        "{verify}"
+    );
+}

@@ -208,6 +208,10 @@ struct LocRun {
 /// A row waiting for its same-millisecond group to be complete.
 struct Pending {
     loc: u32,
+    /// The (zone, key id) pairs the row was counted against: `keys[from..to]`
+    /// of the verifier.
+    from: u32,
+    to: u32,
     emulated: Status,
     logged: Status,
     file: u32,
@@ -220,6 +224,8 @@ struct Verify {
     column: String,
     group_ms: i64,
     pending: Vec<Pending>,
+    /// The zone keys of the pending rows.
+    keys: Vec<(u32, u32)>,
     rows: u64,
     agreed: u64,
     confusion: HashMap<(Status, Status), u64>,
@@ -231,19 +237,58 @@ struct Verify {
 const FIRST_DISAGREEMENTS: usize = 10;
 
 impl Verify {
-    fn push(&mut self, p: Pending, now_ms: i64) {
+    /// Queues a row decided at `now_ms` against the zone keys `keys`.
+    fn push(&mut self, mut p: Pending, keys: impl Iterator<Item = (u32, u32)>, now_ms: i64) {
         if now_ms != self.group_ms {
             self.flush();
             self.group_ms = now_ms;
         }
+        p.from = self.keys.len() as u32;
+        self.keys.extend(keys);
+        p.to = self.keys.len() as u32;
         self.pending.push(p);
     }
 
-    /// Compares each (ms, location) group as a multiset of statuses.
+    /// Compares each group of same-ms rows as a multiset of statuses: rows
+    /// of one location sharing a zone key (their order can change their
+    /// decisions; the order of rows with no key in common cannot), so a
+    /// disagreement is blamed on a row of the key drip decided that way.
     fn flush(&mut self) {
-        let mut rows = std::mem::take(&mut self.pending);
-        rows.sort_by_key(|p| p.loc);
-        for group in rows.chunk_by(|a, b| a.loc == b.loc) {
+        let rows = std::mem::take(&mut self.pending);
+        let keys = std::mem::take(&mut self.keys);
+        // Union-find over the rows: joined when they share a zone key.
+        let mut parent: Vec<usize> = (0..rows.len()).collect();
+        fn root(parent: &mut [usize], mut i: usize) -> usize {
+            while parent[i] != i {
+                parent[i] = parent[parent[i]];
+                i = parent[i];
+            }
+            i
+        }
+        let mut owner: HashMap<(u32, u32, u32), usize> = HashMap::new();
+        for (i, p) in rows.iter().enumerate() {
+            for &(z, k) in &keys[p.from as usize..p.to as usize] {
+                match owner.entry((p.loc, z, k)) {
+                    std::collections::hash_map::Entry::Occupied(o) => {
+                        let (a, b) = (root(&mut parent, *o.get()), root(&mut parent, i));
+                        parent[a.max(b)] = a.min(b);
+                    }
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(i);
+                    }
+                }
+            }
+        }
+        let mut order: Vec<(usize, usize)> =
+            (0..rows.len()).map(|i| (root(&mut parent, i), i)).collect();
+        order.sort_unstable();
+        let mut rows: Vec<Option<Pending>> = rows.into_iter().map(Some).collect();
+        let mut grouped: Vec<(usize, Pending)> = Vec::with_capacity(rows.len());
+        for (g, i) in order {
+            grouped.push((g, rows[i].take().expect("each row once")));
+        }
+        for group in grouped.chunk_by(|a, b| a.0 == b.0) {
+            let group: Vec<&Pending> = group.iter().map(|(_, p)| p).collect();
             let n = group.len();
             let mut emu: Vec<Status> = group.iter().map(|p| p.emulated).collect();
             let mut log: Vec<(Status, usize)> = group
@@ -274,7 +319,7 @@ impl Verify {
             for (e, (l, at)) in left_e.into_iter().zip(left_l) {
                 *self.confusion.entry((e, l)).or_default() += 1;
                 if self.first.len() < FIRST_DISAGREEMENTS {
-                    let p = &group[at];
+                    let p = group[at];
                     let emulated = if n == 1 {
                         e.text().to_string()
                     } else {
@@ -488,6 +533,7 @@ impl ConfExec {
                     column: c.to_string(),
                     group_ms: i64::MIN,
                     pending: Vec::new(),
+                    keys: Vec::new(),
                     rows: 0,
                     agreed: 0,
                     confusion: HashMap::new(),
@@ -662,6 +708,7 @@ impl ConfExec {
         let server = self.conf.locations[l].server;
         self.applied.clear();
         let mut refused = None;
+        let mut refused_key = None;
         if !self.locs[l].returns {
             for i in 0..self.locs[l].limits.len() {
                 let (z, p) = self.locs[l].limits[i];
@@ -678,6 +725,7 @@ impl ConfExec {
                     Decision::Admit { .. } => self.applied.push((i, z, k)),
                     d @ Decision::Refuse { .. } => {
                         refused = Some(d);
+                        refused_key = Some((z as u32, k));
                         break;
                     }
                 }
@@ -742,11 +790,17 @@ impl ConfExec {
             v.push(
                 Pending {
                     loc: l as u32,
+                    from: 0,
+                    to: 0,
                     emulated: status,
                     logged,
                     file: ev.file,
                     line: ev.line,
                 },
+                self.applied
+                    .iter()
+                    .map(|&(_, z, k)| (z as u32, k))
+                    .chain(refused_key),
                 now_ms,
             );
         }
@@ -1117,6 +1171,8 @@ mod tests {
     fn pending(emulated: Status, logged: Status, line: u64) -> Pending {
         Pending {
             loc: 0,
+            from: 0,
+            to: 0,
             emulated,
             logged,
             file: 0,
@@ -1131,26 +1187,35 @@ mod tests {
             column: "s".into(),
             group_ms: i64::MIN,
             pending: Vec::new(),
+            keys: Vec::new(),
             rows: 0,
             agreed: 0,
             confusion: HashMap::new(),
             first: Vec::new(),
             files: vec!["log".into()],
         };
+        let k = |z: u32, k: u32| std::iter::once((z, k));
         use Status::*;
         // Same statuses, another order: all agree.
-        v.push(pending(Passed, Rejected, 1), 5);
-        v.push(pending(Delayed, Passed, 2), 5);
-        v.push(pending(Rejected, Delayed, 3), 5);
+        v.push(pending(Passed, Rejected, 1), k(0, 1), 5);
+        v.push(pending(Delayed, Passed, 2), k(0, 1), 5);
+        v.push(pending(Rejected, Delayed, 3), k(0, 1), 5);
         // The next millisecond: one row, disagreeing.
-        v.push(pending(Rejected, Delayed, 4), 6);
+        v.push(pending(Rejected, Delayed, 4), k(0, 1), 6);
         // Two rows: one status in common.
-        v.push(pending(Passed, Passed, 5), 7);
-        v.push(pending(Rejected, Delayed, 6), 7);
+        v.push(pending(Passed, Passed, 5), k(0, 1), 7);
+        v.push(pending(Rejected, Delayed, 6), k(0, 1), 7);
+        // Two keys in one ms: not pooled, each row blamed on its own.
+        v.push(pending(Rejected, Passed, 7), k(0, 1), 8);
+        v.push(pending(Passed, Rejected, 8), k(0, 2), 8);
+        // No key (no limit applied): alone.
+        v.push(pending(Passed, Passed, 9), std::iter::empty(), 8);
         v.flush();
-        assert_eq!((v.rows, v.agreed), (6, 4));
+        assert_eq!((v.rows, v.agreed), (9, 5));
+        assert_eq!(v.confusion[&(Rejected, Passed)], 1);
+        assert_eq!(v.confusion[&(Passed, Rejected)], 1);
         assert_eq!(v.confusion[&(Rejected, Delayed)], 2);
-        assert_eq!(v.confusion[&(Passed, Passed)], 2);
+        assert_eq!(v.confusion[&(Passed, Passed)], 3);
         let listed: Vec<(&str, &str, &str)> = v
             .first
             .iter()
@@ -1164,7 +1229,9 @@ mod tests {
                     "log:6",
                     "REJECTED (in a group of 2 same-ms rows)",
                     "DELAYED"
-                )
+                ),
+                ("log:7", "REJECTED", "PASSED"),
+                ("log:8", "PASSED", "REJECTED"),
             ]
         );
     }
