@@ -887,3 +887,34 @@ fn a_disagreement_is_blamed_on_a_row_of_the_key_drip_decided_that_way() {
         "{verify}"
     );
 }
+
+#[test]
+fn a_log_not_in_the_configs_log_format_is_detected_with_a_note() {
+    // The config's format would read "host - -" as $remote_addr and the
+    // byte count as $limit_req_status: the NASA common log is not in it.
+    let conf = "http {\n  log_format main '$remote_addr [$time_local] \"$request\" $status $limit_req_status';\n  access_log /var/log/nginx/v.log main;\n  limit_req_zone $binary_remote_addr zone=perip:10m rate=1r/s;\n  server { location / { limit_req zone=perip burst=1 nodelay; } }\n}\n";
+    let d = dir();
+    let c = d.join("nginx.conf");
+    std::fs::write(&c, conf).unwrap();
+    let dec = d.join("decisions.csv");
+    let out = drip(&[
+        "fixtures/nasa_19950801.log.gz",
+        "--nginx-conf",
+        s(&c),
+        "--decisions",
+        s(&dec),
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("nasa_19950801.log.gz:1 is not written with log_format 'main'")
+            && out.stderr.contains("$remote_addr")
+            && out.stderr.contains("common lines"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("--verify-column"), "{}", out.stderr);
+    let decisions = std::fs::read_to_string(&dec).unwrap();
+    let key = decisions.lines().nth(1).unwrap().split(',').nth(2).unwrap();
+    assert_eq!(key, "pppa006.compuserve.com", "{decisions}");
+}

@@ -980,28 +980,109 @@ pub fn describe(conf: &NginxConf) -> String {
 
 /// The first line of a log file (gzip or plain), for choosing its format.
 fn first_line(path: &std::path::Path) -> Option<Vec<u8>> {
-    use std::io::{BufRead, BufReader, Read};
+    first_lines(path, 1).into_iter().next().map(|(_, l)| l)
+}
+
+/// Up to `n` first non-empty lines of a (possibly gzipped) log, with
+/// their line numbers.
+fn first_lines(path: &std::path::Path, n: usize) -> Vec<(u64, Vec<u8>)> {
+    let mut out = Vec::new();
+    let Some(mut r) = open_log(path) else {
+        return out;
+    };
+    let mut number = 0;
+    while out.len() < n {
+        let Some(line) = next_line(&mut r) else {
+            break;
+        };
+        number += 1;
+        if !line.is_empty() {
+            out.push((number, line));
+        }
+    }
+    out
+}
+
+fn open_log(path: &std::path::Path) -> Option<Box<dyn std::io::BufRead>> {
+    use std::io::{BufRead, BufReader};
     let mut raw = BufReader::new(std::fs::File::open(path).ok()?);
     let gz = raw.fill_buf().ok()?.starts_with(&[0x1f, 0x8b]);
-    let mut r: Box<dyn BufRead> = if gz {
+    Some(if gz {
         Box::new(BufReader::new(flate2::bufread::MultiGzDecoder::new(raw)))
     } else {
         Box::new(raw)
-    };
+    })
+}
+
+fn next_line(r: &mut Box<dyn std::io::BufRead>) -> Option<Vec<u8>> {
+    use std::io::{BufRead, Read};
     let mut line = Vec::new();
-    r.by_ref()
+    let n = r
+        .by_ref()
         .take(crate::log::MAX_LINE as u64)
         .read_until(b'\n', &mut line)
         .ok()?;
+    if n == 0 {
+        return None;
+    }
     while line.last().is_some_and(|b| *b == b'\n' || *b == b'\r') {
         line.pop();
     }
     Some(line)
 }
 
+/// Why `line`, read with `parser`, is not a line of its format: it does
+/// not parse, or a variable nginx never writes with a space (an address, a
+/// status, a number) holds one, or `$limit_req_status` holds no status.
+fn misfit(parser: &mut crate::log::nginx::Nginx, line: &[u8]) -> Option<String> {
+    use crate::log::LineParser;
+    let mut fields = crate::log::Fields::default();
+    if let Err(e) = parser.parse(line, &mut fields) {
+        return Some(e.to_string());
+    }
+    const SPACELESS: [&str; 14] = [
+        "remote_addr",
+        "realip_remote_addr",
+        "remote_port",
+        "status",
+        "limit_req_status",
+        "msec",
+        "request_time",
+        "body_bytes_sent",
+        "bytes_sent",
+        "request_length",
+        "time_iso8601",
+        "connection",
+        "server_port",
+        "host",
+    ];
+    for v in SPACELESS {
+        if !parser.has(v) {
+            continue;
+        }
+        let Some(i) = parser.field(v) else { continue };
+        let Some(value) = fields.get(line, i) else {
+            continue;
+        };
+        if value.iter().any(|b| b.is_ascii_whitespace()) {
+            return Some(format!(
+                "${v} would hold '{}', and nginx never writes a space in it",
+                String::from_utf8_lossy(value)
+            ));
+        }
+        if v == "limit_req_status" && Status::parse(value).is_none() {
+            return Some(format!(
+                "$limit_req_status would hold '{}', which is no status",
+                String::from_utf8_lossy(value)
+            ));
+        }
+    }
+    None
+}
+
 /// With `--input-format auto` and no `--log-format`: when the config's
-/// `access_log` lines use a `log_format` of its own that reads the log's
-/// first line, the log is read with it (the `access_log` whose file name
+/// `access_log` lines use a `log_format` of its own that fits the log's
+/// first lines (see [`misfit`]), the log is read with it (the `access_log` whose file name
 /// matches the log's is tried first). When that format has a time and
 /// `$request_time`, arrival = time − `$request_time` unless
 /// `--duration-column` says otherwise: nginx writes the line when the
@@ -1020,9 +1101,10 @@ pub fn adopt_log_format(
     let Some(path) = spec.files.first().filter(|f| f.as_os_str() != "-") else {
         return;
     };
-    let Some(line) = first_line(path) else {
+    let lines = first_lines(path, 5);
+    if lines.is_empty() {
         return;
-    };
+    }
     let base = |p: &str| {
         let name = std::path::Path::new(p)
             .file_name()
@@ -1034,6 +1116,7 @@ pub fn adopt_log_format(
     let mut logs: Vec<&crate::nginx_conf::AccessLog> = conf.access_logs.iter().collect();
     logs.sort_by_key(|a| base(&a.path) != log_base);
     let mut tried = Vec::new();
+    let mut rejected: Option<String> = None;
     for a in logs {
         if tried.contains(&a.format) {
             continue;
@@ -1049,11 +1132,20 @@ pub fn adopt_log_format(
         let Ok(mut parser) = crate::log::nginx::Nginx::compile(&f.format) else {
             continue;
         };
-        let mut fields = crate::log::Fields::default();
-        if crate::log::LineParser::parse(&mut parser, &line, &mut fields).is_err() {
+        let file = file_label(path);
+        if let Some((n, why)) = lines
+            .iter()
+            .find_map(|(n, l)| misfit(&mut parser, l).map(|w| (n, w)))
+        {
+            if rejected.is_none() {
+                rejected = Some(format!(
+                    "drip: {file}:{n} is not written with log_format '{}' ({}): {why}; detecting the format from the lines instead (give --log-format to insist)",
+                    f.name,
+                    f.pos.as_ref().map_or(String::new(), |p| p.to_string()),
+                ));
+            }
             continue;
         }
-        let file = file_label(path);
         spec.input_format = InputFormat::Nginx;
         spec.log_format = Some(f.format.clone());
         let timed = ["msec", "time_local", "time_iso8601"]
@@ -1083,6 +1175,11 @@ pub fn adopt_log_format(
             }
         }
         return;
+    }
+    if let Some(note) = rejected
+        && !quiet
+    {
+        crate::say!("{note}");
     }
 }
 
