@@ -788,6 +788,56 @@ fn keys_join_fields_and_group_addresses_by_network() {
     );
 }
 
+/// A dual-stack server logs IPv4 clients as `::ffff:a.b.c.d`: each is
+/// grouped by its IPv4 network, not all into the one IPv6 /64 they share.
+#[test]
+fn ipv4_mapped_clients_are_grouped_by_their_ipv4_network() {
+    let p = write(
+        "mapped.csv",
+        b"ts,ip\n1700000000,::ffff:1.2.3.4\n1700000000,::ffff:9.8.7.6\n1700000000,::ffff:1.2.3.99\n1700000000,2001:db8::1\n",
+    );
+    let d = tmp("decisions.csv");
+    let out = drip(
+        &[
+            s(&p),
+            "--key-column",
+            "ip",
+            "--key-prefix",
+            "24,64",
+            "-p",
+            "gcra:rate=1/s",
+            "-q",
+            "-f",
+            "json",
+            "--decisions",
+            s(&d),
+        ],
+        None,
+    );
+    let v = json(&out);
+    let decisions = std::fs::read_to_string(&d).unwrap();
+    let rows: Vec<(&str, &str)> = decisions
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let f: Vec<&str> = l.split(',').collect();
+            (f[2], f[4])
+        })
+        .collect();
+    // 1.2.3.4 and 9.8.7.6 are different clients; 1.2.3.99 shares 1.2.3.0/24.
+    assert_eq!(
+        rows,
+        [
+            ("1.2.3.0/24", "1"),
+            ("9.8.7.0/24", "1"),
+            ("1.2.3.0/24", "0"),
+            ("2001:db8::/64", "1")
+        ],
+        "{decisions}"
+    );
+    assert_eq!(v["policies"][0]["keys"], 3, "{}", out.stdout);
+}
+
 /// What a hostile line should do.
 enum Want {
     /// Read, with this key.

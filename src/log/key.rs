@@ -1,7 +1,8 @@
 //! Keys as operators define them: a value as logged, without its port
 //! (`--strip-port`), grouped by network (`--key-prefix 24,64`: IPv4
 //! addresses by /24, IPv6 by /64, written `10.1.2.0/24`, `2001:db8::/64`),
-//! and several fields joined into one key (`--key-column uri,remote_addr`,
+//! an IPv4 client logged IPv4-mapped (`::ffff:10.1.2.3`) grouped by its
+//! IPv4 network, and several fields joined into one key (`--key-column uri,remote_addr`,
 //! parts separated by `|`). A joined key is empty, and so exempt, only when
 //! every part is.
 
@@ -56,6 +57,13 @@ impl KeyShape {
                 .ok()
                 .and_then(|s| s.parse::<IpAddr>().ok())
         {
+            // A dual-stack server logs an IPv4 client as `::ffff:a.b.c.d`:
+            // that client is grouped by its IPv4 network, not by the one
+            // IPv6 /64 every such address falls in.
+            let ip = match ip {
+                IpAddr::V6(a) => a.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+                v4 => v4,
+            };
             let _ = match ip {
                 IpAddr::V4(a) => {
                     let mask = u32::MAX.checked_shl(32 - u32::from(p4)).unwrap_or(0);
@@ -109,6 +117,9 @@ mod tests {
         assert_eq!(shaped(s, "10.1.2.3:8080"), "10.1.2.0/24");
         assert_eq!(shaped(s, "[2001:db8:1:2:3::4]:443"), "2001:db8:1:2::/64");
         assert_eq!(shaped(s, "2001:db8:1:2:3::4"), "2001:db8:1:2::/64");
+        assert_eq!(shaped(s, "::ffff:10.1.2.3"), "10.1.2.0/24");
+        assert_eq!(shaped(s, "[::ffff:10.1.2.3]:443"), "10.1.2.0/24");
+        assert_eq!(shaped(s, "::ffff:9.8.7.6"), "9.8.7.0/24");
         assert_eq!(shaped(s, "host.example"), "host.example");
         assert_eq!(shaped(s, ""), "");
         let all = KeyShape {
