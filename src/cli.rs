@@ -247,7 +247,8 @@ pub struct ReplayArgs {
     /// Time zone of timestamps written without a UTC offset (Europe/Paris, UTC, +02:00).
     #[arg(long, value_name = "ZONE", requires = "replay")]
     pub tz: Option<String>,
-    /// CSV field delimiter: one character, or 'tab' (default ',').
+    /// CSV field delimiter: one character, or 'tab' (default ',', or tab
+    /// when the first line has tabs and no commas).
     #[arg(long, value_name = "C", requires = "replay")]
     pub delimiter: Option<String>,
     /// The first CSV line is data; name the time column by 0-based index.
@@ -344,7 +345,8 @@ pub struct InputArgs {
     /// The cost column (a positive whole number per row; default 1).
     #[arg(long, value_name = "NAME|INDEX")]
     pub cost_column: Option<String>,
-    /// Field delimiter: one character, or 'tab' (default: ',', or tab for .tsv files).
+    /// Field delimiter: one character, or 'tab' (default: ',', or tab for .tsv files
+    /// and when the first line has tabs and no commas).
     #[arg(long, short, value_name = "C")]
     pub delimiter: Option<String>,
     /// Time zone of timestamps written without a UTC offset: an IANA name

@@ -26,6 +26,7 @@ pub mod log;
 pub mod nginx_conf;
 pub mod pace;
 pub mod policy;
+pub mod quote;
 pub mod rate;
 pub mod report;
 pub mod size;

@@ -1090,3 +1090,160 @@ fn hostile_lines_per_format() {
         }
     }
 }
+
+/// Every character of a message is printable (newline ends it).
+fn printable(text: &str) -> bool {
+    text.chars().all(|c| c == '\n' || !c.is_control()) && !text.contains('\u{fffd}')
+}
+
+/// Binary data and wide or hostile headers are quoted escaped and capped,
+/// in one short line.
+#[test]
+fn quoted_input_is_escaped_and_capped() {
+    let elf = write(
+        "true",
+        b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x03\x00>\x00\x01\x00\x00\x00\xf0\x23\n\x00\x00",
+    );
+    let e = drip(&[s(&elf), "-p", "gcra:rate=1/s"], None);
+    assert_eq!(e.code, 2, "{}", e.stderr);
+    assert!(
+        e.stderr.contains("is binary data, not a text log"),
+        "{}",
+        e.stderr
+    );
+    assert!(printable(&e.stderr), "{:?}", e.stderr);
+    assert_eq!(e.stderr.lines().count(), 1, "{}", e.stderr);
+
+    let mut wide = "a,".repeat(5000);
+    wide.push_str("b\n1\n");
+    let w = write("wide.csv", wide.as_bytes());
+    let e = drip(&[s(&w), "-p", "gcra:rate=1/s"], None);
+    assert_eq!(e.code, 2, "{}", e.stderr);
+    assert!(
+        e.stderr.len() < 600,
+        "{} bytes: {}",
+        e.stderr.len(),
+        e.stderr
+    );
+    assert!(
+        e.stderr.contains("0:a, 1:a, ") && e.stderr.contains("11:a, … and 4989 more"),
+        "{}",
+        e.stderr
+    );
+
+    let hostile = write("hostile.csv", b"t\x1b[2Jx,\xff\xfey\n1,2\n");
+    let e = drip(
+        &[s(&hostile), "-p", "gcra:rate=1/s", "--key-column", "k\x07"],
+        None,
+    );
+    assert_eq!(e.code, 2, "{}", e.stderr);
+    assert!(printable(&e.stderr), "{:?}", e.stderr);
+    assert!(
+        e.stderr.contains("0:t\\u{1b}[2Jx, 1:\\xff\\xfey"),
+        "{}",
+        e.stderr
+    );
+}
+
+/// A tab-separated log read without saying so: on stdin, or compressed
+/// under a name without `.tsv`, it is recognised by its first line; told
+/// to read CSV, the error says the header is one column holding tabs.
+#[test]
+fn tab_separated_logs_are_recognised_or_named() {
+    let tsv = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/nasa_19950801.tsv"
+    ))
+    .unwrap();
+    let args = [
+        "--key-column",
+        "host",
+        "-p",
+        "gcra:rate=1/s,burst=10",
+        "-f",
+        "json",
+    ];
+    let named = drip(
+        &[
+            &[
+                concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/nasa_19950801.tsv"),
+                "-q",
+            ][..],
+            &args[..],
+        ]
+        .concat(),
+        None,
+    );
+    let want = json(&named)["policies"].clone();
+    let piped = drip(&args, Some(&tsv));
+    assert!(
+        piped.stderr.contains("reading <stdin> as tab-separated"),
+        "{}",
+        piped.stderr
+    );
+    assert_eq!(json(&piped)["policies"], want);
+    let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    gz.write_all(&tsv).unwrap();
+    let packed = write("n_tsv.gz", &gz.finish().unwrap());
+    let out = drip(&[&[s(&packed), "-q"][..], &args[..]].concat(), None);
+    assert_eq!(json(&out)["policies"], want);
+
+    let e = drip(
+        &[&["--input-format", "csv"][..], &args[..]].concat(),
+        Some(&tsv),
+    );
+    assert_eq!(e.code, 2, "{}", e.stderr);
+    assert!(
+        e.stderr.contains("no key column 'host'")
+            && e.stderr.contains("one column containing tabs")
+            && e.stderr.contains("--delimiter tab"),
+        "{}",
+        e.stderr
+    );
+    assert!(printable(&e.stderr), "{:?}", e.stderr);
+}
+
+/// A log in another format than the one asked for, or than the files
+/// before it, is named as such, at its first line.
+#[test]
+fn a_log_in_another_format_is_named() {
+    let common = "pppa006.compuserve.com - - [01/Aug/1995:02:00:00 -0400] \"GET /images/a.gif HTTP/1.0\" 200 1713\n\
+                  pppa006.compuserve.com - - [01/Aug/1995:02:00:01 -0400] \"GET /images/b.gif HTTP/1.0\" 200 1713\n";
+    let c = write("c.log", common.as_bytes());
+    let e = drip(
+        &[s(&c), "--input-format", "ndjson", "-p", "gcra:rate=1/s"],
+        None,
+    );
+    assert_eq!(e.code, 2, "{}", e.stderr);
+    assert!(
+        e.stderr.contains("c.log:1: ndjson line: not a JSON object"),
+        "{}",
+        e.stderr
+    );
+    assert!(!e.stderr.contains("--time-column"), "{}", e.stderr);
+
+    let e = drip(
+        &[s(&c), "--input-format", "w3c", "-p", "gcra:rate=1/s"],
+        None,
+    );
+    assert_eq!(e.code, 2, "{}", e.stderr);
+    assert!(e.stderr.contains("#Fields:"), "{}", e.stderr);
+    assert!(!e.stderr.contains("--no-header"), "{}", e.stderr);
+
+    let cost = write("cost.csv", b"ts,client,cost\n807256800,a,1\n");
+    let e = drip(&[s(&cost), s(&c), "-p", "gcra:rate=1/s"], None);
+    assert_eq!(e.code, 2, "{}", e.stderr);
+    assert!(
+        e.stderr.contains(
+            "c.log: its first lines read as common lines, but the files before it are csv"
+        ),
+        "{}",
+        e.stderr
+    );
+    // The same format twice is one log.
+    let out = drip(
+        &[s(&c), s(&c), "-p", "gcra:rate=1/s", "-q", "-f", "json"],
+        None,
+    );
+    assert_eq!(json(&out)["input"]["rows"], 4);
+}

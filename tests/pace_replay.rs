@@ -229,3 +229,35 @@ fn tempdir() -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+/// A compressed log on stdin is named in one printable line with the
+/// command that decompresses it, not quoted as raw bytes; a
+/// tab-separated one is read without being told.
+#[test]
+fn replay_names_compressed_input_and_reads_tabs() {
+    let gz = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/fixtures/nasa_19950801.log.gz"
+    ))
+    .unwrap();
+    let out = run(&["--speed", "100000"], &gz);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    let last = err.lines().last().unwrap();
+    assert!(
+        last.contains("standard input is gzip-compressed") && last.contains("zcat"),
+        "{err}"
+    );
+    assert!(
+        err.chars().all(|c| c == '\n' || !c.is_control()) && !err.contains('\u{fffd}'),
+        "{err:?}"
+    );
+    assert!(err.len() < 1000, "{err}");
+
+    let (input, _) = nasa(20);
+    let out = run(&["--speed", "1000000"], &input);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{err}");
+    assert!(err.contains("reading stdin as tab-separated"), "{err}");
+    assert_eq!(out.stdout, input);
+}

@@ -7,6 +7,7 @@
 use super::quotes::{QuoteGuard, UnclosedQuote};
 use super::timestamp::{TimeFormat, TimeParser};
 use crate::cli::InputFormat;
+use crate::quote::{NotText, delimiter_hint, listing, shown_str};
 use crate::time::Nanos;
 use anyhow::{Context, Result, anyhow, bail};
 use std::fs::File;
@@ -59,7 +60,7 @@ impl ColSel {
 impl std::fmt::Display for ColSel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            ColSel::Name(n) => write!(f, "'{n}'"),
+            ColSel::Name(n) => write!(f, "'{}'", shown_str(n)),
             ColSel::Index(i) => write!(f, "#{i}"),
         }
     }
@@ -101,7 +102,8 @@ pub(crate) fn parse_time_column(t: &str) -> Result<Vec<ColSel>> {
     let cols: Vec<ColSel> = t.split(',').map(|c| ColSel::parse(c.trim())).collect();
     if cols.len() > 2 || cols.iter().any(|c| *c == ColSel::Name(String::new())) {
         bail!(
-            "invalid --time-column '{t}': give one column, or a date and a time column as DATE,TIME"
+            "invalid --time-column '{}': give one column, or a date and a time column as DATE,TIME",
+            shown_str(t)
         );
     }
     Ok(cols)
@@ -114,7 +116,8 @@ pub(crate) fn parse_time_format(text: &str) -> Result<TimeFormat> {
         && !p.contains('%')
     {
         bail!(
-            "invalid --time-format '{p}': give auto, rfc3339, epoch-s, epoch-ms, epoch-us, epoch-ns, clf, or a strftime pattern such as '%d/%m/%Y %H:%M:%S'"
+            "invalid --time-format '{}': give auto, rfc3339, epoch-s, epoch-ms, epoch-us, epoch-ns, clf, or a strftime pattern such as '%d/%m/%Y %H:%M:%S'",
+            shown_str(p)
         );
     }
     Ok(format)
@@ -330,17 +333,17 @@ fn open(path: &Path, bytes: &Arc<AtomicU64>) -> Result<Box<dyn BufRead + Send>> 
             GzMembers::new(buffered),
         )));
     }
-    let packed = [
-        (&b"\xfd7zXZ\x00"[..], "xz", "xz -dc"),
-        (b"BZh", "bzip2", "bzip2 -dc"),
-        (b"\x28\xb5\x2f\xfd", "zstd", "zstd -dc"),
-    ];
-    if let Some((_, kind, tool)) = packed.iter().find(|(m, _, _)| magic.starts_with(m)) {
-        bail!(
+    match crate::quote::not_text(magic) {
+        Some(NotText::Packed { kind, tool }) => bail!(
             "'{}' looks compressed ({kind}), which drip does not read; decompress it into drip: {tool} '{}' | drip ... -",
             file_name(path),
             path.display()
-        );
+        ),
+        Some(NotText::Binary) => bail!(
+            "'{}' is binary data, not a text log (its first line holds a NUL byte); give the log itself (a UTF-16 log: convert it first with iconv -f UTF-16 -t UTF-8)",
+            file_name(path)
+        ),
+        None => {}
     }
     Ok(Box::new(buffered))
 }
@@ -411,12 +414,22 @@ fn default_delimiter(path: &Path) -> u8 {
     }
 }
 
+/// Whether a log's first line is separated by tabs rather than commas:
+/// it has a tab and no comma.
+pub(crate) fn tab_separated(sample: &[u8]) -> bool {
+    let first = &sample[..memchr::memchr(b'\n', sample).unwrap_or(sample.len())];
+    first.contains(&b'\t') && !first.contains(&b',')
+}
+
 /// Parses `--delimiter`: one ASCII character, `tab` or `\t`.
 pub fn parse_delimiter(text: &str) -> Result<u8> {
     match text {
         "tab" | "\\t" | "\t" => Ok(b'\t'),
         t if t.len() == 1 && t.is_ascii() => Ok(t.as_bytes()[0]),
-        t => bail!("invalid --delimiter '{t}': give one ASCII character, or 'tab'"),
+        t => bail!(
+            "invalid --delimiter '{}': give one ASCII character, or 'tab'",
+            shown_str(t)
+        ),
     }
 }
 
@@ -442,22 +455,6 @@ struct Columns {
     duration: Option<usize>,
 }
 
-/// Column names for a message: each shortened and escaped, at most 40.
-fn listing(h: &[String]) -> String {
-    const MOST: usize = 40;
-    let mut text = h
-        .iter()
-        .take(MOST)
-        .enumerate()
-        .map(|(i, n)| format!("{i}:{}", shown(n.as_bytes())))
-        .collect::<Vec<_>>()
-        .join(", ");
-    if h.len() > MOST {
-        text.push_str(&format!(", … ({} more)", h.len() - MOST));
-    }
-    text
-}
-
 pub(crate) fn resolve(
     sel: &ColSel,
     header: Option<&[String]>,
@@ -466,13 +463,15 @@ pub(crate) fn resolve(
 ) -> Result<usize> {
     match (sel, header) {
         (ColSel::Index(i), Some(h)) if *i >= h.len() => bail!(
-            "{file}: no {what} column #{i}: the file has {} columns ({})",
+            "{file}: no {what} column #{i}: the file has {} columns ({}){}",
             h.len(),
-            listing(h)
+            listing(h),
+            hint(h)
         ),
         (ColSel::Index(i), _) => Ok(*i),
         (ColSel::Name(n), None) => bail!(
-            "{file}: {what} column '{n}' named, but --no-header is set; name it by 0-based index"
+            "{file}: {what} column '{}' named, but --no-header is set; name it by 0-based index",
+            shown_str(n)
         ),
         (ColSel::Name(n), Some(h)) => h
             .iter()
@@ -480,8 +479,10 @@ pub(crate) fn resolve(
             .or_else(|| h.iter().position(|c| c.eq_ignore_ascii_case(n)))
             .ok_or_else(|| {
                 anyhow!(
-                    "{file}: no {what} column '{n}'; the columns are: {}",
-                    listing(h)
+                    "{file}: no {what} column '{}'; the columns are: {}{}",
+                    shown_str(n),
+                    listing(h),
+                    hint(h)
                 )
             }),
     }
@@ -503,22 +504,22 @@ pub(crate) fn pick_time_column(header: Option<&[String]>, file: &str) -> Result<
     }) {
         return Ok(i);
     }
+    if let Some(advice) = delimiter_hint(h) {
+        bail!("{file}: no time column found: {advice}");
+    }
     bail!(
         "{file}: no time column found among {}; give --time-column NAME or INDEX",
         listing(h)
     )
 }
 
-/// A field's text for a message: at most 80 characters, control
-/// characters escaped (a stray quote can pull newlines into a field).
-pub(crate) fn shown(value: &[u8]) -> String {
-    let s = String::from_utf8_lossy(value);
-    let mut out: String = s.chars().take(80).flat_map(char::escape_debug).collect();
-    if s.chars().count() > 80 {
-        out.push('…');
-    }
-    out
+/// The end of a no-such-column message for a header that is one column
+/// holding another delimiter.
+fn hint(h: &[String]) -> String {
+    delimiter_hint(h).map_or(String::new(), |a| format!("; {a}"))
 }
+
+pub(crate) use crate::quote::shown;
 
 /// A log being read row by row: CSV records, or lines of an access-log
 /// format read into named fields.
@@ -544,6 +545,11 @@ trait Rows {
     /// The access-log format's name; `None` for CSV.
     fn format(&self) -> Option<&'static str> {
         None
+    }
+    /// Fails when the first line shows the log is not in this format at
+    /// all, before its (unknown) field names are looked up.
+    fn check_start(&mut self, _file: &str) -> Result<()> {
+        Ok(())
     }
 }
 
@@ -581,7 +587,7 @@ impl<R: Read> CsvRows<R> {
             rows.header = Some(
                 rows.record
                     .iter()
-                    .map(|f| String::from_utf8_lossy(f).trim().to_string())
+                    .map(|f| crate::quote::text_of(f).trim().to_string())
                     .collect(),
             );
         }
@@ -711,7 +717,7 @@ impl<R: BufRead> Rows for LineRows<R> {
             if let Some(first) = names.iter().find(|n| positional(n)) {
                 list.push(format!("{first}… (further fields by position)"));
             }
-            list.join(", ")
+            crate::quote::names(&list)
         };
         let format = self.parser.format();
         match sel {
@@ -728,7 +734,10 @@ impl<R: BufRead> Rows for LineRows<R> {
                     .names()
                     .is_some_and(|names| names.iter().any(|x| x == n));
                 let i = self.parser.field(n).ok_or_else(|| {
-                    anyhow!("{file}: {format} lines have no {what} field '{n}'; the fields are: {listing}")
+                    anyhow!(
+                        "{file}: {format} lines have no {what} field '{}'; the fields are: {listing}",
+                        shown_str(n)
+                    )
                 })?;
                 if !known && !self.quiet && format == "ndjson" {
                     crate::say!(
@@ -801,6 +810,25 @@ impl<R: BufRead> Rows for LineRows<R> {
     fn format(&self) -> Option<&'static str> {
         Some(self.parser.format())
     }
+
+    fn check_start(&mut self, file: &str) -> Result<()> {
+        // Only a format that learns its names from the first line (JSON)
+        // knows none when that line is not in it.
+        if !self.parser.names().is_some_and(<[String]>::is_empty)
+            || !matches!(self.pending, Some(crate::log::Line::Ok))
+        {
+            return Ok(());
+        }
+        let mut fields = crate::log::Fields::default();
+        match self.parser.parse(&self.lines.buf, &mut fields) {
+            Err(e) => bail!(
+                "{file}:{}: {} line: {e}; is the log in this format? Set --input-format to its format, or leave it out to detect it",
+                self.lines.line,
+                self.parser.format()
+            ),
+            Ok(_) => Ok(()),
+        }
+    }
 }
 
 /// What carries over from file to file while reading.
@@ -854,7 +882,33 @@ pub fn read_all(
     for (file_idx, path) in files.iter().enumerate() {
         let name = file_name(path);
         let mut reader = open(path, bytes)?;
+        let auto = spec.input_format == InputFormat::Auto;
         let f = match format {
+            Some(f) if auto => {
+                // One audit reads one format: a later file whose lines are
+                // plainly another format is named, not misread.
+                let sample = reader
+                    .fill_buf()
+                    .with_context(|| format!("cannot read '{name}'"))?;
+                let g = crate::log::detect(sample).unwrap_or(InputFormat::Csv);
+                let alike = |a, b| {
+                    a == b
+                        || matches!(
+                            (a, b),
+                            (InputFormat::Common, InputFormat::Combined)
+                                | (InputFormat::Combined, InputFormat::Common)
+                        )
+                };
+                let known = g != InputFormat::Csv;
+                if !sample.is_empty() && known && !alike(f, g) {
+                    bail!(
+                        "{name}: its first lines read as {} lines, but the files before it are {}; audit files of one format together, or set --input-format to read them all as one",
+                        g.name(),
+                        f.name()
+                    );
+                }
+                f
+            }
             Some(f) => f,
             None => {
                 let sample = reader
@@ -876,11 +930,24 @@ pub fn read_all(
         };
         let go = match f {
             InputFormat::Csv | InputFormat::Tsv | InputFormat::Auto => {
-                let delimiter = spec.delimiter.unwrap_or(if f == InputFormat::Tsv {
+                let mut delimiter = spec.delimiter.unwrap_or(if f == InputFormat::Tsv {
                     b'\t'
                 } else {
                     default_delimiter(path)
                 });
+                if auto && spec.delimiter.is_none() && delimiter == b',' {
+                    let sample = reader
+                        .fill_buf()
+                        .with_context(|| format!("cannot read '{name}'"))?;
+                    if tab_separated(sample) {
+                        delimiter = b'\t';
+                        if !spec.quiet {
+                            crate::say!(
+                                "drip: reading {name} as tab-separated (detected from its first line: tabs and no commas; set --delimiter to override)"
+                            );
+                        }
+                    }
+                }
                 match CsvRows::new(reader, delimiter, spec.no_header, spec.skip_bad, &name)? {
                     Some(mut rows) => {
                         let go = read_rows(&mut st, &mut rows, file_idx, &name, &mut emit)?;
@@ -920,6 +987,7 @@ fn read_rows(
     emit: &mut impl FnMut(Batch) -> bool,
 ) -> Result<bool> {
     let spec = st.spec;
+    rows.check_start(name)?;
     let (time, time2) = match spec.time_col.as_deref() {
         Some([sel]) => (rows.column(sel, "time", name)?, None),
         Some([sel, sel2, ..]) => (
@@ -988,19 +1056,20 @@ fn read_rows(
             );
         }
     }
-    let time_column = st.summary.time_column.clone();
-    let duration_name = cols.duration.map(|d| col_name(h, d));
+    // Names as messages quote them.
+    let time_column = shown_str(&st.summary.time_column);
+    let duration_name = cols.duration.map(|d| shown_str(&col_name(h, d)));
     let key_names: Vec<Vec<String>> = cols
         .keys
         .iter()
-        .map(|k| k.iter().map(|&c| col_name(h, c)).collect())
+        .map(|k| k.iter().map(|&c| shown_str(&col_name(h, c))).collect())
         .collect();
     let shape = crate::log::key::KeyShape {
         strip_port: spec.strip_port,
         prefix: spec.key_prefix,
     };
     let plain_keys = shape == crate::log::key::KeyShape::default();
-    let cost_name = cols.cost.map(|c| col_name(h, c));
+    let cost_name = cols.cost.map(|c| shown_str(&col_name(h, c)));
     // Where a message points: the CSV row, or the format's line.
     let kind = match format {
         Some(f) => format!("{f} line: "),
@@ -1021,7 +1090,10 @@ fn read_rows(
             read.map_err(&bad)?;
             let field = |i: usize, what: &str| {
                 rows.get(i).ok_or_else(|| match format {
-                    Some(_) => bad(format!("no {what} field '{}' on this line", col_name(h, i))),
+                    Some(_) => bad(format!(
+                        "no {what} field '{}' on this line",
+                        shown_str(&col_name(h, i))
+                    )),
                     None => bad(format!(
                         "the row has {} field(s), no {what} column #{i}",
                         rows.len()

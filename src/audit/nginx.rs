@@ -389,14 +389,14 @@ impl ConfExec {
         // Positional names (`field10`) of line formats say nothing.
         let listing = || {
             opts.log_fields.map_or(String::new(), |n| {
-                n.iter()
-                    .filter(|x| {
-                        !x.strip_prefix("field")
-                            .is_some_and(|d| d.bytes().all(|b| b.is_ascii_digit()))
-                    })
-                    .cloned()
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                crate::quote::names(
+                    &n.iter()
+                        .filter(|x| {
+                            !x.strip_prefix("field")
+                                .is_some_and(|d| d.bytes().all(|b| b.is_ascii_digit()))
+                        })
+                        .collect::<Vec<_>>(),
+                )
             })
         };
         let forced = match opts.location {

@@ -361,7 +361,7 @@ impl Replay {
                     *header = Some(
                         record
                             .iter()
-                            .map(|f| String::from_utf8_lossy(f).trim().to_string())
+                            .map(|f| crate::quote::text_of(f).trim().to_string())
                             .collect(),
                     );
                     *time = Some(time_columns(&self.cfg, header.as_deref())?);
@@ -451,6 +451,15 @@ impl Replay {
 
     /// The reader for a log whose first line is `first`.
     fn start(&self, first: &[u8]) -> Result<Reader> {
+        match crate::quote::not_text(first) {
+            Some(crate::quote::NotText::Packed { kind, tool }) => anyhow::bail!(
+                "standard input is {kind}-compressed, and --replay passes the log's lines on as they are; decompress it into drip: {tool} LOG | drip pace --replay ..."
+            ),
+            Some(crate::quote::NotText::Binary) => anyhow::bail!(
+                "standard input is binary data, not a text log (its first line holds a NUL byte); give the log itself (a UTF-16 log: convert it first with iconv -f UTF-16 -t UTF-8)"
+            ),
+            None => {}
+        }
         let format = match self.cfg.input_format {
             InputFormat::Auto => {
                 let f = crate::log::detect(first).unwrap_or(InputFormat::Csv);
@@ -464,13 +473,25 @@ impl Replay {
             }
             f => f,
         };
+        let tabs = self.cfg.input_format == InputFormat::Auto
+            && self.cfg.delimiter.is_none()
+            && format == InputFormat::Csv
+            && crate::audit::input::tab_separated(first);
+        if tabs && !self.quiet {
+            eprintln!(
+                "drip: reading stdin as tab-separated (detected from its first line: tabs and no commas; set --delimiter to override)"
+            );
+        }
         Ok(match format {
             InputFormat::Csv | InputFormat::Tsv | InputFormat::Auto => Reader::Csv {
-                delimiter: self.cfg.delimiter.unwrap_or(if format == InputFormat::Tsv {
-                    b'\t'
-                } else {
-                    b','
-                }),
+                delimiter: self
+                    .cfg
+                    .delimiter
+                    .unwrap_or(if format == InputFormat::Tsv || tabs {
+                        b'\t'
+                    } else {
+                        b','
+                    }),
                 header_due: !self.cfg.no_header,
                 header: None,
                 time: None,
@@ -509,7 +530,7 @@ fn line_time_columns(
             ColSel::Index(i) => parser.field_at(*i),
         };
         found.ok_or_else(|| {
-            let names = parser.names().map(|n| n.join(", ")).unwrap_or_default();
+            let names = parser.names().map(crate::quote::names).unwrap_or_default();
             anyhow!("stdin: {format} lines have no time field {sel}; the fields are: {names}")
         })
     };
