@@ -1122,3 +1122,77 @@ fn strip_port_counts_clients_not_connections() {
     assert_eq!(without["policies"][0]["keys"], 3);
     assert_eq!(without["policies"][0]["dropped"], 0);
 }
+
+/// The README's column list is the CSV header, and each column is in the
+/// JSON under its own name or the name the README gives it there.
+#[test]
+fn readme_column_list_matches_csv_and_json() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+    let start = readme
+        .find("column list:\n\n| column | meaning |")
+        .expect("the README's column list");
+    let table: Vec<&str> = readme[start..]
+        .lines()
+        .skip(4)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let mut names: Vec<String> = Vec::new();
+    for row in table {
+        let cell = row.split('|').nth(1).unwrap();
+        let listed: Vec<&str> = cell.split('`').skip(1).step_by(2).collect();
+        if cell.contains("..") {
+            let (a, b) = (listed[0], listed[1]);
+            assert_eq!((a, b), ("wait_p50", "wait_max"));
+            names.extend(["wait_p50", "wait_p95", "wait_p99", "wait_max"].map(String::from));
+        } else {
+            names.extend(listed.iter().map(|s| s.to_string()));
+        }
+    }
+    let json_para = &readme[readme
+        .find("JSON (`policies[]`)")
+        .expect("the JSON paragraph")..];
+    let json_para = &json_para[..json_para.find("\n\n").unwrap()];
+    let run = |f: &str| {
+        let out = drip(
+            &[
+                "fixtures/small.csv",
+                "-p",
+                "shaper:rate=1/s,burst=2",
+                "-q",
+                "-f",
+                f,
+            ],
+            None,
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        out
+    };
+    let csv = run("csv");
+    assert_eq!(csv.stdout.lines().next().unwrap(), names.join(","));
+    let v = json(&run("json"));
+    let p = &v["policies"][0];
+    for n in &names {
+        if let Some(w) = n.strip_prefix("wait_") {
+            assert!(p["wait"][format!("{w}_ns")].is_u64(), "{n}: {p}");
+            continue;
+        }
+        if p.get(n.as_str()).is_some() {
+            continue;
+        }
+        // Otherwise the README says what JSON names it.
+        let said = format!("`{n}` is\nnamed `");
+        let said2 = format!("`{n}` is named `");
+        let at = json_para
+            .find(&said)
+            .map(|i| i + said.len())
+            .or_else(|| json_para.find(&said2).map(|i| i + said2.len()))
+            .unwrap_or_else(|| {
+                panic!(
+                    "column {n} is not in the JSON, and the README does not say its JSON name: {p}"
+                )
+            });
+        let other = &json_para[at..at + json_para[at..].find('`').unwrap()];
+        assert!(p.get(other).is_some(), "{n} as {other}: {p}");
+    }
+}
