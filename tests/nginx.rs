@@ -918,3 +918,25 @@ fn a_log_not_in_the_configs_log_format_is_detected_with_a_note() {
     let key = decisions.lines().nth(1).unwrap().split(',').nth(2).unwrap();
     assert_eq!(key, "pppa006.compuserve.com", "{decisions}");
 }
+
+#[test]
+fn a_pcre_only_location_regex_says_what_to_do() {
+    let conf = "http {\n  limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n  server {\n    location ~ ^/(?!static)(.*)$ { limit_req zone=z; }\n  }\n}\n";
+    let (conf, log) = setup(conf, "client,uri,t\n1.1.1.1,/a,1700000000\n");
+    let out = drip(&[
+        s(&log),
+        "--nginx-conf",
+        s(&conf),
+        "--nginx-var",
+        "remote_addr=client",
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("nginx.conf:4:")
+            && out.stderr.contains("look-around")
+            && out.stderr.contains("rewritten without them"),
+        "{}",
+        out.stderr
+    );
+}

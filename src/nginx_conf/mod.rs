@@ -493,29 +493,15 @@ impl NginxConf {
             [u] if u.starts_with('@') => return Ok(None), // reached by internal redirects only
             [m, u] if m == "=" => Match::Exact(u.clone()),
             [m, u] if m == "^~" => Match::NoRegex(u.clone()),
-            [m, u] if m == "~" || m == "~*" => {
-                let pattern = if m == "~*" {
-                    format!("(?i){u}")
-                } else {
-                    u.clone()
-                };
-                Match::Regex(regex::Regex::new(&pattern).map_err(|e| {
-                    d.pos.err(format!(
-                        "location regex '{u}' is not one drip can evaluate: {}",
-                        e.to_string().lines().last().unwrap_or("invalid")
-                    ))
-                })?)
-            }
+            [m, u] if m == "~" || m == "~*" => Match::Regex(location_regex(d, u, m == "~*")?),
             [u] if u.starts_with('=') && u.len() > 1 => Match::Exact(u[1..].to_string()),
             [u] if u.starts_with("^~") && u.len() > 2 => Match::NoRegex(u[2..].to_string()),
-            [u] if u.starts_with("~*") && u.len() > 2 => Match::Regex(
-                regex::Regex::new(&format!("(?i){}", &u[2..]))
-                    .map_err(|e| d.pos.err(format!("location regex '{u}': {e}")))?,
-            ),
-            [u] if u.starts_with('~') && u.len() > 1 => Match::Regex(
-                regex::Regex::new(&u[1..])
-                    .map_err(|e| d.pos.err(format!("location regex '{u}': {e}")))?,
-            ),
+            [u] if u.starts_with("~*") && u.len() > 2 => {
+                Match::Regex(location_regex(d, &u[2..], true)?)
+            }
+            [u] if u.starts_with('~') && u.len() > 1 => {
+                Match::Regex(location_regex(d, &u[1..], false)?)
+            }
             [u] => Match::Prefix(u.clone()),
             _ => {
                 return Err(d
@@ -914,6 +900,28 @@ impl NginxConf {
 }
 
 /// A `limit_req` line: zone name, burst, delay (`None`: nodelay).
+/// A location's regex, as nginx's PCRE would match it; one the regex
+/// engine cannot run (look-around, backreferences) is an error saying
+/// what to do.
+fn location_regex(d: &Directive, u: &str, caseless: bool) -> Result<regex::Regex, ConfError> {
+    let pattern = if caseless {
+        format!("(?i){u}")
+    } else {
+        u.to_string()
+    };
+    regex::Regex::new(&pattern).map_err(|e| {
+        d.pos.err(format!(
+            "location regex '{u}' is not one drip can evaluate ({}); drip cannot run PCRE look-around or backreferences: audit a copy of the config with this regex rewritten without them",
+            e.to_string()
+                .lines()
+                .last()
+                .unwrap_or("invalid")
+                .trim()
+                .trim_start_matches("error: ")
+        ))
+    })
+}
+
 fn parse_limit_req(d: &Directive) -> Result<LimitLine, ConfError> {
     if d.args.is_empty() || d.args.len() > 3 {
         return Err(d.pos.err("invalid number of arguments in \"limit_req\"; write limit_req zone=NAME [burst=N] [nodelay | delay=N]"));
