@@ -808,6 +808,39 @@ fn a_full_rejects_file_lets_the_admitted_backlog_go_out_on_time() {
     assert_eq!(stats["lines_out"], 3, "{err}");
 }
 
+#[test]
+fn unsent_lines_a_full_rejects_file_cannot_keep_make_a_closed_downstream_an_error() {
+    // Downstream is gone before the first write: every line is unsent,
+    // and the rejects file cannot take them.
+    let mut child = pace()
+        .args(["--rate", "1/min", "--rejects", "/dev/full", "--stats=json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(&numbered(10)).unwrap();
+    let status = exit_within(&mut child, 20, "pace with a closed stdout");
+    drop(stdin);
+    let mut err = String::new();
+    child
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut err)
+        .unwrap();
+    assert_eq!(status.code(), Some(2), "{err}");
+    let stats = summary(&err);
+    assert_eq!(stats["ended"], "broken-pipe", "{err}");
+    assert_eq!(stats["lines_out"], 0, "{err}");
+    assert_eq!(stats["lines_in"], stats["unsent"], "{err}");
+    let errors: Vec<&str> = err.lines().filter(|l| !l.starts_with('{')).collect();
+    assert_eq!(errors.len(), 1, "{err}");
+    assert!(errors[0].contains("rejects file '/dev/full'"), "{err}");
+}
+
 // 17. The reorder window is not quadratic.
 
 #[test]
