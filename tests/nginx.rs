@@ -940,3 +940,43 @@ fn a_pcre_only_location_regex_says_what_to_do() {
         out.stderr
     );
 }
+
+#[test]
+fn csv_carries_the_locations_verification_and_comparison() {
+    let conf = "http {\n  limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n  server { location / { limit_req zone=z burst=1 nodelay; } }\n}\n";
+    let log = "remote_addr,uri,t,limit_req_status\n1.1.1.1,/a,1700000000,PASSED\n1.1.1.1,/a,1700000000,PASSED\n1.1.1.1,/a,1700000000,REJECTED\n";
+    let (old, log) = setup(conf, log);
+    let new = old.with_file_name("new.conf");
+    std::fs::write(&new, conf.replace(" burst=1", "")).unwrap();
+    let out = drip(&[
+        s(&log),
+        "--nginx-conf",
+        s(&old),
+        "--nginx-conf",
+        s(&new),
+        "--compare",
+        "--verify-column",
+        "limit_req_status",
+        "--max-disagree",
+        "100",
+        "-f",
+        "csv",
+        "-q",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let o = &out.stdout;
+    assert!(
+        o.contains("\npolicy,location,limit_req,requests,passed,delayed,rejected,no limit\n")
+            && o.contains("\nnginx.conf,location /,z 1r/s burst=1 nodelay,3,2,0,1,0\n"),
+        "{o}"
+    );
+    assert!(
+        o.contains("\npolicy,verify_column,rows,agreed,disagreed,agreement_pct\n")
+            && o.contains("\nnginx.conf,limit_req_status,3,3,0,100\n"),
+        "{o}"
+    );
+    assert!(
+        o.contains("\npolicy,against,newly_dropped,newly_admitted,keys_newly_hurt,keys_relieved\nnew.conf,nginx.conf,1,0,"),
+        "{o}"
+    );
+}
