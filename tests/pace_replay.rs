@@ -172,9 +172,11 @@ fn max_gap_cuts_an_idle_hour() {
         .map(|l| l.split('\t').nth(1).unwrap())
         .collect();
     assert_eq!(lines, input.lines().collect::<Vec<_>>());
-    // 300 ms, then the next 300 ms (a second, cut too), at least.
+    // 300 ms, then the next 300 ms (a second, cut too), at least. Each line
+    // has its place on the timetable from the first: a second line written
+    // late does not move the third, so measure both from the first.
     assert!(stamps[1] - stamps[0] >= 0.299, "{stamps:?}");
-    assert!(stamps[2] - stamps[1] >= 0.299, "{stamps:?}");
+    assert!(stamps[2] - stamps[0] >= 0.599, "{stamps:?}");
     assert!(started.elapsed() >= Duration::from_millis(600));
     // Not the hour: the test would hang; a minute is far more than enough.
     assert!(started.elapsed() < Duration::from_secs(60));
