@@ -721,3 +721,122 @@ fn nothing_meeting_the_targets_exits_1_with_one_line_saying_so() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("misses the targets"), "{}", out.stdout);
 }
+
+#[test]
+fn a_global_nginx_answer_counts_every_request_in_one_bucket() {
+    let out = drip(&[
+        "size",
+        NASA,
+        "-q",
+        "-p",
+        "nginx:nodelay,key=none",
+        "--rate",
+        "5r/s,10r/s",
+        "--max-drop-rate",
+        "1",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    // Not `$server_name` (one bucket per server), not a constant that
+    // could be empty (exempt): a map giving every request the key "all".
+    assert!(
+        out.stdout
+            .contains("    map $remote_addr $drip_all { default all; }\n    limit_req_zone $drip_all zone=drip:1m rate="),
+        "{}",
+        out.stdout
+    );
+    assert!(!out.stdout.contains("$server_name"));
+    let (_, r) = size(&[
+        NASA,
+        "-p",
+        "nginx:key=none",
+        "--rate",
+        "10r/s",
+        "--max-drops",
+        "0",
+    ]);
+    assert_eq!(
+        r["nginx"]["map"],
+        "map $remote_addr $drip_all { default all; }"
+    );
+    assert!(
+        r["nginx"]["limit_req_zone"]
+            .as_str()
+            .unwrap()
+            .starts_with("limit_req_zone $drip_all zone=drip:1m rate=10r/s")
+    );
+}
+
+#[test]
+fn excluded_keys_match_as_shown_and_as_logged_under_prefix_and_joined_keys() {
+    let log = write(
+        "k.csv",
+        "ts,ip,path\n1700000000,10.1.2.3,/a\n1700000000,10.1.2.4,/a\n1700000000,10.1.2.5,/a\n1700000001,9.9.9.9,/b\n1700000002,8.8.8.8,/b\n",
+    );
+    let log = log.to_str().unwrap();
+    let excluded = |keying: &[&str], lines: &str| {
+        let ex = write("ex.txt", lines);
+        let mut args = vec![log, "-p", "gcra", "--rate", "1/s", "--max-drops", "0"];
+        args.extend_from_slice(keying);
+        args.extend(["--exclude-keys", ex.to_str().unwrap()]);
+        let (_, r) = size(&args);
+        (
+            r["targets"]["excluded_keys"].as_u64().unwrap(),
+            r["targets"]["excluded_requests"].as_u64().unwrap(),
+            r["notes"].to_string(),
+        )
+    };
+    let prefix = ["--key-column", "ip", "--key-prefix", "24"];
+    // As the report shows the key, and as logged: both name 10.1.2.0/24.
+    for lines in ["10.1.2.0/24\n", "10.1.2.3\n", "10.1.2.0/24\n10.1.2.4\n"] {
+        let (keys, requests, notes) = excluded(&prefix, lines);
+        assert_eq!((keys, requests), (1, 3), "{lines:?}: {notes}");
+        assert!(!notes.contains("do not appear"), "{lines:?}: {notes}");
+    }
+    let (keys, _, notes) = excluded(&prefix, "10.9.9.9\n");
+    assert_eq!(keys, 0);
+    assert!(notes.contains("1 of the 1 keys"), "{notes}");
+    // Joined columns, shown as `path|ip`; the logged parts shaped alike.
+    let joined = [
+        "--key-column",
+        "path,ip",
+        "--key-prefix",
+        "24",
+        "--strip-port",
+    ];
+    for lines in ["/a|10.1.2.0/24\n", "/a|10.1.2.3:4711\n", "/b | 9.9.9.9\n"] {
+        let (keys, _, notes) = excluded(&joined, lines);
+        assert_eq!(keys, 1, "{lines:?}: {notes}");
+        assert!(!notes.contains("do not appear"), "{lines:?}: {notes}");
+    }
+}
+
+#[test]
+fn a_sparse_average_rate_reads_per_hour_not_as_zero() {
+    // 200 clients, one request each over ten hours: 0.0000279/s per key.
+    let mut text = String::from("ts,client\n");
+    for i in 0..200u64 {
+        text.push_str(&format!("{},c{i}\n", 1_700_000_000 + i * 180));
+    }
+    let log = write("sparse.csv", &text);
+    let out = drip(&[
+        "size",
+        log.to_str().unwrap(),
+        "-q",
+        "--key-column",
+        "client",
+        "-p",
+        "gcra",
+        "--rate",
+        "1/s",
+        "--max-drops",
+        "0",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stdout.contains("0.0000/s"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("the log's average rate is 0.1005/h (p99 across keys)"),
+        "{}",
+        out.stdout
+    );
+}

@@ -139,6 +139,9 @@ impl FrontierRow {
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct NginxConf {
+    /// For one global bucket: the `map` giving every request one key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub map: Option<String>,
     pub limit_req_zone: String,
     pub limit_req: String,
     pub zone_mb: u64,
@@ -429,10 +432,19 @@ pub(crate) fn summary_lines(r: &SizeReport) -> Vec<String> {
         ));
     }
     if let Some(n) = &r.nginx {
-        lines.push(format!(
-            "nginx ({} keys active within 60 s at most; about 16,000 per MB):",
-            n.keys_active_60s
-        ));
+        match &n.map {
+            Some(map) => {
+                lines.push(
+                    "nginx (one bucket for every request: the map gives each the same key, in the http block):"
+                        .into(),
+                );
+                lines.push(format!("    {map}"));
+            }
+            None => lines.push(format!(
+                "nginx ({} keys active within 60 s at most; about 16,000 per MB):",
+                n.keys_active_60s
+            )),
+        }
         lines.push(format!("    {}", n.limit_req_zone));
         lines.push(format!("    {}", n.limit_req));
     }

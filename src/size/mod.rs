@@ -519,33 +519,61 @@ pub fn run(args: SizeArgs) -> Result<u8> {
     if let Some(path) = &args.exclude_keys {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("cannot read --exclude-keys file '{}'", path.display()))?;
-        let mut wanted: HashMap<Vec<u8>, bool> = HashMap::new();
+        // A line names a key as the report shows it (`10.1.2.0/24`,
+        // `/api|alice`) or as logged (`10.1.2.3:4711`): the logged form is
+        // shaped as the log's keys are (port, prefix, joined parts).
+        let shape = crate::log::key::KeyShape {
+            strip_port: args.input.strip_port,
+            prefix: args
+                .input
+                .key_prefix
+                .as_deref()
+                .map(crate::log::key::parse_prefix)
+                .transpose()
+                .map_err(|e| anyhow!(e))?,
+        };
+        let joined = key_col.as_deref().is_some_and(|c| c.contains(','));
+        let mut lines: Vec<bool> = Vec::new();
+        let mut forms: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
         for line in text.lines() {
             let l = line.trim();
             if l.is_empty() || l.starts_with('#') {
                 continue;
             }
-            let v = if args.input.strip_port {
-                crate::audit::input::strip_port(l.as_bytes())
+            let n = lines.len();
+            lines.push(false);
+            let mut shaped = Vec::new();
+            if joined {
+                shape.append_joined(
+                    l.split(crate::log::key::JOIN as char).map(str::as_bytes),
+                    &mut shaped,
+                );
             } else {
-                l.as_bytes()
-            };
-            wanted.insert(v.to_vec(), false);
+                shape.append(l.as_bytes(), &mut shaped);
+            }
+            for form in [l.as_bytes().to_vec(), shaped] {
+                let at = forms.entry(form).or_default();
+                if !at.contains(&n) {
+                    at.push(n);
+                }
+            }
         }
         counted = vec![true; log.keys()];
         for (id, c) in counted.iter_mut().enumerate() {
-            if let Some(found) = wanted.get_mut(log.names.get(id as u32)) {
+            if let Some(at) = forms.get(log.names.get(id as u32)) {
                 *c = false;
-                *found = true;
+                for &n in at {
+                    lines[n] = true;
+                }
                 targets.excluded_keys += 1;
                 targets.excluded_requests += log.requests_by_key[id];
             }
         }
-        let missing = wanted.values().filter(|f| !**f).count();
+        let missing = lines.iter().filter(|f| !**f).count();
         if missing > 0 {
             let note = format!(
                 "{missing} of the {} keys in '{}' do not appear in the log",
-                wanted.len(),
+                lines.len(),
                 path.display()
             );
             if !args.quiet {
@@ -988,6 +1016,28 @@ impl Shape {
     }
 }
 
+/// An average rate as it reads naturally: per second down to 0.1/s, then
+/// per minute, per hour or per day, with four significant digits, so a
+/// sparse log's rate never shows as zero.
+fn average_text(per_s: f64) -> String {
+    if per_s <= 0.0 || !per_s.is_finite() {
+        return "0/s".into();
+    }
+    let (v, unit) = [(1.0, "s"), (60.0, "min"), (3600.0, "h")]
+        .into_iter()
+        .map(|(mul, unit)| (per_s * mul, unit))
+        .find(|(v, _)| *v >= 0.1)
+        .unwrap_or((per_s * 86_400.0, "day"));
+    let digits = (3 - v.log10().floor() as i32).clamp(0, 8) as usize;
+    let text = format!("{v:.digits$}");
+    let text = if text.contains('.') {
+        text.trim_end_matches('0').trim_end_matches('.').to_string()
+    } else {
+        text
+    };
+    format!("{text}/{unit}")
+}
+
 /// Seed 001's rule: rate ≥ the average input rate; capacity ≤ rate × the
 /// acceptable wait. Set next to the exact frontier.
 fn rule(
@@ -1005,7 +1055,8 @@ fn rule(
         .filter(|_| keyed)
         .map(|k| crate::report::key_text(log.names.get(k)));
     let mut text = vec![format!(
-        "the log's average rate is {avg:.4}/s{who}; its busiest second has {} requests{}",
+        "the log's average rate is {}{who}; its busiest second has {} requests{}",
+        average_text(avg),
         shape.busiest,
         busiest_key
             .as_deref()
@@ -1033,7 +1084,8 @@ fn rule(
     });
     match at_rule {
         None => text.push(format!(
-            "no rate in the sweep reaches the average {avg:.4}/s: every rate here drains slower than the traffic arrives"
+            "no rate in the sweep reaches the average {}: every rate here drains slower than the traffic arrives",
+            average_text(avg)
         )),
         Some(row) => {
             let rate = crate::rate::parse_rate(row.rate.as_deref().unwrap_or("1")).ok();
@@ -1091,10 +1143,15 @@ fn nginx_conf(family: &Family, rec: &FrontierRow, log: &Log, keyed: bool) -> Ngi
         1
     };
     let mb = active.div_ceil(16_000).max(1);
-    let key = if keyed {
-        "$binary_remote_addr"
+    // One bucket for all: every request gets the same non-empty key (an
+    // empty key would exempt it, and `$server_name` splits by server).
+    let (key, map) = if keyed {
+        ("$binary_remote_addr", None)
     } else {
-        "$server_name"
+        (
+            "$drip_all",
+            Some("map $remote_addr $drip_all { default all; }".to_string()),
+        )
     };
     let rate = rec.rate.clone().unwrap_or_default();
     let mut req = format!("limit_req zone=drip burst={}", rec.size);
@@ -1105,6 +1162,7 @@ fn nginx_conf(family: &Family, rec: &FrontierRow, log: &Log, keyed: bool) -> Ngi
     }
     req.push(';');
     NginxConf {
+        map,
         limit_req_zone: format!("limit_req_zone {key} zone=drip:{mb}m rate={rate};"),
         limit_req: req,
         zone_mb: mb,
@@ -1142,6 +1200,17 @@ fn active_keys(log: &Log, w: Nanos) -> u64 {
 mod tests {
     use super::*;
     use crate::policy::Decision;
+
+    #[test]
+    fn average_rates_read_with_their_significant_digits() {
+        assert_eq!(average_text(0.66863), "0.6686/s");
+        assert_eq!(average_text(17.0), "17/s");
+        assert_eq!(average_text(1234.5678), "1235/s");
+        assert_eq!(average_text(0.0004), "1.44/h");
+        assert_eq!(average_text(0.01), "0.6/min");
+        assert_eq!(average_text(1e-7), "0.00864/day");
+        assert_eq!(average_text(0.0), "0/s");
+    }
 
     /// No window of the horizon lets more requests through than the bound
     /// the recommendation ranks by (releases, for the policies that delay).
