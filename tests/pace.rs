@@ -3,89 +3,13 @@
 //! Timing checks are lower bounds only (gaps, elapsed time): a busy machine
 //! can make drip late, never early.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Output, Stdio};
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-fn drip() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_drip"));
-    c.arg("pace").arg("--no-progress");
-    c
-}
-
-/// Runs `drip pace ARGS` with `input` on stdin; returns its output.
-fn run(args: &[&str], input: &[u8]) -> Output {
-    let mut child = drip()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let feeder = thread::spawn(move || {
-        // drip may stop reading early (fail, drop at EOF): ignore EPIPE.
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap();
-    out
-}
-
-fn numbered(n: usize) -> Vec<u8> {
-    (1..=n)
-        .map(|i| format!("{i}\n"))
-        .collect::<String>()
-        .into_bytes()
-}
-
-fn lines(bytes: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(bytes)
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
-fn json(stderr: &[u8]) -> serde_json::Value {
-    let text = String::from_utf8_lossy(stderr);
-    let line = text
-        .lines()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| panic!("no JSON summary in stderr: {text}"));
-    serde_json::from_str(line).unwrap()
-}
-
-/// Spawns drip with piped stdin/stdout and collects (arrival, line) pairs
-/// from its stdout on a thread.
-struct Timed {
-    child: Child,
-    reader: thread::JoinHandle<Vec<(Instant, String)>>,
-}
-
-fn spawn_timed(args: &[&str]) -> Timed {
-    let mut child = drip()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let reader = thread::spawn(move || {
-        let mut got = Vec::new();
-        for line in BufReader::new(stdout).lines() {
-            got.push((Instant::now(), line.unwrap()));
-        }
-        got
-    });
-    Timed { child, reader }
-}
-
-fn gaps(got: &[(Instant, String)]) -> Vec<Duration> {
-    got.windows(2).map(|w| w[1].0 - w[0].0).collect()
-}
+mod common;
+use common::{gaps, kill, lines, numbered, pace, run_pace, spawn_timed, summary, tmpdir};
 
 #[test]
 fn lines_are_spaced_by_the_interval() {
@@ -115,18 +39,18 @@ fn lines_are_spaced_by_the_interval() {
 fn fractional_and_slow_rates() {
     // 30/min is one line per 2 s: the second line waits 2 s.
     let started = Instant::now();
-    let out = run(&["--rate", "30/min"], b"a\nb\n");
+    let out = run_pace(&["--rate", "30/min"], b"a\nb\n");
     assert!(out.status.success());
     assert_eq!(out.stdout, b"a\nb\n");
     assert!(started.elapsed() >= Duration::from_millis(1990));
     // 1/200ms: four intervals.
     let started = Instant::now();
-    let out = run(&["--rate", "1/200ms"], &numbered(5));
+    let out = run_pace(&["--rate", "1/200ms"], &numbered(5));
     assert_eq!(lines(&out.stdout), ["1", "2", "3", "4", "5"]);
     assert!(started.elapsed() >= Duration::from_millis(795));
     // 2/h: one line is released at once (idle time is not banked, but the
     // first line never waits).
-    let out = run(&["--rate", "2/h"], b"only\n");
+    let out = run_pace(&["--rate", "2/h"], b"only\n");
     assert!(out.status.success());
     assert_eq!(out.stdout, b"only\n");
 }
@@ -153,10 +77,10 @@ fn idle_then_burst_is_not_banked() {
 
 #[test]
 fn drop_mode_accounts_for_every_line() {
-    let dir = tempdir();
+    let dir = tmpdir();
     let rejects = dir.join("rejects");
     let n = 300;
-    let out = run(
+    let out = run_pace(
         &[
             "--rate",
             "100/s",
@@ -173,7 +97,7 @@ fn drop_mode_accounts_for_every_line() {
     assert!(out.status.success(), "{out:?}");
     let sent = lines(&out.stdout);
     let dropped = lines(&std::fs::read(&rejects).unwrap());
-    let stats = json(&out.stderr);
+    let stats = summary(&out.stderr);
     assert_eq!(stats["lines_in"], n);
     assert_eq!(stats["lines_out"], sent.len());
     assert_eq!(stats["dropped"], dropped.len());
@@ -197,7 +121,7 @@ fn drop_mode_accounts_for_every_line() {
 
 #[test]
 fn block_mode_stops_reading_so_the_upstream_blocks() {
-    let mut child = drip()
+    let mut child = pace()
         .args(["--rate", "4/s", "--stats=json"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -238,7 +162,7 @@ fn block_mode_stops_reading_so_the_upstream_blocks() {
         .unwrap()
         .read_to_string(&mut err)
         .unwrap();
-    let stats = json(err.as_bytes());
+    let stats = summary(err.as_bytes());
     let lines_in = stats["lines_in"].as_u64().unwrap();
     let lines_out = stats["lines_out"].as_u64().unwrap();
     assert_eq!(
@@ -254,12 +178,12 @@ fn block_mode_stops_reading_so_the_upstream_blocks() {
 #[test]
 fn nul_separated_records() {
     let input = b"a b\0c\nd\0last".to_vec();
-    let out = run(&["-0", "--rate", "1000/s", "--stats=json"], &input);
+    let out = run_pace(&["-0", "--rate", "1000/s", "--stats=json"], &input);
     assert!(out.status.success());
     assert_eq!(out.stdout, input);
-    assert_eq!(json(&out.stderr)["lines_out"], 3);
+    assert_eq!(summary(&out.stderr)["lines_out"], 3);
     // Stamps go before each NUL-separated record.
-    let out = run(&["-0", "--rate", "1000/s", "--stamp", "epoch"], b"x\0y\0");
+    let out = run_pace(&["-0", "--rate", "1000/s", "--stamp", "epoch"], b"x\0y\0");
     let records: Vec<&[u8]> = out.stdout.split(|&b| b == 0).collect();
     assert_eq!(records.len(), 3);
     assert!(records[0].ends_with(b"\tx") && records[1].ends_with(b"\ty"));
@@ -277,17 +201,17 @@ fn binary_and_non_utf8_bytes_pass_through() {
     }
     input.extend_from_slice(&[0xff, 0xfe, b'\n', 0xc3, 0x28, b'\r', b'\n', 0x80]);
     let n = input.iter().filter(|&&b| b == b'\n').count() + 1;
-    let out = run(&["--rate", "100000/s", "--stats=json"], &input);
+    let out = run_pace(&["--rate", "100000/s", "--stats=json"], &input);
     assert!(out.status.success());
     assert_eq!(out.stdout, input);
-    assert_eq!(json(&out.stderr)["lines_out"], n);
+    assert_eq!(summary(&out.stderr)["lines_out"], n);
 }
 
 #[test]
 fn a_final_line_without_newline_is_kept_as_it_came() {
-    let out = run(&["--rate", "1000/s"], b"one\ntwo");
+    let out = run_pace(&["--rate", "1000/s"], b"one\ntwo");
     assert_eq!(out.stdout, b"one\ntwo");
-    let out = run(&["--rate", "1000/s"], b"");
+    let out = run_pace(&["--rate", "1000/s"], b"");
     assert!(out.status.success());
     assert!(out.stdout.is_empty());
 }
@@ -298,7 +222,7 @@ fn digits(s: &str) -> bool {
 
 #[test]
 fn stamp_formats() {
-    let out = run(&["--rate", "1000/s", "--stamp", "rfc3339"], b"a\nb\n");
+    let out = run_pace(&["--rate", "1000/s", "--stamp", "rfc3339"], b"a\nb\n");
     for (l, body) in lines(&out.stdout).iter().zip(["a", "b"]) {
         // 2026-11-29T18:00:00.000123Z<TAB>a
         let (stamp, rest) = l.split_once('\t').unwrap();
@@ -311,7 +235,7 @@ fn stamp_formats() {
         );
         assert!(digits(&stamp[20..26]) && digits(&stamp[..4]));
     }
-    let out = run(&["--rate", "1000/s", "--stamp", "epoch"], b"a\n");
+    let out = run_pace(&["--rate", "1000/s", "--stamp", "epoch"], b"a\n");
     let l = &lines(&out.stdout)[0];
     let (stamp, rest) = l.split_once('\t').unwrap();
     assert_eq!(rest, "a");
@@ -326,7 +250,7 @@ fn stamp_formats() {
         .as_secs();
     let secs: u64 = secs.parse().unwrap();
     assert!(secs <= now && secs + 60 > now, "{secs} vs {now}");
-    let out = run(&["--rate", "1000/s", "--stamp", "http-date"], b"a\n");
+    let out = run_pace(&["--rate", "1000/s", "--stamp", "http-date"], b"a\n");
     let l = &lines(&out.stdout)[0];
     // Sun, 29 Nov 2026 18:00:00 GMT<TAB>a
     let (stamp, rest) = l.split_once('\t').unwrap();
@@ -343,7 +267,7 @@ fn stamp_formats() {
 
 #[test]
 fn downstream_closing_stops_quietly_and_reports_unsent() {
-    let mut drip = drip()
+    let mut drip = pace()
         .args(["--rate", "50/s", "--stats=json"])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -365,7 +289,7 @@ fn downstream_closing_stops_quietly_and_reports_unsent() {
     let out = drip.wait_with_output().unwrap();
     feeder.join().unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
-    let stats = json(&out.stderr);
+    let stats = summary(&out.stderr);
     assert_eq!(stats["ended"], "broken-pipe");
     let (i, o, u) = (
         stats["lines_in"].as_u64().unwrap(),
@@ -378,16 +302,8 @@ fn downstream_closing_stops_quietly_and_reports_unsent() {
     assert_eq!(String::from_utf8_lossy(&out.stderr).lines().count(), 1);
 }
 
-fn kill(pid: u32, sig: &str) {
-    let st = Command::new("kill")
-        .args([format!("-{sig}"), pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
-}
-
 fn signal_accounting(sig: &str, code: i32) {
-    let dir = tempdir();
+    let dir = tmpdir();
     let rejects = dir.join("rejects");
     let mut t = spawn_timed(&[
         "--rate",
@@ -419,7 +335,7 @@ fn signal_accounting(sig: &str, code: i32) {
         .unwrap()
         .read_to_string(&mut err)
         .unwrap();
-    let stats = json(err.as_bytes());
+    let stats = summary(err.as_bytes());
     let unsent = lines(&std::fs::read(&rejects).unwrap());
     assert_eq!(stats["lines_out"], sent.len());
     assert_eq!(stats["unsent"], unsent.len());
@@ -468,7 +384,7 @@ fn paused_run(extra: &[&str]) -> (Vec<(Instant, String)>, serde_json::Value) {
     let texts: Vec<String> = got.iter().map(|(_, l)| l.clone()).collect();
     let want: Vec<String> = (1..=15).map(|i| i.to_string()).collect();
     assert_eq!(texts, want);
-    (got, json(err.as_bytes()))
+    (got, summary(err.as_bytes()))
 }
 
 #[test]
@@ -489,9 +405,9 @@ fn catch_up_keeps_the_schedule_after_a_pause() {
 
 #[test]
 fn stats_json_fields() {
-    let out = run(&["--rate", "200/s", "--stats=json"], &numbered(5));
+    let out = run_pace(&["--rate", "200/s", "--stats=json"], &numbered(5));
     assert!(out.status.success());
-    let v = json(&out.stderr);
+    let v = summary(&out.stderr);
     for field in [
         "lines_in",
         "lines_out",
@@ -515,14 +431,14 @@ fn stats_json_fields() {
     assert!(v["elapsed_s"].as_f64().unwrap() >= 0.0199);
     assert!(v["wait_max_ms"].as_f64().unwrap() >= 19.9);
     // Text is the default format.
-    let out = run(&["--rate", "200/s", "--stats"], b"x\n");
+    let out = run_pace(&["--rate", "200/s", "--stats"], b"x\n");
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("in 1, out 1, dropped 0, unsent 0"), "{err}");
 }
 
 #[test]
 fn fail_mode_exits_3_with_a_clear_message() {
-    let out = run(
+    let out = run_pace(
         &["--rate", "1/s", "--burst", "2", "--on-full", "fail"],
         &numbered(10),
     );
@@ -538,12 +454,12 @@ fn fail_mode_exits_3_with_a_clear_message() {
 fn a_policy_spec_replaces_the_shaper() {
     // A token bucket of 3 releases 3 at once; the fourth waits a second.
     let started = Instant::now();
-    let out = run(&["--policy", "token-bucket:rate=1/s,burst=3"], &numbered(4));
+    let out = run_pace(&["--policy", "token-bucket:rate=1/s,burst=3"], &numbered(4));
     assert!(out.status.success());
     assert_eq!(lines(&out.stdout), ["1", "2", "3", "4"]);
     assert!(started.elapsed() >= Duration::from_millis(995));
     // A meter in drop mode refuses beyond its capacity.
-    let out = run(
+    let out = run_pace(
         &[
             "--policy",
             "leaky-bucket:rate=1/s,capacity=2",
@@ -554,12 +470,12 @@ fn a_policy_spec_replaces_the_shaper() {
         &numbered(5),
     );
     assert_eq!(lines(&out.stdout), ["1", "2"]);
-    assert_eq!(json(&out.stderr)["dropped"], 3);
+    assert_eq!(summary(&out.stderr)["dropped"], 3);
 }
 
 #[test]
 fn catch_up_and_max_wait_run() {
-    let out = run(
+    let out = run_pace(
         &["--rate", "100/s", "--max-wait", "30ms", "--catch-up"],
         &numbered(5),
     );
@@ -569,7 +485,7 @@ fn catch_up_and_max_wait_run() {
 
 #[test]
 fn bad_arguments_exit_2_with_one_clear_line() {
-    let dir = tempdir();
+    let dir = tmpdir();
     let missing = dir.join("no/such/dir/rejects");
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--rate", "0/s"], "invalid rate '0/s'"),
@@ -605,7 +521,7 @@ fn bad_arguments_exit_2_with_one_clear_line() {
         ),
     ];
     for (args, needle) in cases {
-        let out = run(&args, b"x\n");
+        let out = run_pace(&args, b"x\n");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
@@ -616,25 +532,12 @@ fn bad_arguments_exit_2_with_one_clear_line() {
     }
 }
 
-/// A fresh directory under the target dir (no extra crates for tempdirs).
-fn tempdir() -> std::path::PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "pace-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
 #[test]
 fn a_record_without_separator_cannot_fill_memory() {
     // 65 MiB with no newline (say, `find -print0` output without -0): drip
     // stops with one line naming the fix instead of holding it all.
     let input = vec![b'x'; 65 * 1024 * 1024];
-    let out = run(&["--rate", "1/s", "--stats=json"], &input);
+    let out = run_pace(&["--rate", "1/s", "--stats=json"], &input);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("no newline in its first 64 MiB"), "{err}");
@@ -644,18 +547,18 @@ fn a_record_without_separator_cannot_fill_memory() {
 
 #[test]
 fn stats_takes_its_format_after_a_space_too() {
-    let out = run(&["--rate", "1000/s", "--stats", "json"], b"a\nb\n");
+    let out = run_pace(&["--rate", "1000/s", "--stats", "json"], b"a\nb\n");
     assert_eq!(out.status.code(), Some(0));
-    assert_eq!(json(&out.stderr)["lines_out"], 2);
+    assert_eq!(summary(&out.stderr)["lines_out"], 2);
 }
 
 #[test]
 fn a_signal_stops_a_write_to_a_downstream_that_stopped_reading() {
     // Downstream never reads: the pipe fills and drip's write would block.
     // One SIGTERM must still stop it, with every line accounted for.
-    let dir = tempdir();
+    let dir = tmpdir();
     let rejects = dir.join("rejects");
-    let mut child = drip()
+    let mut child = pace()
         .args(["--rate", "100000/s", "--burst", "100000", "--stats=json"])
         .args(["--rejects", rejects.to_str().unwrap()])
         .stdin(Stdio::piped())
@@ -693,7 +596,7 @@ fn a_signal_stops_a_write_to_a_downstream_that_stopped_reading() {
         .unwrap()
         .read_to_string(&mut err)
         .unwrap();
-    let stats = json(err.as_bytes());
+    let stats = summary(err.as_bytes());
     let sent = lines(&out);
     let unsent = lines(&std::fs::read(&rejects).unwrap());
     assert_eq!(stats["lines_out"], sent.len(), "{stats}");

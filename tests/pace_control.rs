@@ -4,118 +4,32 @@
 //! Timing checks are lower bounds only (gaps, spans): a busy machine can
 //! make drip late, never early.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-struct Timed {
-    child: Child,
-    reader: thread::JoinHandle<Vec<(Instant, String)>>,
-}
-
-fn spawn_timed(args: &[&str], input: Vec<u8>) -> Timed {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_drip"))
-        .arg("pace")
-        .arg("--no-progress")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let stdout = child.stdout.take().unwrap();
-    let reader = thread::spawn(move || {
-        let mut got = Vec::new();
-        for line in BufReader::new(stdout).lines() {
-            got.push((Instant::now(), line.unwrap()));
-        }
-        got
-    });
-    Timed { child, reader }
-}
-
-impl Timed {
-    /// Waits for the end: (lines with arrival times, exit code, stderr).
-    fn finish(mut self) -> (Vec<(Instant, String)>, Option<i32>, String) {
-        let got = self.reader.join().unwrap();
-        let code = self.child.wait().unwrap().code();
-        let mut err = String::new();
-        self.child
-            .stderr
-            .take()
-            .unwrap()
-            .read_to_string(&mut err)
-            .unwrap();
-        (got, code, err)
-    }
-}
-
-fn numbered(n: usize) -> Vec<u8> {
-    (1..=n)
-        .map(|i| format!("{i}\n"))
-        .collect::<String>()
-        .into_bytes()
-}
-
-fn json(stderr: &str) -> serde_json::Value {
-    let line = stderr
-        .lines()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| panic!("no JSON summary in stderr: {stderr}"));
-    serde_json::from_str(line).unwrap()
-}
-
-fn tempdir() -> PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "pace-control-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
+mod common;
+use common::{kill, numbered, spawn_timed, summary, tmpdir};
 
 /// Waits until drip has made its FIFO, then writes `command` to it.
 fn send(fifo: &Path, command: &str) {
-    let started = Instant::now();
-    while !fifo.exists() {
-        assert!(started.elapsed() < Duration::from_secs(10), "no FIFO");
-        thread::sleep(Duration::from_millis(5));
-    }
-    let mut f = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
-    f.write_all(format!("{command}\n").as_bytes()).unwrap();
-}
-
-fn kill(pid: u32, sig: &str) {
-    let st = Command::new("kill")
-        .args([format!("-{sig}"), pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    send_bare(fifo, &format!("{command}\n"));
 }
 
 #[test]
 fn a_pause_leaves_a_hole_and_then_no_burst() {
-    let dir = tempdir();
+    let dir = tmpdir();
     let fifo = dir.join("ctl");
-    let t = spawn_timed(
-        &[
-            "--rate",
-            "10/s",
-            "--control",
-            fifo.to_str().unwrap(),
-            "--stats=json",
-        ],
-        numbered(20),
-    );
+    let t = spawn_timed(&[
+        "--rate",
+        "10/s",
+        "--control",
+        fifo.to_str().unwrap(),
+        "--stats=json",
+    ])
+    .fed(numbered(20));
     thread::sleep(Duration::from_millis(450));
     send(&fifo, "pause 1s");
     let (got, code, err) = t.finish();
@@ -147,7 +61,7 @@ fn a_pause_leaves_a_hole_and_then_no_burst() {
     );
     // 19 intervals plus the pause, at least.
     assert!(got[19].0 - got[0].0 >= Duration::from_millis(2_895));
-    let stats = json(&err);
+    let stats = summary(&err);
     assert_eq!(stats["paused_ms"], 1000.0);
     assert_eq!(stats["lines_out"], 20);
     // The FIFO drip made is gone.
@@ -156,12 +70,9 @@ fn a_pause_leaves_a_hole_and_then_no_burst() {
 
 #[test]
 fn pause_until_resume_and_a_slower_rate() {
-    let dir = tempdir();
+    let dir = tmpdir();
     let fifo = dir.join("ctl");
-    let t = spawn_timed(
-        &["--rate", "20/s", "--control", fifo.to_str().unwrap()],
-        numbered(20),
-    );
+    let t = spawn_timed(&["--rate", "20/s", "--control", fifo.to_str().unwrap()]).fed(numbered(20));
     thread::sleep(Duration::from_millis(300));
     send(&fifo, "pause");
     thread::sleep(Duration::from_millis(600));
@@ -193,7 +104,7 @@ fn pause_until_resume_and_a_slower_rate() {
 
 #[test]
 fn sigusr1_prints_a_stats_line_and_the_run_goes_on() {
-    let t = spawn_timed(&["--rate", "10/s", "--stats=json"], numbered(10));
+    let t = spawn_timed(&["--rate", "10/s", "--stats=json"]).fed(numbered(10));
     thread::sleep(Duration::from_millis(350));
     kill(t.child.id(), "USR1");
     let (got, code, err) = t.finish();
@@ -208,25 +119,23 @@ fn sigusr1_prints_a_stats_line_and_the_run_goes_on() {
         line.contains(" waiting; ") && line.contains("wait p50"),
         "{line}"
     );
-    assert_eq!(json(&err)["lines_out"], 10);
+    assert_eq!(summary(&err)["lines_out"], 10);
 }
 
 #[test]
 fn control_mistakes_are_reported_and_the_run_goes_on() {
-    let dir = tempdir();
+    let dir = tmpdir();
     let fifo = dir.join("ctl");
     // An existing FIFO is used, and left in place.
     let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
     assert!(st.success());
-    let t = spawn_timed(
-        &[
-            "--policy",
-            "token-bucket:rate=10/s,burst=1",
-            "--control",
-            fifo.to_str().unwrap(),
-        ],
-        numbered(8),
-    );
+    let t = spawn_timed(&[
+        "--policy",
+        "token-bucket:rate=10/s,burst=1",
+        "--control",
+        fifo.to_str().unwrap(),
+    ])
+    .fed(numbered(8));
     thread::sleep(Duration::from_millis(100));
     send(&fifo, "faster please");
     send(&fifo, "rate 1/s");
@@ -246,7 +155,7 @@ fn control_mistakes_are_reported_and_the_run_goes_on() {
 
 #[test]
 fn a_control_path_that_is_not_a_fifo_is_refused() {
-    let dir = tempdir();
+    let dir = tmpdir();
     let file = dir.join("plain");
     std::fs::write(&file, "x").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_drip"))
@@ -285,12 +194,9 @@ fn send_bare(fifo: &Path, command: &str) {
 
 #[test]
 fn a_command_without_a_newline_ends_when_its_writer_closes() {
-    let dir = tempdir();
+    let dir = tmpdir();
     let fifo = dir.join("ctl");
-    let t = spawn_timed(
-        &["--rate", "10/s", "--control", fifo.to_str().unwrap()],
-        numbered(12),
-    );
+    let t = spawn_timed(&["--rate", "10/s", "--control", fifo.to_str().unwrap()]).fed(numbered(12));
     thread::sleep(Duration::from_millis(100));
     // `printf 'stats' > ctl` twice: two commands, never one 'statsstats'.
     send_bare(&fifo, "stats");

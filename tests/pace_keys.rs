@@ -6,85 +6,13 @@
 //! threshold) is made up, so an observed gap can be shorter than the
 //! interval by up to that threshold; spans over several intervals cannot.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::process::{Child, Command, Output, Stdio};
+use std::io::{Read, Write};
+use std::process::Stdio;
 use std::thread;
 use std::time::{Duration, Instant};
 
-fn drip() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_drip"));
-    c.arg("pace").arg("--no-progress");
-    c
-}
-
-fn run(args: &[&str], input: &[u8]) -> Output {
-    let mut child = drip()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let feeder = thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap();
-    out
-}
-
-fn lines(bytes: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(bytes)
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
-fn json(stderr: &[u8]) -> serde_json::Value {
-    let text = String::from_utf8_lossy(stderr);
-    let line = text
-        .lines()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| panic!("no JSON summary in stderr: {text}"));
-    serde_json::from_str(line).unwrap()
-}
-
-struct Timed {
-    child: Child,
-    reader: thread::JoinHandle<Vec<(Instant, String)>>,
-}
-
-fn spawn_timed(args: &[&str]) -> Timed {
-    let mut child = drip()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let reader = thread::spawn(move || {
-        let mut got = Vec::new();
-        for line in BufReader::new(stdout).lines() {
-            got.push((Instant::now(), line.unwrap()));
-        }
-        got
-    });
-    Timed { child, reader }
-}
-
-fn stderr_of(child: &mut Child) -> String {
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    err
-}
+mod common;
+use common::{kill, lines, pace, run_pace, spawn_timed, stderr_of, summary, tmpdir};
 
 /// Lines for `hosts`, `n` each, interleaved: a URL per line.
 fn urls(hosts: &[&str], n: usize) -> String {
@@ -134,7 +62,7 @@ fn three_hosts_at_2_per_s_under_a_global_5_per_s() {
             assert!(w[1].0 - w[0].0 >= Duration::from_millis(250), "{h}: {w:?}");
         }
     }
-    let stats = json(stderr_of(&mut t.child).as_bytes());
+    let stats = summary(stderr_of(&mut t.child).as_bytes());
     assert_eq!(stats["lines_out"], 12);
     assert_eq!(stats["keys"]["seen"], 3);
     assert_eq!(stats["keys"]["without_key"], 0);
@@ -166,7 +94,7 @@ fn a_waiting_host_never_blocks_an_idle_one() {
 fn keep_order_keeps_input_order() {
     let input = "a 1\na 2\nb 1\na 3\nc 1\n";
     let started = Instant::now();
-    let out = run(
+    let out = run_pace(
         &["--key-field", "1", "--rate", "5/s", "--keep-order"],
         input.as_bytes(),
     );
@@ -175,7 +103,7 @@ fn keep_order_keeps_input_order() {
     // a's three lines are two intervals apart at least.
     assert!(started.elapsed() >= Duration::from_millis(395));
     // Without it, b and c overtake a.
-    let out = run(&["--key-field", "1", "--rate", "5/s"], input.as_bytes());
+    let out = run_pace(&["--key-field", "1", "--rate", "5/s"], input.as_bytes());
     assert_eq!(lines(&out.stdout), ["a 1", "b 1", "c 1", "a 2", "a 3"]);
 }
 
@@ -183,7 +111,7 @@ fn keep_order_keeps_input_order() {
 fn key_fields_split_on_a_separator_and_lines_without_a_key_are_paced_together() {
     let input = "x,k1\ny,k2\nz\nw\n";
     let started = Instant::now();
-    let out = run(
+    let out = run_pace(
         &[
             "--key-field",
             "2",
@@ -199,16 +127,16 @@ fn key_fields_split_on_a_separator_and_lines_without_a_key_are_paced_together() 
     assert_eq!(lines(&out.stdout), ["x,k1", "y,k2", "z", "w"]);
     // z and w have no second field: one bucket, 250 ms apart.
     assert!(started.elapsed() >= Duration::from_millis(245));
-    let stats = json(&out.stderr);
+    let stats = summary(&out.stderr);
     assert_eq!(stats["keys"]["seen"], 2);
     assert_eq!(stats["keys"]["without_key"], 2);
 }
 
 #[test]
 fn drop_mode_per_key_accounts_for_every_line() {
-    let dir = tempdir();
+    let dir = tmpdir();
     let rejects = dir.join("rejects");
-    let out = run(
+    let out = run_pace(
         &[
             "--key-field",
             "1",
@@ -229,7 +157,7 @@ fn drop_mode_per_key_accounts_for_every_line() {
         lines(&std::fs::read(&rejects).unwrap()),
         ["a 2", "a 3", "b 2"]
     );
-    let stats = json(&out.stderr);
+    let stats = summary(&out.stderr);
     assert_eq!(stats["lines_in"], 6);
     assert_eq!(stats["dropped"], 3);
     assert_eq!(stats["keys"]["busiest"][0]["key"], "a");
@@ -238,9 +166,9 @@ fn drop_mode_per_key_accounts_for_every_line() {
 
 #[test]
 fn max_pending_stops_reading_and_a_signal_accounts_for_every_line() {
-    let dir = tempdir();
+    let dir = tmpdir();
     let rejects = dir.join("rejects");
-    let mut child = drip()
+    let mut child = pace()
         .args(["--key-field", "1", "--rate", "2/s", "--max-pending", "10"])
         .args(["--stats=json", "--rejects", rejects.to_str().unwrap()])
         .stdin(Stdio::piped())
@@ -271,15 +199,11 @@ fn max_pending_stops_reading_and_a_signal_accounts_for_every_line() {
     });
     thread::sleep(Duration::from_millis(1_500));
     assert!(!feeder.is_finished(), "the writer was never blocked");
-    let st = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
+    kill(child.id(), "TERM");
     assert_eq!(child.wait().unwrap().code(), Some(143));
     let written = feeder.join().unwrap();
     let out = lines(&drain.join().unwrap());
-    let stats = json(stderr_of(&mut child).as_bytes());
+    let stats = summary(stderr_of(&mut child).as_bytes());
     let unsent = lines(&std::fs::read(&rejects).unwrap());
     let lines_in = stats["lines_in"].as_u64().unwrap();
     assert_eq!(stats["lines_out"], out.len());
@@ -324,7 +248,7 @@ fn bad_key_options_exit_2_with_one_clear_line() {
         ),
     ];
     for (args, needle) in cases {
-        let out = run(&args, b"x\n");
+        let out = run_pace(&args, b"x\n");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
@@ -332,16 +256,4 @@ fn bad_key_options_exit_2_with_one_clear_line() {
         assert!(err.contains(needle), "{args:?}: want {needle:?} in {err}");
         assert!(out.stdout.is_empty());
     }
-}
-
-fn tempdir() -> std::path::PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "pace-keys-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }

@@ -5,37 +5,18 @@
 //! early); how close the offsets come to the log's is measured in
 //! BENCHMARKS.md, not asserted here.
 
-use std::io::{Read, Write};
-use std::process::{Command, Output, Stdio};
-use std::thread;
+use std::io::Read;
+use std::process::Output;
 use std::time::{Duration, Instant};
 
-fn run(args: &[&str], input: &[u8]) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_drip"))
-        .args(["pace", "--no-progress", "--replay"])
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let feeder = thread::spawn(move || {
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap();
-    out
-}
+mod common;
+use common::{run_pace, summary, tmpdir};
 
-fn json(stderr: &[u8]) -> serde_json::Value {
-    let text = String::from_utf8_lossy(stderr);
-    let line = text
-        .lines()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| panic!("no JSON summary in stderr: {text}"));
-    serde_json::from_str(line).unwrap()
+/// Runs `drip pace --replay ARGS` with `input` on stdin.
+fn run(args: &[&str], input: &[u8]) -> Output {
+    let mut all = vec!["--replay"];
+    all.extend_from_slice(args);
+    run_pace(&all, input)
 }
 
 /// The first `n` lines of the NASA log (header included), and the span of
@@ -74,7 +55,7 @@ fn the_nasa_log_at_speed_1000_comes_out_whole_and_no_faster() {
         took >= Duration::from_millis(span),
         "{took:?} for {span} s of log"
     );
-    let stats = json(&out.stderr);
+    let stats = summary(&out.stderr);
     assert_eq!(stats["lines_in"], 401);
     assert_eq!(stats["lines_out"], 401);
     assert_eq!(stats["target"], "replay at 1000x");
@@ -95,7 +76,7 @@ fn lines_within_the_window_are_sorted_and_one_beyond_it_is_an_error() {
     );
     // 8 s of log at 4x.
     assert!(started.elapsed() >= Duration::from_millis(2_000));
-    let dir = tempdir();
+    let dir = tmpdir();
     let rejects = dir.join("rejects");
     let late = "ts,n\n1000,a\n9000,b\n2000,c\n";
     let out = run(
@@ -218,18 +199,6 @@ fn replay_mistakes_exit_2_with_one_clear_line() {
         );
         assert!(!err.contains("panicked"));
     }
-}
-
-fn tempdir() -> std::path::PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "pace-replay-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// A compressed log on stdin is named in one printable line with the
