@@ -1,25 +1,10 @@
 //! `drip audit` end to end: the built binary on files, gz, stdin and pipes.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 mod common;
-use common::{Out, drip, tmp};
-
-fn write(name: &str, contents: &str) -> PathBuf {
-    let p = tmp(name);
-    std::fs::write(&p, contents).unwrap();
-    p
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn json(out: &Out) -> serde_json::Value {
-    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
-    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
-}
+use common::{drip, json, s, tmp, write};
 
 /// The decisions file as (admit, wait_ms, retry_after_ms) per row, for a
 /// log in time order (rows come out in input order).

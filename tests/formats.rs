@@ -3,25 +3,10 @@
 //! are named by file, line, format and field.
 
 use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 mod common;
-use common::{Out, drip, tmp};
-
-fn write(name: &str, contents: &[u8]) -> PathBuf {
-    let p = tmp(name);
-    std::fs::write(&p, contents).unwrap();
-    p
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn json(out: &Out) -> serde_json::Value {
-    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
-    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
-}
+use common::{drip, json, s, tmp, write};
 
 /// A report and its decisions file, for a log read with `args`.
 fn audit(log: &Path, args: &[&str]) -> (serde_json::Value, String) {

@@ -3,65 +3,10 @@
 //! with real files, pipes and devices.
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_drip"));
-    c.current_dir(env!("CARGO_MANIFEST_DIR"));
-    c
-}
-
-/// Runs `drip ARGS` with `stdin` (or nothing) and collects its output.
-fn drip(args: &[&str], stdin: Option<&[u8]>) -> Out {
-    let mut cmd = bin();
-    cmd.args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("run drip");
-    if let Some(data) = stdin {
-        let mut pipe = child.stdin.take().unwrap();
-        let data = data.to_vec();
-        std::thread::spawn(move || {
-            let _ = pipe.write_all(&data);
-        });
-    }
-    let out = child.wait_with_output().unwrap();
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-/// A fresh directory per call (tests run in parallel).
-fn tmpdir() -> PathBuf {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("drip-hardening-{}-{n}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn json(out: &Out) -> serde_json::Value {
-    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
-    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
-}
+mod common;
+use common::{Out, bin, json, kill, lines, numbered, pace, run, s, stderr_of, summary, tmpdir};
 
 /// One error line, exit 2, no panic.
 fn one_error_line(out: &Out) -> &str {
@@ -108,7 +53,7 @@ fn an_unclosed_quote_is_an_error_naming_its_line() {
         "json",
         "-q",
     ];
-    let out = drip(&args, None);
+    let out = run(&args, None);
     let line = one_error_line(&out);
     // Row 11 is line 12 (after the header).
     assert!(line.contains("stray.csv:12:"), "{line}");
@@ -117,7 +62,7 @@ fn an_unclosed_quote_is_an_error_naming_its_line() {
 
     let mut skip = args.to_vec();
     skip.push("--skip-bad");
-    let v = json(&drip(&skip, None));
+    let v = json(&run(&skip, None));
     assert_eq!(v["input"]["rows"], 99_999);
     assert_eq!(v["input"]["bad_rows_skipped"], 1);
 
@@ -134,7 +79,7 @@ fn an_unclosed_quote_is_an_error_naming_its_line() {
         }),
     )
     .unwrap();
-    let out = drip(
+    let out = run(
         &[
             "audit",
             s(&short),
@@ -151,7 +96,7 @@ fn an_unclosed_quote_is_an_error_naming_its_line() {
         "{}",
         out.stderr
     );
-    let v = json(&drip(
+    let v = json(&run(
         &[
             "audit",
             s(&short),
@@ -180,7 +125,7 @@ fn quoted_fields_with_newlines_still_read() {
         }
     });
     std::fs::write(&f, text).unwrap();
-    let v = json(&drip(
+    let v = json(&run(
         &["audit", s(&f), "-p", "gcra:rate=1/s", "-f", "json", "-q"],
         None,
     ));
@@ -201,7 +146,7 @@ fn decisions_onto_the_log_is_refused_before_anything_is_written() {
     let hard = dir.join("hard.csv");
     std::fs::hard_link(&v, &hard).unwrap();
     for target in [&v, &link, &hard] {
-        let out = drip(
+        let out = run(
             &[
                 "audit",
                 s(&v),
@@ -226,7 +171,7 @@ fn decisions_onto_the_log_is_refused_before_anything_is_written() {
     // The policies file.
     let pol = dir.join("policies.txt");
     std::fs::write(&pol, "gcra:rate=1/s\n").unwrap();
-    let out = drip(
+    let out = run(
         &[
             "audit",
             s(&v),
@@ -308,13 +253,7 @@ fn head_1(args: &[&str]) -> (i32, String) {
         .read_line(&mut first)
         .unwrap();
     assert!(!first.is_empty());
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = stderr_of(&mut child);
     (child.wait().unwrap().code().unwrap_or(-1), err)
 }
 
@@ -377,7 +316,7 @@ fn a_full_decisions_file_is_named() {
     let dir = tmpdir();
     let f = dir.join("x.csv");
     std::fs::write(&f, log(100_000, |_, r| r)).unwrap();
-    let out = drip(
+    let out = run(
         &[
             "audit",
             s(&f),
@@ -394,43 +333,6 @@ fn a_full_decisions_file_is_named() {
 }
 
 // 4, 5, 6, 9: pace under faults.
-
-fn pace() -> Command {
-    let mut c = bin();
-    c.args(["pace", "--no-progress"]);
-    c
-}
-
-fn numbered(n: usize) -> Vec<u8> {
-    (1..=n)
-        .map(|i| format!("{i}\n"))
-        .collect::<String>()
-        .into_bytes()
-}
-
-fn lines(bytes: &[u8]) -> Vec<String> {
-    String::from_utf8_lossy(bytes)
-        .lines()
-        .map(str::to_string)
-        .collect()
-}
-
-/// The JSON summary line on stderr.
-fn summary(stderr: &str) -> serde_json::Value {
-    let line = stderr
-        .lines()
-        .find(|l| l.starts_with('{'))
-        .unwrap_or_else(|| panic!("no JSON summary in stderr: {stderr}"));
-    serde_json::from_str(line).unwrap()
-}
-
-fn signal(pid: u32, sig: &str) {
-    let st = Command::new("kill")
-        .args([&format!("-{sig}"), &pid.to_string()])
-        .status()
-        .unwrap();
-    assert!(st.success());
-}
 
 /// Waits up to `secs` for the child to exit.
 fn exit_within(child: &mut std::process::Child, secs: u64, what: &str) -> std::process::ExitStatus {
@@ -475,16 +377,10 @@ fn sigint_stops_a_stalled_write_at_a_million_lines_a_second() {
         stdin
     });
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    signal(child.id(), "INT");
+    kill(child.id(), "INT");
     let status = exit_within(&mut child, 10, "one SIGINT while downstream was stalled");
     assert_eq!(status.code(), Some(130));
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = stderr_of(&mut child);
     let stats = summary(&err);
     assert_eq!(stats["ended"], "sigint");
     // What the pipe took, then the rejects: every line read, once, in order.
@@ -553,7 +449,7 @@ fn a_full_stdout_keeps_every_line_in_rejects_and_prints_the_summary() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    let stats = summary(&err);
+    let stats = summary(&*err);
     assert_eq!(stats["ended"], "write-error");
     assert_eq!(stats["lines_in"], 1000);
     assert_eq!(stats["lines_out"], 0);
@@ -600,7 +496,7 @@ fn lines_the_pipe_took_are_sent_not_rejected() {
     feeder.join().unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
-    let stats = summary(&err);
+    let stats = summary(&*err);
     assert_eq!(stats["ended"], "broken-pipe");
     // The consumer's whole lines (its last one may be cut).
     let received: Vec<usize> = lines(&got[..=got.iter().rposition(|&b| b == b'\n').unwrap()])
@@ -633,19 +529,13 @@ fn sighup_keeps_the_backlog_and_prints_the_summary() {
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(&numbered(50)).unwrap();
     std::thread::sleep(std::time::Duration::from_millis(500));
-    signal(child.id(), "HUP");
+    kill(child.id(), "HUP");
     let status = exit_within(&mut child, 10, "SIGHUP");
     drop(stdin);
     assert_eq!(status.code(), Some(129));
     let mut out = Vec::new();
     child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = stderr_of(&mut child);
     let stats = summary(&err);
     assert_eq!(stats["ended"], "sighup");
     let all: Vec<String> = lines(&out)
@@ -665,7 +555,7 @@ fn a_read_error_still_prints_the_summary() {
         .unwrap();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
-    assert_eq!(summary(&err)["ended"], "read-error");
+    assert_eq!(summary(&*err)["ended"], "read-error");
     assert!(
         err.lines()
             .last()
@@ -728,14 +618,7 @@ fn pace_open_stdin(args: &[&str], input: &[u8]) -> (i32, Vec<u8>, String) {
     drop(stdin);
     let mut out = Vec::new();
     child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
-    (status.code().unwrap_or(-1), out, err)
+    (status.code().unwrap_or(-1), out, stderr_of(&mut child))
 }
 
 /// The summary's lines add up and the error line names the rejects file.
@@ -824,13 +707,7 @@ fn unsent_lines_a_full_rejects_file_cannot_keep_make_a_closed_downstream_an_erro
     stdin.write_all(&numbered(10)).unwrap();
     let status = exit_within(&mut child, 20, "pace with a closed stdout");
     drop(stdin);
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = stderr_of(&mut child);
     assert_eq!(status.code(), Some(2), "{err}");
     let stats = summary(&err);
     assert_eq!(stats["ended"], "broken-pipe", "{err}");
@@ -909,14 +786,14 @@ fn a_huge_header_gives_a_short_error_and_compressed_files_are_named() {
     // 3 MB and no newline: one enormous header field.
     let long = dir.join("long.csv");
     std::fs::write(&long, "x".repeat(3_000_000)).unwrap();
-    let out = drip(&["audit", s(&long), "-p", "gcra:rate=1/s"], None);
+    let out = run(&["audit", s(&long), "-p", "gcra:rate=1/s"], None);
     let line = one_error_line(&out);
     assert!(line.len() < 1000, "{} bytes", line.len());
     assert!(line.contains("no time column"), "{line}");
     // Control characters in a header are escaped, not sent to the terminal.
     let esc = dir.join("esc.csv");
     std::fs::write(&esc, "a\x1b[31m,b\n1,2\n").unwrap();
-    let out = drip(&["audit", s(&esc), "-p", "gcra:rate=1/s"], None);
+    let out = run(&["audit", s(&esc), "-p", "gcra:rate=1/s"], None);
     assert!(!one_error_line(&out).contains('\x1b'), "{}", out.stderr);
     for (magic, kind) in [
         (&b"\xfd7zXZ\x00rest"[..], "xz"),
@@ -925,7 +802,7 @@ fn a_huge_header_gives_a_short_error_and_compressed_files_are_named() {
     ] {
         let f = dir.join(format!("log.csv.{kind}"));
         std::fs::write(&f, magic).unwrap();
-        let out = drip(&["audit", s(&f), "-p", "gcra:rate=1/s"], None);
+        let out = run(&["audit", s(&f), "-p", "gcra:rate=1/s"], None);
         let line = one_error_line(&out);
         assert!(
             line.contains(&format!("looks compressed ({kind})")),
@@ -954,7 +831,7 @@ fn gzip_padding_is_accepted_and_trailing_garbage_named() {
     padded.extend_from_slice(&[0u8; 4096]);
     let f = dir.join("padded.csv.gz");
     std::fs::write(&f, &padded).unwrap();
-    let v = json(&drip(
+    let v = json(&run(
         &["audit", s(&f), "-p", "gcra:rate=1/s", "-f", "json", "-q"],
         None,
     ));
@@ -973,7 +850,7 @@ fn gzip_padding_is_accepted_and_trailing_garbage_named() {
     ));
     two.extend_from_slice(&[0u8; 512]);
     std::fs::write(&f, &two).unwrap();
-    let v = json(&drip(
+    let v = json(&run(
         &[
             "audit",
             s(&f),
@@ -991,7 +868,7 @@ fn gzip_padding_is_accepted_and_trailing_garbage_named() {
     let mut garbage = gzip(log(10, |_, r| r).as_bytes());
     garbage.extend_from_slice(b"this is not gzip\n");
     std::fs::write(&f, &garbage).unwrap();
-    let out = drip(&["audit", s(&f), "-p", "gcra:rate=1/s", "-q"], None);
+    let out = run(&["audit", s(&f), "-p", "gcra:rate=1/s", "-q"], None);
     assert!(
         one_error_line(&out).contains("trailing garbage after the gzip data"),
         "{}",
@@ -1012,7 +889,7 @@ fn a_hash_inside_a_label_is_kept() {
         "# limits\ngcra:rate=1/s,label=team#1  # the first team\n",
     )
     .unwrap();
-    let v = json(&drip(
+    let v = json(&run(
         &["audit", s(&f), "--policies", s(&pol), "-f", "json", "-q"],
         None,
     ));
@@ -1026,18 +903,18 @@ fn a_gate_on_an_empty_input_is_an_error() {
     let dir = tmpdir();
     let f = dir.join("empty.csv");
     std::fs::write(&f, "").unwrap();
-    let out = drip(
+    let out = run(
         &["audit", s(&f), "-p", "gcra:rate=1/s", "--max-drops", "0"],
         None,
     );
     assert!(one_error_line(&out).contains("no rows"), "{}", out.stderr);
     // Without a gate an empty log is a report of zeros.
-    let out = drip(&["audit", s(&f), "-p", "gcra:rate=1/s", "-q"], None);
+    let out = run(&["audit", s(&f), "-p", "gcra:rate=1/s", "-q"], None);
     assert_eq!(out.code, 0, "{}", out.stderr);
     // A header names the columns, so a missing one is said even with no rows.
     let h = dir.join("header.csv");
     std::fs::write(&h, "ts,client\n").unwrap();
-    let out = drip(
+    let out = run(
         &[
             "audit",
             s(&h),
@@ -1089,13 +966,7 @@ fn a_failing_policy_stops_the_run_before_the_input_ends() {
     );
     drop(stdin);
     assert_eq!(status.code(), Some(2));
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = stderr_of(&mut child);
     assert!(err.contains("more than 1000000 intervals"), "{err}");
 }
 
@@ -1119,13 +990,13 @@ fn a_far_future_row_is_named_or_skipped() {
         }
     }
     std::fs::write(&f, text).unwrap();
-    let out = drip(&["audit", s(&f), "-p", "gcra:rate=1/s", "-q"], None);
+    let out = run(&["audit", s(&f), "-p", "gcra:rate=1/s", "-q"], None);
     let line = one_error_line(&out);
     // Row 501 is line 502: that row is named, not the good one after it.
     assert!(line.contains("future.csv:502:"), "{line}");
     assert!(line.contains("out of place"), "{line}");
     assert!(!line.contains("--reorder-window"), "{line}");
-    let v = json(&drip(
+    let v = json(&run(
         &[
             "audit",
             s(&f),
@@ -1174,7 +1045,7 @@ fn keys_with_newlines_escapes_and_bad_utf8_are_escaped_and_distinct() {
     for format in ["table", "markdown", "csv"] {
         let mut args = base.to_vec();
         args.extend(["-f", format]);
-        let out = drip(&args, None);
+        let out = run(&args, None);
         assert_eq!(out.code, 0, "{}", out.stderr);
         let text = &out.stdout;
         assert!(!text.contains('\x1b'), "{format}: {text}");
@@ -1190,7 +1061,7 @@ fn keys_with_newlines_escapes_and_bad_utf8_are_escaped_and_distinct() {
     }
     let mut args = base.to_vec();
     args.extend(["-f", "json"]);
-    let v = json(&drip(&args, None));
+    let v = json(&run(&args, None));
     let mut keys: Vec<&str> = v["policies"][0]["top_keys"]
         .as_array()
         .unwrap()

@@ -7,26 +7,9 @@
 
 use html5gum::{Token, Tokenizer};
 use std::collections::BTreeMap;
-use std::process::Command;
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn drip(args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_drip"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .expect("run drip");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
+mod common;
+use common::{Out, run};
 
 /// One element as read: name, attributes, and the text directly in it.
 #[derive(Debug, Default)]
@@ -193,7 +176,7 @@ fn nasa_html(extra: &[&str]) -> Out {
         "html",
     ];
     args.extend(extra);
-    drip(&args)
+    run(&args, None)
 }
 
 #[test]
@@ -222,19 +205,22 @@ fn the_page_is_one_self_contained_well_formed_file() {
     );
 
     // The summary matches the JSON report of the same audit, figure for figure.
-    let json = drip(&[
-        "audit",
-        NASA,
-        "--key-column",
-        "host",
-        "-p",
-        "gcra:rate=1/s,burst=10",
-        "-p",
-        "shaper:rate=2/s,burst=20,key=none,label=global-queue",
-        "--quiet",
-        "--format",
-        "json",
-    ]);
+    let json = run(
+        &[
+            "audit",
+            NASA,
+            "--key-column",
+            "host",
+            "-p",
+            "gcra:rate=1/s,burst=10",
+            "-p",
+            "shaper:rate=2/s,burst=20,key=none,label=global-queue",
+            "--quiet",
+            "--format",
+            "json",
+        ],
+        None,
+    );
     let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     let table = doc.table_after("Policies");
     let header = &table[0];
@@ -304,15 +290,18 @@ fn timeline_table_is_folded_in_when_asked_for() {
 
 #[test]
 fn report_text_is_escaped_not_markup() {
-    let out = drip(&[
-        "audit",
-        "fixtures/small.csv",
-        "-p",
-        "gcra:rate=1/s,label=<b>&x\"y",
-        "--quiet",
-        "--format",
-        "html",
-    ]);
+    let out = run(
+        &[
+            "audit",
+            "fixtures/small.csv",
+            "-p",
+            "gcra:rate=1/s,label=<b>&x\"y",
+            "--quiet",
+            "--format",
+            "html",
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let doc = parse(&out.stdout);
     assert_self_contained(&out.stdout, &doc);
@@ -327,15 +316,18 @@ fn an_empty_log_gives_a_page_too() {
     std::fs::create_dir_all(&dir).unwrap();
     let log = dir.join("empty.csv");
     std::fs::write(&log, "ts,client\n").unwrap();
-    let out = drip(&[
-        "audit",
-        log.to_str().unwrap(),
-        "-p",
-        "gcra:rate=1/s",
-        "--quiet",
-        "--format",
-        "html",
-    ]);
+    let out = run(
+        &[
+            "audit",
+            log.to_str().unwrap(),
+            "-p",
+            "gcra:rate=1/s",
+            "--quiet",
+            "--format",
+            "html",
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let doc = parse(&out.stdout);
     assert_self_contained(&out.stdout, &doc);
@@ -387,17 +379,20 @@ fn nginx_conf_sections_are_on_the_page() {
         "remote_addr,uri,t,st\n1.1.1.1,/api/a,1700000000,PASSED\n1.1.1.1,/api/b,1700000000,PASSED\n1.1.1.1,/x,1700000000,-\n",
     )
     .unwrap();
-    let out = drip(&[
-        "audit",
-        log.to_str().unwrap(),
-        "--nginx-conf",
-        conf.to_str().unwrap(),
-        "--verify-column",
-        "st",
-        "--quiet",
-        "--format",
-        "html",
-    ]);
+    let out = run(
+        &[
+            "audit",
+            log.to_str().unwrap(),
+            "--nginx-conf",
+            conf.to_str().unwrap(),
+            "--verify-column",
+            "st",
+            "--quiet",
+            "--format",
+            "html",
+        ],
+        None,
+    );
     // The second request is REJECTED by drip but logged PASSED.
     let doc = parse(&out.stdout);
     assert_self_contained(&out.stdout, &doc);
@@ -437,7 +432,7 @@ fn size_page_is_self_contained_with_its_tables_and_plot() {
         "--quiet",
         "--format",
     ];
-    let out = drip(&[&args[..], &["html"]].concat());
+    let out = run(&[&args[..], &["html"]].concat(), None);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let doc = parse(&out.stdout);
     assert_self_contained(&out.stdout, &doc);
@@ -451,7 +446,7 @@ fn size_page_is_self_contained_with_its_tables_and_plot() {
         "{:?}",
         doc.texts("pre")
     );
-    let json = drip(&[&args[..], &["json"]].concat());
+    let json = run(&[&args[..], &["json"]].concat(), None);
     let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     let frontier = doc.table_after("Frontier");
     assert_eq!(frontier.len(), 1 + v["frontier"].as_array().unwrap().len());

@@ -2,41 +2,10 @@
 //! nginx cases pinned in the nginx spec, verified against the logged
 //! `$limit_req_status`, and wrong configs caught.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::PathBuf;
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn drip(args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_drip"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .arg("audit")
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run drip");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-fn dir() -> PathBuf {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let d = std::env::temp_dir().join(format!("drip-nginx-test-{}-{n}", std::process::id()));
-    std::fs::create_dir_all(&d).unwrap();
-    d
-}
-
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
+mod common;
+use common::{drip, s, tmpdir};
 
 /// The config: every case of the spec's real-nginx observations, one
 /// location each, plus a map-built key, dry run, `return` and exemptions.
@@ -173,7 +142,7 @@ fn csv_log(cases: &[Case]) -> String {
 }
 
 fn setup(conf: &str, log: &str) -> (PathBuf, PathBuf) {
-    let d = dir();
+    let d = tmpdir();
     let c = d.join("nginx.conf");
     let l = d.join("access.csv");
     std::fs::write(&c, conf).unwrap();
@@ -186,17 +155,20 @@ fn the_pinned_nginx_cases_verify_at_100_percent() {
     let cs = cases();
     let (conf, log) = setup(CONF, &csv_log(&cs));
     let dec = conf.with_file_name("decisions.csv");
-    let out = drip(&[
-        s(&log),
-        "--nginx-conf",
-        s(&conf),
-        "--duration-column",
-        "request_time",
-        "--verify-column",
-        "limit_req_status",
-        "--decisions",
-        s(&dec),
-    ]);
+    let out = drip(
+        &[
+            s(&log),
+            "--nginx-conf",
+            s(&conf),
+            "--duration-column",
+            "request_time",
+            "--verify-column",
+            "limit_req_status",
+            "--decisions",
+            s(&dec),
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let n = cs.len();
     assert!(
@@ -251,16 +223,19 @@ fn the_same_millisecond_is_compared_as_a_group() {
     cs.reverse();
     cs.sort_by_key(|c| c.0 + c.5);
     let (conf, log) = setup(CONF, &csv_log(&cs));
-    let out = drip(&[
-        s(&log),
-        "--nginx-conf",
-        s(&conf),
-        "--duration-column",
-        "request_time",
-        "--verify-column",
-        "limit_req_status",
-        "-q",
-    ]);
+    let out = drip(
+        &[
+            s(&log),
+            "--nginx-conf",
+            s(&conf),
+            "--duration-column",
+            "request_time",
+            "--verify-column",
+            "limit_req_status",
+            "-q",
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stdout.contains("(100.00%), 0 disagree"),
@@ -275,16 +250,19 @@ fn a_wrong_config_is_caught_with_the_disagreements_listed() {
         &CONF.replace("zone=two burst=6 delay=3", "zone=two burst=6"),
         &csv_log(&cases()),
     );
-    let out = drip(&[
-        s(&log),
-        "--nginx-conf",
-        s(&conf),
-        "--duration-column",
-        "request_time",
-        "--verify-column",
-        "limit_req_status",
-        "-q",
-    ]);
+    let out = drip(
+        &[
+            s(&log),
+            "--nginx-conf",
+            s(&conf),
+            "--duration-column",
+            "request_time",
+            "--verify-column",
+            "limit_req_status",
+            "-q",
+        ],
+        None,
+    );
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     // delay=3 dropped: the 3 requests nginx passed at once are delayed.
     assert!(out.stdout.contains("3 disagree"), "{}", out.stdout);
@@ -308,18 +286,21 @@ fn a_wrong_config_is_caught_with_the_disagreements_listed() {
         out.stderr
     );
     // A tolerance lets it pass.
-    let out = drip(&[
-        s(&log),
-        "--nginx-conf",
-        s(&conf),
-        "--duration-column",
-        "request_time",
-        "--verify-column",
-        "limit_req_status",
-        "--max-disagree",
-        "10",
-        "-q",
-    ]);
+    let out = drip(
+        &[
+            s(&log),
+            "--nginx-conf",
+            s(&conf),
+            "--duration-column",
+            "request_time",
+            "--verify-column",
+            "limit_req_status",
+            "--max-disagree",
+            "10",
+            "-q",
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
 
@@ -329,18 +310,21 @@ fn forced_location_and_renamed_variables() {
     let conf = "http { limit_req_zone $binary_remote_addr zone=z:1m rate=10r/s;\n server { location /b { limit_req zone=z; } } }\n";
     let (conf, log) = setup(conf, log);
     // Routed by path: only /b is limited.
-    let out = drip(&[
-        s(&log),
-        "--nginx-conf",
-        s(&conf),
-        "--nginx-var",
-        "remote_addr=client",
-        "--nginx-var",
-        "uri=path",
-        "-f",
-        "json",
-        "-q",
-    ]);
+    let out = drip(
+        &[
+            s(&log),
+            "--nginx-conf",
+            s(&conf),
+            "--nginx-var",
+            "remote_addr=client",
+            "--nginx-var",
+            "uri=path",
+            "-f",
+            "json",
+            "-q",
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let p = &v["policies"][0];
@@ -349,30 +333,36 @@ fn forced_location_and_renamed_variables() {
     assert_eq!(p["nginx"]["locations"][1]["passed"], 1);
     // Forced: every row through /b; 1.1.1.1 at 0, 100 (admitted, 100 ms
     // later), 150 (50 ms: refused).
-    let out = drip(&[
-        s(&log),
-        "--nginx-conf",
-        s(&conf),
-        "--nginx-var",
-        "remote_addr=client",
-        "--nginx-location",
-        "/b",
-        "-f",
-        "json",
-        "-q",
-    ]);
+    let out = drip(
+        &[
+            s(&log),
+            "--nginx-conf",
+            s(&conf),
+            "--nginx-var",
+            "remote_addr=client",
+            "--nginx-location",
+            "/b",
+            "-f",
+            "json",
+            "-q",
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let p = &v["policies"][0];
     assert_eq!(p["dropped"], 1, "{}", out.stdout);
     assert_eq!(p["top_keys"][0]["key"], "1.1.1.1");
-    let out = drip(&[
-        s(&log),
-        "--nginx-conf",
-        s(&conf),
-        "--nginx-location",
-        "/nope",
-    ]);
+    let out = drip(
+        &[
+            s(&log),
+            "--nginx-conf",
+            s(&conf),
+            "--nginx-location",
+            "/nope",
+        ],
+        None,
+    );
     assert_eq!(out.code, 2);
     assert!(
         out.stderr.contains("--nginx-location '/nope'") && out.stderr.contains("location /b"),
@@ -388,7 +378,7 @@ fn config_errors_are_one_line_with_file_and_line() {
         "http {\n  limit_req_zone $binary_remote_addr zone=z:1m rate=1.5r/s;\n}\n",
         "remote_addr,uri,t\n1.1.1.1,/,1700000000\n",
     );
-    let out = drip(&[s(&log), "--nginx-conf", s(&conf)]);
+    let out = drip(&[s(&log), "--nginx-conf", s(&conf)], None);
     assert_eq!(out.code, 2);
     assert!(
         out.stderr.contains(&format!(
@@ -400,14 +390,17 @@ fn config_errors_are_one_line_with_file_and_line() {
     );
     assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
     assert!(!out.stderr.contains("panicked"));
-    let out = drip(&[s(&log), "--nginx-conf", "/nonexistent/nginx.conf"]);
+    let out = drip(&[s(&log), "--nginx-conf", "/nonexistent/nginx.conf"], None);
     assert_eq!(out.code, 2);
     assert!(
         out.stderr.contains("cannot read the nginx config"),
         "{}",
         out.stderr
     );
-    let out = drip(&[s(&log), "--nginx-conf", s(&conf), "--nginx-var", "oops"]);
+    let out = drip(
+        &[s(&log), "--nginx-conf", s(&conf), "--nginx-var", "oops"],
+        None,
+    );
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("NAME=FIELD"), "{}", out.stderr);
 }
@@ -418,7 +411,10 @@ fn a_bad_logged_status_names_its_line() {
         "http { limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n server { location / { limit_req zone=z; } } }\n",
         "remote_addr,uri,t,st\n1.1.1.1,/,1700000000,PASSED\n1.1.1.1,/,1700000001,OK\n",
     );
-    let out = drip(&[s(&log), "--nginx-conf", s(&conf), "--verify-column", "st"]);
+    let out = drip(
+        &[s(&log), "--nginx-conf", s(&conf), "--verify-column", "st"],
+        None,
+    );
     assert_eq!(out.code, 2, "{}", out.stdout);
     assert!(
         out.stderr
@@ -464,12 +460,12 @@ fn with_log_format(conf: &str) -> String {
 #[test]
 fn an_access_log_in_the_configs_own_format_needs_nothing_else() {
     let cs = cases();
-    let d = dir();
+    let d = tmpdir();
     let conf = d.join("nginx.conf");
     let log = d.join("access.log");
     std::fs::write(&conf, with_log_format(CONF)).unwrap();
     std::fs::write(&log, access_log(&cs)).unwrap();
-    let out = drip(&[s(&log), "--nginx-conf", s(&conf)]);
+    let out = drip(&[s(&log), "--nginx-conf", s(&conf)], None);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     for note in [
         "drip: reading ",
@@ -481,14 +477,17 @@ fn an_access_log_in_the_configs_own_format_needs_nothing_else() {
         assert!(out.stderr.contains(note), "{note}: {}", out.stderr);
     }
     let n = cs.len();
-    let out = drip(&[
-        s(&log),
-        "--nginx-conf",
-        s(&conf),
-        "--verify-column",
-        "limit_req_status",
-        "-q",
-    ]);
+    let out = drip(
+        &[
+            s(&log),
+            "--nginx-conf",
+            s(&conf),
+            "--verify-column",
+            "limit_req_status",
+            "-q",
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stdout
@@ -503,14 +502,17 @@ fn an_access_log_in_the_configs_own_format_needs_nothing_else() {
         with_log_format(&CONF.replace("rate=7r/m", "rate=8r/m")),
     )
     .unwrap();
-    let out = drip(&[
-        s(&log),
-        "--nginx-conf",
-        s(&wrong),
-        "--verify-column",
-        "limit_req_status",
-        "-q",
-    ]);
+    let out = drip(
+        &[
+            s(&log),
+            "--nginx-conf",
+            s(&wrong),
+            "--verify-column",
+            "limit_req_status",
+            "-q",
+        ],
+        None,
+    );
     // Same statuses (DELAYED either way): the decisions agree, and only
     // the waits differ, which a status cannot show.
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
@@ -520,14 +522,17 @@ fn an_access_log_in_the_configs_own_format_needs_nothing_else() {
         with_log_format(&CONF.replace("zone=five burst=5", "zone=five burst=4")),
     )
     .unwrap();
-    let out = drip(&[
-        s(&log),
-        "--nginx-conf",
-        s(&wrong),
-        "--verify-column",
-        "limit_req_status",
-        "-q",
-    ]);
+    let out = drip(
+        &[
+            s(&log),
+            "--nginx-conf",
+            s(&wrong),
+            "--verify-column",
+            "limit_req_status",
+            "-q",
+        ],
+        None,
+    );
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stdout.contains(&format!("{} of {n} rows agree", n - 1)),
@@ -560,7 +565,7 @@ fn an_access_log_in_the_configs_own_format_needs_nothing_else() {
 /// implementation of nginx's integer rule over the fixture's rows).
 #[test]
 fn compare_two_configs_on_the_nasa_fixture() {
-    let d = dir();
+    let d = tmpdir();
     let old = d.join("old.conf");
     let new = d.join("new.conf");
     let conf = |burst: u32| {
@@ -570,19 +575,22 @@ fn compare_two_configs_on_the_nasa_fixture() {
     };
     std::fs::write(&old, conf(10)).unwrap();
     std::fs::write(&new, conf(5)).unwrap();
-    let out = drip(&[
-        "fixtures/nasa_19950801.log.gz",
-        "--nginx-conf",
-        s(&old),
-        "--nginx-conf",
-        s(&new),
-        "--compare",
-        "--top",
-        "5",
-        "-f",
-        "json",
-        "-q",
-    ]);
+    let out = drip(
+        &[
+            "fixtures/nasa_19950801.log.gz",
+            "--nginx-conf",
+            s(&old),
+            "--nginx-conf",
+            s(&new),
+            "--compare",
+            "--top",
+            "5",
+            "-f",
+            "json",
+            "-q",
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(v["policies"][0]["dropped"], 1);
@@ -618,17 +626,20 @@ fn compare_two_configs_on_the_nasa_fixture() {
         assert_eq!((k.as_str(), *before, *now), (wk, 0, wn));
     }
     // The HTML page has the comparison too.
-    let out = drip(&[
-        "fixtures/nasa_19950801.log.gz",
-        "--nginx-conf",
-        s(&old),
-        "--nginx-conf",
-        s(&new),
-        "--compare",
-        "-f",
-        "html",
-        "-q",
-    ]);
+    let out = drip(
+        &[
+            "fixtures/nasa_19950801.log.gz",
+            "--nginx-conf",
+            s(&old),
+            "--nginx-conf",
+            s(&new),
+            "--compare",
+            "-f",
+            "html",
+            "-q",
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stdout
@@ -638,15 +649,18 @@ fn compare_two_configs_on_the_nasa_fixture() {
         out.stdout
     );
     // The other way round, the same keys are relieved.
-    let out = drip(&[
-        "fixtures/nasa_19950801.log.gz",
-        "--nginx-conf",
-        s(&new),
-        "--nginx-conf",
-        s(&old),
-        "--compare",
-        "-q",
-    ]);
+    let out = drip(
+        &[
+            "fixtures/nasa_19950801.log.gz",
+            "--nginx-conf",
+            s(&new),
+            "--nginx-conf",
+            s(&old),
+            "--compare",
+            "-q",
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stdout
@@ -665,26 +679,29 @@ fn compare_two_configs_on_the_nasa_fixture() {
 
 #[test]
 fn compare_works_for_any_policies_and_needs_two() {
-    let d = dir();
+    let d = tmpdir();
     let log = d.join("log.csv");
     std::fs::write(
         &log,
         "t,k\n1700000000,a\n1700000000,a\n1700000000,a\n1700000000,b\n1700000000,b\n1700000001,a\n",
     )
     .unwrap();
-    let out = drip(&[
-        s(&log),
-        "--key-column",
-        "k",
-        "-p",
-        "token-bucket:rate=1/s,burst=2,label=wide",
-        "-p",
-        "token-bucket:rate=1/s,burst=1,label=narrow",
-        "--compare",
-        "-f",
-        "json",
-        "-q",
-    ]);
+    let out = drip(
+        &[
+            s(&log),
+            "--key-column",
+            "k",
+            "-p",
+            "token-bucket:rate=1/s,burst=2,label=wide",
+            "-p",
+            "token-bucket:rate=1/s,burst=1,label=narrow",
+            "--compare",
+            "-f",
+            "json",
+            "-q",
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let c = &v["compare"][0];
@@ -692,7 +709,7 @@ fn compare_works_for_any_policies_and_needs_two() {
     assert_eq!(c["newly_dropped"], 2);
     assert_eq!(c["keys_newly_hurt"], 1);
     assert_eq!(c["top_hurt"][0]["key"], "b");
-    let out = drip(&[s(&log), "-p", "gcra:rate=1/s", "--compare"]);
+    let out = drip(&[s(&log), "-p", "gcra:rate=1/s", "--compare"], None);
     assert_eq!(out.code, 2);
     assert!(
         out.stderr.contains("--compare needs two or more policies"),
@@ -704,20 +721,23 @@ fn compare_works_for_any_policies_and_needs_two() {
 #[test]
 fn a_log_without_host_goes_to_the_server_that_limits() {
     // The usual pair: plain HTTP redirects, HTTPS serves (and limits).
-    let d = dir();
+    let d = tmpdir();
     let conf = d.join("nginx.conf");
     std::fs::write(
         &conf,
         "http {\n  limit_req_zone $binary_remote_addr zone=perip:10m rate=1r/s;\n  server { listen 80; server_name example.org; return 301 https://$host$request_uri; }\n  server {\n    listen 443 ssl; server_name example.org;\n    location / { limit_req zone=perip burst=5 nodelay; }\n    location /images/ { }\n  }\n}\n",
     )
     .unwrap();
-    let out = drip(&[
-        "fixtures/nasa_19950801.log.gz",
-        "--nginx-conf",
-        s(&conf),
-        "-f",
-        "json",
-    ]);
+    let out = drip(
+        &[
+            "fixtures/nasa_19950801.log.gz",
+            "--nginx-conf",
+            s(&conf),
+            "-f",
+            "json",
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr.contains(
@@ -739,7 +759,10 @@ fn a_log_without_host_goes_to_the_server_that_limits() {
         "http {\n  limit_req_zone $http_x_api_key zone=k:1m rate=1r/s;\n  server { location / { limit_req zone=k; } location /a { } }\n}\n",
     )
     .unwrap();
-    let out = drip(&["fixtures/nasa_19950801.log.gz", "--nginx-conf", s(&conf)]);
+    let out = drip(
+        &["fixtures/nasa_19950801.log.gz", "--nginx-conf", s(&conf)],
+        None,
+    );
     assert_eq!(out.code, 2);
     assert!(
         out.stderr.contains("nginx.conf:2: zone \"k\" key $http_x_api_key reads the field 'http_x_api_key', which the log does not have")
@@ -750,7 +773,7 @@ fn a_log_without_host_goes_to_the_server_that_limits() {
     );
     let log = d.join("nouri.csv");
     std::fs::write(&log, "http_x_api_key,t\nk1,1700000000\n").unwrap();
-    let out = drip(&[s(&log), "--nginx-conf", s(&conf)]);
+    let out = drip(&[s(&log), "--nginx-conf", s(&conf)], None);
     assert_eq!(out.code, 2);
     assert!(
         out.stderr
@@ -759,14 +782,17 @@ fn a_log_without_host_goes_to_the_server_that_limits() {
         "{}",
         out.stderr
     );
-    let out = drip(&[
-        s(&log),
-        "--nginx-conf",
-        s(&conf),
-        "--nginx-location",
-        "/",
-        "-q",
-    ]);
+    let out = drip(
+        &[
+            s(&log),
+            "--nginx-conf",
+            s(&conf),
+            "--nginx-location",
+            "/",
+            "-q",
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
 
@@ -778,22 +804,25 @@ fn a_map_built_key_reports_the_client_not_the_maps_input() {
     let log = "ts,client_ip,path,api_key\n1700000000,1.1.1.1,/api/x,\n1700000000,2.2.2.2,/api/x,\n1700000000,1.1.1.1,/api/x,\n1700000000,3.3.3.3,/api/x,KEY2\n1700000000,3.3.3.3,/api/x,KEY2\n1700000000,3.3.3.3,/api/x,KEY1\n1700000000,3.3.3.3,/api/x,KEY1\n";
     let (conf, log) = setup(conf, log);
     let d = log.with_file_name("decisions.csv");
-    let out = drip(&[
-        s(&log),
-        "--nginx-conf",
-        s(&conf),
-        "--nginx-var",
-        "remote_addr=client_ip",
-        "--nginx-var",
-        "http_x_api_key=api_key",
-        "--nginx-var",
-        "uri=path",
-        "--decisions",
-        s(&d),
-        "-f",
-        "json",
-        "-q",
-    ]);
+    let out = drip(
+        &[
+            s(&log),
+            "--nginx-conf",
+            s(&conf),
+            "--nginx-var",
+            "remote_addr=client_ip",
+            "--nginx-var",
+            "http_x_api_key=api_key",
+            "--nginx-var",
+            "uri=path",
+            "--decisions",
+            s(&d),
+            "-f",
+            "json",
+            "-q",
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let p = &v["policies"][0];
@@ -841,23 +870,26 @@ fn a_disagreement_is_blamed_on_a_row_of_the_key_drip_decided_that_way() {
     ]
     .join("\n")
         + "\n";
-    let d = dir();
+    let d = tmpdir();
     let c = d.join("nginx.conf");
     let l = d.join("v.log");
     std::fs::write(&c, conf).unwrap();
     std::fs::write(&l, log).unwrap();
-    let out = drip(&[
-        s(&l),
-        "--nginx-conf",
-        s(&c),
-        "--verify-column",
-        "limit_req_status",
-        "--max-disagree",
-        "100",
-        "-f",
-        "json",
-        "-q",
-    ]);
+    let out = drip(
+        &[
+            s(&l),
+            "--nginx-conf",
+            s(&c),
+            "--verify-column",
+            "limit_req_status",
+            "--max-disagree",
+            "100",
+            "-f",
+            "json",
+            "-q",
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let verify = &v["policies"][0]["nginx"]["verify"];
@@ -893,17 +925,20 @@ fn a_log_not_in_the_configs_log_format_is_detected_with_a_note() {
     // The config's format would read "host - -" as $remote_addr and the
     // byte count as $limit_req_status: the NASA common log is not in it.
     let conf = "http {\n  log_format main '$remote_addr [$time_local] \"$request\" $status $limit_req_status';\n  access_log /var/log/nginx/v.log main;\n  limit_req_zone $binary_remote_addr zone=perip:10m rate=1r/s;\n  server { location / { limit_req zone=perip burst=1 nodelay; } }\n}\n";
-    let d = dir();
+    let d = tmpdir();
     let c = d.join("nginx.conf");
     std::fs::write(&c, conf).unwrap();
     let dec = d.join("decisions.csv");
-    let out = drip(&[
-        "fixtures/nasa_19950801.log.gz",
-        "--nginx-conf",
-        s(&c),
-        "--decisions",
-        s(&dec),
-    ]);
+    let out = drip(
+        &[
+            "fixtures/nasa_19950801.log.gz",
+            "--nginx-conf",
+            s(&c),
+            "--decisions",
+            s(&dec),
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr
@@ -923,13 +958,16 @@ fn a_log_not_in_the_configs_log_format_is_detected_with_a_note() {
 fn a_pcre_only_location_regex_says_what_to_do() {
     let conf = "http {\n  limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n  server {\n    location ~ ^/(?!static)(.*)$ { limit_req zone=z; }\n  }\n}\n";
     let (conf, log) = setup(conf, "client,uri,t\n1.1.1.1,/a,1700000000\n");
-    let out = drip(&[
-        s(&log),
-        "--nginx-conf",
-        s(&conf),
-        "--nginx-var",
-        "remote_addr=client",
-    ]);
+    let out = drip(
+        &[
+            s(&log),
+            "--nginx-conf",
+            s(&conf),
+            "--nginx-var",
+            "remote_addr=client",
+        ],
+        None,
+    );
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
     assert!(
@@ -948,21 +986,24 @@ fn csv_carries_the_locations_verification_and_comparison() {
     let (old, log) = setup(conf, log);
     let new = old.with_file_name("new.conf");
     std::fs::write(&new, conf.replace(" burst=1", "")).unwrap();
-    let out = drip(&[
-        s(&log),
-        "--nginx-conf",
-        s(&old),
-        "--nginx-conf",
-        s(&new),
-        "--compare",
-        "--verify-column",
-        "limit_req_status",
-        "--max-disagree",
-        "100",
-        "-f",
-        "csv",
-        "-q",
-    ]);
+    let out = drip(
+        &[
+            s(&log),
+            "--nginx-conf",
+            s(&old),
+            "--nginx-conf",
+            s(&new),
+            "--compare",
+            "--verify-column",
+            "limit_req_status",
+            "--max-disagree",
+            "100",
+            "-f",
+            "csv",
+            "-q",
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let o = &out.stdout;
     assert!(

@@ -9,7 +9,9 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{gaps, kill, lines, numbered, pace, run_pace, spawn_timed, summary, tmpdir};
+use common::{
+    gaps, kill, lines, numbered, pace, run_pace, spawn_timed, stderr_of, summary, tmpdir,
+};
 
 #[test]
 fn lines_are_spaced_by_the_interval() {
@@ -155,13 +157,7 @@ fn block_mode_stops_reading_so_the_upstream_blocks() {
     assert_eq!(status.code(), Some(143));
     let written = feeder.join().unwrap();
     let out = drain.join().unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = stderr_of(&mut child);
     let stats = summary(err.as_bytes());
     let lines_in = stats["lines_in"].as_u64().unwrap();
     let lines_out = stats["lines_out"].as_u64().unwrap();
@@ -589,13 +585,7 @@ fn a_signal_stops_a_write_to_a_downstream_that_stopped_reading() {
     assert_eq!(status.code(), Some(143));
     let mut out = Vec::new();
     child.stdout.take().unwrap().read_to_end(&mut out).unwrap();
-    let mut err = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut err)
-        .unwrap();
+    let err = stderr_of(&mut child);
     let stats = summary(err.as_bytes());
     let sent = lines(&out);
     let unsent = lines(&std::fs::read(&rejects).unwrap());

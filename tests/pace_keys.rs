@@ -62,7 +62,7 @@ fn three_hosts_at_2_per_s_under_a_global_5_per_s() {
             assert!(w[1].0 - w[0].0 >= Duration::from_millis(250), "{h}: {w:?}");
         }
     }
-    let stats = summary(stderr_of(&mut t.child).as_bytes());
+    let stats = summary(stderr_of(&mut t.child));
     assert_eq!(stats["lines_out"], 12);
     assert_eq!(stats["keys"]["seen"], 3);
     assert_eq!(stats["keys"]["without_key"], 0);
@@ -203,7 +203,7 @@ fn max_pending_stops_reading_and_a_signal_accounts_for_every_line() {
     assert_eq!(child.wait().unwrap().code(), Some(143));
     let written = feeder.join().unwrap();
     let out = lines(&drain.join().unwrap());
-    let stats = summary(stderr_of(&mut child).as_bytes());
+    let stats = summary(stderr_of(&mut child));
     let unsent = lines(&std::fs::read(&rejects).unwrap());
     let lines_in = stats["lines_in"].as_u64().unwrap();
     assert_eq!(stats["lines_out"], out.len());

@@ -6,36 +6,10 @@
 
 use resvg::tiny_skia::{Pixmap, Transform};
 use resvg::usvg;
-use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::path::Path;
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn drip(args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_drip"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .output()
-        .expect("run drip");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
-
-/// A fresh path per call (tests run in parallel), ending in `name`.
-fn tmp(name: &str) -> PathBuf {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("drip-plot-test-{}-{n}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    dir.join(name)
-}
+mod common;
+use common::{run, tmp};
 
 const NASA: &str = "fixtures/nasa_19950801.tsv";
 
@@ -56,7 +30,7 @@ fn nasa_plot(extra: &[&str]) -> String {
         path.to_str().unwrap(),
     ];
     args.extend(extra);
-    let out = drip(&args);
+    let out = run(&args, None);
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     std::fs::read_to_string(&path).expect("the plot is written")
 }
@@ -212,19 +186,22 @@ fn timeline_interval_is_used_as_given() {
 #[test]
 fn a_plot_does_not_add_a_timeline_to_the_report() {
     let svg = tmp("plot.svg");
-    let out = drip(&[
-        "audit",
-        "fixtures/small.csv",
-        "--key-column",
-        "client",
-        "-p",
-        "gcra:rate=1/s,burst=2",
-        "--format",
-        "json",
-        "--quiet",
-        "--plot",
-        svg.to_str().unwrap(),
-    ]);
+    let out = run(
+        &[
+            "audit",
+            "fixtures/small.csv",
+            "--key-column",
+            "client",
+            "-p",
+            "gcra:rate=1/s,burst=2",
+            "--format",
+            "json",
+            "--quiet",
+            "--plot",
+            svg.to_str().unwrap(),
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert!(v.get("timeline").is_none(), "{}", out.stdout);
@@ -245,15 +222,18 @@ fn a_log_with_no_rows_still_gets_a_plot() {
     let log = tmp("empty.csv");
     std::fs::write(&log, "ts,client\n").unwrap();
     let svg = tmp("plot.svg");
-    let out = drip(&[
-        "audit",
-        log.to_str().unwrap(),
-        "-p",
-        "gcra:rate=1/s",
-        "--quiet",
-        "--plot",
-        svg.to_str().unwrap(),
-    ]);
+    let out = run(
+        &[
+            "audit",
+            log.to_str().unwrap(),
+            "-p",
+            "gcra:rate=1/s",
+            "--quiet",
+            "--plot",
+            svg.to_str().unwrap(),
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let text = std::fs::read_to_string(&svg).unwrap();
     let (w, h, _) = parse(&text);
@@ -270,7 +250,10 @@ fn bad_plot_paths_are_one_line_and_status_2() {
         ("plot.png", "give a name ending in .svg"),
         (missing.to_str().unwrap(), "no directory"),
     ] {
-        let out = drip(&["audit", NASA, "-p", "gcra:rate=1/s", "--plot", path]);
+        let out = run(
+            &["audit", NASA, "-p", "gcra:rate=1/s", "--plot", path],
+            None,
+        );
         assert_eq!(out.code, 2, "{path}: {}", out.stderr);
         assert_eq!(out.stderr.trim_end().lines().count(), 1, "{}", out.stderr);
         assert!(out.stderr.contains(says), "{}", out.stderr);
@@ -282,14 +265,17 @@ fn bad_plot_paths_are_one_line_and_status_2() {
     }
     let as_dir = dir.with_extension("svg");
     std::fs::create_dir_all(&as_dir).unwrap();
-    let out = drip(&[
-        "audit",
-        NASA,
-        "-p",
-        "gcra:rate=1/s",
-        "--plot",
-        as_dir.to_str().unwrap(),
-    ]);
+    let out = run(
+        &[
+            "audit",
+            NASA,
+            "-p",
+            "gcra:rate=1/s",
+            "--plot",
+            as_dir.to_str().unwrap(),
+        ],
+        None,
+    );
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("is a directory"), "{}", out.stderr);
 }
@@ -396,18 +382,21 @@ fn sizing_plot_without_keys_has_one_panel() {
 #[test]
 fn a_timeline_too_fine_to_draw_is_merged_with_a_note() {
     let path = tmp("plot.svg");
-    let out = drip(&[
-        "audit",
-        NASA,
-        "-p",
-        "gcra:rate=1/s,burst=10",
-        "--timeline",
-        "1s",
-        "--format",
-        "json",
-        "--plot",
-        path.to_str().unwrap(),
-    ]);
+    let out = run(
+        &[
+            "audit",
+            NASA,
+            "-p",
+            "gcra:rate=1/s,burst=10",
+            "--timeline",
+            "1s",
+            "--format",
+            "json",
+            "--plot",
+            path.to_str().unwrap(),
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr.contains(
@@ -427,21 +416,24 @@ fn a_timeline_too_fine_to_draw_is_merged_with_a_note() {
 #[test]
 fn size_plot_is_written_and_renders() {
     let path = tmp("size.svg");
-    let out = drip(&[
-        "size",
-        NASA,
-        "--key-column",
-        "host",
-        "-p",
-        "gcra",
-        "--rate",
-        "1/s,2/s,5/s,10/s",
-        "--max-drop-rate",
-        "0.1",
-        "--quiet",
-        "--plot",
-        path.to_str().unwrap(),
-    ]);
+    let out = run(
+        &[
+            "size",
+            NASA,
+            "--key-column",
+            "host",
+            "-p",
+            "gcra",
+            "--rate",
+            "1/s,2/s,5/s,10/s",
+            "--max-drop-rate",
+            "0.1",
+            "--quiet",
+            "--plot",
+            path.to_str().unwrap(),
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     let svg = std::fs::read_to_string(&path).unwrap();
     let (w, h, texts) = parse(&svg);
@@ -460,16 +452,19 @@ fn size_plot_is_written_and_renders() {
         count_near(&img, (230, 130, 0), 30) > 40,
         "the recommendation is not drawn"
     );
-    let out = drip(&[
-        "size",
-        NASA,
-        "-p",
-        "gcra",
-        "--max-drops",
-        "0",
-        "--plot",
-        "x.png",
-    ]);
+    let out = run(
+        &[
+            "size",
+            NASA,
+            "-p",
+            "gcra",
+            "--max-drops",
+            "0",
+            "--plot",
+            "x.png",
+        ],
+        None,
+    );
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("give a name ending in .svg"),

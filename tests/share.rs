@@ -14,37 +14,14 @@ use std::process::{Child, Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-fn drip(sub: &str) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_drip"));
-    c.arg(sub);
-    if sub == "pace" {
-        c.arg("--no-progress");
-    }
-    for v in ["DRIP_SHARE", "DRIP_SHARE_KEY"] {
-        c.env_remove(v);
-    }
-    c
-}
+mod common;
+use common::{bin, pace, tmpdir};
 
 fn wall() -> f64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .unwrap()
         .as_secs_f64()
-}
-
-/// A fresh directory under the target dir.
-fn tempdir() -> PathBuf {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static N: AtomicUsize = AtomicUsize::new(0);
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!(
-        "share-{}-{}",
-        std::process::id(),
-        N.fetch_add(1, Ordering::Relaxed)
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 /// One `drip pace` fed `n` numbered lines tagged with `tag`.
@@ -55,7 +32,7 @@ struct Pacer {
 }
 
 fn spawn_pacer(tag: usize, n: usize, args: &[&str]) -> Pacer {
-    let mut child = drip("pace")
+    let mut child = pace()
         .args(args)
         .args(["--stamp", "epoch", "--stats=json"])
         .stdin(Stdio::piped())
@@ -189,7 +166,7 @@ fn accuracy(share: &str, procs: usize, per: usize, rate: f64, burst: usize) -> V
 
 #[test]
 fn four_processes_share_one_state_file() {
-    let dir = tempdir();
+    let dir = tmpdir();
     let state = dir.join("api.share");
     let runs = accuracy(state.to_str().unwrap(), 4, 200, 200.0, 8);
     let reservations: u64 = runs
@@ -206,7 +183,7 @@ fn four_processes_share_one_state_file() {
 
 #[test]
 fn usage_errors_name_what_can_be_shared() {
-    let dir = tempdir();
+    let dir = tmpdir();
     let state = dir.join("s");
     let state = state.to_str().unwrap();
     let bashrc = dir.join("notes.txt");
@@ -275,7 +252,7 @@ fn usage_errors_name_what_can_be_shared() {
         ),
     ];
     for (args, needle) in cases {
-        let mut child = drip("pace")
+        let mut child = pace()
             .args(&args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -296,9 +273,9 @@ fn usage_errors_name_what_can_be_shared() {
 
 #[test]
 fn the_environment_configures_sharing() {
-    let dir = tempdir();
+    let dir = tmpdir();
     let state = dir.join("env.share");
-    let out = drip("pace")
+    let out = pace()
         .env("DRIP_SHARE", &state)
         .args(["--rate", "100/s", "--stats=json"])
         .stdin(Stdio::null())
@@ -314,7 +291,7 @@ fn the_environment_configures_sharing() {
 fn a_bucket_shares_its_burst() {
     // gcra burst 3 at 2/s: three lines at once, then one per 500 ms,
     // across two processes on one file.
-    let dir = tempdir();
+    let dir = tmpdir();
     let state = dir.join("gcra.share");
     let args = [
         "--policy",
@@ -352,7 +329,7 @@ impl Redis {
         let mut r = Redis {
             port: free_port(),
             child: None,
-            dir: tempdir(),
+            dir: tmpdir(),
         };
         r.restart();
         r
@@ -546,7 +523,7 @@ fn redis_over_a_unix_socket() {
 
 #[test]
 fn a_signal_with_share_accounts_for_every_line() {
-    let dir = tempdir();
+    let dir = tmpdir();
     let state = dir.join("sig.share");
     let rejects = dir.join("rejects");
     let p = spawn_pacer(
@@ -768,7 +745,8 @@ fn redis_unreachable_under_each_mode() {
 fn gates(n: usize, args: &[&str]) -> Vec<(Option<i32>, Option<f64>, String)> {
     let children: Vec<Child> = (0..n)
         .map(|_| {
-            drip("gate")
+            bin()
+                .arg("gate")
                 .args(args)
                 .args(["--", "date", "+%s.%N"])
                 .stdout(Stdio::piped())
@@ -814,7 +792,7 @@ fn assert_gates_spaced(start: f64, runs: &[(Option<i32>, Option<f64>, String)], 
 
 #[test]
 fn gates_take_one_slot_each_from_a_state_file() {
-    let dir = tempdir();
+    let dir = tmpdir();
     let state = dir.join("gate.share");
     let state = state.to_str().unwrap();
     let start = wall();
@@ -843,7 +821,7 @@ fn gates_and_pacers_share_one_redis_key() {
 
 #[test]
 fn a_gate_exits_3_when_the_wait_would_exceed_max_wait() {
-    let dir = tempdir();
+    let dir = tmpdir();
     let state = dir.join("max.share");
     let state = state.to_str().unwrap();
     let started = Instant::now();
@@ -875,10 +853,10 @@ fn a_gate_exits_3_when_the_wait_would_exceed_max_wait() {
 
 #[test]
 fn gate_exit_status_wait_and_errors() {
-    let dir = tempdir();
+    let dir = tmpdir();
     let state = dir.join("g.share");
     let state = state.to_str().unwrap();
-    let run = |args: &[&str]| drip("gate").args(args).output().unwrap();
+    let run = |args: &[&str]| bin().arg("gate").args(args).output().unwrap();
     // The command's status is the gate's.
     let out = run(&[
         "--rate", "10/s", "--share", state, "--", "sh", "-c", "exit 7",
@@ -894,7 +872,8 @@ fn gate_exit_status_wait_and_errors() {
         .write(true)
         .open("/dev/full")
         .unwrap();
-    let out = drip("gate")
+    let out = bin()
+        .arg("gate")
         .args(["--rate", "100/s", "--share", &format!("{state}.full")])
         .arg("--print-wait")
         .stdout(full)
@@ -1001,7 +980,7 @@ fn lock_holder(state: &std::path::Path, hold: &str) -> Child {
 
 #[test]
 fn a_held_lock_is_a_share_error_after_a_deadline() {
-    let dir = tempdir();
+    let dir = tmpdir();
     let state = dir.join("held.share");
     let mut holder = lock_holder(&state, "30");
     let s = state.to_str().unwrap();
@@ -1045,7 +1024,7 @@ fn a_held_lock_is_a_share_error_after_a_deadline() {
 
 #[test]
 fn a_held_lock_gives_up_at_the_share_timeout() {
-    let dir = tempdir();
+    let dir = tmpdir();
     let state = dir.join("budget.share");
     let mut holder = lock_holder(&state, "30");
     let s = state.to_str().unwrap();
@@ -1054,7 +1033,7 @@ fn a_held_lock_gives_up_at_the_share_timeout() {
     let run = spawn_pacer(0, 3, &args).finish();
     let took = started.elapsed();
     let gate_started = Instant::now();
-    let gate = drip("gate").args(args).output().unwrap();
+    let gate = bin().arg("gate").args(args).output().unwrap();
     let gate_took = gate_started.elapsed();
     let _ = holder.kill();
     let _ = holder.wait();
@@ -1082,7 +1061,7 @@ fn a_held_lock_gives_up_at_the_share_timeout() {
 
 /// `drip pace` with `DRIP_SHARE=value` in its environment, `input` on stdin.
 fn pace_with_env(value: &std::ffi::OsStr, args: &[&str], input: &[u8]) -> Output {
-    let mut child = drip("pace")
+    let mut child = pace()
         .env("DRIP_SHARE", value)
         .args(args)
         .stdin(Stdio::piped())
@@ -1096,7 +1075,7 @@ fn pace_with_env(value: &std::ffi::OsStr, args: &[&str], input: &[u8]) -> Output
 
 #[test]
 fn an_inherited_drip_share_never_breaks_a_run_that_cannot_share() {
-    let dir = tempdir();
+    let dir = tmpdir();
     let state = dir.join("inherited.share");
     let env = state.as_os_str();
     let stamped = b"time,msg\n2026-01-01T00:00:00Z,a\n2026-01-01T00:00:00Z,b\n";
@@ -1182,7 +1161,7 @@ fn an_inherited_drip_share_never_breaks_a_run_that_cannot_share() {
         );
     }
     // Typed on the command line, the same combination is still an error.
-    let out = drip("pace")
+    let out = pace()
         .args(["--rate", "100/s", "--key", "x", "--share"])
         .arg(&state)
         .stdin(Stdio::null())
@@ -1192,7 +1171,7 @@ fn an_inherited_drip_share_never_breaks_a_run_that_cannot_share() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--share keeps one schedule"));
     // DRIP_SHARE_KEY is a default for Redis schedules: a state file, given
     // either way, goes on without it.
-    let out = drip("pace")
+    let out = pace()
         .env("DRIP_SHARE_KEY", "partner-api")
         .args(["--rate", "100/s", "--share"])
         .arg(&state)

@@ -6,40 +6,12 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-struct Out {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn drip(args: &[&str]) -> Out {
-    let out = Command::new(env!("CARGO_BIN_EXE_drip"))
-        .current_dir(env!("CARGO_MANIFEST_DIR"))
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .expect("run drip");
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
-}
+mod common;
+use common::{Out, run, write};
 
 fn json_of(out: &Out) -> Value {
     serde_json::from_str(&out.stdout)
         .unwrap_or_else(|e| panic!("{e}: {}\nstderr: {}", out.stdout, out.stderr))
-}
-
-/// A fresh path per call (tests run in parallel), ending in `name`.
-fn write(name: &str, contents: &str) -> PathBuf {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("drip-size-test-{}-{n}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let p = dir.join(name);
-    std::fs::write(&p, contents).unwrap();
-    p
 }
 
 const NASA: &str = "fixtures/nasa_19950801.tsv";
@@ -48,7 +20,7 @@ const NASA: &str = "fixtures/nasa_19950801.tsv";
 fn size(args: &[&str]) -> (i32, Value) {
     let mut all = vec!["size", "-f", "json", "--quiet"];
     all.extend_from_slice(args);
-    let out = drip(&all);
+    let out = run(&all, None);
     assert!(
         out.code == 0 || out.code == 1,
         "exit {}: {}",
@@ -62,7 +34,7 @@ fn size(args: &[&str]) -> (i32, Value) {
 fn audit(input: &[&str], spec: &str) -> Value {
     let mut all = vec!["audit", "-f", "json", "--quiet", "-p", spec];
     all.extend_from_slice(input);
-    let out = drip(&all);
+    let out = run(&all, None);
     assert_eq!(out.code, 0, "audit {spec}: {}", out.stderr);
     json_of(&out)["policies"][0].clone()
 }
@@ -516,21 +488,24 @@ fn every_format_renders_the_frontier() {
         ("markdown", "| point | size |"),
         ("csv", "point,size,feasible"),
     ] {
-        let out = drip(&[
-            "size",
-            NASA,
-            "-q",
-            "--key-column",
-            "host",
-            "-p",
-            "gcra",
-            "--rate",
-            "1/s,2/s",
-            "--max-drop-rate",
-            "1",
-            "-f",
-            format,
-        ]);
+        let out = run(
+            &[
+                "size",
+                NASA,
+                "-q",
+                "--key-column",
+                "host",
+                "-p",
+                "gcra",
+                "--rate",
+                "1/s,2/s",
+                "--max-drop-rate",
+                "1",
+                "-f",
+                format,
+            ],
+            None,
+        );
         assert_eq!(out.code, 0, "{}", out.stderr);
         assert!(out.stdout.contains(needle), "{format}:\n{}", out.stdout);
         assert!(out.stdout.contains("gcra:rate=1/s,burst="), "{format}");
@@ -602,7 +577,7 @@ fn mistakes_are_one_line_and_exit_2() {
     ] {
         let mut all = vec!["size", NASA, "--no-progress"];
         all.extend(args.iter().copied());
-        let out = drip(&all);
+        let out = run(&all, None);
         assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
         assert_eq!(
             out.stderr.trim().lines().count(),
@@ -670,25 +645,28 @@ fn nothing_meeting_the_targets_exits_1_with_one_line_saying_so() {
             .collect::<Vec<_>>(),
     );
     for format in ["table", "json"] {
-        let out = drip(&[
-            "size",
-            log.to_str().unwrap(),
-            "-q",
-            "-f",
-            format,
-            "--time-format",
-            "epoch-ms",
-            "--key-column",
-            "client",
-            "-p",
-            "shaper",
-            "--rate",
-            "1/s,2/s",
-            "--max-drops",
-            "0",
-            "--max-wait",
-            "1s",
-        ]);
+        let out = run(
+            &[
+                "size",
+                log.to_str().unwrap(),
+                "-q",
+                "-f",
+                format,
+                "--time-format",
+                "epoch-ms",
+                "--key-column",
+                "client",
+                "-p",
+                "shaper",
+                "--rate",
+                "1/s,2/s",
+                "--max-drops",
+                "0",
+                "--max-wait",
+                "1s",
+            ],
+            None,
+        );
         assert_eq!(out.code, 1, "{format}: {}", out.stderr);
         assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
         assert!(
@@ -701,40 +679,46 @@ fn nothing_meeting_the_targets_exits_1_with_one_line_saying_so() {
     }
     // A current config missing the targets does not change the status:
     // the recommendation exists; the report says the current one misses.
-    let out = drip(&[
-        "size",
-        log.to_str().unwrap(),
-        "-q",
-        "--time-format",
-        "epoch-ms",
-        "--key-column",
-        "client",
-        "-p",
-        "gcra",
-        "--rate",
-        "1/s",
-        "--max-drops",
-        "0",
-        "--current",
-        "gcra:rate=1/s,burst=2",
-    ]);
+    let out = run(
+        &[
+            "size",
+            log.to_str().unwrap(),
+            "-q",
+            "--time-format",
+            "epoch-ms",
+            "--key-column",
+            "client",
+            "-p",
+            "gcra",
+            "--rate",
+            "1/s",
+            "--max-drops",
+            "0",
+            "--current",
+            "gcra:rate=1/s,burst=2",
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("misses the targets"), "{}", out.stdout);
 }
 
 #[test]
 fn a_global_nginx_answer_counts_every_request_in_one_bucket() {
-    let out = drip(&[
-        "size",
-        NASA,
-        "-q",
-        "-p",
-        "nginx:nodelay,key=none",
-        "--rate",
-        "5r/s,10r/s",
-        "--max-drop-rate",
-        "1",
-    ]);
+    let out = run(
+        &[
+            "size",
+            NASA,
+            "-q",
+            "-p",
+            "nginx:nodelay,key=none",
+            "--rate",
+            "5r/s,10r/s",
+            "--max-drop-rate",
+            "1",
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     // Not `$server_name` (one bucket per server), not a constant that
     // could be empty (exempt): a map giving every request the key "all".
@@ -818,19 +802,22 @@ fn a_sparse_average_rate_reads_per_hour_not_as_zero() {
         text.push_str(&format!("{},c{i}\n", 1_700_000_000 + i * 180));
     }
     let log = write("sparse.csv", &text);
-    let out = drip(&[
-        "size",
-        log.to_str().unwrap(),
-        "-q",
-        "--key-column",
-        "client",
-        "-p",
-        "gcra",
-        "--rate",
-        "1/s",
-        "--max-drops",
-        "0",
-    ]);
+    let out = run(
+        &[
+            "size",
+            log.to_str().unwrap(),
+            "-q",
+            "--key-column",
+            "client",
+            "-p",
+            "gcra",
+            "--rate",
+            "1/s",
+            "--max-drops",
+            "0",
+        ],
+        None,
+    );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stdout.contains("0.0000/s"), "{}", out.stdout);
     assert!(

@@ -87,7 +87,7 @@ pub fn tmp(name: &str) -> PathBuf {
 }
 
 /// A fresh file named `name` holding `contents`.
-pub fn write(name: &str, contents: impl AsRef<[u8]>) -> PathBuf {
+pub fn write(name: &str, contents: &(impl AsRef<[u8]> + ?Sized)) -> PathBuf {
     let p = tmp(name);
     std::fs::write(&p, contents).unwrap();
     p
