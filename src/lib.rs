@@ -30,4 +30,6 @@ pub mod quote;
 pub mod rate;
 pub mod report;
 pub mod size;
+#[cfg(test)]
+mod testing;
 pub mod time;

@@ -5,6 +5,7 @@ use super::nginx::{NginxRate, NginxState};
 use super::shaper::ShaperBound;
 use super::*;
 use crate::rate::{Rate, parse_rate};
+use crate::testing::Rng;
 use crate::time::Nanos;
 
 const MS: u64 = 1_000_000;
@@ -36,22 +37,6 @@ fn run<P: Policy>(p: &P, reqs: &[(u64, u64)]) -> Vec<Decision> {
 
 fn admits(ds: &[Decision]) -> Vec<bool> {
     ds.iter().map(|d| d.is_admit()).collect()
-}
-
-/// splitmix64: a small seeded generator for reproducible properties.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
 }
 
 const RATES: [&str; 7] = [

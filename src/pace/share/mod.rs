@@ -709,7 +709,7 @@ mod tests {
         let p = plan("gcra:rate=10/s,burst=3").unwrap().params;
         let mut gs = GcraState::default();
         let mut state = 0;
-        let mut rng = reserve::tests::Rng(11);
+        let mut rng = crate::testing::Rng(11);
         let mut now = 1_000_000u64;
         for _ in 0..5_000 {
             now += rng.below(150_000);

@@ -67,28 +67,15 @@ pub fn reserve(state: u64, now: u64, params: Params) -> (u64, Outcome) {
 }
 
 #[cfg(test)]
-pub(crate) mod tests {
+mod tests {
     use super::*;
+    use crate::testing::Rng;
 
     const P: Params = Params {
         interval: 5_000,
         max_delay: 40_000,
         slots: 1,
     };
-
-    /// A small deterministic generator (xorshift), for seeded sequences.
-    pub(crate) struct Rng(pub u64);
-    impl Rng {
-        pub(crate) fn next(&mut self) -> u64 {
-            self.0 ^= self.0 << 13;
-            self.0 ^= self.0 >> 7;
-            self.0 ^= self.0 << 17;
-            self.0
-        }
-        pub(crate) fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
 
     #[test]
     fn a_fresh_state_grants_at_once_then_one_slot_per_interval() {
