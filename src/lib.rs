@@ -26,6 +26,7 @@ pub mod log;
 pub mod nginx_conf;
 pub mod pace;
 pub mod policy;
+mod progress;
 pub mod quote;
 pub mod rate;
 pub mod report;

@@ -21,12 +21,13 @@ pub mod timestamp;
 
 use crate::cli::{AuditArgs, Format};
 use crate::policy::{KeyChoice, Spec, parse_spec, parse_specs_file};
+use crate::progress;
 use crate::report::{Crossing, InputInfo, Report, Timeline, plot};
 use crate::time::Nanos;
 use anyhow::{Context, Result, anyhow, bail};
 use input::{ColSel, InputSpec, MAX_KEYS, file_name};
 use replay::{Replay, Run, Slot};
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::sync::mpsc;
 
 /// The replay, and a second replay thread when there is one, fed in time
@@ -424,9 +425,13 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         replay.auto_timeline();
     }
 
-    let show_progress =
-        !args.quiet && !args.no_progress && (args.progress || std::io::stderr().is_terminal());
-    let bar = stream::progress_bar(show_progress, &files);
+    let show_progress = progress::Wanted {
+        quiet: args.quiet,
+        no_progress: args.no_progress,
+        progress: args.progress,
+    }
+    .show();
+    let bar = progress::bytes_read(show_progress, &files);
 
     // Interning keys costs about as much as deciding one policy: with one
     // policy it balances the two threads on the replay's side, with more on

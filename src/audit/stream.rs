@@ -9,8 +9,7 @@ use super::keys::Interner;
 use super::order::Reorder;
 use crate::time::Nanos;
 use anyhow::{Context, Result, anyhow, bail};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use std::path::PathBuf;
+use indicatif::ProgressBar;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
@@ -25,30 +24,6 @@ pub struct Read {
     pub reordered: u64,
     /// The input's display names, in order (`<stdin>` for standard input).
     pub names: Vec<String>,
-}
-
-/// A progress bar by bytes read, on stderr, or a hidden one.
-pub fn progress_bar(show: bool, files: &[PathBuf]) -> ProgressBar {
-    if !show {
-        return ProgressBar::hidden();
-    }
-    let total: u64 = files
-        .iter()
-        .filter(|f| f.as_os_str() != "-")
-        .filter_map(|f| std::fs::metadata(f).ok())
-        .map(|m| m.len())
-        .sum();
-    let bar = if total > 0 {
-        ProgressBar::new(total)
-    } else {
-        ProgressBar::no_length()
-    };
-    bar.set_draw_target(ProgressDrawTarget::stderr());
-    bar.set_style(
-        ProgressStyle::with_template("{spinner} {bytes}/{total_bytes} {wide_bar} {msg} eta {eta}")
-            .expect("valid template"),
-    );
-    bar
 }
 
 /// Where the rows go.

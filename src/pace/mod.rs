@@ -43,10 +43,11 @@ use crate::policy::keyed::Stack;
 use crate::policy::shaper::ShaperBound;
 use crate::policy::spec::{KeyChoice, PolicyConfig, parse_spec};
 use crate::policy::{Decision, Shaper, Spec};
+use crate::progress;
 use crate::rate::Rate;
 use crate::time::Nanos;
 use anyhow::{Context, bail};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::ProgressBar;
 use keys::{KeySource, Keys};
 use lanes::{Lanes, Step};
 use schedule::{Offer, Order, Pending, Schedule, Timing};
@@ -54,7 +55,7 @@ use share::{Answer, Plan, ShareConfig, Sharer};
 use stats::{Ending, Stats};
 use std::collections::VecDeque;
 use std::fs::File;
-use std::io::{self, BufWriter, IsTerminal, Read, Write};
+use std::io::{self, BufWriter, Read, Write};
 use std::os::fd::AsFd;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -165,7 +166,12 @@ impl Config {
             Some(_) => interval_among(true).or_else(|| interval_among(false)),
             None => interval_among(false),
         };
-        let progress = !args.no_progress && (args.progress || io::stderr().is_terminal());
+        let progress = progress::Wanted {
+            quiet: false,
+            no_progress: args.no_progress,
+            progress: args.progress,
+        }
+        .show();
         let share = match ShareConfig::from_args(&args.share)? {
             None => None,
             Some(config) if keyed.is_some() => {
@@ -268,7 +274,12 @@ impl Config {
             max_pending: args.max_pending,
         };
         let target = format!("replay at {}x", r.speed.trim());
-        let progress = !args.no_progress && (args.progress || io::stderr().is_terminal());
+        let progress = progress::Wanted {
+            quiet: false,
+            no_progress: args.no_progress,
+            progress: args.progress,
+        }
+        .show();
         Ok(Config {
             spec: Spec {
                 text: target.clone(),
@@ -664,16 +675,7 @@ impl Pacer {
             .context("cannot start the reader thread")?;
 
         let replay = config.replay.clone().map(|c| replay::Replay::new(c, false));
-        let progress = if config.progress {
-            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
-            bar.set_style(
-                ProgressStyle::with_template("{spinner} {msg}")
-                    .unwrap_or_else(|_| ProgressStyle::default_spinner()),
-            );
-            bar
-        } else {
-            ProgressBar::hidden()
-        };
+        let progress = progress::status_line(config.progress);
         Ok(Pacer {
             config,
             clock,

@@ -28,6 +28,7 @@ use crate::audit::replay::{Replay, Run, Slot};
 use crate::audit::stream::{self, CHUNK};
 use crate::cli::{Format, SizeArgs};
 use crate::policy::{KeyChoice, PolicyConfig, parse_spec};
+use crate::progress;
 use crate::rate::Rate;
 use crate::report::size::{
     Current, FrontierRow, KeyNeed, NeedRow, NginxConf, RuleOfThumb, SizeReport, Targets,
@@ -36,11 +37,10 @@ use crate::report::{InputInfo, PolicyReport};
 use crate::time::Nanos;
 use anyhow::{Context, Result, anyhow, bail};
 use family::{Axis, CAP, Family, Point, PointValue};
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use log::Log;
 use probe::{NeedJob, Needs, ProbeJob, Tally, dispatch};
 use std::collections::HashMap;
-use std::io::{IsTerminal, Write};
+use std::io::Write;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -494,9 +494,13 @@ pub fn run(args: SizeArgs) -> Result<u8> {
         .transpose()?;
     let key_cols: Vec<ColSel> = key_col.as_deref().map(ColSel::parse).into_iter().collect();
     let spec = InputSpec::from_args(&args.input, key_cols, args.quiet)?;
-    let show_progress =
-        !args.quiet && !args.no_progress && (args.progress || std::io::stderr().is_terminal());
-    let bar = stream::progress_bar(show_progress, &spec.files);
+    let show_progress = progress::Wanted {
+        quiet: args.quiet,
+        no_progress: args.no_progress,
+        progress: args.progress,
+    }
+    .show();
+    let bar = progress::bytes_read(show_progress, &spec.files);
     let mut log = Log::new(keyed, args.input.cost_column.is_some());
     let read = stream::read_ordered(&spec, args.input.reorder_window, None, &bar, &mut log)?;
     if read.summary.rows == 0 && !args.quiet {
@@ -668,20 +672,15 @@ pub fn run(args: SizeArgs) -> Result<u8> {
         counted: &counted,
         costs_vary: log.costs_vary(),
     };
-    let sweep_bar = if show_progress {
-        let b = ProgressBar::new(points.len() as u64);
-        b.set_draw_target(ProgressDrawTarget::stderr());
-        b.set_style(
-            ProgressStyle::with_template(&format!(
-                "{{spinner}} sweeping {{pos}}/{{len}} {}s {{wide_bar}} eta {{eta}}",
-                if family.is_bucket() { "rate" } else { "window" }
-            ))
-            .expect("valid template"),
-        );
-        b
-    } else {
-        ProgressBar::hidden()
-    };
+    let sweep_bar = progress::steps(
+        show_progress,
+        points.len() as u64,
+        if family.is_bucket() {
+            "rates"
+        } else {
+            "windows"
+        },
+    );
     let next = AtomicUsize::new(0);
     let results: Mutex<Vec<Option<Result<FrontierRow>>>> =
         Mutex::new((0..points.len()).map(|_| None).collect());
