@@ -257,6 +257,9 @@ pub struct ReplayArgs {
     /// Sort lines at most this much out of order (log time).
     #[arg(long, value_parser = duration_arg, default_value = "5s", value_name = "DUR", requires = "replay")]
     pub reorder_window: Nanos,
+    /// Not for pace: --replay reads one log from stdin, so there are no files to merge.
+    #[arg(long, requires = "replay")]
+    pub merge: bool,
 }
 
 /// Report format.
@@ -362,6 +365,11 @@ pub struct InputArgs {
     /// Re-sort rows that are at most this much out of order.
     #[arg(long, value_parser = duration_arg, default_value = "5s", value_name = "DUR")]
     pub reorder_window: Nanos,
+    /// The files cover the same period (one per server): read each in time
+    /// order, within --reorder-window, and merge them by time into one log
+    /// (ties: file order, then line order), instead of one after another.
+    #[arg(long)]
+    pub merge: bool,
     /// Skip and count rows that cannot be read instead of failing.
     #[arg(long)]
     pub skip_bad: bool,

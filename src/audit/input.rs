@@ -95,6 +95,9 @@ pub struct InputSpec {
     pub zone: Option<super::timestamp::Zone>,
     pub skip_bad: bool,
     pub quiet: bool,
+    /// The files are logs of one period from several sources: each is read
+    /// in time order on its own, and their rows merged by time.
+    pub merge: bool,
 }
 
 /// `--time-column`: one column, or a date and a time column as `DATE,TIME`.
@@ -138,6 +141,11 @@ impl InputSpec {
             .map(parse_time_column)
             .transpose()?;
         let time_format = parse_time_format(&args.time_format)?;
+        if args.merge && args.files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
+            bail!(
+                "--merge reads its files side by side, so standard input ('-') can be one of them only once; save the other stream to a file"
+            );
+        }
         for f in &args.files {
             if f.as_os_str() != "-" && !f.exists() {
                 bail!("cannot open '{}': no such file", f.display());
@@ -191,6 +199,7 @@ impl InputSpec {
                 .map_err(|e| anyhow!("--tz: {e}"))?,
             skip_bad: args.skip_bad,
             quiet,
+            merge: args.merge,
         })
     }
 }
@@ -841,6 +850,25 @@ struct Reading<'s> {
     batch: Batch,
     row_no: u64,
     joined: Vec<u8>,
+    /// Notes already said by readers of other files read side by side
+    /// (`--merge`), so a note every file would repeat is said once.
+    said: Option<Notes>,
+}
+
+/// The notes said so far, shared by the readers of files merged by time.
+pub type Notes = Arc<std::sync::Mutex<std::collections::HashSet<String>>>;
+
+impl Reading<'_> {
+    /// Says `text` unless a note with the same `what` was said already.
+    fn note(&self, what: String, text: &str) {
+        if let Some(said) = &self.said {
+            let mut said = said.lock().unwrap_or_else(|e| e.into_inner());
+            if !said.insert(what) {
+                return;
+            }
+        }
+        crate::say!("{text}");
+    }
 }
 
 /// Reads every file in order, calling `emit` with each batch; `emit`
@@ -853,7 +881,7 @@ pub fn read_all(
     mut interners: Option<Vec<super::keys::Interner>>,
     mut emit: impl FnMut(Batch) -> bool,
 ) -> Result<InputSummary> {
-    let mut emit = |mut b: Batch| {
+    let emit = |mut b: Batch| {
         if let Some(i) = interners.as_mut() {
             b.intern(i);
         }
@@ -865,6 +893,30 @@ pub fn read_all(
     } else {
         &spec.files
     };
+    read_files(spec, files.iter().enumerate(), bytes, None, emit)
+}
+
+/// Reads file `file_idx` of the input alone, its key values left as
+/// bytes, for a merge by time with the others (which `said` is shared
+/// with). Its format is detected on its own.
+pub fn read_one(
+    spec: &InputSpec,
+    file_idx: usize,
+    bytes: &Arc<AtomicU64>,
+    said: Notes,
+    emit: impl FnMut(Batch) -> bool,
+) -> Result<InputSummary> {
+    let path = &spec.files[file_idx];
+    read_files(spec, [(file_idx, path)], bytes, Some(said), emit)
+}
+
+fn read_files<'p>(
+    spec: &InputSpec,
+    files: impl IntoIterator<Item = (usize, &'p PathBuf)>,
+    bytes: &Arc<AtomicU64>,
+    said: Option<Notes>,
+    mut emit: impl FnMut(Batch) -> bool,
+) -> Result<InputSummary> {
     let mut st = Reading {
         spec,
         summary: InputSummary::default(),
@@ -874,12 +926,13 @@ pub fn read_all(
         batch: Batch::default(),
         row_no: 0,
         joined: Vec::new(),
+        said,
     };
     let mut format = match spec.input_format {
         InputFormat::Auto => None,
         f => Some(f),
     };
-    for (file_idx, path) in files.iter().enumerate() {
+    for (file_idx, path) in files {
         let name = file_name(path);
         let mut reader = open(path, bytes)?;
         let auto = spec.input_format == InputFormat::Auto;
@@ -1050,10 +1103,11 @@ fn read_rows(
                 .iter()
                 .find(|(t, d)| st.summary.time_column == *t && hd.iter().any(|n| n == d))
         {
-            crate::say!(
+            let text = format!(
                 "drip: {f} lines are written when a request completes, so '{}' is a completion time; pass --duration-column {d} to replay arrival times",
                 st.summary.time_column
             );
+            st.note(text.clone(), &text);
         }
     }
     // Names as messages quote them.
@@ -1207,7 +1261,7 @@ fn read_rows(
             Ok(ev) => {
                 // Said once a row has read well, so an error stays one line.
                 if let Some(note) = st.announce.take() {
-                    crate::say!("{note}");
+                    st.note(format!("time {time_column} {}", st.times.format), &note);
                 }
                 // W3C logs are UTC by definition.
                 if st.times.naive_seen
@@ -1217,8 +1271,9 @@ fn read_rows(
                     && format != Some("w3c")
                 {
                     st.naive_said = true;
-                    crate::say!(
-                        "drip: timestamps in column '{time_column}' have no UTC offset; reading them as UTC (set --tz if they are local times)"
+                    st.note(
+                        format!("naive {time_column}"),
+                        &format!("drip: timestamps in column '{time_column}' have no UTC offset; reading them as UTC (set --tz if they are local times)"),
                     );
                 }
                 st.summary.rows += 1;

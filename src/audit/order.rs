@@ -16,43 +16,45 @@ use std::cmp::{Ordering, Reverse};
 use std::collections::{BinaryHeap, VecDeque};
 
 /// A held row with its arrival number, ordered by (time, arrival).
-struct Held {
+struct Held<T> {
     seq: u64,
-    ev: Event,
+    ev: T,
 }
 
-impl Held {
+impl<T: AsRef<Event>> Held<T> {
     fn key(&self) -> (Nanos, u64) {
-        (self.ev.at, self.seq)
+        (self.ev.as_ref().at, self.seq)
     }
 }
 
-impl PartialEq for Held {
+impl<T: AsRef<Event>> PartialEq for Held<T> {
     fn eq(&self, other: &Self) -> bool {
         self.key() == other.key()
     }
 }
 
-impl Eq for Held {}
+impl<T: AsRef<Event>> Eq for Held<T> {}
 
-impl PartialOrd for Held {
+impl<T: AsRef<Event>> PartialOrd for Held<T> {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
 }
 
-impl Ord for Held {
+impl<T: AsRef<Event>> Ord for Held<T> {
     fn cmp(&self, other: &Self) -> Ordering {
         self.key().cmp(&other.key())
     }
 }
 
-pub struct Reorder {
+/// Rows re-sorted within a window: [`Event`]s, or anything that carries
+/// one (a row with what it still needs from its batch).
+pub struct Reorder<T = Event> {
     window: Nanos,
     /// Rows that arrived in time order, in that order.
-    in_order: VecDeque<Held>,
+    in_order: VecDeque<Held<T>>,
     /// Rows that arrived after a later row, earliest first.
-    late: BinaryHeap<Reverse<Held>>,
+    late: BinaryHeap<Reverse<Held<T>>>,
     seq: u64,
     newest: Nanos,
     /// Rows that arrived before a newer row and were moved.
@@ -61,29 +63,37 @@ pub struct Reorder {
     pub max_behind: Nanos,
     /// The last row jumped ahead of the newest by more than the window:
     /// a far-future row out of place, unless the next row follows it.
-    jump: Option<Jump>,
+    jump: Option<Jump<T>>,
 }
 
 /// A row that moved the newest time ahead by more than the window.
-#[derive(Clone, Copy)]
-struct Jump {
+#[derive(Clone)]
+struct Jump<T> {
     seq: u64,
-    ev: Event,
+    ev: T,
     /// The newest time before it.
     before: Nanos,
 }
 
 /// A row older than the window allows.
-pub struct TooLate {
+pub struct TooLate<T> {
     pub newest: Nanos,
     /// The row just before it, when that row jumped ahead by more than the
     /// window: more likely the one out of place. It and `before` (the
     /// newest time before it).
     pub jumped: Option<(Event, Nanos)>,
+    /// The row refused, handed back.
+    pub row: T,
 }
 
-impl Reorder {
-    pub fn new(window: Nanos) -> Reorder {
+impl AsRef<Event> for Event {
+    fn as_ref(&self) -> &Event {
+        self
+    }
+}
+
+impl<T: AsRef<Event> + Clone> Reorder<T> {
+    pub fn new(window: Nanos) -> Reorder<T> {
         Reorder {
             window,
             in_order: VecDeque::new(),
@@ -97,25 +107,30 @@ impl Reorder {
     }
 
     /// Holds `ev` in time order.
-    pub fn push(&mut self, ev: Event) -> Result<(), TooLate> {
+    pub fn push(&mut self, row: T) -> Result<(), TooLate<T>> {
+        let ev = *row.as_ref();
         if ev.at.saturating_add(self.window) < self.newest {
             return Err(TooLate {
                 newest: self.newest,
-                jumped: self.jump.map(|j| (j.ev, j.before)),
+                jumped: self.jump.as_ref().map(|j| (*j.ev.as_ref(), j.before)),
+                row,
             });
         }
         self.seq += 1;
         // A row far ahead of every row so far is held as a jump until the
         // next row shows whether the log really moved on.
         self.jump =
-            (self.seq > 1 && ev.at > self.newest.saturating_add(self.window)).then_some(Jump {
+            (self.seq > 1 && ev.at > self.newest.saturating_add(self.window)).then(|| Jump {
                 seq: self.seq,
-                ev,
+                ev: row.clone(),
                 before: self.newest,
             });
-        let held = Held { seq: self.seq, ev };
+        let held = Held {
+            seq: self.seq,
+            ev: row,
+        };
         match self.in_order.back() {
-            Some(last) if last.ev.at > ev.at => {
+            Some(last) if last.ev.as_ref().at > ev.at => {
                 self.late.push(Reverse(held));
                 self.reordered += 1;
                 self.max_behind = self.max_behind.max(Nanos(self.newest.0 - ev.at.0));
@@ -139,7 +154,7 @@ impl Reorder {
 
     /// Takes back the row that jumped ahead when the next one was too
     /// late for it (it is out of place): the newest time is as before it.
-    pub fn drop_jump(&mut self) -> Option<Event> {
+    pub fn drop_jump(&mut self) -> Option<T> {
         let j = self.jump.take()?;
         match self.in_order.back() {
             Some(h) if h.seq == j.seq => {
@@ -152,15 +167,15 @@ impl Reorder {
 
     /// The next row no later row can precede.
     #[inline]
-    pub fn pop_ready(&mut self) -> Option<Event> {
+    pub fn pop_ready(&mut self) -> Option<T> {
         let late = self.late_first()?;
         let at = if late {
-            self.late.peek()?.0.ev.at
+            self.late.peek()?.0.ev.as_ref().at
         } else {
-            self.in_order.front()?.ev.at
+            self.in_order.front()?.ev.as_ref().at
         };
         // While a jump is unconfirmed, rows go out as if it had not come.
-        let newest = self.jump.map_or(self.newest, |j| j.before);
+        let newest = self.jump.as_ref().map_or(self.newest, |j| j.before);
         if at.saturating_add(self.window) <= newest {
             self.pop(late)
         } else {
@@ -168,7 +183,7 @@ impl Reorder {
         }
     }
 
-    fn pop(&mut self, late: bool) -> Option<Event> {
+    fn pop(&mut self, late: bool) -> Option<T> {
         if late {
             self.late.pop().map(|Reverse(h)| h.ev)
         } else {
@@ -177,7 +192,7 @@ impl Reorder {
     }
 
     /// The next held row, at the end of input.
-    pub fn pop_any(&mut self) -> Option<Event> {
+    pub fn pop_any(&mut self) -> Option<T> {
         let late = self.late_first()?;
         self.pop(late)
     }
@@ -200,7 +215,7 @@ mod tests {
 
     #[test]
     fn resorts_within_the_window_and_keeps_ties_in_file_order() {
-        let mut r = Reorder::new(Nanos(10));
+        let mut r = Reorder::<Event>::new(Nanos(10));
         let mut out = Vec::new();
         for (i, t) in [5u64, 3, 5, 4, 20, 12, 30].into_iter().enumerate() {
             r.push(ev(t, i as u64)).ok().unwrap();
@@ -221,7 +236,7 @@ mod tests {
 
     #[test]
     fn a_row_older_than_the_window_is_refused() {
-        let mut r = Reorder::new(Nanos(10));
+        let mut r = Reorder::<Event>::new(Nanos(10));
         r.push(ev(100, 0)).ok().unwrap();
         assert!(r.push(ev(90, 1)).is_ok());
         let Err(e) = r.push(ev(89, 2)) else {
@@ -233,7 +248,7 @@ mod tests {
 
     #[test]
     fn a_row_far_ahead_is_taken_back_when_the_next_is_too_late_for_it() {
-        let mut r = Reorder::new(Nanos(10));
+        let mut r = Reorder::<Event>::new(Nanos(10));
         let mut out = Vec::new();
         for (i, t) in [100u64, 105, 99].into_iter().enumerate() {
             r.push(ev(t, i as u64)).ok().unwrap();
@@ -253,7 +268,7 @@ mod tests {
         }
         assert_eq!(out, [2, 0, 1, 4]);
         // A real jump (a gap in the log) is confirmed by the next row.
-        let mut r = Reorder::new(Nanos(10));
+        let mut r = Reorder::<Event>::new(Nanos(10));
         r.push(ev(100, 0)).ok().unwrap();
         r.push(ev(5000, 1)).ok().unwrap();
         r.push(ev(5001, 2)).ok().unwrap();
@@ -268,7 +283,7 @@ mod tests {
         let mut next = move || rng.next();
         for case in 0..200 {
             let window = next() % 50;
-            let mut r = Reorder::new(Nanos(window));
+            let mut r = Reorder::<Event>::new(Nanos(window));
             let mut accepted = Vec::new();
             let mut out = Vec::new();
             let mut base = 1000u64;

@@ -3,16 +3,26 @@
 //! keys, re-sorts rows within the reorder window and hands them on in
 //! chunks, in time order. A row older than the window allows is an error
 //! naming its file and line, with the fix.
+//!
+//! With `--merge` the files are logs of one period from several servers:
+//! each file has a reader thread of its own, its rows are re-sorted within
+//! the window on their own, and a k-way merge takes the earliest head
+//! across files (ties: file order, then line order) into batches numbered
+//! in merged order. Memory is a window of rows and a few batches per file.
 
-use super::input::{self, Batch, Event, InputSpec, InputSummary, file_name};
+use super::input::{self, BATCH, Batch, Event, InputSpec, InputSummary, file_name};
 use super::keys::Interner;
 use super::order::Reorder;
 use crate::time::Nanos;
 use anyhow::{Context, Result, anyhow, bail};
 use indicatif::ProgressBar;
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
+use std::thread::JoinHandle;
 
 /// Rows handed on at a time, in time order.
 pub const CHUNK: usize = 4096;
@@ -47,12 +57,31 @@ pub fn read_ordered(
     let files = &spec.files;
     let bytes = Arc::new(AtomicU64::new(0));
     let (tx, rx) = mpsc::sync_channel::<Batch>(8);
+    let names: Vec<String> = if files.is_empty() {
+        vec!["<stdin>".into()]
+    } else {
+        files.iter().map(|f| file_name(f)).collect()
+    };
     let reader = {
         let bytes = bytes.clone();
         let spec = spec.clone();
+        let names = names.clone();
+        let merge = spec.merge && files.len() > 1;
         std::thread::Builder::new()
             .name("drip-reader".into())
-            .spawn(move || input::read_all(&spec, &bytes, reader_interns, |b| tx.send(b).is_ok()))
+            .spawn(move || {
+                if merge {
+                    merge_files(&spec, reorder_window, &bytes, reader_interns, &names, tx)
+                } else {
+                    input::read_all(&spec, &bytes, reader_interns, |b| tx.send(b).is_ok()).map(
+                        |summary| Merged {
+                            summary,
+                            reordered: 0,
+                            max_behind: Nanos::ZERO,
+                        },
+                    )
+                }
+            })
             .context("cannot start the reader thread")?
     };
     let started = std::time::Instant::now();
@@ -61,49 +90,19 @@ pub fn read_ordered(
     let mut rows_seen = 0u64;
     // Far-future rows taken back with --skip-bad.
     let mut out_of_place = 0u64;
-    let names: Vec<String> = if files.is_empty() {
-        vec!["<stdin>".into()]
-    } else {
-        files.iter().map(|f| file_name(f)).collect()
-    };
     let replayed: Result<()> = (|| {
         for mut batch in rx.iter() {
             sink.learn(&mut batch);
             rows_seen += batch.events.len() as u64;
             for ev in batch.events {
-                if let Err(late) = order.push(ev) {
-                    if let Some((jumped, before)) = late.jumped
-                        && ev.at.saturating_add(reorder_window) >= before
-                    {
-                        // The row before jumped far ahead and this one goes
-                        // back to where the log was: that row is the one
-                        // out of place.
-                        if spec.skip_bad && order.drop_jump().is_some() && order.push(ev).is_ok() {
-                            out_of_place += 1;
-                            continue;
-                        }
-                        bail!(
-                            "{}:{}: this row's time {} is {} after the rows before it ({}), and the next row goes back to {}: the row is out of place; fix or remove it, or pass --skip-bad to skip and count such rows",
-                            names[jumped.file as usize],
-                            jumped.line,
-                            crate::report::instant(jumped.at.0),
-                            Nanos(jumped.at.0 - before.0),
-                            crate::report::instant(before.0),
-                            crate::report::instant(ev.at.0),
-                        );
-                    }
-                    let behind = Nanos(late.newest.0 - ev.at.0);
-                    bail!(
-                        "{}:{}: this row's time {} is {} older than an earlier row's {}, beyond the reorder window of {}; raise --reorder-window above {} or sort the log by time",
-                        names[ev.file as usize],
-                        ev.line,
-                        crate::report::instant(ev.at.0),
-                        behind,
-                        crate::report::instant(late.newest.0),
-                        reorder_window,
-                        behind
-                    );
-                }
+                out_of_place += hold(
+                    &mut order,
+                    ev,
+                    reorder_window,
+                    spec.skip_bad,
+                    &names,
+                    spec.merge,
+                )?;
                 while let Some(ready) = order.pop_ready() {
                     chunk.push(ready);
                     if chunk.len() >= CHUNK {
@@ -134,7 +133,13 @@ pub fn read_ordered(
         .join()
         .map_err(|_| anyhow!("the reader thread failed"))?;
     bar.finish_and_clear();
-    let mut summary = read?;
+    let Merged {
+        mut summary,
+        reordered,
+        max_behind,
+    } = read?;
+    let reordered = order.reordered + reordered;
+    let max_behind = order.max_behind.max(max_behind);
     summary.rows -= out_of_place;
     summary.bad_rows += out_of_place;
     if summary.rows == 0 && summary.bad_rows > 0 {
@@ -143,17 +148,262 @@ pub fn read_ordered(
             summary.bad_rows
         );
     }
-    if order.reordered > 0 && !spec.quiet {
+    if reordered > 0 && !spec.quiet {
+        let within = if spec.merge && files.len() > 1 {
+            " within their files"
+        } else {
+            ""
+        };
         crate::say!(
-            "drip: {} rows were out of time order, by at most {}; re-sorted (--reorder-window {})",
-            order.reordered,
-            order.max_behind,
-            reorder_window
+            "drip: {reordered} rows were out of time order{within}, by at most {max_behind}; re-sorted (--reorder-window {reorder_window})"
         );
     }
     Ok(Read {
         summary,
-        reordered: order.reordered,
+        reordered,
         names,
     })
+}
+
+/// Holds `row` in `order`; a row older than the window allows is an error
+/// naming its file and line, or, with `skip_bad`, when the row before it
+/// jumped far ahead, that row is taken back (1: one row out of place).
+fn hold<T: AsRef<Event> + Clone>(
+    order: &mut Reorder<T>,
+    row: T,
+    reorder_window: Nanos,
+    skip_bad: bool,
+    names: &[String],
+    merging: bool,
+) -> Result<u64> {
+    let Err(late) = order.push(row) else {
+        return Ok(0);
+    };
+    let ev = *late.row.as_ref();
+    if let Some((jumped, before)) = late.jumped
+        && ev.at.saturating_add(reorder_window) >= before
+    {
+        // The row before jumped far ahead and this one goes back to where
+        // the log was: that row is the one out of place.
+        if skip_bad && order.drop_jump().is_some() && order.push(late.row).is_ok() {
+            return Ok(1);
+        }
+        bail!(
+            "{}:{}: this row's time {} is {} after the rows before it ({}), and the next row goes back to {}: the row is out of place; fix or remove it, or pass --skip-bad to skip and count such rows",
+            names[jumped.file as usize],
+            jumped.line,
+            crate::report::instant(jumped.at.0),
+            Nanos(jumped.at.0 - before.0),
+            crate::report::instant(before.0),
+            crate::report::instant(ev.at.0),
+        );
+    }
+    let behind = Nanos(late.newest.0 - ev.at.0);
+    // Files read one after another whose times go back: likely logs of
+    // one period from several servers.
+    let fix = if names.len() > 1 && ev.file > 0 && !merging {
+        "sort the log by time, or pass --merge if the files are logs of the same period (one per server)"
+    } else {
+        "sort the log by time"
+    };
+    bail!(
+        "{}:{}: this row's time {} is {} older than an earlier row's {}, beyond the reorder window of {}; raise --reorder-window above {} or {fix}",
+        names[ev.file as usize],
+        ev.line,
+        crate::report::instant(ev.at.0),
+        behind,
+        crate::report::instant(late.newest.0),
+        reorder_window,
+        behind
+    );
+}
+
+/// What the reader thread found: the input's summary and the rows it
+/// re-sorted itself (each file's, when merging).
+struct Merged {
+    summary: InputSummary,
+    reordered: u64,
+    max_behind: Nanos,
+}
+
+/// A row of one file waiting for its turn, with the batch that holds its
+/// key values (shared by the rows of that batch still waiting).
+#[derive(Clone)]
+struct Waiting {
+    ev: Event,
+    /// Its place in `batch.events`.
+    at: u32,
+    batch: Rc<Batch>,
+}
+
+impl AsRef<Event> for Waiting {
+    fn as_ref(&self) -> &Event {
+        &self.ev
+    }
+}
+
+impl Waiting {
+    /// The row's key values, back to back, and where each ends.
+    fn key_values(&self, cols: usize) -> impl Iterator<Item = &[u8]> {
+        let events = &self.batch.events;
+        // Values are stored back to back: a row's first starts where the
+        // row before it ended.
+        let mut start = match (self.at, cols) {
+            (0, _) | (_, 0) => 0,
+            (i, _) => events[i as usize - 1].keys[cols - 1] as usize,
+        };
+        self.ev.keys[..cols].iter().map(move |&end| {
+            let v = &self.batch.key_bytes[start..end as usize];
+            start = end as usize;
+            v
+        })
+    }
+}
+
+/// One file being merged: its reader thread, and its rows re-sorted within
+/// the window.
+struct Source {
+    rx: mpsc::Receiver<Batch>,
+    reader: Option<JoinHandle<Result<InputSummary>>>,
+    order: Reorder<Waiting>,
+    summary: InputSummary,
+    out_of_place: u64,
+}
+
+impl Source {
+    /// The file's next row in time order; `None` at its end.
+    fn next(&mut self, window: Nanos, skip_bad: bool, names: &[String]) -> Result<Option<Waiting>> {
+        loop {
+            if let Some(row) = self.order.pop_ready() {
+                return Ok(Some(row));
+            }
+            if self.reader.is_none() {
+                return Ok(self.order.pop_any());
+            }
+            match self.rx.recv() {
+                Ok(batch) => {
+                    let batch = Rc::new(batch);
+                    for (at, ev) in batch.events.iter().enumerate() {
+                        let row = Waiting {
+                            ev: *ev,
+                            at: at as u32,
+                            batch: batch.clone(),
+                        };
+                        self.out_of_place +=
+                            hold(&mut self.order, row, window, skip_bad, names, true)?;
+                    }
+                }
+                Err(_) => {
+                    let reader = self.reader.take().expect("a reader");
+                    self.summary = reader
+                        .join()
+                        .map_err(|_| anyhow!("a reader thread failed"))??;
+                }
+            }
+        }
+    }
+}
+
+/// Reads every file on a thread of its own and merges their rows by time
+/// into batches sent on `tx`, numbered in merged order (key values interned
+/// here with `interners`, else left to the receiver).
+fn merge_files(
+    spec: &InputSpec,
+    window: Nanos,
+    bytes: &Arc<AtomicU64>,
+    mut interners: Option<Vec<Interner>>,
+    names: &[String],
+    tx: mpsc::SyncSender<Batch>,
+) -> Result<Merged> {
+    let said = input::Notes::default();
+    let mut sources = Vec::with_capacity(spec.files.len());
+    for idx in 0..spec.files.len() {
+        let (file_tx, rx) = mpsc::sync_channel::<Batch>(4);
+        let (spec, bytes, said) = (spec.clone(), bytes.clone(), said.clone());
+        let reader = std::thread::Builder::new()
+            .name(format!("drip-reader-{idx}"))
+            .spawn(move || input::read_one(&spec, idx, &bytes, said, |b| file_tx.send(b).is_ok()))
+            .context("cannot start a reader thread")?;
+        sources.push(Source {
+            rx,
+            reader: Some(reader),
+            order: Reorder::new(window),
+            summary: InputSummary::default(),
+            out_of_place: 0,
+        });
+    }
+    let cols = spec.key_cols.len();
+    // Each file's next row, earliest first: (time, file) is unique.
+    let mut heads: Vec<Option<Waiting>> = Vec::with_capacity(sources.len());
+    let mut next = BinaryHeap::new();
+    for (i, s) in sources.iter_mut().enumerate() {
+        let head = s.next(window, spec.skip_bad, names)?;
+        if let Some(h) = &head {
+            next.push(Reverse((h.ev.at, i)));
+        }
+        heads.push(head);
+    }
+    let mut batch = Batch::default();
+    let mut row = 0u64;
+    while let Some(Reverse((_, i))) = next.pop() {
+        let head = heads[i].take().expect("a head");
+        row += 1;
+        let mut ev = head.ev;
+        ev.row = row;
+        for (c, v) in head.key_values(cols).enumerate() {
+            batch.key_bytes.extend_from_slice(v);
+            ev.keys[c] = batch.key_bytes.len() as u32;
+        }
+        batch.events.push(ev);
+        drop(head);
+        if batch.events.len() >= BATCH {
+            let mut full = std::mem::take(&mut batch);
+            if let Some(i) = interners.as_mut() {
+                full.intern(i);
+            }
+            if tx.send(full).is_err() {
+                break; // the replay has failed
+            }
+        }
+        heads[i] = sources[i].next(window, spec.skip_bad, names)?;
+        if let Some(h) = &heads[i] {
+            next.push(Reverse((h.ev.at, i)));
+        }
+    }
+    if !batch.events.is_empty() {
+        if let Some(i) = interners.as_mut() {
+            batch.intern(i);
+        }
+        let _ = tx.send(batch);
+    }
+    Ok(merged(sources))
+}
+
+/// The files' summaries as one.
+fn merged(sources: Vec<Source>) -> Merged {
+    let mut all = Merged {
+        summary: InputSummary::default(),
+        reordered: 0,
+        max_behind: Nanos::ZERO,
+    };
+    let mut columns: Vec<String> = Vec::new();
+    let mut formats: Vec<String> = Vec::new();
+    for s in sources {
+        let add = |list: &mut Vec<String>, v: String| {
+            if !v.is_empty() && !list.contains(&v) {
+                list.push(v);
+            }
+        };
+        if s.summary.rows + s.summary.bad_rows > 0 {
+            add(&mut columns, s.summary.time_column);
+            add(&mut formats, s.summary.time_format);
+        }
+        all.summary.rows += s.summary.rows - s.out_of_place;
+        all.summary.bad_rows += s.summary.bad_rows + s.out_of_place;
+        all.reordered += s.order.reordered;
+        all.max_behind = all.max_behind.max(s.order.max_behind);
+    }
+    all.summary.time_column = columns.join(", ");
+    all.summary.time_format = formats.join(", ");
+    all
 }

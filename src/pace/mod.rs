@@ -220,6 +220,11 @@ impl Config {
     /// comes from its logged time.
     fn replay(args: PaceArgs) -> anyhow::Result<Config> {
         let r = &args.replay;
+        if r.merge {
+            bail!(
+                "--merge: pace --replay reads one log, from stdin, so it has no files to merge; merge the logs by time before the pipe (sort -m on a sortable time column), or use --reorder-window for one slightly unordered log"
+            );
+        }
         let speed = replay::Speed::parse(&r.speed).map_err(|e| anyhow::anyhow!("--speed: {e}"))?;
         if let Some(config) = ShareConfig::from_args(&args.share)? {
             config.cannot_share(&format!(
