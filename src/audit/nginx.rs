@@ -17,7 +17,7 @@ use super::input::Event;
 use super::keys::{EMPTY_KEY, Interner, KeyNames};
 use crate::nginx_conf::{NginxConf, location::normalize};
 use crate::policy::nginx::NginxState;
-use crate::policy::{Decision, NginxLimitReq, Policy};
+use crate::policy::{Decision, Listed, NginxLimitReq, Policy};
 use crate::report::{NginxLocationRow, NginxReport, VerifyReport, VerifyRow};
 use crate::time::Nanos;
 use anyhow::{Result, bail};
@@ -566,12 +566,12 @@ impl ConfExec {
             .collect();
         let max_level = locs
             .iter()
-            .flat_map(|l| l.limits.iter().map(|(_, p)| p.max_level()))
+            .flat_map(|l| l.limits.iter().map(|(_, p)| p.info().max_level))
             .max()
             .unwrap_or(0);
         let shapes = locs
             .iter()
-            .any(|l| l.limits.iter().any(|(_, p)| p.shapes()));
+            .any(|l| l.limits.iter().any(|(_, p)| p.info().shapes));
         Ok(ConfExec {
             zones: plans
                 .into_iter()

@@ -2,11 +2,11 @@
 //! collecting what the report needs. Per-key tables are vectors indexed by
 //! key id; policies hold only the keys active within their horizon.
 
-use super::exec::{Exec, each};
+use super::exec::Exec;
 use super::input::{Event, MAX_KEYS};
 use super::keys::{EMPTY_KEY, Interner, KeyNames};
-use crate::policy::keyed::{KeyId, Levels, Limiter};
-use crate::policy::{Decision, Spec};
+use crate::policy::keyed::{KeyId, Levels, Limiter, Store};
+use crate::policy::{Decision, Listed, Spec};
 use crate::report::{KeyRow, PolicyReport, TimelineRow, Waits};
 use crate::time::{Nanos, fmt_millis};
 use anyhow::{Result, bail};
@@ -150,7 +150,7 @@ pub struct Run {
 }
 
 /// What one run has counted.
-struct Tally {
+pub struct Tally {
     /// The highest level the policy can reach: once `peak` is there, no
     /// level needs computing (without a timeline).
     peak_cap: u64,
@@ -284,27 +284,7 @@ impl Run {
         let on = timeline.is_some();
         match exec {
             // One policy: the loop is compiled per policy type.
-            Exec::One(one) => {
-                let slot = slots[0];
-                each!(one, lim => {
-                    for (i, ev) in events.iter().enumerate() {
-                        if let Some(k) = events.get(i + PREFETCH_FAR).and_then(|e| slot.key(e)) {
-                            lim.prefetch(k, false);
-                        }
-                        if let Some(k) = events.get(i + PREFETCH_NEAR).and_then(|e| slot.key(e)) {
-                            lim.prefetch(k, true);
-                        }
-                        let (d, level) = match slot.key(ev) {
-                            Some(k) => lim.decide_level(k, ev.at, u64::from(ev.cost), tally.levels(on)),
-                            None => (Decision::Admit { release: ev.at }, 0),
-                        };
-                        tally.record(ev, d, level, timeline)?;
-                        if let Some(out) = out.as_deref_mut() {
-                            out[i] = d;
-                        }
-                    }
-                })
-            }
+            Exec::One(one) => one.decide_chunk(events, slots[0], tally, timeline, out)?,
             Exec::Stack(stack) => {
                 for (i, ev) in events.iter().enumerate() {
                     for (k, s) in keys.iter_mut().zip(slots.iter()) {
@@ -328,6 +308,51 @@ impl Run {
                         out[i] = d;
                     }
                 }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A single policy's replay loop over a chunk, compiled per policy type
+/// (implemented by the store of each), chosen once per chunk.
+pub trait OneLoop: Limiter {
+    /// Decides `events` under the policy, keyed by `slot`, counting each
+    /// decision and, when `out` is given, keeping it there by position.
+    fn decide_chunk(
+        &mut self,
+        events: &[Event],
+        slot: Slot,
+        tally: &mut Tally,
+        timeline: Option<(Nanos, u64)>,
+        out: Option<&mut [Decision]>,
+    ) -> Result<()>;
+}
+
+impl<P: Listed> OneLoop for Store<P> {
+    fn decide_chunk(
+        &mut self,
+        events: &[Event],
+        slot: Slot,
+        tally: &mut Tally,
+        timeline: Option<(Nanos, u64)>,
+        mut out: Option<&mut [Decision]>,
+    ) -> Result<()> {
+        let on = timeline.is_some();
+        for (i, ev) in events.iter().enumerate() {
+            if let Some(k) = events.get(i + PREFETCH_FAR).and_then(|e| slot.key(e)) {
+                self.prefetch(k, false);
+            }
+            if let Some(k) = events.get(i + PREFETCH_NEAR).and_then(|e| slot.key(e)) {
+                self.prefetch(k, true);
+            }
+            let (d, level) = match slot.key(ev) {
+                Some(k) => self.decide_level(k, ev.at, u64::from(ev.cost), tally.levels(on)),
+                None => (Decision::Admit { release: ev.at }, 0),
+            };
+            tally.record(ev, d, level, timeline)?;
+            if let Some(out) = out.as_deref_mut() {
+                out[i] = d;
             }
         }
         Ok(())
@@ -718,7 +743,7 @@ impl Replay {
                 shapes,
                 wait: shapes.then(|| run.tally.waits.summary()),
                 peak: run.tally.peak,
-                peak_kind: run.exec.level_kind(),
+                peak_kind: run.exec.level_kind().as_str(),
                 bound: Some(run.exec.max_level()).filter(|&b| b != u64::MAX),
                 keys_seen,
                 keys_with_drops: match run.tally.report_slot {

@@ -23,9 +23,9 @@
 
 use super::{Pacer, Shared};
 use crate::clock::Clock;
+use crate::policy::PolicyConfig;
 use crate::policy::Shaper;
 use crate::policy::shaper::ShaperBound;
-use crate::policy::spec::PolicyConfig;
 use crate::rate::{Rate, parse_duration, parse_rate};
 use crate::time::Nanos;
 use anyhow::{Context, bail};

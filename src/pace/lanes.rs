@@ -17,7 +17,7 @@
 //! Events are handled in time order: a lane's retry instant and a new
 //! line's arrival, the earlier first, so decisions never go back in time.
 
-use super::keys::Keys;
+use super::keys::{Keys, NO_KEY};
 use super::schedule::{Offer, Schedule};
 use super::{Inbox, Record};
 use crate::cli::OnFull;
@@ -261,8 +261,11 @@ impl Lanes {
     }
 
     fn set_keys(&mut self, key: KeyId) {
+        // The policies' stores are indexed by dense ids: lines without a
+        // key share the first, and key k takes the one after.
+        let id = if key == NO_KEY { 0 } else { key + 1 };
         for (k, &per_key) in self.member_keys.iter_mut().zip(&self.per_key) {
-            *k = Some(if per_key { key } else { 0 });
+            *k = Some(if per_key { id } else { 0 });
         }
     }
 

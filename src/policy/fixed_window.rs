@@ -11,9 +11,16 @@
 //! `limit` can never fit and gets none. With `count=all` every hit adds its
 //! cost to the counter, a cost above `limit` too (Redis `INCRBY` and
 //! Python `limits` count it); the window's end frees the key.
+//!
+//! Spec: `fixed-window:limit=N,window=DURATION[,align=epoch|first-hit]
+//! [,count=admitted|all]`.
 
-use super::{Decision, Policy};
+use super::keyed::Prefetch;
+use super::spec::Params;
+use super::table::{Info, Listed};
+use super::{Decision, Policy, Window};
 use crate::time::Nanos;
+use std::num::NonZeroU64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Align {
@@ -36,19 +43,13 @@ pub struct FixedWindow {
 }
 
 impl FixedWindow {
-    pub fn new(limit: u64, window: Nanos, align: Align, count: CountMode) -> Result<Self, String> {
-        if limit == 0 {
-            return Err("limit must be at least 1".into());
-        }
-        if window == Nanos::ZERO {
-            return Err("window must be longer than zero".into());
-        }
-        Ok(FixedWindow {
-            limit,
-            window,
+    pub fn new(limit: NonZeroU64, window: Window, align: Align, count: CountMode) -> Self {
+        FixedWindow {
+            limit: limit.get(),
+            window: window.span(),
             align,
             count,
-        })
+        }
     }
 
     /// (window start, count so far) of the window that holds `now`.
@@ -71,13 +72,49 @@ pub struct FixedWindowState {
     pub count: u64,
 }
 
+impl Prefetch for FixedWindowState {}
+
+impl Listed for FixedWindow {
+    const NAME: &'static str = "fixed-window";
+    const PARAMS: &'static [&'static str] = &["limit", "window", "align", "count"];
+
+    fn parse(p: &mut Params<'_>) -> Result<Self, String> {
+        let (limit, window) = p.limit_window()?;
+        let align = match p.value("align")? {
+            None | Some("epoch") => Align::Epoch,
+            Some("first-hit") => Align::FirstHit,
+            Some(v) => return Err(format!("align='{v}': valid: epoch, first-hit")),
+        };
+        let count = match p.value("count")? {
+            None | Some("admitted") => CountMode::Admitted,
+            Some("all") => CountMode::All,
+            Some(v) => return Err(format!("count='{v}': valid: admitted, all")),
+        };
+        Ok(FixedWindow::new(
+            limit,
+            Params::window(window)?,
+            align,
+            count,
+        ))
+    }
+
+    fn info(&self) -> Info {
+        Info {
+            refusal_counts: self.count == CountMode::All,
+            // `count=all` counts refused hits too: no bound.
+            max_level: match self.count {
+                CountMode::Admitted => self.limit,
+                CountMode::All => u64::MAX,
+            },
+            ..Info::bounded(self.limit)
+        }
+    }
+}
+
 impl Policy for FixedWindow {
     type State = FixedWindowState;
 
     fn check(&self, s: &FixedWindowState, now: Nanos, cost: u64) -> Decision {
-        if cost > self.limit {
-            return Decision::Refuse { retry_at: None };
-        }
         let (start, count) = self.current(s, now);
         if count + cost <= self.limit {
             Decision::Admit { release: now }
@@ -105,18 +142,6 @@ impl Policy for FixedWindow {
                 start,
                 count: count.saturating_add(cost),
             };
-        }
-    }
-
-    fn refusal_counts(&self) -> bool {
-        self.count == CountMode::All
-    }
-
-    /// `count=all` counts refused hits too: no bound.
-    fn max_level(&self) -> u64 {
-        match self.count {
-            CountMode::Admitted => self.limit,
-            CountMode::All => u64::MAX,
         }
     }
 

@@ -12,11 +12,17 @@
 //!
 //! `tat − now` is the bucket level measured in time, so this is the token
 //! bucket and the leaky meter again (tests pin the equivalence). A cost above
-//! `B` can never fit and is refused with no retry time.
+//! `B` can never fit (its maximum cost).
+//!
+//! Spec: `gcra:rate=RATE[,burst=N]`, burst 1 by default.
 
+use super::keyed::Prefetch;
+use super::spec::Params;
+use super::table::{Info, Listed};
 use super::{Decision, Policy};
 use crate::rate::Rate;
 use crate::time::Nanos;
+use std::num::NonZeroU64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Gcra {
@@ -25,12 +31,11 @@ pub struct Gcra {
 }
 
 impl Gcra {
-    /// `burst` ≥ 1 units.
-    pub fn new(rate: Rate, burst: u64) -> Result<Gcra, String> {
-        if burst == 0 {
-            return Err("burst must be at least 1".into());
+    pub fn new(rate: Rate, burst: NonZeroU64) -> Gcra {
+        Gcra {
+            rate,
+            burst: burst.get(),
         }
-        Ok(Gcra { rate, burst })
     }
     pub fn rate(&self) -> Rate {
         self.rate
@@ -46,13 +51,26 @@ pub struct GcraState {
     pub tat: u128,
 }
 
+impl Prefetch for GcraState {}
+
+impl Listed for Gcra {
+    const NAME: &'static str = "gcra";
+    const PARAMS: &'static [&'static str] = &["rate", "burst"];
+
+    fn parse(p: &mut Params<'_>) -> Result<Self, String> {
+        let rate = p.rate()?;
+        Ok(Gcra::new(rate, p.positive("burst", Some(1))?))
+    }
+
+    fn info(&self) -> Info {
+        Info::bounded(self.burst)
+    }
+}
+
 impl Policy for Gcra {
     type State = GcraState;
 
     fn check(&self, s: &GcraState, now: Nanos, cost: u64) -> Decision {
-        if cost > self.burst {
-            return Decision::Refuse { retry_at: None };
-        }
         let now_s = self.rate.scale(now);
         let start = s.tat.max(now_s);
         let limit = self.rate.intervals(self.burst - cost);
@@ -67,10 +85,6 @@ impl Policy for Gcra {
 
     fn admit(&self, s: &mut GcraState, now: Nanos, cost: u64) {
         s.tat = s.tat.max(self.rate.scale(now)) + self.rate.intervals(cost);
-    }
-
-    fn max_level(&self) -> u64 {
-        self.burst
     }
 
     fn is_neutral(&self, s: &GcraState, now: Nanos) -> bool {

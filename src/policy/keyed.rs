@@ -1,13 +1,18 @@
-//! Per-key state: one map per policy, and a stack of members evaluated as
+//! Per-key state: one store per policy, and a stack of members evaluated as
 //! nginx evaluates several `limit_req` lines.
 //!
-//! A key never seen behaves as the policy's `Default` state (empty bucket,
-//! full tokens). Keys whose state is back to neutral are forgotten by a
-//! sweep that runs whenever the map has doubled since the last one, so the
-//! map follows the keys active within the policy's horizon at amortised
-//! O(1) per decision, not every key ever seen.
+//! Keys are dense ids (audit and pace intern every key value; 0 is the one
+//! global bucket), so a store is a vector of states indexed by key id: one
+//! indexed access per decision, no hashing. A key never seen behaves as the
+//! policy's `Default` state (empty bucket, full tokens). Memory is one
+//! fixed-size state per key id ever used; for a policy whose state holds
+//! memory of its own (the sliding log's entries), neutral states are reset
+//! to the never-seen state by a sweep after every `max(keys, 4096)`
+//! decisions, so that memory follows the keys active within the policy's
+//! horizon at amortised O(1) per decision.
 
-use super::{Decision, Policy};
+use super::table::{Info, LevelKind, Listed, WithPolicy};
+use super::{Checked, Decision, Policy, PolicyConfig};
 use crate::time::Nanos;
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hasher};
@@ -38,6 +43,7 @@ impl Hasher for IdHasher {
 
 pub type IdMap<V> = HashMap<KeyId, V, BuildHasherDefault<IdHasher>>;
 
+/// Fewest decisions between two sweeps.
 const MIN_SWEEP: usize = 4096;
 
 /// An object-safe view of a policy with its per-key states.
@@ -59,19 +65,15 @@ pub trait Limiter: Send {
         cost: u64,
         levels: Levels,
     ) -> (Decision, u64);
-    /// The highest level the policy can reach (`u64::MAX`: no bound).
-    fn max_level(&self) -> u64;
     /// The key's occupancy after its last request (level, backlog, count).
     fn level(&self, key: KeyId, now: Nanos) -> u64;
     /// Keys currently held in memory.
     fn tracked(&self) -> usize;
-    /// True when admitted requests may be delayed.
-    fn shapes(&self) -> bool;
-    /// What `level` measures (see [`Policy::level_kind`]).
-    fn level_kind(&self) -> &'static str;
+    /// What reports need to know about the policy.
+    fn info(&self) -> &Info;
     /// A hint that `key` will be decided soon: start loading its state
     /// (`deep`: also what the state points to). Changes nothing.
-    fn prefetch(&self, _key: KeyId, _deep: bool) {}
+    fn prefetch(&self, key: KeyId, deep: bool);
 }
 
 /// Asks the CPU to start loading the cache line at `p`.
@@ -86,6 +88,23 @@ pub fn prefetch_line<T>(p: *const T) {
     let _ = p;
 }
 
+/// A speed hook for a policy's state, used by stores only: start loading
+/// what the state points to (the sliding log's oldest entry), so that a
+/// replay can ask a few rows ahead. The default has nothing to load.
+pub trait Prefetch {
+    #[inline(always)]
+    fn prefetch_deep(&self) {}
+}
+
+impl Prefetch for super::sliding_log::SlidingLogState {
+    #[inline(always)]
+    fn prefetch_deep(&self) {
+        if let Some(front) = self.entries.front() {
+            prefetch_line(front);
+        }
+    }
+}
+
 /// Which levels a caller of `decide_level` needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Levels {
@@ -98,148 +117,40 @@ pub enum Levels {
     All,
 }
 
-/// `decide`, and the level after it as far as `levels` asks (else 0).
-#[inline]
-fn decide_level<P: Policy>(
-    policy: &P,
-    s: &mut P::State,
-    now: Nanos,
-    cost: u64,
-    levels: Levels,
-) -> (Decision, u64) {
-    let d = policy.decide(s, now, cost);
-    let wanted = match levels {
-        Levels::None => false,
-        Levels::Rises => d.is_admit() || policy.refusal_counts(),
-        Levels::All => true,
-    };
-    (d, if wanted { policy.level(s, now) } else { 0 })
-}
-
-/// A policy and its per-key states.
-pub struct Keyed<P: Policy> {
-    policy: P,
-    states: IdMap<P::State>,
-    sweep_at: usize,
-}
-
-impl<P: Policy> Keyed<P> {
-    pub fn new(policy: P) -> Self {
-        Keyed {
-            policy,
-            states: IdMap::default(),
-            sweep_at: MIN_SWEEP,
-        }
-    }
-
-    /// Forgets neutral keys when the map has doubled since the last sweep
-    /// and `key` would add an entry.
-    fn maybe_sweep(&mut self, key: KeyId, now: Nanos) {
-        if self.states.len() >= self.sweep_at && !self.states.contains_key(&key) {
-            let policy = &self.policy;
-            self.states.retain(|_, s| !policy.is_neutral(s, now));
-            self.sweep_at = (self.states.len() * 2).max(MIN_SWEEP);
-        }
-    }
-}
-
-impl<P> Limiter for Keyed<P>
-where
-    P: Policy + Send,
-    P::State: Send,
-{
-    fn check(&self, key: KeyId, now: Nanos, cost: u64) -> Decision {
-        match self.states.get(&key) {
-            Some(s) => self.policy.check(s, now, cost),
-            None => self.policy.check(&P::State::default(), now, cost),
-        }
-    }
-
-    fn admit(&mut self, key: KeyId, now: Nanos, cost: u64) {
-        self.maybe_sweep(key, now);
-        let s = self.states.entry(key).or_default();
-        self.policy.admit(s, now, cost);
-    }
-
-    fn refuse(&mut self, key: KeyId, now: Nanos, cost: u64) {
-        if let Some(s) = self.states.get_mut(&key) {
-            self.policy.refuse(s, now, cost);
-        } else {
-            let mut s = P::State::default();
-            self.policy.refuse(&mut s, now, cost);
-            if !self.policy.is_neutral(&s, now) {
-                self.maybe_sweep(key, now);
-                self.states.insert(key, s);
-            }
-        }
-    }
-
-    fn decide(&mut self, key: KeyId, now: Nanos, cost: u64) -> Decision {
-        self.decide_level(key, now, cost, Levels::None).0
-    }
-
-    fn decide_level(
-        &mut self,
-        key: KeyId,
-        now: Nanos,
-        cost: u64,
-        levels: Levels,
-    ) -> (Decision, u64) {
-        // One lookup; a refused key never seen leaves a neutral entry that
-        // the next sweep forgets.
-        self.maybe_sweep(key, now);
-        let s = self.states.entry(key).or_default();
-        decide_level(&self.policy, s, now, cost, levels)
-    }
-
-    fn level(&self, key: KeyId, now: Nanos) -> u64 {
-        self.states
-            .get(&key)
-            .map_or(0, |s| self.policy.level(s, now))
-    }
-
-    fn tracked(&self) -> usize {
-        self.states.len()
-    }
-
-    fn shapes(&self) -> bool {
-        self.policy.shapes()
-    }
-
-    fn level_kind(&self) -> &'static str {
-        self.policy.level_kind()
-    }
-
-    fn max_level(&self) -> u64 {
-        self.policy.max_level()
-    }
-}
-
-/// A policy with its per-key states in a vector indexed by key id, for a
-/// driver whose keys are dense ids (audit interns every key value): one
-/// indexed access per decision, no hashing. Memory is one fixed-size state
-/// per key id ever used; for a policy whose state holds memory of its own
-/// (the sliding log's entries), neutral states are reset to the never-seen
-/// state by a sweep after every `max(keys, 4096)` decisions, so that memory
-/// follows the active keys (amortised O(1) per decision).
-pub struct Dense<P: Policy> {
-    policy: P,
+/// A policy with its per-key states in a vector indexed by key id (see the
+/// module's contract).
+pub struct Store<P: Policy> {
+    policy: Checked<P>,
+    info: Info,
     states: Vec<P::State>,
     since_sweep: usize,
 }
 
-impl<P: Policy> Dense<P> {
+impl<P: Listed> Store<P> {
     pub fn new(policy: P) -> Self {
-        Dense {
-            policy,
+        Store {
+            info: policy.info(),
+            policy: Checked::new(policy),
             states: Vec::new(),
             since_sweep: 0,
         }
     }
 
+    /// The policy, with the oversized-cost test in front.
+    pub fn policy(&self) -> &Checked<P> {
+        &self.policy
+    }
+
+    /// The per-key states, by key id.
+    pub fn states(&self) -> &[P::State] {
+        &self.states
+    }
+
+    /// Counts a decision and, every `max(keys, 4096)` of them, resets the
+    /// neutral states of a policy whose states hold memory.
     #[inline]
     fn maybe_sweep(&mut self, now: Nanos) {
-        if !self.policy.holds_memory() {
+        if !self.info.holds_memory {
             return;
         }
         self.since_sweep += 1;
@@ -253,11 +164,6 @@ impl<P: Policy> Dense<P> {
         }
     }
 
-    /// The per-key states, by key id.
-    pub fn states(&self) -> &[P::State] {
-        &self.states
-    }
-
     /// Makes room for `key`; returns its index.
     #[inline]
     fn grow(&mut self, key: KeyId) -> usize {
@@ -269,11 +175,7 @@ impl<P: Policy> Dense<P> {
     }
 }
 
-impl<P> Limiter for Dense<P>
-where
-    P: Policy + Send,
-    P::State: Send,
-{
+impl<P: Listed> Limiter for Store<P> {
     fn check(&self, key: KeyId, now: Nanos, cost: u64) -> Decision {
         match self.states.get(key as usize) {
             Some(s) => self.policy.check(s, now, cost),
@@ -307,7 +209,14 @@ where
     ) -> (Decision, u64) {
         self.maybe_sweep(now);
         let i = self.grow(key);
-        decide_level(&self.policy, &mut self.states[i], now, cost, levels)
+        let s = &mut self.states[i];
+        let d = self.policy.decide(s, now, cost);
+        let wanted = match levels {
+            Levels::None => false,
+            Levels::Rises => d.is_admit() || self.info.refusal_counts,
+            Levels::All => true,
+        };
+        (d, if wanted { self.policy.level(s, now) } else { 0 })
     }
 
     fn level(&self, key: KeyId, now: Nanos) -> u64 {
@@ -320,27 +229,35 @@ where
         self.states.len()
     }
 
-    fn shapes(&self) -> bool {
-        self.policy.shapes()
-    }
-
-    fn level_kind(&self) -> &'static str {
-        self.policy.level_kind()
-    }
-
-    fn max_level(&self) -> u64 {
-        self.policy.max_level()
+    fn info(&self) -> &Info {
+        &self.info
     }
 
     #[inline]
     fn prefetch(&self, key: KeyId, deep: bool) {
         if let Some(s) = self.states.get(key as usize) {
             if deep {
-                self.policy.prefetch(s);
+                s.prefetch_deep();
             } else {
                 prefetch_line(s);
             }
         }
+    }
+}
+
+struct Boxed;
+
+impl WithPolicy for Boxed {
+    type Out = Box<dyn Limiter>;
+    fn run<P: Listed>(self, policy: &P) -> Box<dyn Limiter> {
+        Box::new(Store::new(*policy))
+    }
+}
+
+impl PolicyConfig {
+    /// The policy with empty per-key state.
+    pub fn build(&self) -> Box<dyn Limiter> {
+        self.with(Boxed)
     }
 }
 
@@ -453,25 +370,23 @@ impl Stack {
         self.members.iter().map(|m| m.tracked()).sum()
     }
 
-    pub fn shapes(&self) -> bool {
-        self.members.iter().any(|m| m.shapes())
-    }
-
-    /// The highest level any member can reach.
-    pub fn max_level(&self) -> u64 {
-        self.members
-            .iter()
-            .map(|m| m.max_level())
-            .max()
-            .unwrap_or(0)
-    }
-
-    /// "backlog" when every member measures one, else "level".
-    pub fn level_kind(&self) -> &'static str {
-        if self.members.iter().all(|m| m.level_kind() == "backlog") {
-            "backlog"
-        } else {
-            "level"
+    /// What reports need to know about the stack as a whole: it shapes
+    /// when any member does, its level is the highest member level (a
+    /// backlog only when every member measures one), and a cost fits only
+    /// where it fits every member.
+    pub fn info(&self) -> Info {
+        let all = || self.members.iter().map(|m| m.info());
+        Info {
+            shapes: all().any(|i| i.shapes),
+            level_kind: if all().all(|i| i.level_kind == LevelKind::Backlog) {
+                LevelKind::Backlog
+            } else {
+                LevelKind::Level
+            },
+            max_level: all().map(|i| i.max_level).max().unwrap_or(0),
+            max_cost: all().map(|i| i.max_cost).min().unwrap_or(u64::MAX),
+            refusal_counts: all().any(|i| i.refusal_counts),
+            holds_memory: all().any(|i| i.holds_memory),
         }
     }
 }

@@ -6,11 +6,18 @@
 //! The level is held in scaled units (one unit = `per`, drain = elapsed ns ·
 //! count): the same exact ledger as seed 000's whole level plus thousandths
 //! carry, without the carry's rounding. At 3/s after an admit at 0 ms the
-//! next admit on a millisecond clock is at 334 ms.
+//! next admit on a millisecond clock is at 334 ms. A cost above `capacity`
+//! can never fit (its maximum cost).
+//!
+//! Spec: `leaky-bucket:rate=RATE[,capacity=N]`, capacity 1 by default.
 
+use super::keyed::Prefetch;
+use super::spec::Params;
+use super::table::{Info, Listed};
 use super::{Decision, Policy};
 use crate::rate::Rate;
 use crate::time::Nanos;
+use std::num::NonZeroU64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LeakyBucket {
@@ -19,12 +26,11 @@ pub struct LeakyBucket {
 }
 
 impl LeakyBucket {
-    /// `capacity` ≥ 1 units.
-    pub fn new(rate: Rate, capacity: u64) -> Result<LeakyBucket, String> {
-        if capacity == 0 {
-            return Err("capacity must be at least 1".into());
+    pub fn new(rate: Rate, capacity: NonZeroU64) -> LeakyBucket {
+        LeakyBucket {
+            rate,
+            capacity: capacity.get(),
         }
-        Ok(LeakyBucket { rate, capacity })
     }
     pub fn rate(&self) -> Rate {
         self.rate
@@ -46,13 +52,26 @@ pub struct LeakyBucketState {
     pub last: Nanos,
 }
 
+impl Prefetch for LeakyBucketState {}
+
+impl Listed for LeakyBucket {
+    const NAME: &'static str = "leaky-bucket";
+    const PARAMS: &'static [&'static str] = &["rate", "capacity"];
+
+    fn parse(p: &mut Params<'_>) -> Result<Self, String> {
+        let rate = p.rate()?;
+        Ok(LeakyBucket::new(rate, p.positive("capacity", Some(1))?))
+    }
+
+    fn info(&self) -> Info {
+        Info::bounded(self.capacity)
+    }
+}
+
 impl Policy for LeakyBucket {
     type State = LeakyBucketState;
 
     fn check(&self, s: &LeakyBucketState, now: Nanos, cost: u64) -> Decision {
-        if cost > self.capacity {
-            return Decision::Refuse { retry_at: None };
-        }
         let level = self.level_at(s, now);
         let after = level + self.rate.intervals(cost);
         let cap = self.rate.intervals(self.capacity);
@@ -69,10 +88,6 @@ impl Policy for LeakyBucket {
     fn admit(&self, s: &mut LeakyBucketState, now: Nanos, cost: u64) {
         s.level = self.level_at(s, now) + self.rate.intervals(cost);
         s.last = now.max(s.last);
-    }
-
-    fn max_level(&self) -> u64 {
-        self.capacity
     }
 
     fn is_neutral(&self, s: &LeakyBucketState, now: Nanos) -> bool {

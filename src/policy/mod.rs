@@ -19,6 +19,7 @@ pub mod shaper;
 pub mod sliding_log;
 pub mod sliding_window;
 pub mod spec;
+pub mod table;
 pub mod token_bucket;
 
 pub use fixed_window::{Align, CountMode, FixedWindow};
@@ -28,10 +29,26 @@ pub use nginx::NginxLimitReq;
 pub use shaper::Shaper;
 pub use sliding_log::SlidingLog;
 pub use sliding_window::SlidingWindow;
-pub use spec::{KeyChoice, Member, PolicyConfig, Spec, SpecError, parse_spec, parse_specs_file};
+pub use spec::{KeyChoice, Member, Spec, SpecError, parse_spec, parse_specs_file};
+pub use table::{Info, LevelKind, Listed, PolicyConfig, WithPolicy};
 pub use token_bucket::TokenBucket;
 
 use crate::time::Nanos;
+use std::num::NonZeroU64;
+
+/// A window's length: longer than zero.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Window(NonZeroU64);
+
+impl Window {
+    /// `None` for an empty span.
+    pub fn new(span: Nanos) -> Option<Window> {
+        NonZeroU64::new(span.0).map(Window)
+    }
+    pub fn span(self) -> Nanos {
+        Nanos(self.0.get())
+    }
+}
 
 /// The answer to one request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -71,7 +88,8 @@ pub trait Policy {
     type State: Default;
 
     /// The decision for a request of `cost` units at `now`, without
-    /// changing `state`.
+    /// changing `state`. `cost` is at most the policy's
+    /// [`Info::max_cost`]: [`Checked`] refuses larger costs before asking.
     fn check(&self, state: &Self::State, now: Nanos, cost: u64) -> Decision;
 
     /// Records a request that `check` admitted.
@@ -98,39 +116,63 @@ pub trait Policy {
     /// The occupancy after the last request, in the policy's own units
     /// (bucket level, backlog, window count), for reports.
     fn level(&self, state: &Self::State, now: Nanos) -> u64;
-
-    /// True when a state owns memory beyond its own size (the sliding
-    /// log's entries), so forgetting neutral states frees memory.
-    fn holds_memory(&self) -> bool {
-        false
-    }
-
-    /// A hint: start loading what `state` points to (the sliding log's
-    /// entries). Changes nothing.
-    fn prefetch(&self, _state: &Self::State) {}
-
-    /// True when a refusal changes state (fixed-window `count=all`).
-    fn refusal_counts(&self) -> bool {
-        false
-    }
-
-    /// The highest `level` can ever be (`u64::MAX`: no bound), so a driver
-    /// tracking a peak can stop asking once it is reached.
-    fn max_level(&self) -> u64 {
-        u64::MAX
-    }
-
-    /// What `level` measures, for reports: "level" (bucket level, window
-    /// count) or "backlog" (requests waiting to be released).
-    fn level_kind(&self) -> &'static str {
-        "level"
-    }
-
-    /// True for policies that delay admitted requests (shaper, nginx).
-    fn shapes(&self) -> bool {
-        false
-    }
 }
 
 #[cfg(test)]
 mod tests;
+
+/// A policy with the one test every caller needs in front of it: a cost
+/// larger than the policy can ever admit ([`Info::max_cost`]) is refused
+/// with no retry time, and recorded as any refusal (fixed-window
+/// `count=all` counts it; the window's end frees the key).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Checked<P> {
+    policy: P,
+    max_cost: u64,
+}
+
+impl<P: Listed> Checked<P> {
+    pub fn new(policy: P) -> Checked<P> {
+        Checked {
+            max_cost: policy.info().max_cost,
+            policy,
+        }
+    }
+
+    /// The policy inside.
+    pub fn policy(&self) -> &P {
+        &self.policy
+    }
+}
+
+impl<P: Policy> Policy for Checked<P> {
+    type State = P::State;
+
+    #[inline]
+    fn check(&self, state: &P::State, now: Nanos, cost: u64) -> Decision {
+        if cost > self.max_cost {
+            return Decision::Refuse { retry_at: None };
+        }
+        self.policy.check(state, now, cost)
+    }
+
+    #[inline]
+    fn admit(&self, state: &mut P::State, now: Nanos, cost: u64) {
+        self.policy.admit(state, now, cost);
+    }
+
+    #[inline]
+    fn refuse(&self, state: &mut P::State, now: Nanos, cost: u64) {
+        self.policy.refuse(state, now, cost);
+    }
+
+    #[inline]
+    fn is_neutral(&self, state: &P::State, now: Nanos) -> bool {
+        self.policy.is_neutral(state, now)
+    }
+
+    #[inline]
+    fn level(&self, state: &P::State, now: Nanos) -> u64 {
+        self.policy.level(state, now)
+    }
+}

@@ -28,7 +28,13 @@
 //!
 //! A `cost` c > 1 (not an nginx notion) pours c units: `e` gains
 //! `(c−1)·1000` before the comparison; c = 1 is nginx exactly.
+//!
+//! Spec: `nginx:rate=Nr/s|Nr/m|N[,burst=N][,delay=N | ,nodelay]`, burst 0
+//! and delay 0 by default.
 
+use super::keyed::Prefetch;
+use super::spec::Params;
+use super::table::{Info, LevelKind, Listed};
 use super::{Decision, Policy};
 use crate::time::Nanos;
 use std::fmt;
@@ -176,6 +182,47 @@ impl NginxState {
     }
 }
 
+impl Prefetch for NginxState {}
+
+impl Listed for NginxLimitReq {
+    const NAME: &'static str = "nginx";
+    const PARAMS: &'static [&'static str] = &["rate", "burst", "delay", "nodelay"];
+
+    fn parse(p: &mut Params<'_>) -> Result<Self, String> {
+        let v = p.required("rate", "nginx:rate=10r/s,burst=5")?;
+        let rate = parse_nginx_rate(v)?;
+        let burst = p.count("burst", Some(0))?;
+        let nodelay = match p.take("nodelay") {
+            None => false,
+            Some(None) => true,
+            Some(Some(_)) => return Err("nodelay is a flag: write it without a value".into()),
+        };
+        let delay = p.count("delay", Some(0))?;
+        let delay = if nodelay {
+            if delay != 0 {
+                return Err("give delay= or nodelay, not both".into());
+            }
+            None
+        } else {
+            Some(delay)
+        };
+        Ok(NginxLimitReq::new(rate, burst, delay))
+    }
+
+    fn info(&self) -> Info {
+        Info {
+            shapes: self.delay_m != u64::MAX,
+            level_kind: LevelKind::Level,
+            // `e ≤ burst·1000` after an admit, plus the admitted unit.
+            max_level: self.burst_m / 1000 + 1,
+            // A cost c pours (c − 1)·1000 before the comparison.
+            max_cost: self.burst.saturating_add(1),
+            refusal_counts: false,
+            holds_memory: false,
+        }
+    }
+}
+
 impl Policy for NginxLimitReq {
     type State = NginxState;
 
@@ -218,11 +265,6 @@ impl Policy for NginxLimitReq {
         }
     }
 
-    /// `e ≤ burst·1000` after an admit, plus the admitted unit.
-    fn max_level(&self) -> u64 {
-        self.burst_m / 1000 + 1
-    }
-
     /// Forgetting the key changes nothing once a new request would compute
     /// `e = 0` from it, as it would for a key never seen.
     fn is_neutral(&self, s: &NginxState, now: Nanos) -> bool {
@@ -241,9 +283,5 @@ impl Policy for NginxLimitReq {
         let leak = i128::from(self.rate_m) * i128::from(ms) / 1000;
         let left = (i128::from(s.excess) + 1000 - leak).max(0);
         (left as u64).div_ceil(1000)
-    }
-
-    fn shapes(&self) -> bool {
-        self.delay_m != u64::MAX
     }
 }

@@ -17,7 +17,13 @@
 //! `next_free − limit − (c−1)·T` (seed 003's `release − burst·interval`),
 //! shown rounded up to whole seconds where a `Retry-After` is displayed.
 //! Release instants are rounded up to the next whole nanosecond.
+//!
+//! Spec: `shaper:rate=RATE[,burst=N | ,max-wait=DURATION]`, burst 0 by
+//! default.
 
+use super::keyed::Prefetch;
+use super::spec::Params;
+use super::table::{Info, LevelKind, Listed};
 use super::{Decision, Policy};
 use crate::rate::Rate;
 use crate::time::Nanos;
@@ -62,6 +68,40 @@ pub struct ShaperState {
     pub next_free: u128,
 }
 
+impl Prefetch for ShaperState {}
+
+impl Listed for Shaper {
+    const NAME: &'static str = "shaper";
+    const PARAMS: &'static [&'static str] = &["rate", "burst", "max-wait"];
+
+    fn parse(p: &mut Params<'_>) -> Result<Self, String> {
+        let rate = p.rate()?;
+        let has_burst = p.has("burst");
+        let burst = p.count("burst", Some(0))?;
+        let bound = match p.duration("max-wait")? {
+            Some(_) if has_burst => return Err("give burst= or max-wait=, not both".into()),
+            Some(w) => ShaperBound::MaxWait(w),
+            None => ShaperBound::Burst(burst),
+        };
+        Ok(Shaper::new(rate, bound))
+    }
+
+    fn info(&self) -> Info {
+        // An admitted request's last unit starts within the limit, so at
+        // most ⌈limit / T⌉ units wait after it (`burst` for `burst=`); a
+        // cost c fits while its c − 1 later units do.
+        let within = self.limit / self.rate.intervals(1);
+        Info {
+            shapes: true,
+            level_kind: LevelKind::Backlog,
+            max_level: self.rate.units_ceil(self.limit),
+            max_cost: u64::try_from(within).unwrap_or(u64::MAX).saturating_add(1),
+            refusal_counts: false,
+            holds_memory: false,
+        }
+    }
+}
+
 impl Policy for Shaper {
     type State = ShaperState;
 
@@ -88,12 +128,6 @@ impl Policy for Shaper {
         s.next_free = release + self.rate.intervals(cost);
     }
 
-    /// An admitted request's last unit starts within the limit, so at
-    /// most ⌈limit / T⌉ units wait after it (`burst` for `burst=`).
-    fn max_level(&self) -> u64 {
-        self.rate.units_ceil(self.limit)
-    }
-
     fn is_neutral(&self, s: &ShaperState, now: Nanos) -> bool {
         s.next_free <= self.rate.scale(now)
     }
@@ -104,13 +138,5 @@ impl Policy for Shaper {
     fn level(&self, s: &ShaperState, now: Nanos) -> u64 {
         let pending = s.next_free.saturating_sub(self.rate.scale(now));
         self.rate.units_ceil(pending).saturating_sub(1)
-    }
-
-    fn level_kind(&self) -> &'static str {
-        "backlog"
-    }
-
-    fn shapes(&self) -> bool {
-        true
     }
 }

@@ -5,10 +5,15 @@
 //! counts, and stops counting one nanosecond later. The retry time of a
 //! refusal is `t + W + 1 ns` for the oldest entry whose expiry frees enough
 //! room. Memory per key is its entries within the window.
+//!
+//! Spec: `sliding-log:limit=N,window=DURATION`.
 
-use super::{Decision, Policy};
+use super::spec::Params;
+use super::table::{Info, Listed};
+use super::{Decision, Policy, Window};
 use crate::time::Nanos;
 use std::collections::VecDeque;
+use std::num::NonZeroU64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlidingLog {
@@ -17,14 +22,11 @@ pub struct SlidingLog {
 }
 
 impl SlidingLog {
-    pub fn new(limit: u64, window: Nanos) -> Result<Self, String> {
-        if limit == 0 {
-            return Err("limit must be at least 1".into());
+    pub fn new(limit: NonZeroU64, window: Window) -> Self {
+        SlidingLog {
+            limit: limit.get(),
+            window: window.span(),
         }
-        if window == Nanos::ZERO {
-            return Err("window must be longer than zero".into());
-        }
-        Ok(SlidingLog { limit, window })
     }
 
     fn live(&self, t: Nanos, now: Nanos) -> bool {
@@ -67,13 +69,27 @@ pub struct SlidingLogState {
     pub newest: Nanos,
 }
 
+impl Listed for SlidingLog {
+    const NAME: &'static str = "sliding-log";
+    const PARAMS: &'static [&'static str] = &["limit", "window"];
+
+    fn parse(p: &mut Params<'_>) -> Result<Self, String> {
+        let (limit, window) = p.limit_window()?;
+        Ok(SlidingLog::new(limit, Params::window(window)?))
+    }
+
+    fn info(&self) -> Info {
+        Info {
+            holds_memory: true,
+            ..Info::bounded(self.limit)
+        }
+    }
+}
+
 impl Policy for SlidingLog {
     type State = SlidingLogState;
 
     fn check(&self, s: &SlidingLogState, now: Nanos, cost: u64) -> Decision {
-        if cost > self.limit {
-            return Decision::Refuse { retry_at: None };
-        }
         let mut used = self.in_window(s, now);
         if used + cost <= self.limit {
             return Decision::Admit { release: now };
@@ -102,20 +118,6 @@ impl Policy for SlidingLog {
     fn refuse(&self, s: &mut SlidingLogState, now: Nanos, _cost: u64) {
         // Dropping expired entries changes no decision; it bounds memory.
         self.prune(s, now);
-    }
-
-    fn holds_memory(&self) -> bool {
-        true
-    }
-
-    fn prefetch(&self, s: &SlidingLogState) {
-        if let Some(front) = s.entries.front() {
-            super::keyed::prefetch_line(front);
-        }
-    }
-
-    fn max_level(&self) -> u64 {
-        self.limit
     }
 
     fn is_neutral(&self, s: &SlidingLogState, now: Nanos) -> bool {

@@ -10,9 +10,15 @@
 //! (the floor rule: the weighted previous count is rounded down). The retry
 //! time of a refusal is the first instant the inequality holds with the
 //! counts as they stand, found in closed form, at most two windows ahead.
+//!
+//! Spec: `sliding-window:limit=N,window=DURATION`.
 
-use super::{Decision, Policy};
+use super::keyed::Prefetch;
+use super::spec::Params;
+use super::table::{Info, Listed};
+use super::{Decision, Policy, Window};
 use crate::time::Nanos;
+use std::num::NonZeroU64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct SlidingWindow {
@@ -21,14 +27,11 @@ pub struct SlidingWindow {
 }
 
 impl SlidingWindow {
-    pub fn new(limit: u64, window: Nanos) -> Result<Self, String> {
-        if limit == 0 {
-            return Err("limit must be at least 1".into());
+    pub fn new(limit: NonZeroU64, window: Window) -> Self {
+        SlidingWindow {
+            limit: limit.get(),
+            window: window.span(),
         }
-        if window == Nanos::ZERO {
-            return Err("window must be longer than zero".into());
-        }
-        Ok(SlidingWindow { limit, window })
     }
 
     /// (window index, cur, prev) as they stand at `now`.
@@ -70,13 +73,26 @@ pub struct SlidingWindowState {
     pub prev: u64,
 }
 
+impl Prefetch for SlidingWindowState {}
+
+impl Listed for SlidingWindow {
+    const NAME: &'static str = "sliding-window";
+    const PARAMS: &'static [&'static str] = &["limit", "window"];
+
+    fn parse(p: &mut Params<'_>) -> Result<Self, String> {
+        let (limit, window) = p.limit_window()?;
+        Ok(SlidingWindow::new(limit, Params::window(window)?))
+    }
+
+    fn info(&self) -> Info {
+        Info::bounded(self.limit)
+    }
+}
+
 impl Policy for SlidingWindow {
     type State = SlidingWindowState;
 
     fn check(&self, s: &SlidingWindowState, now: Nanos, cost: u64) -> Decision {
-        if cost > self.limit {
-            return Decision::Refuse { retry_at: None };
-        }
         let (idx, cur, prev) = self.roll(s, now);
         let e = now.0 % self.window.0;
         if self.weighted(prev, e) + cur + cost <= self.limit {
@@ -108,10 +124,6 @@ impl Policy for SlidingWindow {
             cur: cur + cost,
             prev,
         };
-    }
-
-    fn max_level(&self) -> u64 {
-        self.limit
     }
 
     fn is_neutral(&self, s: &SlidingWindowState, now: Nanos) -> bool {

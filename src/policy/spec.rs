@@ -3,30 +3,13 @@
 //! and specs joined with `+` form one [`Stack`]. A spec that parses builds a
 //! valid policy: every error names the bad part and lists what is valid.
 
-use super::fixed_window::{Align, CountMode, FixedWindow};
-use super::gcra::Gcra;
-use super::keyed::{Dense, Keyed, Limiter, Stack};
-use super::leaky_bucket::LeakyBucket;
-use super::nginx::{NginxLimitReq, parse_nginx_rate};
-use super::shaper::{Shaper, ShaperBound};
-use super::sliding_log::SlidingLog;
-use super::sliding_window::SlidingWindow;
-use super::token_bucket::TokenBucket;
+use super::Window;
+use super::keyed::Stack;
+use super::table::{POLICY_NAMES, PolicyConfig, params_of, parse_config};
 use crate::rate::{Rate, parse_duration, parse_rate};
 use crate::time::Nanos;
 use std::fmt;
-
-/// The policy names, as written in specs.
-pub const POLICY_NAMES: [&str; 8] = [
-    "token-bucket",
-    "leaky-bucket",
-    "gcra",
-    "shaper",
-    "fixed-window",
-    "sliding-window",
-    "sliding-log",
-    "nginx",
-];
+use std::num::NonZeroU64;
 
 /// A spec error: which part of which spec, and what to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,49 +25,6 @@ impl fmt::Display for SpecError {
 }
 
 impl std::error::Error for SpecError {}
-
-/// One validated policy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PolicyConfig {
-    TokenBucket(TokenBucket),
-    LeakyBucket(LeakyBucket),
-    Gcra(Gcra),
-    Shaper(Shaper),
-    FixedWindow(FixedWindow),
-    SlidingWindow(SlidingWindow),
-    SlidingLog(SlidingLog),
-    Nginx(NginxLimitReq),
-}
-
-impl PolicyConfig {
-    /// The policy with per-key state in a vector indexed by dense key ids.
-    pub fn build_dense(&self) -> Box<dyn Limiter> {
-        match *self {
-            PolicyConfig::TokenBucket(p) => Box::new(Dense::new(p)),
-            PolicyConfig::LeakyBucket(p) => Box::new(Dense::new(p)),
-            PolicyConfig::Gcra(p) => Box::new(Dense::new(p)),
-            PolicyConfig::Shaper(p) => Box::new(Dense::new(p)),
-            PolicyConfig::FixedWindow(p) => Box::new(Dense::new(p)),
-            PolicyConfig::SlidingWindow(p) => Box::new(Dense::new(p)),
-            PolicyConfig::SlidingLog(p) => Box::new(Dense::new(p)),
-            PolicyConfig::Nginx(p) => Box::new(Dense::new(p)),
-        }
-    }
-
-    /// The policy with empty per-key state.
-    pub fn build(&self) -> Box<dyn Limiter> {
-        match *self {
-            PolicyConfig::TokenBucket(p) => Box::new(Keyed::new(p)),
-            PolicyConfig::LeakyBucket(p) => Box::new(Keyed::new(p)),
-            PolicyConfig::Gcra(p) => Box::new(Keyed::new(p)),
-            PolicyConfig::Shaper(p) => Box::new(Keyed::new(p)),
-            PolicyConfig::FixedWindow(p) => Box::new(Keyed::new(p)),
-            PolicyConfig::SlidingWindow(p) => Box::new(Keyed::new(p)),
-            PolicyConfig::SlidingLog(p) => Box::new(Keyed::new(p)),
-            PolicyConfig::Nginx(p) => Box::new(Keyed::new(p)),
-        }
-    }
-}
 
 /// Which key a member counts by.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -117,31 +57,9 @@ pub struct Spec {
 }
 
 impl Spec {
-    /// The members with empty state, as one stack.
+    /// The members with empty per-key state, as one stack.
     pub fn build(&self) -> Stack {
         Stack::new(self.members.iter().map(|m| m.config.build()).collect())
-    }
-
-    /// The same, with per-key state indexed by dense key ids.
-    pub fn build_dense(&self) -> Stack {
-        Stack::new(
-            self.members
-                .iter()
-                .map(|m| m.config.build_dense())
-                .collect(),
-        )
-    }
-}
-
-fn params_of(name: &str) -> &'static [&'static str] {
-    match name {
-        "token-bucket" | "gcra" => &["rate", "burst"],
-        "leaky-bucket" => &["rate", "capacity"],
-        "shaper" => &["rate", "burst", "max-wait"],
-        "fixed-window" => &["limit", "window", "align", "count"],
-        "sliding-window" | "sliding-log" => &["limit", "window"],
-        "nginx" => &["rate", "burst", "delay", "nodelay"],
-        _ => &[],
     }
 }
 
@@ -203,18 +121,27 @@ pub fn parse_specs_file(contents: &str) -> Result<Vec<Spec>, (usize, SpecError)>
     Ok(specs)
 }
 
-struct Params<'a> {
+/// A member's parameters as written, taken one by one by its policy's
+/// parser; whatever is left over is an unknown parameter.
+pub struct Params<'a> {
     name: &'a str,
     values: Vec<(&'a str, Option<&'a str>)>,
 }
 
 impl<'a> Params<'a> {
-    fn take(&mut self, key: &str) -> Option<Option<&'a str>> {
+    /// The parameter `key` if given: `Some(None)` for a bare flag.
+    pub fn take(&mut self, key: &str) -> Option<Option<&'a str>> {
         let i = self.values.iter().position(|(k, _)| *k == key)?;
         Some(self.values.remove(i).1)
     }
 
-    fn value(&mut self, key: &str) -> Result<Option<&'a str>, String> {
+    /// True when `key` is given (and not yet taken).
+    pub fn has(&self, key: &str) -> bool {
+        self.values.iter().any(|(k, _)| *k == key)
+    }
+
+    /// The value of `key` if given; a bare `key` is an error.
+    pub fn value(&mut self, key: &str) -> Result<Option<&'a str>, String> {
         match self.take(key) {
             None => Ok(None),
             Some(Some(v)) => Ok(Some(v)),
@@ -222,17 +149,21 @@ impl<'a> Params<'a> {
         }
     }
 
-    fn required(&mut self, key: &str, example: &str) -> Result<&'a str, String> {
+    /// The value of `key`, which must be given.
+    pub fn required(&mut self, key: &str, example: &str) -> Result<&'a str, String> {
         self.value(key)?
             .ok_or_else(|| format!("{} needs {key}= (for example {example})", self.name))
     }
 
-    fn rate(&mut self) -> Result<Rate, String> {
+    /// `rate=`, required.
+    pub fn rate(&mut self) -> Result<Rate, String> {
         let v = self.required("rate", &format!("{}:rate=5/s", self.name))?;
         parse_rate(v).map_err(|e| e.to_string())
     }
 
-    fn count(&mut self, key: &str, default: Option<u64>) -> Result<u64, String> {
+    /// A whole number from 0 to 10⁹; `default` when not given (`None`:
+    /// required).
+    pub fn count(&mut self, key: &str, default: Option<u64>) -> Result<u64, String> {
         let v = match self.value(key)? {
             Some(v) => v,
             None => {
@@ -246,10 +177,34 @@ impl<'a> Params<'a> {
             .ok_or_else(|| format!("{key}='{v}' is not a whole number from 0 to 1000000000"))
     }
 
-    fn duration(&mut self, key: &str) -> Result<Option<Nanos>, String> {
+    /// A [`count`](Self::count) of at least 1.
+    pub fn positive(&mut self, key: &str, default: Option<u64>) -> Result<NonZeroU64, String> {
+        NonZeroU64::new(self.count(key, default)?)
+            .ok_or_else(|| format!("{key} must be at least 1"))
+    }
+
+    /// A duration, if given.
+    pub fn duration(&mut self, key: &str) -> Result<Option<Nanos>, String> {
         self.value(key)?
             .map(|v| parse_duration(v).map_err(|e| format!("{key}: {e}")))
             .transpose()
+    }
+
+    /// `limit=` (at least 1) and `window=`, both required, for the window
+    /// family; the window's length is checked by [`window`](Self::window)
+    /// once the policy's other parameters are read.
+    pub fn limit_window(&mut self) -> Result<(NonZeroU64, Nanos), String> {
+        let limit = self.positive("limit", None)?;
+        let name = self.name;
+        let window = self.duration("window")?.ok_or_else(|| {
+            format!("{name} needs window= (for example {name}:limit=100,window=1m)")
+        })?;
+        Ok((limit, window))
+    }
+
+    /// A window's length, longer than zero.
+    pub fn window(span: Nanos) -> Result<Window, String> {
+        Window::new(span).ok_or_else(|| "window must be longer than zero".to_string())
     }
 
     fn finish(self) -> Result<(), String> {
@@ -261,14 +216,6 @@ impl<'a> Params<'a> {
             ));
         }
         Ok(())
-    }
-}
-
-fn positive(n: u64, what: &str) -> Result<u64, String> {
-    if n == 0 {
-        Err(format!("{what} must be at least 1"))
-    } else {
-        Ok(n)
     }
 }
 
@@ -306,82 +253,7 @@ fn parse_member(text: &str) -> Result<(Member, Option<String>), String> {
         Some("") => return Err("key= needs a column name or index, or none".into()),
         Some(c) => KeyChoice::Column(c.to_string()),
     };
-    let config = match name {
-        "token-bucket" => {
-            let rate = p.rate()?;
-            let burst = positive(p.count("burst", Some(1))?, "burst")?;
-            PolicyConfig::TokenBucket(TokenBucket::new(rate, burst)?)
-        }
-        "gcra" => {
-            let rate = p.rate()?;
-            let burst = positive(p.count("burst", Some(1))?, "burst")?;
-            PolicyConfig::Gcra(Gcra::new(rate, burst)?)
-        }
-        "leaky-bucket" => {
-            let rate = p.rate()?;
-            let cap = positive(p.count("capacity", Some(1))?, "capacity")?;
-            PolicyConfig::LeakyBucket(LeakyBucket::new(rate, cap)?)
-        }
-        "shaper" => {
-            let rate = p.rate()?;
-            let has_burst = p.values.iter().any(|(k, _)| *k == "burst");
-            let burst = p.count("burst", Some(0))?;
-            let bound = match p.duration("max-wait")? {
-                Some(_) if has_burst => {
-                    return Err("give burst= or max-wait=, not both".into());
-                }
-                Some(w) => ShaperBound::MaxWait(w),
-                None => ShaperBound::Burst(burst),
-            };
-            PolicyConfig::Shaper(Shaper::new(rate, bound))
-        }
-        "fixed-window" | "sliding-window" | "sliding-log" => {
-            let limit = positive(p.count("limit", None)?, "limit")?;
-            let window = p.duration("window")?.ok_or_else(|| {
-                format!("{name} needs window= (for example {name}:limit=100,window=1m)")
-            })?;
-            match name {
-                "fixed-window" => {
-                    let align = match p.value("align")? {
-                        None | Some("epoch") => Align::Epoch,
-                        Some("first-hit") => Align::FirstHit,
-                        Some(v) => {
-                            return Err(format!("align='{v}': valid: epoch, first-hit"));
-                        }
-                    };
-                    let count = match p.value("count")? {
-                        None | Some("admitted") => CountMode::Admitted,
-                        Some("all") => CountMode::All,
-                        Some(v) => return Err(format!("count='{v}': valid: admitted, all")),
-                    };
-                    PolicyConfig::FixedWindow(FixedWindow::new(limit, window, align, count)?)
-                }
-                "sliding-window" => PolicyConfig::SlidingWindow(SlidingWindow::new(limit, window)?),
-                _ => PolicyConfig::SlidingLog(SlidingLog::new(limit, window)?),
-            }
-        }
-        "nginx" => {
-            let v = p.required("rate", "nginx:rate=10r/s,burst=5")?;
-            let rate = parse_nginx_rate(v)?;
-            let burst = p.count("burst", Some(0))?;
-            let nodelay = match p.take("nodelay") {
-                None => false,
-                Some(None) => true,
-                Some(Some(_)) => return Err("nodelay is a flag: write it without a value".into()),
-            };
-            let delay = p.count("delay", Some(0))?;
-            let delay = if nodelay {
-                if delay != 0 {
-                    return Err("give delay= or nodelay, not both".into());
-                }
-                None
-            } else {
-                Some(delay)
-            };
-            PolicyConfig::Nginx(NginxLimitReq::new(rate, burst, delay))
-        }
-        _ => unreachable!("name checked against POLICY_NAMES"),
-    };
+    let config = parse_config(name, &mut p).expect("name checked against POLICY_NAMES")?;
     p.finish()?;
     Ok((
         Member {
@@ -396,6 +268,7 @@ fn parse_member(text: &str) -> Result<(Member, Option<String>), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::shaper::ShaperBound;
 
     fn err(t: &str) -> String {
         parse_spec(t).unwrap_err().to_string()

@@ -11,6 +11,10 @@ use crate::time::Nanos;
 const MS: u64 = 1_000_000;
 const S: u64 = 1_000_000_000;
 
+fn nz(n: u64) -> std::num::NonZeroU64 {
+    std::num::NonZeroU64::new(n).unwrap()
+}
+
 fn rate(t: &str) -> Rate {
     parse_rate(t).unwrap()
 }
@@ -61,14 +65,14 @@ fn gap(rng: &mut Rng, r: Rate) -> u64 {
 
 #[test]
 fn seed_004_capacity_three_leak_one_per_tick() {
-    let lb = LeakyBucket::new(rate("1/s"), 3).unwrap();
+    let lb = Checked::new(LeakyBucket::new(rate("1/s"), nz(3)));
     let ds = run(&lb, &[(0, 1), (0, 1), (0, 1), (0, 1), (S, 1)]);
     assert_eq!(admits(&ds), [true, true, true, false, true]);
 }
 
 #[test]
 fn seed_002_water_level_walk() {
-    let lb = LeakyBucket::new(rate("1/s"), 3).unwrap();
+    let lb = Checked::new(LeakyBucket::new(rate("1/s"), nz(3)));
     let ds = run(
         &lb,
         &[(0, 1), (0, 1), (0, 1), (0, 1), (0, 1), (1000 * MS, 1)],
@@ -82,9 +86,9 @@ fn seed_002_water_level_walk() {
 #[test]
 fn seed_000_boundary_at_334_ms() {
     let r = rate("3/s");
-    let lb = LeakyBucket::new(r, 1).unwrap();
-    let tb = TokenBucket::new(r, 1).unwrap();
-    let g = Gcra::new(r, 1).unwrap();
+    let lb = Checked::new(LeakyBucket::new(r, nz(1)));
+    let tb = Checked::new(TokenBucket::new(r, nz(1)));
+    let g = Checked::new(Gcra::new(r, nz(1)));
     let reqs = [(0, 1), (333 * MS, 1), (334 * MS, 1)];
     let want = [admit(0), refuse(333_333_334), admit(334 * MS)];
     assert_eq!(run(&lb, &reqs), want);
@@ -141,9 +145,9 @@ fn token_bucket_leaky_bucket_gcra_are_one_algorithm() {
     for case in 0..200 {
         let r = rate(RATES[case % RATES.len()]);
         let b = 1 + rng.below(8);
-        let tb = TokenBucket::new(r, b).unwrap();
-        let lb = LeakyBucket::new(r, b).unwrap();
-        let g = Gcra::new(r, b).unwrap();
+        let tb = Checked::new(TokenBucket::new(r, nz(b)));
+        let lb = Checked::new(LeakyBucket::new(r, nz(b)));
+        let g = Checked::new(Gcra::new(r, nz(b)));
         let (mut st, mut sl, mut sg) = Default::default();
         let mut now = 1_700_000_000 * S + rng.below(S);
         for _ in 0..150 {
@@ -166,7 +170,7 @@ fn shaper_admits_as_gcra_with_one_more_burst_and_waits_until_tat() {
         let r = rate(RATES[case % RATES.len()]);
         let b = rng.below(8);
         let sh = Shaper::new(r, ShaperBound::Burst(b));
-        let g = Gcra::new(r, b + 1).unwrap();
+        let g = Checked::new(Gcra::new(r, nz(b + 1)));
         let (mut ss, mut sg) = (ShaperState::default(), gcra::GcraState::default());
         let mut now = rng.below(S);
         for _ in 0..150 {
@@ -242,7 +246,7 @@ fn a_retry_time_is_the_first_instant_that_admits() {
                 let d = lim.decide(0, Nanos(now), cost);
                 let level = lim.level(0, Nanos(now));
                 assert!(
-                    level <= lim.max_level(),
+                    level <= lim.info().max_level,
                     "{text}: level {level} above its bound"
                 );
                 if let Decision::Refuse { retry_at } = d {
@@ -274,7 +278,7 @@ fn bucket_admits_in_any_window_stay_under_burst_plus_rate_times_window() {
     for case in 0..140 {
         let r = rate(RATES[case % RATES.len()]);
         let b = 1 + rng.below(8);
-        let g = Gcra::new(r, b).unwrap();
+        let g = Checked::new(Gcra::new(r, nz(b)));
         let mut s = Default::default();
         let mut now = rng.below(S);
         let mut admitted: Vec<(u64, u64)> = Vec::new();
@@ -296,6 +300,18 @@ fn bucket_admits_in_any_window_stay_under_burst_plus_rate_times_window() {
                     "{r} burst {b}: {units} units in {w} ns"
                 );
             }
+        }
+    }
+}
+
+#[test]
+fn the_largest_cost_that_fits_is_the_one_every_rule_admits() {
+    for (r, b) in [(rate("5/s"), 3), (rate("7/min"), 1), (rate("13/10s"), 6)] {
+        for (text, config, fits) in all_policies(r, b) {
+            assert_eq!(config.info().max_cost, fits, "{text}");
+            // An empty key admits the largest cost that fits.
+            let mut lim = config.build();
+            assert!(lim.decide(0, Nanos(S), fits).is_admit(), "{text}");
         }
     }
 }
@@ -333,7 +349,7 @@ fn an_oversized_cost_is_refused_forever_and_leaves_the_key_usable() {
 #[test]
 fn fixed_window_boundaries() {
     let spec = |t: &str| match parse_spec(t).unwrap().members[0].config {
-        PolicyConfig::FixedWindow(f) => f,
+        PolicyConfig::FixedWindow(f) => Checked::new(f),
         _ => unreachable!(),
     };
     // epoch windows of 10 s, limit 2
@@ -430,7 +446,7 @@ fn sliding_window_floor_rule() {
         .members[0]
         .config
     {
-        PolicyConfig::SlidingWindow(f) => f,
+        PolicyConfig::SlidingWindow(f) => Checked::new(f),
         _ => unreachable!(),
     };
     // 10 admitted in window [0,10 s).
@@ -467,7 +483,7 @@ fn sliding_log_entry_exactly_w_old_still_counts() {
         .members[0]
         .config
     {
-        PolicyConfig::SlidingLog(f) => f,
+        PolicyConfig::SlidingLog(f) => Checked::new(f),
         _ => unreachable!(),
     };
     let ds = run(
@@ -500,16 +516,18 @@ fn sliding_log_entry_exactly_w_old_still_counts() {
 // ---- per-key state -----------------------------------------------------
 
 #[test]
-fn neutral_keys_are_forgotten() {
+fn a_store_holds_one_fixed_state_per_key_and_a_neutral_one_decides_as_fresh() {
     let config = parse_spec("gcra:rate=10/s,burst=2").unwrap().members[0].config;
     let mut lim = config.build();
     // 100k keys, each hit once, 1 ms apart: each is neutral 100 ms later.
     for k in 0..100_000u64 {
         assert!(lim.decide(k, Nanos(k * MS), 1).is_admit());
     }
-    assert!(lim.tracked() < 10_000, "{} keys held", lim.tracked());
-    // A forgotten key behaves exactly as a fresh one.
+    // Key ids are dense: one fixed-size state per id, nothing more.
+    assert_eq!(lim.tracked(), 100_000);
+    // A neutral key behaves exactly as a fresh one.
     assert!(lim.decide(3, Nanos(100_000 * MS), 2).is_admit());
+    assert!(!lim.decide(3, Nanos(100_000 * MS), 1).is_admit());
 }
 
 #[test]
@@ -521,7 +539,7 @@ fn dense_sliding_logs_of_idle_keys_are_released() {
     let PolicyConfig::SlidingLog(p) = config else {
         unreachable!()
     };
-    let mut lim = keyed::Dense::new(p);
+    let mut lim = keyed::Store::new(p);
     use keyed::Limiter;
     // 20k keys each send 10 requests, then go quiet; the clock moves on.
     for k in 0..20_000u64 {
@@ -695,7 +713,7 @@ fn nginx_nodelay_admits_as_leaky_bucket_of_burst_plus_one() {
         let n = 1 + (case as u64 % 20) * 3;
         let b = rng.below(8);
         let ng = NginxLimitReq::new(NginxRate::PerSec(n), b, None);
-        let lb = LeakyBucket::new(rate(&format!("{n}/s")), b + 1).unwrap();
+        let lb = Checked::new(LeakyBucket::new(rate(&format!("{n}/s")), nz(b + 1)));
         let (mut sn, mut sl) = (NginxState::default(), Default::default());
         let mut ms = 1_700_000_000_000 + rng.below(1000);
         let t = 1000 / n + 1;

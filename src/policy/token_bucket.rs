@@ -4,12 +4,17 @@
 //!
 //! Tokens are held in scaled units (one token = `per` units, refill =
 //! elapsed ns · count), so the refill is exact: there is no fractional
-//! carry to lose. A cost above `burst` can never fit and is refused with no
-//! retry time.
+//! carry to lose. A cost above `burst` can never fit (its maximum cost).
+//!
+//! Spec: `token-bucket:rate=RATE[,burst=N]`, burst 1 by default.
 
+use super::keyed::Prefetch;
+use super::spec::Params;
+use super::table::{Info, Listed};
 use super::{Decision, Policy};
 use crate::rate::Rate;
 use crate::time::Nanos;
+use std::num::NonZeroU64;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct TokenBucket {
@@ -18,12 +23,11 @@ pub struct TokenBucket {
 }
 
 impl TokenBucket {
-    /// `burst` ≥ 1 tokens.
-    pub fn new(rate: Rate, burst: u64) -> Result<TokenBucket, String> {
-        if burst == 0 {
-            return Err("burst must be at least 1".into());
+    pub fn new(rate: Rate, burst: NonZeroU64) -> TokenBucket {
+        TokenBucket {
+            rate,
+            burst: burst.get(),
         }
-        Ok(TokenBucket { rate, burst })
     }
     pub fn rate(&self) -> Rate {
         self.rate
@@ -50,13 +54,26 @@ pub struct TokenBucketState {
     pub seen: bool,
 }
 
+impl Prefetch for TokenBucketState {}
+
+impl Listed for TokenBucket {
+    const NAME: &'static str = "token-bucket";
+    const PARAMS: &'static [&'static str] = &["rate", "burst"];
+
+    fn parse(p: &mut Params<'_>) -> Result<Self, String> {
+        let rate = p.rate()?;
+        Ok(TokenBucket::new(rate, p.positive("burst", Some(1))?))
+    }
+
+    fn info(&self) -> Info {
+        Info::bounded(self.burst)
+    }
+}
+
 impl Policy for TokenBucket {
     type State = TokenBucketState;
 
     fn check(&self, s: &TokenBucketState, now: Nanos, cost: u64) -> Decision {
-        if cost > self.burst {
-            return Decision::Refuse { retry_at: None };
-        }
         let tokens = self.tokens_at(s, now);
         let need = self.rate.intervals(cost);
         if tokens >= need {
@@ -74,10 +91,6 @@ impl Policy for TokenBucket {
         s.tokens = tokens - self.rate.intervals(cost);
         s.last = now.max(s.last);
         s.seen = true;
-    }
-
-    fn max_level(&self) -> u64 {
-        self.burst
     }
 
     fn is_neutral(&self, s: &TokenBucketState, now: Nanos) -> bool {

@@ -13,77 +13,34 @@
 
 use super::log::Log;
 use crate::audit::keys::EMPTY_KEY;
-use crate::policy::{
-    Decision, FixedWindow, Gcra, LeakyBucket, NginxLimitReq, Policy, PolicyConfig, Shaper,
-    SlidingLog, SlidingWindow, TokenBucket,
-};
+use crate::policy::{Checked, Decision, Listed, Policy, PolicyConfig, WithPolicy};
 use crate::time::Nanos;
 
 /// Most candidates one probe carries (a key's drop flags fit in a `u32`).
 pub const MAX_K: usize = 32;
 
-/// A policy type that can be taken out of a [`PolicyConfig`].
-pub trait Typed: Policy + Copy + Send + Sync {
-    fn from_config(c: &PolicyConfig) -> Option<Self>;
-}
-
-macro_rules! typed {
-    ($($t:ident),*) => {$(
-        impl Typed for $t {
-            fn from_config(c: &PolicyConfig) -> Option<Self> {
-                match c {
-                    PolicyConfig::$t(p) => Some(*p),
-                    _ => None,
-                }
-            }
-        }
-    )*};
-}
-
-typed!(
-    TokenBucket,
-    LeakyBucket,
-    Gcra,
-    Shaper,
-    FixedWindow,
-    SlidingWindow,
-    SlidingLog
-);
-
-impl Typed for NginxLimitReq {
-    fn from_config(c: &PolicyConfig) -> Option<Self> {
-        match c {
-            PolicyConfig::Nginx(p) => Some(*p),
-            _ => None,
-        }
-    }
-}
-
 /// Work done with the candidates as their own type, so the replay loop is
 /// compiled per policy.
 pub trait Job {
     type Out;
-    fn run<P: Typed>(self, policies: &[P]) -> Self::Out;
+    fn run<P: Listed>(self, policies: &[Checked<P>]) -> Self::Out;
 }
 
 /// Runs `job` on `configs` (all of one policy type).
 pub fn dispatch<J: Job>(configs: &[PolicyConfig], job: J) -> J::Out {
-    fn all<P: Typed>(configs: &[PolicyConfig]) -> Vec<P> {
-        configs
-            .iter()
-            .map(|c| P::from_config(c).expect("candidates of one policy type"))
-            .collect()
+    struct All<'a, J>(&'a [PolicyConfig], J);
+    impl<J: Job> WithPolicy for All<'_, J> {
+        type Out = J::Out;
+        fn run<P: Listed>(self, _: &P) -> J::Out {
+            let policies: Vec<Checked<P>> = self
+                .0
+                .iter()
+                .map(|c| Checked::new(P::from_config(c).expect("candidates of one policy type")))
+                .collect();
+            self.1.run(&policies)
+        }
     }
-    match configs[0] {
-        PolicyConfig::TokenBucket(_) => job.run(&all::<TokenBucket>(configs)),
-        PolicyConfig::LeakyBucket(_) => job.run(&all::<LeakyBucket>(configs)),
-        PolicyConfig::Gcra(_) => job.run(&all::<Gcra>(configs)),
-        PolicyConfig::Shaper(_) => job.run(&all::<Shaper>(configs)),
-        PolicyConfig::FixedWindow(_) => job.run(&all::<FixedWindow>(configs)),
-        PolicyConfig::SlidingWindow(_) => job.run(&all::<SlidingWindow>(configs)),
-        PolicyConfig::SlidingLog(_) => job.run(&all::<SlidingLog>(configs)),
-        PolicyConfig::Nginx(_) => job.run(&all::<NginxLimitReq>(configs)),
-    }
+    configs[0].with(All(configs, job))
 }
 
 /// States of K candidates per key, key by key, created as keys appear.
@@ -93,16 +50,19 @@ pub fn dispatch<J: Job>(configs: &[PolicyConfig], job: J) -> J::Out {
 struct States<P: Policy> {
     k: usize,
     states: Vec<P::State>,
+    holds_memory: bool,
     since_sweep: usize,
 }
 
-impl<P: Typed> States<P> {
-    fn new(k: usize, keys: usize) -> Self {
+impl<P: Listed> States<P> {
+    fn new(policies: &[Checked<P>], keys: usize) -> Self {
+        let k = policies.len();
         let mut states = Vec::new();
         states.resize_with(k * keys, P::State::default);
         States {
             k,
             states,
+            holds_memory: policies[0].policy().info().holds_memory,
             since_sweep: 0,
         }
     }
@@ -114,8 +74,8 @@ impl<P: Typed> States<P> {
     }
 
     #[inline]
-    fn maybe_sweep(&mut self, policies: &[P], now: Nanos) {
-        if !policies[0].holds_memory() {
+    fn maybe_sweep(&mut self, policies: &[Checked<P>], now: Nanos) {
+        if !self.holds_memory {
             return;
         }
         self.since_sweep += 1;
@@ -154,11 +114,11 @@ impl Needs {
 
 impl Job for NeedJob<'_> {
     type Out = Needs;
-    fn run<P: Typed>(self, policies: &[P]) -> Needs {
+    fn run<P: Listed>(self, policies: &[Checked<P>]) -> Needs {
         let log = self.log;
         let k = policies.len();
         let keys = log.keys();
-        let mut states = States::<P>::new(k, keys);
+        let mut states = States::<P>::new(policies, keys);
         let mut need = vec![0u64; k * keys];
         for i in 0..log.len() {
             let key = log.key[i];
@@ -208,7 +168,7 @@ pub struct ProbeJob<'a> {
 
 impl Job for ProbeJob<'_> {
     type Out = Vec<Tally>;
-    fn run<P: Typed>(self, policies: &[P]) -> Vec<Tally> {
+    fn run<P: Listed>(self, policies: &[Checked<P>]) -> Vec<Tally> {
         let log = self.log;
         let k = policies.len();
         assert!(k <= MAX_K);
@@ -228,10 +188,10 @@ impl Job for ProbeJob<'_> {
                 }
             })
             .collect();
-        let mut states = States::<P>::new(k, active as usize);
+        let mut states = States::<P>::new(policies, active as usize);
         let mut hurt = vec![0u32; active as usize];
         let mut tally = vec![Tally::default(); k];
-        let shapes = policies[0].shapes();
+        let shapes = policies[0].policy().info().shapes;
         for i in 0..log.len() {
             let key = log.key[i];
             // An empty key is exempt; an excluded key is still replayed for

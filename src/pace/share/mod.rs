@@ -705,7 +705,7 @@ mod tests {
         // gcra(10/s, burst 3) through reserve() admits what the policy admits.
         use crate::policy::{Decision, Gcra, Policy, gcra::GcraState};
         let rate = Rate::new(10, Nanos::from_secs(1)).unwrap();
-        let g = Gcra::new(rate, 3).unwrap();
+        let g = Gcra::new(rate, std::num::NonZeroU64::new(3).unwrap());
         let p = plan("gcra:rate=10/s,burst=3").unwrap().params;
         let mut gs = GcraState::default();
         let mut state = 0;
