@@ -1,0 +1,250 @@
+//! Starting a run: the output ends checked and opened, the schedule (and
+//! per-key lanes, a shared schedule) built from the configuration, and the
+//! threads that feed the shaper loop started: signals, control, reader.
+
+use super::keys::Keys;
+use super::lanes::Lanes;
+use super::reader::{self, Shared};
+use super::schedule::{Order, Schedule, Timing};
+use super::share::Sharer;
+use super::stats::Stats;
+use super::{Config, Pacer, control, replay};
+use crate::clock::{Clock, MonotonicClock};
+use crate::policy::PolicyConfig;
+use crate::policy::keyed::Stack;
+use crate::policy::spec::KeyChoice;
+use crate::progress;
+use crate::time::Nanos;
+use anyhow::Context;
+use std::fs::File;
+use std::io::{self, BufWriter, Write};
+use std::os::fd::{AsFd, OwnedFd};
+use std::sync::Arc;
+
+impl Pacer {
+    pub(super) fn start(config: Config) -> anyhow::Result<Pacer> {
+        check_endpoints(&config)?;
+        let rejects = open_rejects(&config)?;
+        let output = io::stdout()
+            .as_fd()
+            .try_clone_to_owned()
+            .context("cannot use standard output")?;
+        let input = io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .context("cannot use standard input")?;
+        let stack: Stack = config.spec.build();
+        let gap_keeping = keeps_gap(&config);
+        let mut timing = Timing::new(config.interval, gap_keeping, config.catch_up);
+        let clock = MonotonicClock::new();
+        let share = start_share(&config, &mut timing, clock)?;
+        let tunable = tunable(&config);
+        let (schedule, lanes) = schedule_and_lanes(&config, stack, timing);
+        let shared = Arc::new(Shared::new());
+        let wake = start_signals(&shared)?;
+        control::start_usr1(Arc::clone(&shared))?;
+        let fifo = start_control(&config, &shared)?;
+        start_reader(input, &shared, clock, config.separator)?;
+        let replay = config.replay.clone().map(|c| replay::Replay::new(c, false));
+        let progress = progress::status_line(config.progress);
+        Ok(Pacer {
+            config,
+            clock,
+            shared,
+            schedule,
+            lanes,
+            replay,
+            pause: None,
+            tunable,
+            retuned: None,
+            gap_keeping,
+            _fifo: fifo,
+            output: File::from(output),
+            wake,
+            rejects,
+            rejects_error: None,
+            stats: Stats::new(),
+            progress,
+            rate_mark: (Nanos::ZERO, 0),
+            shown_rate: 0.0,
+            share,
+            held: None,
+            full_at: None,
+            share_error: None,
+            write_error: None,
+            due: Vec::new(),
+            batch: Vec::new(),
+            dropped: Vec::new(),
+        })
+    }
+}
+
+/// Refuses a rejects file that is also standard input or output.
+fn check_endpoints(config: &Config) -> anyhow::Result<()> {
+    use crate::clash::{Endpoint, Place, check_distinct, named};
+    let mut outputs = vec![Endpoint::new("standard output", Place::Stdout)];
+    if let Some(p) = &config.rejects {
+        outputs.push(Endpoint::new(named("--rejects", p), Place::Path(p)));
+    }
+    check_distinct(&[Endpoint::new("standard input", Place::Stdin)], &outputs)
+}
+
+fn open_rejects(config: &Config) -> anyhow::Result<Option<BufWriter<File>>> {
+    Ok(match &config.rejects {
+        Some(path) => Some(BufWriter::new(File::create(path).with_context(|| {
+            format!("cannot create the rejects file '{}'", path.display())
+        })?)),
+        None => None,
+    })
+}
+
+/// Whether the timing keeps half an interval between writes: a lone
+/// shaper, or with keys a global one.
+fn keeps_gap(config: &Config) -> bool {
+    match &config.keyed {
+        None => matches!(
+            config.spec.members.as_slice(),
+            [m] if matches!(m.config, PolicyConfig::Shaper(_))
+        ),
+        // Lines of different keys may leave together; a global shaper
+        // still keeps its half interval between any two.
+        Some(_) => config
+            .spec
+            .members
+            .iter()
+            .any(|m| m.key == KeyChoice::Global && matches!(m.config, PolicyConfig::Shaper(_))),
+    }
+}
+
+/// Joins the shared schedule, with `--share`.
+fn start_share(
+    config: &Config,
+    timing: &mut Timing,
+    clock: MonotonicClock,
+) -> anyhow::Result<Option<Sharer>> {
+    Ok(match &config.share {
+        Some((c, plan)) => {
+            // One line is reserved at a time and goes at its slot:
+            // slots are already an interval apart, and batching would
+            // hold a line past the slot it reserved.
+            timing.min_gap = None;
+            timing.quantum = Nanos::ZERO;
+            Some(Sharer::start(c.clone(), *plan, clock.now())?)
+        }
+        None => None,
+    })
+}
+
+/// The shaper the control commands `rate` and `burst` retune, if any.
+fn tunable(config: &Config) -> Option<control::Tunable> {
+    config
+        .spec
+        .members
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| config.keyed.is_none() || m.key == KeyChoice::Global)
+        .find_map(|(i, m)| match m.config {
+            PolicyConfig::Shaper(s) => Some(control::Tunable {
+                member: i,
+                shaper: s,
+            }),
+            _ => None,
+        })
+        // Without a key, only a lone shaper paces every line by itself;
+        // a shared schedule's rate is every sharing process's.
+        .filter(|_| config.keyed.is_some() || config.spec.members.len() == 1)
+        .filter(|_| config.share.is_none())
+}
+
+/// The schedule, and with a key the lanes lines wait in for their turn.
+fn schedule_and_lanes(
+    config: &Config,
+    stack: Stack,
+    timing: Timing,
+) -> (Schedule<Vec<u8>>, Option<Lanes>) {
+    match &config.keyed {
+        None => (Schedule::new(stack, timing), None),
+        Some(k) => {
+            let order = if k.keep_order {
+                Order::Arrival
+            } else {
+                Order::Release
+            };
+            let per_key = config
+                .spec
+                .members
+                .iter()
+                .map(|m| m.key != KeyChoice::Global)
+                .collect();
+            let lanes = Lanes::new(
+                Keys::new(k.source.clone(), config.separator),
+                per_key,
+                k.keep_order,
+                config.on_full,
+                k.max_pending,
+            );
+            (Schedule::with_order(stack, timing, order), Some(lanes))
+        }
+    }
+}
+
+/// Starts the thread that turns SIGINT/SIGTERM/SIGHUP into a stop; returns
+/// the end of a pipe that becomes readable then.
+fn start_signals(shared: &Arc<Shared>) -> anyhow::Result<io::PipeReader> {
+    let mut signals = signal_hook::iterator::Signals::new([
+        signal_hook::consts::SIGINT,
+        signal_hook::consts::SIGTERM,
+        signal_hook::consts::SIGHUP,
+    ])
+    .context("cannot install the SIGINT/SIGTERM/SIGHUP handlers")?;
+    let (wake_rx, wake_tx) = io::pipe().context("cannot create a pipe")?;
+    let s = Arc::clone(shared);
+    std::thread::Builder::new()
+        .name("signals".into())
+        .spawn(move || {
+            let mut signals = signals.forever();
+            if let Some(sig) = signals.next() {
+                s.lock().signal = Some(sig);
+                s.main_cv.notify_one();
+                let _ = (&wake_tx).write_all(&[1]);
+            }
+            // The wake pipe lets a write to a downstream that stopped
+            // reading give up at the next line end; inside a long line
+            // it still waits, so a second signal leaves at once.
+            if let Some(sig) = signals.next() {
+                crate::say!("drip: second signal: exiting without accounting for the backlog");
+                std::process::exit(128 + sig);
+            }
+        })
+        .context("cannot start the signal thread")?;
+    Ok(wake_rx)
+}
+
+/// Opens the control FIFO and starts its thread, with `--control`.
+fn start_control(config: &Config, shared: &Arc<Shared>) -> anyhow::Result<Option<control::Fifo>> {
+    let Some(path) = &config.control else {
+        return Ok(None);
+    };
+    let fifo = control::Fifo::open(path)?;
+    let s = Arc::clone(shared);
+    let path = fifo.path().to_path_buf();
+    std::thread::Builder::new()
+        .name("control".into())
+        .spawn(move || control::read_loop(path, &s))
+        .context("cannot start the control thread")?;
+    Ok(Some(fifo))
+}
+
+fn start_reader(
+    input: OwnedFd,
+    shared: &Arc<Shared>,
+    clock: MonotonicClock,
+    sep: u8,
+) -> anyhow::Result<()> {
+    let s = Arc::clone(shared);
+    std::thread::Builder::new()
+        .name("reader".into())
+        .spawn(move || reader::read_loop(File::from(input), &s, clock, sep))
+        .context("cannot start the reader thread")?;
+    Ok(())
+}
