@@ -214,9 +214,9 @@ pub struct Event {
     pub line: u64,
     pub file: u32,
     pub cost: u32,
-    /// Key id per key column (`EMPTY_KEY` for an empty value). As read,
-    /// before [`Batch::intern`], the end of each key value in the batch's
-    /// `key_bytes` (values are stored back to back, row by row).
+    /// Key id per key column (`EMPTY_KEY` for an empty value), set by
+    /// [`Batch::intern`]; until then 0 and unused (the values are in the
+    /// batch's `key_bytes`).
     pub keys: [u32; MAX_KEYS],
 }
 
@@ -224,8 +224,11 @@ pub struct Event {
 #[derive(Default)]
 pub struct Batch {
     pub events: Vec<Event>,
+    /// The rows' key values, back to back, row by row, column by column.
     pub key_bytes: Vec<u8>,
-    /// True once `keys` hold ids.
+    /// Where each value ends in `key_bytes`: one per key column per row.
+    pub key_ends: Vec<u32>,
+    /// True once the events' `keys` hold ids.
     pub interned: bool,
     /// (key column, start, end) in `key_bytes` of each value first seen in
     /// this batch, in id order.
@@ -239,15 +242,27 @@ impl Batch {
         use super::keys::Interner;
         const AHEAD: usize = 8;
         let cols = interners.len();
+        // Key columns read per row; interners beyond them see empty values.
+        let read = self
+            .key_ends
+            .len()
+            .checked_div(self.events.len())
+            .unwrap_or(0);
         // Hash every value first, so each table slot can be fetched from
         // memory a few values before it is probed.
         let mut spans = Vec::with_capacity(self.events.len() * cols);
         let mut start = 0usize;
-        for ev in &self.events {
+        for n in 0..self.events.len() {
             for c in 0..cols {
-                let end = ev.keys[c] as usize;
+                let end = match c < read {
+                    true => self.key_ends[n * read + c] as usize,
+                    false => start,
+                };
                 spans.push((start, end, Interner::hash(&self.key_bytes[start..end])));
                 start = end;
+            }
+            if read > 0 {
+                start = self.key_ends[n * read + read - 1] as usize;
             }
         }
         for (n, &(start, end, h)) in spans.iter().enumerate() {
@@ -450,18 +465,6 @@ fn key_parts(sel: &ColSel) -> Vec<ColSel> {
         }
         s => vec![s.clone()],
     }
-}
-
-/// Column positions resolved against one file's header.
-struct Columns {
-    time: usize,
-    /// The time-of-day column when date and time are split.
-    time2: Option<usize>,
-    /// Per key: its columns, joined into one key when several.
-    keys: Vec<Vec<usize>>,
-    cost: Option<usize>,
-    /// The request's duration, subtracted from its completion time.
-    duration: Option<usize>,
 }
 
 pub(crate) fn resolve(
@@ -840,36 +843,8 @@ impl<R: BufRead> Rows for LineRows<R> {
     }
 }
 
-/// What carries over from file to file while reading.
-struct Reading<'s> {
-    spec: &'s InputSpec,
-    summary: InputSummary,
-    times: TimeParser,
-    announce: Option<String>,
-    naive_said: bool,
-    batch: Batch,
-    row_no: u64,
-    joined: Vec<u8>,
-    /// Notes already said by readers of other files read side by side
-    /// (`--merge`), so a note every file would repeat is said once.
-    said: Option<Notes>,
-}
-
 /// The notes said so far, shared by the readers of files merged by time.
 pub type Notes = Arc<std::sync::Mutex<std::collections::HashSet<String>>>;
-
-impl Reading<'_> {
-    /// Says `text` unless a note with the same `what` was said already.
-    fn note(&self, what: String, text: &str) {
-        if let Some(said) = &self.said {
-            let mut said = said.lock().unwrap_or_else(|e| e.into_inner());
-            if !said.insert(what) {
-                return;
-            }
-        }
-        crate::say!("{text}");
-    }
-}
 
 /// Reads every file in order, calling `emit` with each batch; `emit`
 /// returns false to stop early (the replay has failed).
@@ -893,7 +868,7 @@ pub fn read_all(
     } else {
         &spec.files
     };
-    read_files(spec, files.iter().enumerate(), bytes, None, emit)
+    LogReader::new(spec, None).read(files.iter().enumerate(), bytes, emit)
 }
 
 /// Reads file `file_idx` of the input alone, its key values left as
@@ -907,152 +882,64 @@ pub fn read_one(
     emit: impl FnMut(Batch) -> bool,
 ) -> Result<InputSummary> {
     let path = &spec.files[file_idx];
-    read_files(spec, [(file_idx, path)], bytes, Some(said), emit)
+    LogReader::new(spec, Some(said)).read([(file_idx, path)], bytes, emit)
 }
 
-fn read_files<'p>(
-    spec: &InputSpec,
-    files: impl IntoIterator<Item = (usize, &'p PathBuf)>,
-    bytes: &Arc<AtomicU64>,
+/// Reads logs into batches of events: opens each file, learns its format
+/// and delimiter, resolves its columns once, then parses row after row
+/// with [`LogReader::parse_row`]. What one file teaches (the time format
+/// detected, the notes said) carries over to the next.
+pub struct LogReader<'s> {
+    spec: &'s InputSpec,
+    summary: InputSummary,
+    times: TimeParser,
+    /// The time format note, said once a row has read well.
+    announce: Option<String>,
+    naive_said: bool,
+    batch: Batch,
+    row_no: u64,
+    /// A date and a time joined, when the time is in two columns.
+    joined: Vec<u8>,
+    /// Notes already said by readers of other files read side by side
+    /// (`--merge`), so a note every file would repeat is said once.
     said: Option<Notes>,
-    mut emit: impl FnMut(Batch) -> bool,
-) -> Result<InputSummary> {
-    let mut st = Reading {
-        spec,
-        summary: InputSummary::default(),
-        times: TimeParser::new(spec.time_format.clone(), spec.zone.clone()),
-        announce: None,
-        naive_said: false,
-        batch: Batch::default(),
-        row_no: 0,
-        joined: Vec::new(),
-        said,
-    };
-    let mut format = match spec.input_format {
-        InputFormat::Auto => None,
-        f => Some(f),
-    };
-    for (file_idx, path) in files {
-        let name = file_name(path);
-        let mut reader = open(path, bytes)?;
-        let auto = spec.input_format == InputFormat::Auto;
-        let f = match format {
-            Some(f) if auto => {
-                // One audit reads one format: a later file whose lines are
-                // plainly another format is named, not misread.
-                let sample = reader
-                    .fill_buf()
-                    .with_context(|| format!("cannot read '{name}'"))?;
-                let g = crate::log::detect(sample).unwrap_or(InputFormat::Csv);
-                let alike = |a, b| {
-                    a == b
-                        || matches!(
-                            (a, b),
-                            (InputFormat::Common, InputFormat::Combined)
-                                | (InputFormat::Combined, InputFormat::Common)
-                        )
-                };
-                let known = g != InputFormat::Csv;
-                if !sample.is_empty() && known && !alike(f, g) {
-                    bail!(
-                        "{name}: its first lines read as {} lines, but the files before it are {}; audit files of one format together, or set --input-format to read them all as one",
-                        g.name(),
-                        f.name()
-                    );
-                }
-                f
-            }
-            Some(f) => f,
-            None => {
-                let sample = reader
-                    .fill_buf()
-                    .with_context(|| format!("cannot read '{name}'"))?;
-                if sample.is_empty() {
-                    continue; // an empty file tells nothing
-                }
-                let f = crate::log::detect(sample).unwrap_or(InputFormat::Csv);
-                if f != InputFormat::Csv && !spec.quiet {
-                    crate::say!(
-                        "drip: reading {name} as {} lines (detected from its first lines; set --input-format to override)",
-                        f.name()
-                    );
-                }
-                format = Some(f);
-                f
-            }
-        };
-        let go = match f {
-            InputFormat::Csv | InputFormat::Tsv | InputFormat::Auto => {
-                let mut delimiter = spec.delimiter.unwrap_or(if f == InputFormat::Tsv {
-                    b'\t'
-                } else {
-                    default_delimiter(path)
-                });
-                if auto && spec.delimiter.is_none() && delimiter == b',' {
-                    let sample = reader
-                        .fill_buf()
-                        .with_context(|| format!("cannot read '{name}'"))?;
-                    if tab_separated(sample) {
-                        delimiter = b'\t';
-                        if !spec.quiet {
-                            crate::say!(
-                                "drip: reading {name} as tab-separated (detected from its first line: tabs and no commas; set --delimiter to override)"
-                            );
-                        }
-                    }
-                }
-                match CsvRows::new(reader, delimiter, spec.no_header, spec.skip_bad, &name)? {
-                    Some(mut rows) => {
-                        let go = read_rows(&mut st, &mut rows, file_idx, &name, &mut emit)?;
-                        st.summary.bad_rows += rows.skipped();
-                        go
-                    }
-                    None => true,
-                }
-            }
-            f => {
-                let parser = crate::log::parser(f, spec.log_format.as_deref())?;
-                let mut rows = LineRows::new(reader, parser, &name, spec.quiet)?;
-                if rows.pending.is_none() {
-                    true // no request lines: nothing to resolve columns against
-                } else {
-                    read_rows(&mut st, &mut rows, file_idx, &name, &mut emit)?
-                }
-            }
-        };
-        if !go {
-            return Ok(st.summary);
-        }
-    }
-    if !st.batch.events.is_empty() {
-        emit(st.batch);
-    }
-    st.summary.time_format = st.times.format.to_string();
-    Ok(st.summary)
+    /// How the files are written: given, or detected from the first file
+    /// that has lines.
+    format: Option<InputFormat>,
 }
 
-/// Reads one file's rows into events; false when `emit` asked to stop.
-fn read_rows(
-    st: &mut Reading,
-    rows: &mut impl Rows,
-    file_idx: usize,
-    name: &str,
-    emit: &mut impl FnMut(Batch) -> bool,
-) -> Result<bool> {
-    let spec = st.spec;
-    rows.check_start(name)?;
-    let (time, time2) = match spec.time_col.as_deref() {
-        Some([sel]) => (rows.column(sel, "time", name)?, None),
-        Some([sel, sel2, ..]) => (
-            rows.column(sel, "time", name)?,
-            Some(rows.column(sel2, "time", name)?),
-        ),
-        _ => rows.default_time(name)?,
-    };
-    let cols = Columns {
-        time,
-        time2,
-        keys: spec
+/// Column positions resolved against one file's header, with their names
+/// as messages quote them.
+struct Columns {
+    time: usize,
+    /// The time-of-day column when date and time are split.
+    time2: Option<usize>,
+    /// Per key: its columns, joined into one key when several.
+    keys: Vec<Vec<usize>>,
+    cost: Option<usize>,
+    /// The request's duration, subtracted from its completion time.
+    duration: Option<usize>,
+    /// The access-log format's name; `None` for CSV.
+    format: Option<&'static str>,
+    time_name: String,
+    duration_name: String,
+    cost_name: String,
+    key_names: Vec<Vec<String>>,
+    shape: crate::log::key::KeyShape,
+}
+
+impl Columns {
+    /// Resolves the spec's columns against the file's header or fields.
+    fn resolve(rows: &mut impl Rows, spec: &InputSpec, name: &str) -> Result<Columns> {
+        let (time, time2) = match spec.time_col.as_deref() {
+            Some([sel]) => (rows.column(sel, "time", name)?, None),
+            Some([sel, sel2, ..]) => (
+                rows.column(sel, "time", name)?,
+                Some(rows.column(sel2, "time", name)?),
+            ),
+            _ => rows.default_time(name)?,
+        };
+        let keys = spec
             .key_cols
             .iter()
             .map(|k| {
@@ -1061,234 +948,468 @@ fn read_rows(
                     .map(|p| rows.column(p, "key", name))
                     .collect::<Result<Vec<usize>>>()
             })
-            .collect::<Result<_>>()?,
-        cost: spec
+            .collect::<Result<Vec<_>>>()?;
+        let cost = spec
             .cost_col
             .as_ref()
             .map(|c| rows.column(c, "cost", name))
-            .transpose()?,
-        duration: spec
+            .transpose()?;
+        let duration = spec
             .duration_col
             .as_ref()
             .map(|c| rows.column(c, "duration", name))
-            .transpose()?,
-    };
-    let format = rows.format();
-    // Column names for messages.
-    let col_name = |h: Option<&[String]>, i: usize| match h.and_then(|h| h.get(i)) {
-        Some(n) => n.clone(),
-        None if format.is_some() => format!("field{i}"),
-        None => format!("#{i}"),
-    };
-    let header: Option<Vec<String>> = rows.header().map(<[String]>::to_vec);
-    let h = header.as_deref();
-    if st.summary.time_column.is_empty() {
-        st.summary.time_column = match cols.time2 {
-            Some(t2) => format!("{}+{}", col_name(h, cols.time), col_name(h, t2)),
-            None => col_name(h, cols.time),
+            .transpose()?;
+        let format = rows.format();
+        let h = rows.header();
+        let col_name = |i: usize| match h.and_then(|h| h.get(i)) {
+            Some(n) => n.clone(),
+            None if format.is_some() => format!("field{i}"),
+            None => format!("#{i}"),
         };
-        // Completion times and the durations logged beside them: nginx's
-        // variables, and Caddy's JSON (`ts` is when the entry is written).
+        Ok(Columns {
+            time_name: match time2 {
+                Some(t2) => format!("{}+{}", col_name(time), col_name(t2)),
+                None => col_name(time),
+            },
+            duration_name: duration.map_or(String::new(), |d| shown_str(&col_name(d))),
+            cost_name: cost.map_or(String::new(), |c| shown_str(&col_name(c))),
+            key_names: keys
+                .iter()
+                .map(|k| k.iter().map(|&c| shown_str(&col_name(c))).collect())
+                .collect(),
+            time,
+            time2,
+            keys,
+            cost,
+            duration,
+            format,
+            shape: crate::log::key::KeyShape {
+                strip_port: spec.strip_port,
+                prefix: spec.key_prefix,
+            },
+        })
+    }
+
+    /// What a row is called in messages.
+    fn thing(&self) -> &'static str {
+        if self.format.is_some() { "line" } else { "row" }
+    }
+
+    /// What a column is called in messages.
+    fn col(&self) -> &'static str {
+        if self.format.is_some() {
+            "field"
+        } else {
+            "column"
+        }
+    }
+}
+
+impl<'s> LogReader<'s> {
+    pub fn new(spec: &'s InputSpec, said: Option<Notes>) -> LogReader<'s> {
+        LogReader {
+            spec,
+            summary: InputSummary::default(),
+            times: TimeParser::new(spec.time_format.clone(), spec.zone.clone()),
+            announce: None,
+            naive_said: false,
+            batch: Batch::default(),
+            row_no: 0,
+            joined: Vec::new(),
+            said,
+            format: match spec.input_format {
+                InputFormat::Auto => None,
+                f => Some(f),
+            },
+        }
+    }
+
+    /// Reads `files` (each with its place in the input) one after another.
+    pub fn read<'p>(
+        mut self,
+        files: impl IntoIterator<Item = (usize, &'p PathBuf)>,
+        bytes: &Arc<AtomicU64>,
+        mut emit: impl FnMut(Batch) -> bool,
+    ) -> Result<InputSummary> {
+        for (file_idx, path) in files {
+            if !self.read_file(file_idx, path, bytes, &mut emit)? {
+                return Ok(self.summary);
+            }
+        }
+        if !self.batch.events.is_empty() {
+            emit(self.batch);
+        }
+        self.summary.time_format = self.times.format.to_string();
+        Ok(self.summary)
+    }
+
+    /// Reads one file; false when `emit` asked to stop.
+    fn read_file(
+        &mut self,
+        file_idx: usize,
+        path: &Path,
+        bytes: &Arc<AtomicU64>,
+        emit: &mut impl FnMut(Batch) -> bool,
+    ) -> Result<bool> {
+        let spec = self.spec;
+        let name = file_name(path);
+        let mut reader = open(path, bytes)?;
+        let Some(f) = self.format_of(&mut reader, &name)? else {
+            return Ok(true); // an empty file tells nothing
+        };
+        if let InputFormat::Csv | InputFormat::Tsv | InputFormat::Auto = f {
+            let delimiter = self.delimiter_of(&mut reader, f, path, &name)?;
+            let Some(mut rows) =
+                CsvRows::new(reader, delimiter, spec.no_header, spec.skip_bad, &name)?
+            else {
+                return Ok(true);
+            };
+            let go = self.read_rows(&mut rows, file_idx, &name, emit)?;
+            self.summary.bad_rows += rows.skipped();
+            return Ok(go);
+        }
+        let parser = crate::log::parser(f, spec.log_format.as_deref())?;
+        let mut rows = LineRows::new(reader, parser, &name, spec.quiet)?;
+        if rows.pending.is_none() {
+            return Ok(true); // no request lines: nothing to resolve columns against
+        }
+        self.read_rows(&mut rows, file_idx, &name, emit)
+    }
+
+    /// The file's format: as given, or detected from the first file with
+    /// lines (`None`: an empty file before any, which tells nothing).
+    fn format_of(
+        &mut self,
+        reader: &mut Box<dyn BufRead + Send>,
+        name: &str,
+    ) -> Result<Option<InputFormat>> {
+        let auto = self.spec.input_format == InputFormat::Auto;
+        if !auto {
+            return Ok(self.format);
+        }
+        let sample = reader
+            .fill_buf()
+            .with_context(|| format!("cannot read '{name}'"))?;
+        let detected = crate::log::detect(sample).unwrap_or(InputFormat::Csv);
+        let Some(f) = self.format else {
+            if sample.is_empty() {
+                return Ok(None);
+            }
+            if detected != InputFormat::Csv && !self.spec.quiet {
+                crate::say!(
+                    "drip: reading {name} as {} lines (detected from its first lines; set --input-format to override)",
+                    detected.name()
+                );
+            }
+            self.format = Some(detected);
+            return Ok(self.format);
+        };
+        // One audit reads one format: a later file whose lines are plainly
+        // another format is named, not misread.
+        let alike = f == detected
+            || matches!(
+                (f, detected),
+                (InputFormat::Common, InputFormat::Combined)
+                    | (InputFormat::Combined, InputFormat::Common)
+            );
+        if !sample.is_empty() && detected != InputFormat::Csv && !alike {
+            bail!(
+                "{name}: its first lines read as {} lines, but the files before it are {}; audit files of one format together, or set --input-format to read them all as one",
+                detected.name(),
+                f.name()
+            );
+        }
+        Ok(Some(f))
+    }
+
+    /// A CSV file's delimiter: given, by its name, or tabs when its first
+    /// line has tabs and no commas (detected only with `auto`).
+    fn delimiter_of(
+        &self,
+        reader: &mut Box<dyn BufRead + Send>,
+        f: InputFormat,
+        path: &Path,
+        name: &str,
+    ) -> Result<u8> {
+        let spec = self.spec;
+        if let Some(d) = spec.delimiter {
+            return Ok(d);
+        }
+        if f == InputFormat::Tsv {
+            return Ok(b'\t');
+        }
+        let delimiter = default_delimiter(path);
+        if spec.input_format != InputFormat::Auto || delimiter != b',' {
+            return Ok(delimiter);
+        }
+        let sample = reader
+            .fill_buf()
+            .with_context(|| format!("cannot read '{name}'"))?;
+        if !tab_separated(sample) {
+            return Ok(delimiter);
+        }
+        if !spec.quiet {
+            crate::say!(
+                "drip: reading {name} as tab-separated (detected from its first line: tabs and no commas; set --delimiter to override)"
+            );
+        }
+        Ok(b'\t')
+    }
+
+    /// Reads one file's rows into events; false when `emit` asked to stop.
+    fn read_rows(
+        &mut self,
+        rows: &mut impl Rows,
+        file_idx: usize,
+        name: &str,
+        emit: &mut impl FnMut(Batch) -> bool,
+    ) -> Result<bool> {
+        rows.check_start(name)?;
+        let cols = Columns::resolve(rows, self.spec, name)?;
+        if self.summary.time_column.is_empty() {
+            self.summary.time_column = cols.time_name.clone();
+            self.completion_note(&cols, rows.header());
+        }
+        let time_name = shown_str(&self.summary.time_column);
+        let kind = cols.format.map_or(String::new(), |f| format!("{f} line: "));
+        while let Some(read) = rows.advance()? {
+            let line = rows.line();
+            self.row_no += 1;
+            let bad = |what: String| -> anyhow::Error {
+                let thing = cols.thing();
+                anyhow!(
+                    "{name}:{line}: {kind}{what}; fix the {thing}, or pass --skip-bad to skip and count such {thing}s"
+                )
+            };
+            let marks = (self.batch.key_bytes.len(), self.batch.key_ends.len());
+            let parsed = read
+                .map_err(&bad)
+                .and_then(|()| self.parse_row(rows, &cols, &time_name, &bad));
+            match parsed {
+                Ok((at, cost)) => {
+                    let ev = Event {
+                        at,
+                        row: self.row_no,
+                        line,
+                        file: file_idx as u32,
+                        cost,
+                        keys: [0; MAX_KEYS],
+                    };
+                    if !self.accept(ev, &cols, &time_name, emit) {
+                        return Ok(false);
+                    }
+                }
+                Err(e) => {
+                    self.batch.key_bytes.truncate(marks.0);
+                    self.batch.key_ends.truncate(marks.1);
+                    if !self.spec.skip_bad {
+                        return Err(e);
+                    }
+                    self.summary.bad_rows += 1;
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Says, for the first file, when the time column is a completion time
+    /// with the request's duration logged beside it: nginx's variables, and
+    /// Caddy's JSON (`ts` is when the entry is written).
+    fn completion_note(&self, cols: &Columns, header: Option<&[String]>) {
         const COMPLETIONS: [(&str, &str); 4] = [
             ("msec", "request_time"),
             ("time_local", "request_time"),
             ("time_iso8601", "request_time"),
             ("ts", "duration"),
         ];
-        if let Some(f) = format
-            && spec.duration_col.is_none()
-            && !spec.quiet
-            && let Some(hd) = h
+        if let Some(f) = cols.format
+            && self.spec.duration_col.is_none()
+            && !self.spec.quiet
+            && let Some(hd) = header
             && let Some((_, d)) = COMPLETIONS
                 .iter()
-                .find(|(t, d)| st.summary.time_column == *t && hd.iter().any(|n| n == d))
+                .find(|(t, d)| self.summary.time_column == *t && hd.iter().any(|n| n == d))
         {
             let text = format!(
                 "drip: {f} lines are written when a request completes, so '{}' is a completion time; pass --duration-column {d} to replay arrival times",
-                st.summary.time_column
+                self.summary.time_column
             );
-            st.note(text.clone(), &text);
+            self.note(text.clone(), &text);
         }
     }
-    // Names as messages quote them.
-    let time_column = shown_str(&st.summary.time_column);
-    let duration_name = cols.duration.map(|d| shown_str(&col_name(h, d)));
-    let key_names: Vec<Vec<String>> = cols
-        .keys
-        .iter()
-        .map(|k| k.iter().map(|&c| shown_str(&col_name(h, c))).collect())
-        .collect();
-    let shape = crate::log::key::KeyShape {
-        strip_port: spec.strip_port,
-        prefix: spec.key_prefix,
-    };
-    let plain_keys = shape == crate::log::key::KeyShape::default();
-    let cost_name = cols.cost.map(|c| shown_str(&col_name(h, c)));
-    // Where a message points: the CSV row, or the format's line.
-    let kind = match format {
-        Some(f) => format!("{f} line: "),
-        None => String::new(),
-    };
-    let lenient_keys = format.is_some();
-    let col = if format.is_some() { "field" } else { "column" };
-    while let Some(read) = rows.advance()? {
-        let line = rows.line();
-        st.row_no += 1;
-        let bad = |what: String| -> anyhow::Error {
-            let thing = if format.is_some() { "line" } else { "row" };
-            anyhow!(
-                "{name}:{line}: {kind}{what}; fix the {thing}, or pass --skip-bad to skip and count such {thing}s"
-            )
-        };
-        let parsed = (|| -> Result<Event> {
-            read.map_err(&bad)?;
-            let field = |i: usize, what: &str| {
-                rows.get(i).ok_or_else(|| match format {
-                    Some(_) => bad(format!(
-                        "no {what} field '{}' on this line",
-                        shown_str(&col_name(h, i))
-                    )),
-                    None => bad(format!(
-                        "the row has {} field(s), no {what} column #{i}",
-                        rows.len()
-                    )),
-                })
-            };
-            let mut tv = field(cols.time, "time")?;
-            if let Some(t2) = cols.time2 {
-                st.joined.clear();
-                st.joined.extend_from_slice(tv.trim_ascii());
-                st.joined.push(b' ');
-                st.joined.extend_from_slice(field(t2, "time")?.trim_ascii());
-                tv = &st.joined;
-            }
-            if st.times.format == TimeFormat::Auto {
-                let format = TimeFormat::detect(tv).ok_or_else(|| {
-                    bad(format!(
-                        "cannot tell the time format of '{}' in {col} '{}'; set --time-format",
-                        shown(tv),
-                        time_column
-                    ))
-                })?;
-                st.announce = (!spec.quiet).then(|| {
-                    format!(
-                        "drip: reading column '{}' as {format} (detected from '{}'; set --time-format to override)",
-                        time_column,
-                        shown(tv.trim_ascii())
+
+    /// Parses the current row: its arrival time and cost, its key values
+    /// appended to the batch. `bad` words an error about the row.
+    fn parse_row(
+        &mut self,
+        rows: &impl Rows,
+        cols: &Columns,
+        time_name: &str,
+        bad: &impl Fn(String) -> anyhow::Error,
+    ) -> Result<(Nanos, u32)> {
+        let field = |i: usize, what: &str| {
+            rows.get(i).ok_or_else(|| match cols.format {
+                Some(_) => bad(format!(
+                    "no {what} field '{}' on this line",
+                    shown_str(
+                        &rows
+                            .header()
+                            .and_then(|h| h.get(i))
+                            .cloned()
+                            .unwrap_or_else(|| format!("field{i}"))
                     )
-                });
-                st.times = TimeParser::new(format, spec.zone.clone());
-            }
-            let mut at = st.times.parse(tv).map_err(|e| {
+                )),
+                None => bad(format!(
+                    "the row has {} field(s), no {what} column #{i}",
+                    rows.len()
+                )),
+            })
+        };
+        let col = cols.col();
+        let mut tv = field(cols.time, "time")?;
+        if let Some(t2) = cols.time2 {
+            self.joined.clear();
+            self.joined.extend_from_slice(tv.trim_ascii());
+            self.joined.push(b' ');
+            self.joined
+                .extend_from_slice(field(t2, "time")?.trim_ascii());
+            tv = &self.joined;
+        }
+        if self.times.format == TimeFormat::Auto {
+            let format = TimeFormat::detect(tv).ok_or_else(|| {
                 bad(format!(
-                    "bad timestamp '{}' in {col} '{}': {e}",
-                    shown(tv),
-                    time_column
+                    "cannot tell the time format of '{}' in {col} '{time_name}'; set --time-format",
+                    shown(tv)
                 ))
             })?;
-            if let Some(d) = cols.duration {
-                let dn = duration_name.as_deref().unwrap_or_default();
-                let v = field(d, "duration")?;
-                let took = super::timestamp::parse_epoch(v.trim_ascii(), Nanos::PER_SEC).map_err(
-                    |_| {
-                        bad(format!(
-                            "bad duration '{}' in {col} '{dn}': seconds such as 0.125",
-                            shown(v)
-                        ))
-                    },
-                )?;
-                at = Nanos(at.0.checked_sub(took.0).ok_or_else(|| {
+            self.announce = (!self.spec.quiet).then(|| {
+                format!(
+                    "drip: reading column '{time_name}' as {format} (detected from '{}'; set --time-format to override)",
+                    shown(tv.trim_ascii())
+                )
+            });
+            self.times = TimeParser::new(format, self.spec.zone.clone());
+        }
+        let mut at = self.times.parse(tv).map_err(|e| {
+            bad(format!(
+                "bad timestamp '{}' in {col} '{time_name}': {e}",
+                shown(tv)
+            ))
+        })?;
+        if let Some(d) = cols.duration {
+            let dn = &cols.duration_name;
+            let v = field(d, "duration")?;
+            let took =
+                super::timestamp::parse_epoch(v.trim_ascii(), Nanos::PER_SEC).map_err(|_| {
                     bad(format!(
-                        "duration '{}' in {col} '{dn}' is longer than the time since 1970",
+                        "bad duration '{}' in {col} '{dn}': seconds such as 0.125",
                         shown(v)
                     ))
-                })?);
-            }
-            let cost = match cols.cost {
-                None => 1,
-                Some(c) => {
-                    let v = field(c, "cost")?;
-                    std::str::from_utf8(v.trim_ascii())
-                        .ok()
-                        .and_then(|s| s.parse::<u32>().ok())
-                        .filter(|&c| c > 0)
-                        .ok_or_else(|| {
-                            bad(format!(
-                                "bad cost '{}' in {col} '{}': a whole number from 1 to 4294967295",
-                                shown(v),
-                                cost_name.as_deref().unwrap_or_default()
-                            ))
-                        })?
-                }
-            };
-            let mut keys = [0; MAX_KEYS];
-            let mark = st.batch.key_bytes.len();
-            for (slot, parts) in cols.keys.iter().enumerate() {
-                for (n, &c) in parts.iter().enumerate() {
-                    if rows.get(c).is_none() && !lenient_keys {
-                        st.batch.key_bytes.truncate(mark);
-                        return Err(bad(format!(
-                            "the row has {} field(s), no key column '{}'",
-                            rows.len(),
-                            key_names[slot][n]
-                        )));
-                    }
-                }
-                // A field some lines lack (a JSON path, a trailing field)
-                // is an empty key part there.
-                let value = |c: usize| rows.get(c).unwrap_or_default();
-                match parts.as_slice() {
-                    [c] if plain_keys => {
-                        st.batch.key_bytes.extend_from_slice(value(*c).trim_ascii())
-                    }
-                    [c] => shape.append(value(*c), &mut st.batch.key_bytes),
-                    _ => shape
-                        .append_joined(parts.iter().map(|&c| value(c)), &mut st.batch.key_bytes),
-                }
-                keys[slot] = u32::try_from(st.batch.key_bytes.len())
-                    .map_err(|_| bad("key values too long".into()))?;
-            }
-            Ok(Event {
-                at,
-                row: st.row_no,
-                line,
-                file: file_idx as u32,
-                cost,
-                keys,
-            })
-        })();
-        match parsed {
-            Ok(ev) => {
-                // Said once a row has read well, so an error stays one line.
-                if let Some(note) = st.announce.take() {
-                    st.note(format!("time {time_column} {}", st.times.format), &note);
-                }
-                // W3C logs are UTC by definition.
-                if st.times.naive_seen
-                    && !st.naive_said
-                    && spec.zone.is_none()
-                    && !spec.quiet
-                    && format != Some("w3c")
-                {
-                    st.naive_said = true;
-                    st.note(
-                        format!("naive {time_column}"),
-                        &format!("drip: timestamps in column '{time_column}' have no UTC offset; reading them as UTC (set --tz if they are local times)"),
-                    );
-                }
-                st.summary.rows += 1;
-                st.batch.events.push(ev);
-                if st.batch.events.len() >= BATCH && !emit(std::mem::take(&mut st.batch)) {
-                    return Ok(false);
-                }
-            }
-            Err(_) if spec.skip_bad => {
-                st.summary.bad_rows += 1;
-            }
-            Err(e) => return Err(e),
+                })?;
+            at = Nanos(at.0.checked_sub(took.0).ok_or_else(|| {
+                bad(format!(
+                    "duration '{}' in {col} '{dn}' is longer than the time since 1970",
+                    shown(v)
+                ))
+            })?);
         }
+        let cost = match cols.cost {
+            None => 1,
+            Some(c) => {
+                let v = field(c, "cost")?;
+                std::str::from_utf8(v.trim_ascii())
+                    .ok()
+                    .and_then(|s| s.parse::<u32>().ok())
+                    .filter(|&c| c > 0)
+                    .ok_or_else(|| {
+                        bad(format!(
+                            "bad cost '{}' in {col} '{}': a whole number from 1 to 4294967295",
+                            shown(v),
+                            cols.cost_name
+                        ))
+                    })?
+            }
+        };
+        self.key_values(rows, cols, bad)?;
+        Ok((at, cost))
     }
-    Ok(true)
+
+    /// Appends the row's key values to the batch, shaped (ports stripped,
+    /// addresses grouped), with where each ends.
+    fn key_values(
+        &mut self,
+        rows: &impl Rows,
+        cols: &Columns,
+        bad: &impl Fn(String) -> anyhow::Error,
+    ) -> Result<()> {
+        // A field some lines lack (a JSON path, a trailing field) is an
+        // empty key part there.
+        let lenient = cols.format.is_some();
+        let plain = cols.shape == crate::log::key::KeyShape::default();
+        let out = &mut self.batch.key_bytes;
+        for (slot, parts) in cols.keys.iter().enumerate() {
+            if !lenient && let Some(n) = parts.iter().position(|&c| rows.get(c).is_none()) {
+                return Err(bad(format!(
+                    "the row has {} field(s), no key column '{}'",
+                    rows.len(),
+                    cols.key_names[slot][n]
+                )));
+            }
+            let value = |c: usize| rows.get(c).unwrap_or_default();
+            match parts.as_slice() {
+                [c] if plain => out.extend_from_slice(value(*c).trim_ascii()),
+                [c] => cols.shape.append(value(*c), out),
+                _ => cols
+                    .shape
+                    .append_joined(parts.iter().map(|&c| value(c)), out),
+            }
+            let end = u32::try_from(out.len()).map_err(|_| bad("key values too long".into()))?;
+            self.batch.key_ends.push(end);
+        }
+        Ok(())
+    }
+
+    /// Takes a row that read well into the batch, saying what there is to
+    /// say once; false when `emit` asked to stop.
+    fn accept(
+        &mut self,
+        ev: Event,
+        cols: &Columns,
+        time_name: &str,
+        emit: &mut impl FnMut(Batch) -> bool,
+    ) -> bool {
+        // Said once a row has read well, so an error stays one line.
+        if let Some(note) = self.announce.take() {
+            self.note(format!("time {time_name} {}", self.times.format), &note);
+        }
+        // W3C logs are UTC by definition.
+        if self.times.naive_seen
+            && !self.naive_said
+            && self.spec.zone.is_none()
+            && !self.spec.quiet
+            && cols.format != Some("w3c")
+        {
+            self.naive_said = true;
+            self.note(
+                format!("naive {time_name}"),
+                &format!("drip: timestamps in column '{time_name}' have no UTC offset; reading them as UTC (set --tz if they are local times)"),
+            );
+        }
+        self.summary.rows += 1;
+        self.batch.events.push(ev);
+        self.batch.events.len() < BATCH || emit(std::mem::take(&mut self.batch))
+    }
+
+    /// Says `text` unless a note with the same `what` was said already.
+    fn note(&self, what: String, text: &str) {
+        if let Some(said) = &self.said {
+            let mut said = said.lock().unwrap_or_else(|e| e.into_inner());
+            if !said.insert(what) {
+                return;
+            }
+        }
+        crate::say!("{text}");
+    }
 }
 
 #[cfg(test)]

@@ -62,11 +62,11 @@ pub fn read_ordered(
     } else {
         files.iter().map(|f| file_name(f)).collect()
     };
+    let merge = spec.merge && files.len() > 1;
     let reader = {
         let bytes = bytes.clone();
         let spec = spec.clone();
         let names = names.clone();
-        let merge = spec.merge && files.len() > 1;
         std::thread::Builder::new()
             .name("drip-reader".into())
             .spawn(move || {
@@ -95,6 +95,15 @@ pub fn read_ordered(
             sink.learn(&mut batch);
             rows_seen += batch.events.len() as u64;
             for ev in batch.events {
+                if merge {
+                    // Merged rows come in time order.
+                    chunk.push(ev);
+                    if chunk.len() >= CHUNK {
+                        sink.take(&chunk)?;
+                        chunk.clear();
+                    }
+                    continue;
+                }
                 out_of_place += hold(
                     &mut order,
                     ev,
@@ -242,71 +251,128 @@ impl AsRef<Event> for Waiting {
     }
 }
 
-impl Waiting {
-    /// The row's key values, back to back, and where each ends.
-    fn key_values(&self, cols: usize) -> impl Iterator<Item = &[u8]> {
-        let events = &self.batch.events;
-        // Values are stored back to back: a row's first starts where the
-        // row before it ended.
-        let mut start = match (self.at, cols) {
-            (0, _) | (_, 0) => 0,
-            (i, _) => events[i as usize - 1].keys[cols - 1] as usize,
-        };
-        self.ev.keys[..cols].iter().map(move |&end| {
-            let v = &self.batch.key_bytes[start..end as usize];
-            start = end as usize;
-            v
-        })
+/// Appends row `n` of `from`, its key values with it, to `to`.
+fn copy_row(ev: Event, from: &Batch, n: usize, cols: usize, to: &mut Batch) {
+    let first = n * cols;
+    // Values are stored back to back: a row's first starts where the row
+    // before it ended.
+    let mut start = match first {
+        0 => 0,
+        i => from.key_ends[i - 1] as usize,
+    };
+    for &end in &from.key_ends[first..first + cols] {
+        to.key_bytes
+            .extend_from_slice(&from.key_bytes[start..end as usize]);
+        to.key_ends.push(to.key_bytes.len() as u32);
+        start = end as usize;
     }
+    to.events.push(ev);
 }
 
-/// One file being merged: its reader thread, and its rows re-sorted within
-/// the window.
-struct Source {
-    rx: mpsc::Receiver<Batch>,
-    reader: Option<JoinHandle<Result<InputSummary>>>,
-    order: Reorder<Waiting>,
-    summary: InputSummary,
-    out_of_place: u64,
-}
-
-impl Source {
-    /// The file's next row in time order; `None` at its end.
-    fn next(&mut self, window: Nanos, skip_bad: bool, names: &[String]) -> Result<Option<Waiting>> {
-        loop {
-            if let Some(row) = self.order.pop_ready() {
-                return Ok(Some(row));
-            }
-            if self.reader.is_none() {
-                return Ok(self.order.pop_any());
-            }
-            match self.rx.recv() {
-                Ok(batch) => {
-                    let batch = Rc::new(batch);
-                    for (at, ev) in batch.events.iter().enumerate() {
-                        let row = Waiting {
-                            ev: *ev,
-                            at: at as u32,
-                            batch: batch.clone(),
-                        };
-                        self.out_of_place +=
-                            hold(&mut self.order, row, window, skip_bad, names, true)?;
-                    }
+/// Reads file `idx` alone (on its own thread) and sends its rows re-sorted
+/// within the window, in batches, for the merge.
+fn sort_file(
+    spec: &InputSpec,
+    idx: usize,
+    window: Nanos,
+    bytes: &Arc<AtomicU64>,
+    said: input::Notes,
+    names: &[String],
+    tx: mpsc::SyncSender<Batch>,
+) -> Result<Merged> {
+    let cols = spec.key_cols.len();
+    let mut order: Reorder<Waiting> = Reorder::new(window);
+    let mut out = Batch::default();
+    let mut failed = None;
+    let mut out_of_place = 0;
+    let put = |row: Waiting, out: &mut Batch| {
+        copy_row(row.ev, &row.batch, row.at as usize, cols, out);
+        out.events.len() < BATCH || tx.send(std::mem::take(out)).is_ok()
+    };
+    let read = input::read_one(spec, idx, bytes, said, |batch| {
+        let batch = Rc::new(batch);
+        for (at, ev) in batch.events.iter().enumerate() {
+            let row = Waiting {
+                ev: *ev,
+                at: at as u32,
+                batch: batch.clone(),
+            };
+            match hold(&mut order, row, window, spec.skip_bad, names, true) {
+                Ok(n) => out_of_place += n,
+                Err(e) => {
+                    failed = Some(e);
+                    return false;
                 }
-                Err(_) => {
-                    let reader = self.reader.take().expect("a reader");
-                    self.summary = reader
-                        .join()
-                        .map_err(|_| anyhow!("a reader thread failed"))??;
+            }
+            while let Some(row) = order.pop_ready() {
+                if !put(row, &mut out) {
+                    return false; // the merge has stopped
                 }
             }
         }
+        true
+    });
+    if let Some(e) = failed {
+        return Err(e);
+    }
+    let mut summary = read?;
+    while let Some(row) = order.pop_any() {
+        if !put(row, &mut out) {
+            break;
+        }
+    }
+    if !out.events.is_empty() {
+        let _ = tx.send(out);
+    }
+    summary.rows -= out_of_place;
+    summary.bad_rows += out_of_place;
+    Ok(Merged {
+        summary,
+        reordered: order.reordered,
+        max_behind: order.max_behind,
+    })
+}
+
+/// One file being merged: its rows in time order, a batch at a time.
+struct Source {
+    rx: mpsc::Receiver<Batch>,
+    reader: Option<JoinHandle<Result<Merged>>>,
+    batch: Batch,
+    /// The next row in `batch.events`.
+    next: usize,
+    read: Option<Merged>,
+}
+
+impl Source {
+    /// The time of the file's next row, receiving its next batch when
+    /// needed; `None` at its end (or an error of its reader).
+    fn head(&mut self) -> Result<Option<Nanos>> {
+        while self.next >= self.batch.events.len() {
+            match self.rx.recv() {
+                Ok(batch) => {
+                    self.batch = batch;
+                    self.next = 0;
+                }
+                Err(_) => {
+                    let Some(reader) = self.reader.take() else {
+                        return Ok(None);
+                    };
+                    let read = reader
+                        .join()
+                        .map_err(|_| anyhow!("a reader thread failed"))??;
+                    self.read = Some(read);
+                    return Ok(None);
+                }
+            }
+        }
+        Ok(Some(self.batch.events[self.next].at))
     }
 }
 
-/// Reads every file on a thread of its own and merges their rows by time
-/// into batches sent on `tx`, numbered in merged order (key values interned
-/// here with `interners`, else left to the receiver).
+/// Reads every file on a thread of its own, each re-sorted within the
+/// window, and merges their rows by time into batches sent on `tx`,
+/// numbered in merged order (key values interned here with `interners`,
+/// else left to the receiver).
 fn merge_files(
     spec: &InputSpec,
     window: Nanos,
@@ -320,61 +386,60 @@ fn merge_files(
     for idx in 0..spec.files.len() {
         let (file_tx, rx) = mpsc::sync_channel::<Batch>(4);
         let (spec, bytes, said) = (spec.clone(), bytes.clone(), said.clone());
+        let names = names.to_vec();
         let reader = std::thread::Builder::new()
             .name(format!("drip-reader-{idx}"))
-            .spawn(move || input::read_one(&spec, idx, &bytes, said, |b| file_tx.send(b).is_ok()))
+            .spawn(move || sort_file(&spec, idx, window, &bytes, said, &names, file_tx))
             .context("cannot start a reader thread")?;
         sources.push(Source {
             rx,
             reader: Some(reader),
-            order: Reorder::new(window),
-            summary: InputSummary::default(),
-            out_of_place: 0,
+            batch: Batch::default(),
+            next: 0,
+            read: None,
         });
     }
     let cols = spec.key_cols.len();
-    // Each file's next row, earliest first: (time, file) is unique.
-    let mut heads: Vec<Option<Waiting>> = Vec::with_capacity(sources.len());
-    let mut next = BinaryHeap::new();
+    // Each file's next row, earliest first: (time, file) is unique, and
+    // ties go to the earlier file.
+    let mut heads = BinaryHeap::new();
     for (i, s) in sources.iter_mut().enumerate() {
-        let head = s.next(window, spec.skip_bad, names)?;
-        if let Some(h) = &head {
-            next.push(Reverse((h.ev.at, i)));
+        if let Some(at) = s.head()? {
+            heads.push(Reverse((at, i)));
         }
-        heads.push(head);
     }
-    let mut batch = Batch::default();
+    let mut out = Batch::default();
     let mut row = 0u64;
-    while let Some(Reverse((_, i))) = next.pop() {
-        let head = heads[i].take().expect("a head");
-        row += 1;
-        let mut ev = head.ev;
-        ev.row = row;
-        for (c, v) in head.key_values(cols).enumerate() {
-            batch.key_bytes.extend_from_slice(v);
-            ev.keys[c] = batch.key_bytes.len() as u32;
+    let mut send = |out: &mut Batch| {
+        let mut full = std::mem::take(out);
+        if let Some(i) = interners.as_mut() {
+            full.intern(i);
         }
-        batch.events.push(ev);
-        drop(head);
-        if batch.events.len() >= BATCH {
-            let mut full = std::mem::take(&mut batch);
-            if let Some(i) = interners.as_mut() {
-                full.intern(i);
+        tx.send(full).is_ok()
+    };
+    'merge: while let Some(Reverse((_, i))) = heads.pop() {
+        let s = &mut sources[i];
+        // Rows of this file go out until another file's head comes first.
+        loop {
+            let mut ev = s.batch.events[s.next];
+            row += 1;
+            ev.row = row;
+            copy_row(ev, &s.batch, s.next, cols, &mut out);
+            s.next += 1;
+            if out.events.len() >= BATCH && !send(&mut out) {
+                break 'merge; // the replay has failed
             }
-            if tx.send(full).is_err() {
-                break; // the replay has failed
+            let Some(at) = s.head()? else {
+                break;
+            };
+            if heads.peek().is_some_and(|Reverse(other)| *other < (at, i)) {
+                heads.push(Reverse((at, i)));
+                break;
             }
-        }
-        heads[i] = sources[i].next(window, spec.skip_bad, names)?;
-        if let Some(h) = &heads[i] {
-            next.push(Reverse((h.ev.at, i)));
         }
     }
-    if !batch.events.is_empty() {
-        if let Some(i) = interners.as_mut() {
-            batch.intern(i);
-        }
-        let _ = tx.send(batch);
+    if !out.events.is_empty() {
+        send(&mut out);
     }
     Ok(merged(sources))
 }
@@ -388,20 +453,21 @@ fn merged(sources: Vec<Source>) -> Merged {
     };
     let mut columns: Vec<String> = Vec::new();
     let mut formats: Vec<String> = Vec::new();
-    for s in sources {
-        let add = |list: &mut Vec<String>, v: String| {
-            if !v.is_empty() && !list.contains(&v) {
-                list.push(v);
-            }
-        };
-        if s.summary.rows + s.summary.bad_rows > 0 {
-            add(&mut columns, s.summary.time_column);
-            add(&mut formats, s.summary.time_format);
+    let add = |list: &mut Vec<String>, v: String| {
+        if !v.is_empty() && !list.contains(&v) {
+            list.push(v);
         }
-        all.summary.rows += s.summary.rows - s.out_of_place;
-        all.summary.bad_rows += s.summary.bad_rows + s.out_of_place;
-        all.reordered += s.order.reordered;
-        all.max_behind = all.max_behind.max(s.order.max_behind);
+    };
+    for read in sources.into_iter().filter_map(|s| s.read) {
+        let s = read.summary;
+        if s.rows + s.bad_rows > 0 {
+            add(&mut columns, s.time_column);
+            add(&mut formats, s.time_format);
+        }
+        all.summary.rows += s.rows;
+        all.summary.bad_rows += s.bad_rows;
+        all.reordered += read.reordered;
+        all.max_behind = all.max_behind.max(read.max_behind);
     }
     all.summary.time_column = columns.join(", ");
     all.summary.time_format = formats.join(", ");
