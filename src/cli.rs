@@ -433,6 +433,10 @@ pub struct AuditArgs {
     /// newly dropped and admitted, keys newly hurt and relieved.
     #[arg(long)]
     pub compare: bool,
+    /// Replay threads (default: one per available core). Policies keyed by one
+    /// column are split by key across them; the report is the same for any N.
+    #[arg(long, value_name = "N")]
+    pub threads: Option<std::num::NonZeroUsize>,
     /// Show a progress bar on stderr (default when stderr is a terminal).
     #[arg(long, overrides_with = "no_progress")]
     pub progress: bool,

@@ -34,3 +34,4 @@ pub mod size;
 #[cfg(test)]
 mod testing;
 pub mod time;
+pub(crate) mod wait_stats;

@@ -28,13 +28,10 @@ use anyhow::{Context, Result, anyhow, bail};
 use input::{ColSel, InputSpec, MAX_KEYS, file_name};
 use replay::{Replay, Run, Slot};
 use std::io::Write;
-use std::sync::mpsc;
 
-/// The replay, and a second replay thread when there is one, fed in time
-/// order.
+/// The replay, fed in time order.
 struct Feed<'a> {
     replay: &'a mut Replay,
-    helper: &'a mut Option<Helper>,
 }
 
 impl stream::Sink for Feed<'_> {
@@ -42,70 +39,14 @@ impl stream::Sink for Feed<'_> {
         self.replay.intern(batch);
     }
 
-    /// Decides a chunk here and, with a second replay thread, there too.
     fn take(&mut self, chunk: &[input::Event]) -> Result<()> {
-        if let Some(h) = self.helper.as_mut()
-            && !h.send(chunk.to_vec())
-        {
-            // The other replay thread stopped on an error (a timeline past
-            // its cap): fail now, not after reading the rest of the log.
-            let h = self.helper.take().expect("a helper is running");
-            return Err(h
-                .finish()
-                .err()
-                .unwrap_or_else(|| anyhow!("a replay thread stopped early")));
-        }
         self.replay.decide_chunk(chunk)
     }
 }
 
-/// A second replay thread deciding some of the runs: the rows reach it in
-/// the same chunks, in time order.
-struct Helper {
-    tx: Option<mpsc::SyncSender<Vec<input::Event>>>,
-    handle: std::thread::JoinHandle<Result<Vec<Run>>>,
-}
-
-impl Helper {
-    fn start(runs: Vec<Run>, timeline: Option<Nanos>, auto: bool, top: usize) -> Result<Helper> {
-        let (tx, rx) = mpsc::sync_channel::<Vec<input::Event>>(4);
-        let mut replay = Replay::new(runs, 0, None, timeline, top)?;
-        if auto {
-            replay.auto_timeline();
-        }
-        let handle = std::thread::Builder::new()
-            .name("drip-replay".into())
-            .spawn(move || {
-                for chunk in rx.iter() {
-                    replay.decide_chunk(&chunk)?;
-                }
-                Ok(replay.into_runs())
-            })
-            .context("cannot start a replay thread")?;
-        Ok(Helper {
-            tx: Some(tx),
-            handle,
-        })
-    }
-
-    /// Hands the thread a chunk; false when it has stopped (its error
-    /// comes out of `finish`).
-    fn send(&mut self, chunk: Vec<input::Event>) -> bool {
-        match &self.tx {
-            Some(tx) if tx.send(chunk).is_err() => {
-                self.tx = None;
-                false
-            }
-            _ => true,
-        }
-    }
-
-    fn finish(mut self) -> Result<Vec<Run>> {
-        drop(self.tx.take());
-        self.handle
-            .join()
-            .map_err(|_| anyhow!("a replay thread failed"))?
-    }
+/// Replay threads when `--threads` is not given: one per available core.
+fn default_threads() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 /// A threshold as given: for one policy label, or all.
@@ -442,8 +383,6 @@ pub fn run(args: AuditArgs) -> Result<u8> {
             .collect()
     });
 
-    // With several policies and no decisions file, every second one is decided
-    // on a thread of their own, fed the same rows in time order.
     if args.compare {
         if labels.len() < 2 {
             bail!(
@@ -452,15 +391,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         }
         replay.compare();
     }
-    // nginx.conf runs read key values, which only this thread learns; a
-    // comparison needs every run's decision of each row here.
-    let mut helper =
-        if specs.len() >= 2 && args.decisions.is_none() && confs.is_empty() && !args.compare {
-            let runs = replay.split_off();
-            Some(Helper::start(runs, args.timeline, auto_timeline, args.top)?)
-        } else {
-            None
-        };
+    replay.spread(args.threads.map_or_else(default_threads, usize::from))?;
     let read = stream::read_ordered(
         &spec,
         args.input.reorder_window,
@@ -468,10 +399,8 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         &bar,
         &mut Feed {
             replay: &mut replay,
-            helper: &mut helper,
         },
     );
-    let helped = helper.map(Helper::finish);
     let stream::Read {
         summary,
         reordered,
@@ -487,10 +416,6 @@ pub fn run(args: AuditArgs) -> Result<u8> {
     if summary.rows == 0 && !args.quiet {
         crate::say!("drip: the input has no rows; every count in the report is zero");
     }
-    if let Some(runs) = helped {
-        replay.rejoin(runs?);
-    }
-
     let first = replay.first;
     let last = replay.last;
     let compare = replay.compare_report();

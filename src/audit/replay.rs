@@ -9,9 +9,11 @@ use crate::policy::keyed::{KeyId, Levels, Limiter, Store};
 use crate::policy::{Decision, Listed, Spec};
 use crate::report::{KeyRow, PolicyReport, TimelineRow, Waits};
 use crate::time::{Nanos, fmt_millis};
-use anyhow::{Result, bail};
-use hdrhistogram::Histogram;
+use crate::wait_stats::WaitStats;
+use anyhow::{Context, Result, anyhow, bail};
 use std::io::Write;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, mpsc};
 
 /// Where a member takes its key from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -32,74 +34,6 @@ impl Slot {
                 let id = ev.keys[c];
                 (id != EMPTY_KEY).then_some(KeyId::from(id))
             }
-        }
-    }
-}
-
-/// Waits of admitted requests: exact while there are at most `EXACT_CAP`
-/// non-zero waits, then an HDR histogram (3 significant digits).
-struct WaitStats {
-    zeros: u64,
-    exact: Vec<u64>,
-    hist: Option<Histogram<u64>>,
-    max: u64,
-}
-
-const EXACT_CAP: usize = 1 << 20;
-
-impl WaitStats {
-    fn new() -> WaitStats {
-        WaitStats {
-            zeros: 0,
-            exact: Vec::new(),
-            hist: None,
-            max: 0,
-        }
-    }
-
-    #[inline]
-    fn record(&mut self, ns: u64) {
-        self.max = self.max.max(ns);
-        if ns == 0 {
-            self.zeros += 1;
-        } else if let Some(h) = &mut self.hist {
-            h.saturating_record(ns);
-        } else {
-            self.exact.push(ns);
-            if self.exact.len() > EXACT_CAP {
-                let mut h = Histogram::new(3).expect("3 significant digits is valid");
-                for &v in &self.exact {
-                    h.saturating_record(v);
-                }
-                self.exact = Vec::new();
-                self.hist = Some(h);
-            }
-        }
-    }
-
-    /// Nearest-rank percentiles over all admitted requests.
-    fn summary(mut self) -> Waits {
-        let n = self.zeros + self.exact.len() as u64 + self.hist.as_ref().map_or(0, |h| h.len());
-        self.exact.sort_unstable();
-        let at = |q: u64| -> u64 {
-            if n == 0 {
-                return 0;
-            }
-            let rank = (q * n).div_ceil(100).max(1); // 1-based
-            if rank <= self.zeros {
-                return 0;
-            }
-            let i = rank - self.zeros;
-            match &self.hist {
-                Some(h) => h.value_at_quantile(i as f64 / h.len() as f64).min(self.max),
-                None => self.exact[i as usize - 1],
-            }
-        };
-        Waits {
-            p50_ns: at(50),
-            p95_ns: at(95),
-            p99_ns: at(99),
-            max_ns: self.max,
         }
     }
 }
@@ -143,6 +77,12 @@ pub struct Run {
     pub order: usize,
     pub label: String,
     pub spec: String,
+    /// The spec, to build a copy with empty state for another replay
+    /// thread (none for an nginx.conf).
+    source: Option<Spec>,
+    /// The key column every member keys by, if there is one: the run is
+    /// then independent per key of it, and can be split by key.
+    split: Option<usize>,
     exec: Exec,
     slots: Vec<Slot>,
     keys: Vec<Option<KeyId>>,
@@ -163,6 +103,11 @@ pub struct Tally {
     peak: u64,
     /// Drops per key id of the report column (saturating).
     drops_by_key: Vec<u32>,
+    /// For a run split over threads: non-zero waits counted by all of
+    /// them so far (each adds its own after every chunk), and how many of
+    /// this one's are in. Past the exact cap the merged waits would be a
+    /// histogram, so each part turns to one: memory stays that of one.
+    shared_waits: Option<(Arc<AtomicU64>, u64)>,
     bins: Vec<Bin>,
 }
 
@@ -197,6 +142,63 @@ impl Tally {
             m.level = m.level.max(b.level);
         }
         self.bins = merged;
+    }
+
+    /// Adds this part's new non-zero waits to the count shared with the
+    /// other parts of a split run, and turns to a histogram once the
+    /// whole is past the exact cap.
+    fn share_waits(&mut self) {
+        let Some((total, counted)) = &mut self.shared_waits else {
+            return;
+        };
+        let mine = self.waits.nonzero();
+        let new = mine - *counted;
+        *counted = mine;
+        let all = total.fetch_add(new, Ordering::Relaxed) + new;
+        if all > crate::wait_stats::EXACT_CAP as u64 {
+            self.waits.spill();
+        }
+    }
+
+    /// Adds what `other` counted of the same run (over other rows).
+    fn merge(&mut self, other: Tally) {
+        self.requests += other.requests;
+        self.admitted += other.admitted;
+        self.delayed += other.delayed;
+        self.dropped += other.dropped;
+        self.waits.merge(other.waits);
+        self.peak = self.peak.max(other.peak);
+        if self.drops_by_key.len() < other.drops_by_key.len() {
+            self.drops_by_key.resize(other.drops_by_key.len(), 0);
+        }
+        for (mine, theirs) in self.drops_by_key.iter_mut().zip(other.drops_by_key) {
+            *mine = mine.saturating_add(theirs);
+        }
+        if self.bins.len() < other.bins.len() {
+            self.bins.resize(other.bins.len(), Bin::default());
+        }
+        for (m, b) in self.bins.iter_mut().zip(other.bins) {
+            m.arrived += b.arrived;
+            m.sent += b.sent;
+            m.dropped += b.dropped;
+            m.level = m.level.max(b.level);
+        }
+    }
+
+    /// Moves drops counted under a lane's renumbered key ids into
+    /// `global`, under the ids they stand for.
+    fn drops_into(&mut self, share: &Share, global: &mut Vec<u32>) {
+        for (i, d) in std::mem::take(&mut self.drops_by_key)
+            .into_iter()
+            .enumerate()
+            .filter(|(_, d)| *d > 0)
+        {
+            let g = share.global(i);
+            if global.len() <= g {
+                global.resize(g + 1, 0);
+            }
+            global[g] = global[g].saturating_add(d);
+        }
     }
 
     /// Counts one decision (`level`: the level just after it, or 0).
@@ -310,6 +312,7 @@ impl Run {
                 }
             }
         }
+        tally.share_waits();
         Ok(())
     }
 }
@@ -367,14 +370,27 @@ impl Run {
             Slot::Column(c) => Some(*c),
             Slot::Global => None,
         });
-        Run::with_exec(
+        let split = match slots.first() {
+            Some(&Slot::Column(c)) if slots.iter().all(|s| *s == Slot::Column(c)) => Some(c),
+            _ => None,
+        };
+        let mut run = Run::with_exec(
             Exec::new(spec),
             spec.label.clone(),
             spec.text.clone(),
             slots,
             report_slot,
             order,
-        )
+        );
+        run.source = Some(spec.clone());
+        run.split = split;
+        run
+    }
+
+    /// The same run with empty state.
+    fn fresh(&self) -> Option<Run> {
+        let spec = self.source.as_ref()?;
+        Some(Run::new(spec, self.slots.clone(), self.order))
     }
 
     /// An nginx.conf run: it keys and routes rows itself.
@@ -408,6 +424,8 @@ impl Run {
             order,
             label,
             spec,
+            source: None,
+            split: None,
             exec,
             keys: vec![None; slots.len()],
             slots,
@@ -421,15 +439,227 @@ impl Run {
                 waits: WaitStats::new(),
                 peak: 0,
                 drops_by_key: Vec::new(),
+                shared_waits: None,
                 bins: Vec::new(),
             },
         }
     }
 }
 
+/// Runs decided on one thread. A lane sees every chunk; a run split by key
+/// decides only the lane's share of the keys (see [`Share`]), any other run
+/// every row.
+struct Lane {
+    runs: Vec<Run>,
+    share: Option<Share>,
+    timeline: Option<(Nanos, u64)>,
+    /// The timeline's interval follows the log's span (see `auto_timeline`).
+    auto: bool,
+    started: bool,
+    /// This lane's rows of the current chunk, per key column it splits by.
+    mine: Vec<(usize, Vec<Event>)>,
+}
+
+/// Which keys a lane decides, for runs split by key: key ids `i` with
+/// `i mod n = lane` (rows with an empty key go to lane 0). In the rows the
+/// lane decides, a key id becomes `i div n`, so its per-key tables stay
+/// dense whatever the number of lanes.
+#[derive(Clone, Copy)]
+struct Share {
+    lane: u32,
+    n: u32,
+    /// ⌈2⁶⁴ / n⌉: `i div n` is the high half of `i · magic` for any 32-bit
+    /// `i` (a multiply instead of a division per row).
+    magic: u64,
+}
+
+impl Share {
+    fn new(lane: u32, n: u32) -> Share {
+        assert!(n >= 2 && lane < n);
+        Share {
+            lane,
+            n,
+            magic: u64::MAX / u64::from(n) + 1,
+        }
+    }
+
+    /// `(i div n, i mod n)`.
+    #[inline]
+    fn split(&self, id: u32) -> (u32, u32) {
+        let q = ((u128::from(self.magic) * u128::from(id)) >> 64) as u32;
+        (q, id - q * self.n)
+    }
+
+    /// The key id a lane's local id stands for.
+    fn global(&self, local: usize) -> usize {
+        local * self.n as usize + self.lane as usize
+    }
+
+    /// Copies into `out` the rows of `events` whose key in column `c` is
+    /// this lane's, with that key renumbered.
+    fn select(&self, events: &[Event], c: usize, out: &mut Vec<Event>) {
+        out.clear();
+        for ev in events {
+            let id = ev.keys[c];
+            if id == EMPTY_KEY {
+                if self.lane == 0 {
+                    out.push(*ev);
+                }
+                continue;
+            }
+            let (q, r) = self.split(id);
+            if r == self.lane {
+                let mut mine = *ev;
+                mine.keys[c] = q;
+                out.push(mine);
+            }
+        }
+    }
+}
+
+impl Lane {
+    fn new(
+        runs: Vec<Run>,
+        share: Option<Share>,
+        timeline: Option<(Nanos, u64)>,
+        auto: bool,
+    ) -> Lane {
+        let mut mine: Vec<(usize, Vec<Event>)> = Vec::new();
+        if share.is_some() {
+            for c in runs.iter().filter_map(|r| r.split) {
+                if !mine.iter().any(|(m, _)| *m == c) {
+                    mine.push((c, Vec::new()));
+                }
+            }
+        }
+        Lane {
+            runs,
+            share,
+            timeline,
+            auto,
+            started: false,
+            mine,
+        }
+    }
+
+    /// Moves an automatic timeline to a coarser step until `last` falls
+    /// within `AUTO_BINS` intervals of its start. Every lane sees the same
+    /// chunks, so all step alike.
+    fn widen_timeline(&mut self, last: Nanos) {
+        let Some((mut interval, mut t0)) = self.timeline else {
+            return;
+        };
+        while (last.0 - t0) / interval.0 >= AUTO_BINS {
+            let Some(&next) = AUTO_STEPS.iter().find(|&&s| s > interval.0) else {
+                break;
+            };
+            let (to_i, to_t0) = (Nanos(next), t0 - t0 % next);
+            for run in &mut self.runs {
+                run.tally.coarsen((interval, t0), (to_i, to_t0));
+            }
+            (interval, t0) = (to_i, to_t0);
+        }
+        self.timeline = Some((interval, t0));
+    }
+
+    /// Decides a chunk (in time order) under this lane's runs, run by run
+    /// so each run's loop is tight; `out` (only with every run in one
+    /// lane) keeps each decision, run after run.
+    fn decide_chunk(
+        &mut self,
+        events: &[Event],
+        names: &[KeyNames],
+        mut out: Option<&mut [Decision]>,
+    ) -> Result<()> {
+        let (Some(first), Some(last)) = (events.first(), events.last()) else {
+            return Ok(());
+        };
+        if !self.started {
+            self.started = true;
+            if let Some((i, t0)) = &mut self.timeline {
+                *t0 = first.at.0 - first.at.0 % i.0;
+            }
+        }
+        if self.auto {
+            self.widen_timeline(last.at);
+        }
+        if let Some(share) = self.share {
+            for (c, rows) in &mut self.mine {
+                share.select(events, *c, rows);
+            }
+        }
+        let n = events.len();
+        for (ri, run) in self.runs.iter_mut().enumerate() {
+            let rows = match (self.share, run.split) {
+                (Some(_), Some(c)) => {
+                    let (_, rows) = self
+                        .mine
+                        .iter()
+                        .find(|(m, _)| *m == c)
+                        .expect("a lane selects rows for each column it splits by");
+                    rows.as_slice()
+                }
+                _ => events,
+            };
+            let out = out.as_deref_mut().map(|o| &mut o[ri * n..(ri + 1) * n]);
+            run.decide_chunk(rows, names, self.timeline, out)?;
+        }
+        Ok(())
+    }
+}
+
+/// A replay thread: a lane fed the same chunks as this one.
+struct Worker {
+    tx: Option<mpsc::SyncSender<Arc<[Event]>>>,
+    handle: std::thread::JoinHandle<Result<Lane>>,
+}
+
+impl Worker {
+    fn start(mut lane: Lane) -> Result<Worker> {
+        let (tx, rx) = mpsc::sync_channel::<Arc<[Event]>>(4);
+        let handle = std::thread::Builder::new()
+            .name("drip-replay".into())
+            .spawn(move || {
+                for chunk in rx.iter() {
+                    lane.decide_chunk(&chunk, &[], None)?;
+                }
+                Ok(lane)
+            })
+            .context("cannot start a replay thread")?;
+        Ok(Worker {
+            tx: Some(tx),
+            handle,
+        })
+    }
+
+    /// Hands the thread a chunk; false when it has stopped (its error
+    /// comes out of `finish`).
+    fn send(&mut self, chunk: Arc<[Event]>) -> bool {
+        match &self.tx {
+            Some(tx) if tx.send(chunk).is_err() => {
+                self.tx = None;
+                false
+            }
+            _ => true,
+        }
+    }
+
+    fn finish(mut self) -> Result<Lane> {
+        drop(self.tx.take());
+        self.handle
+            .join()
+            .map_err(|_| anyhow!("a replay thread failed"))?
+    }
+}
+
 /// The whole replay state.
 pub struct Replay {
-    pub runs: Vec<Run>,
+    /// The runs decided on this thread.
+    local: Lane,
+    /// The other replay threads, when the runs are spread (see `spread`).
+    workers: Vec<Worker>,
+    /// Labels of every run, in report order.
+    labels: Vec<String>,
     /// Key values per key column, by id.
     names: Vec<KeyNames>,
     interners: Vec<Interner>,
@@ -438,9 +668,6 @@ pub struct Replay {
     decisions: Option<csv::Writer<Box<dyn Write + Send>>>,
     /// The decisions file as given, for messages.
     decisions_name: String,
-    timeline: Option<(Nanos, u64)>,
-    /// The timeline's interval follows the log's span (see `auto_timeline`).
-    auto: bool,
     pub first: Option<Nanos>,
     pub last: Option<Nanos>,
     top: usize,
@@ -476,14 +703,14 @@ impl Replay {
         };
         assert!(key_columns <= MAX_KEYS);
         Ok(Replay {
-            runs,
+            labels: runs.iter().map(|r| r.label.clone()).collect(),
+            local: Lane::new(runs, None, timeline.map(|i| (i, 0)), false),
+            workers: Vec::new(),
             names: (0..key_columns).map(|_| KeyNames::default()).collect(),
             interners: (0..key_columns).map(|_| Interner::default()).collect(),
             requests_by_key: vec![Vec::new(); key_columns],
             decisions,
             decisions_name,
-            timeline: timeline.map(|i| (i, 0)),
-            auto: false,
             first: None,
             last: None,
             top,
@@ -494,44 +721,80 @@ impl Replay {
     /// Compares every run with the first, row by row, keys by the first
     /// run's key column (or the first keyed run's). Needs every run here.
     pub fn compare(&mut self) {
-        let slot = self.runs.iter().find_map(|r| r.tally.report_slot);
-        self.compare = Some(super::compare::Compare::new(slot, self.runs.len()));
+        let slot = self.local.runs.iter().find_map(|r| r.tally.report_slot);
+        self.compare = Some(super::compare::Compare::new(slot, self.local.runs.len()));
     }
 
     /// The comparison, once every row is decided.
     pub fn compare_report(&self) -> Vec<crate::report::CompareReport> {
-        let labels: Vec<String> = self.runs.iter().map(|r| r.label.clone()).collect();
         self.compare.as_ref().map_or(Vec::new(), |c| {
-            c.report(&labels, &self.names, &self.requests_by_key, self.top)
+            c.report(&self.labels, &self.names, &self.requests_by_key, self.top)
         })
     }
 
     /// Keeps a timeline whose interval follows the log's span: it starts at
     /// 1 ms and, whenever the arrivals span more than `AUTO_BINS`
     /// intervals, moves to the next of `AUTO_STEPS`, merging what it has.
-    /// Replays fed the same chunks step alike. Replaces a fixed timeline.
+    /// Replaces a fixed timeline. Call before `spread`.
     pub fn auto_timeline(&mut self) {
-        self.timeline = Some((Nanos(AUTO_STEPS[0]), 0));
-        self.auto = true;
+        self.local.timeline = Some((Nanos(AUTO_STEPS[0]), 0));
+        self.local.auto = true;
     }
 
-    /// Moves an automatic timeline to a coarser step until `last` falls
-    /// within `AUTO_BINS` intervals of its start.
-    fn widen_timeline(&mut self, last: Nanos) {
-        let Some((mut interval, mut t0)) = self.timeline else {
-            return;
-        };
-        while (last.0 - t0) / interval.0 >= AUTO_BINS {
-            let Some(&next) = AUTO_STEPS.iter().find(|&&s| s > interval.0) else {
-                break;
-            };
-            let (to_i, to_t0) = (Nanos(next), t0 - t0 % next);
-            for run in &mut self.runs {
-                run.tally.coarsen((interval, t0), (to_i, to_t0));
-            }
-            (interval, t0) = (to_i, to_t0);
+    /// Spreads the runs over `threads` replay threads, this one included.
+    /// A run whose every member keys by one column is independent per key
+    /// of it: each thread decides it for its share of the keys, and the
+    /// tallies add up at the end. Any other run (a global one, a stack
+    /// keyed by several columns, an nginx.conf) is decided whole on one
+    /// thread; an nginx.conf stays on this one, which learns key values.
+    /// Nothing is spread with a decisions file or a comparison, which
+    /// need every decision of a row here. The report is the same for any
+    /// number of threads.
+    pub fn spread(&mut self, threads: usize) -> Result<()> {
+        let n = threads.min(u32::MAX as usize) as u32;
+        if n < 2 || self.decisions.is_some() || self.compare.is_some() {
+            return Ok(());
         }
-        self.timeline = Some((interval, t0));
+        let runs = std::mem::take(&mut self.local.runs);
+        let mut lanes: Vec<Vec<Run>> = (0..n).map(|_| Vec::new()).collect();
+        // Whole runs go to the thread with the fewest so far, the others
+        // before this one (it also re-sorts the rows and counts keys).
+        let mut whole = vec![0usize; n as usize];
+        whole[0] = 1;
+        for run in runs {
+            if run.split.is_some() {
+                let waits = Arc::new(AtomicU64::new(0));
+                for lane in lanes.iter_mut().skip(1) {
+                    let mut part = run.fresh().expect("a split run has a spec");
+                    part.tally.shared_waits = Some((waits.clone(), 0));
+                    lane.push(part);
+                }
+                let mut run = run;
+                run.tally.shared_waits = Some((waits, 0));
+                lanes[0].push(run);
+            } else {
+                let to = if run.reads_names() {
+                    0
+                } else {
+                    (0..n as usize)
+                        .rev()
+                        .min_by_key(|&i| whole[i])
+                        .expect("two or more lanes")
+                };
+                whole[to] += 1;
+                lanes[to].push(run);
+            }
+        }
+        let (timeline, auto) = (self.local.timeline, self.local.auto);
+        let mut lanes = lanes
+            .into_iter()
+            .enumerate()
+            .map(|(i, runs)| Lane::new(runs, Some(Share::new(i as u32, n)), timeline, auto));
+        self.local = lanes.next().expect("two or more lanes");
+        for lane in lanes {
+            self.workers.push(Worker::start(lane)?);
+        }
+        Ok(())
     }
 
     /// Turns a batch's key values into ids unless the reader did, and
@@ -554,24 +817,52 @@ impl Replay {
     }
 
     /// Decides a chunk of requests, in time order, under every policy:
-    /// run by run over the chunk, so each run's loop is tight; decisions
-    /// are written row by row afterwards.
+    /// the other replay threads get it first, then this one decides its
+    /// runs; decisions are written row by row afterwards.
     pub fn decide_chunk(&mut self, events: &[Event]) -> Result<()> {
         let Some(first) = events.first() else {
             return Ok(());
         };
-        if self.first.is_none() {
-            self.first = Some(first.at);
-            if let Some((i, t0)) = &mut self.timeline {
-                *t0 = first.at.0 - first.at.0 % i.0;
+        if !self.workers.is_empty() {
+            let shared: Arc<[Event]> = Arc::from(events);
+            for i in 0..self.workers.len() {
+                if !self.workers[i].send(shared.clone()) {
+                    // That thread stopped on an error (a timeline past its
+                    // cap): fail now, not after reading the rest of the log.
+                    let w = self.workers.swap_remove(i);
+                    return Err(w
+                        .finish()
+                        .err()
+                        .unwrap_or_else(|| anyhow!("a replay thread stopped early")));
+                }
             }
         }
+        self.first.get_or_insert(first.at);
         self.last = events.last().map(|e| e.at);
-        if self.auto
-            && let Some(last) = self.last
-        {
-            self.widen_timeline(last);
+        self.count_requests(events);
+        let n = events.len();
+        let mut outcomes = Vec::new();
+        if self.decisions.is_some() || self.compare.is_some() {
+            outcomes.resize(
+                n * self.local.runs.len(),
+                Decision::Admit {
+                    release: Nanos::ZERO,
+                },
+            );
         }
+        let out = (!outcomes.is_empty()).then_some(outcomes.as_mut_slice());
+        self.local.decide_chunk(events, &self.names, out)?;
+        if let Some(c) = &mut self.compare {
+            c.record(events, &outcomes);
+        }
+        if self.decisions.is_some() {
+            self.write_decisions(events, &outcomes)?;
+        }
+        Ok(())
+    }
+
+    /// Counts each row for its key, per key column.
+    fn count_requests(&mut self, events: &[Event]) {
         for (i, ev) in events.iter().enumerate() {
             for (c, reqs) in self.requests_by_key.iter_mut().enumerate() {
                 if let Some(n) = events
@@ -585,77 +876,85 @@ impl Replay {
                 }
             }
         }
+    }
+
+    /// Writes the decisions of a chunk, row by row, each row's runs in
+    /// report order (`outcomes`: run after run).
+    fn write_decisions(&mut self, events: &[Event], outcomes: &[Decision]) -> Result<()> {
         let n = events.len();
-        let mut outcomes = Vec::new();
-        if self.decisions.is_some() || self.compare.is_some() {
-            outcomes.resize(
-                n * self.runs.len(),
-                Decision::Admit {
-                    release: Nanos::ZERO,
-                },
-            );
-        }
-        for (ri, run) in self.runs.iter_mut().enumerate() {
-            let out = (!outcomes.is_empty()).then(|| &mut outcomes[ri * n..(ri + 1) * n]);
-            run.decide_chunk(events, &self.names, self.timeline, out)?;
-        }
-        if let Some(c) = &mut self.compare {
-            c.record(events, &outcomes);
-        }
-        if let Some(w) = self.decisions.as_mut() {
-            for (i, ev) in events.iter().enumerate() {
-                let now = ev.at;
-                for (ri, run) in self.runs.iter().enumerate() {
-                    let key = key_bytes(&self.names, run.tally.report_slot, ev);
-                    let (admit, wait, retry) = match outcomes[ri * n + i] {
-                        Decision::Admit { release } => {
-                            ("1", fmt_millis(release.saturating_sub(now)), String::new())
-                        }
-                        Decision::Refuse { retry_at } => (
-                            "0",
-                            String::new(),
-                            retry_at.map_or(String::new(), |t| fmt_millis(t.saturating_sub(now))),
-                        ),
-                    };
-                    let r = w.write_record([
-                        ev.row.to_string().as_bytes(),
-                        run.label.as_bytes(),
-                        key,
-                        ev.cost.to_string().as_bytes(),
-                        admit.as_bytes(),
-                        wait.as_bytes(),
-                        retry.as_bytes(),
-                    ]);
-                    if r.is_err() {
-                        return written(r, &mut self.decisions, &self.decisions_name);
+        let Some(w) = self.decisions.as_mut() else {
+            return Ok(());
+        };
+        for (i, ev) in events.iter().enumerate() {
+            let now = ev.at;
+            for (ri, run) in self.local.runs.iter().enumerate() {
+                let key = key_bytes(&self.names, run.tally.report_slot, ev);
+                let (admit, wait, retry) = match outcomes[ri * n + i] {
+                    Decision::Admit { release } => {
+                        ("1", fmt_millis(release.saturating_sub(now)), String::new())
                     }
+                    Decision::Refuse { retry_at } => (
+                        "0",
+                        String::new(),
+                        retry_at.map_or(String::new(), |t| fmt_millis(t.saturating_sub(now))),
+                    ),
+                };
+                let r = w.write_record([
+                    ev.row.to_string().as_bytes(),
+                    run.label.as_bytes(),
+                    key,
+                    ev.cost.to_string().as_bytes(),
+                    admit.as_bytes(),
+                    wait.as_bytes(),
+                    retry.as_bytes(),
+                ]);
+                if r.is_err() {
+                    return written(r, &mut self.decisions, &self.decisions_name);
                 }
             }
         }
         Ok(())
     }
 
-    /// Splits off every second run (the 2nd, 4th, ...), to be decided on
-    /// another thread by a replay of their own: alternate runs spread the
-    /// costly policies over both.
-    pub fn split_off(&mut self) -> Vec<Run> {
-        let (mine, theirs): (Vec<_>, Vec<_>) = std::mem::take(&mut self.runs)
-            .into_iter()
-            .enumerate()
-            .partition(|(i, _)| i % 2 == 0);
-        self.runs = mine.into_iter().map(|(_, r)| r).collect();
-        theirs.into_iter().map(|(_, r)| r).collect()
-    }
-
-    /// Takes back the runs `split_off` gave away, in their first order.
-    pub fn rejoin(&mut self, theirs: Vec<Run>) {
-        self.runs.extend(theirs);
-        self.runs.sort_by_key(|r| r.order);
-    }
-
-    /// The runs, once every event is decided.
-    pub fn into_runs(self) -> Vec<Run> {
-        self.runs
+    /// Waits for the other replay threads and merges what each counted
+    /// into one run per policy, in report order: counts add up, peaks and
+    /// levels keep their maximum, waits merge, and drops by key (each key
+    /// on one thread) are put back under their own ids.
+    fn gather(&mut self) -> Result<Vec<Run>> {
+        let mut lanes = vec![std::mem::replace(
+            &mut self.local,
+            Lane::new(Vec::new(), None, None, false),
+        )];
+        for w in std::mem::take(&mut self.workers) {
+            lanes.push(w.finish()?);
+        }
+        let timeline = lanes[0].timeline;
+        self.local.timeline = timeline;
+        let mut runs: Vec<Run> = Vec::new();
+        for lane in lanes {
+            for mut run in lane.runs {
+                let at = runs.iter().position(|r| r.order == run.order);
+                if let (Some(share), Some(_)) = (lane.share, run.split) {
+                    // Straight into the merged run's table: no table of
+                    // every key per thread.
+                    let mut global = Vec::new();
+                    let into = match at {
+                        Some(i) => &mut runs[i].tally.drops_by_key,
+                        None => &mut global,
+                    };
+                    run.tally.drops_into(&share, into);
+                    if at.is_none() {
+                        run.tally.drops_by_key = global;
+                    }
+                }
+                match at {
+                    Some(i) => runs[i].tally.merge(run.tally),
+                    None => runs.push(run),
+                }
+            }
+        }
+        runs.sort_by_key(|r| r.order);
+        Ok(runs)
     }
 
     /// Flushes the decisions file and builds the per-policy reports and
@@ -666,15 +965,11 @@ impl Replay {
             written(r, &mut self.decisions, &self.decisions_name)?;
         }
         self.decisions = None;
+        let runs = self.gather()?;
         let mut reports = Vec::new();
         let mut rows = Vec::new();
-        let nbins = self
-            .runs
-            .iter()
-            .map(|r| r.tally.bins.len())
-            .max()
-            .unwrap_or(0);
-        for mut run in std::mem::take(&mut self.runs) {
+        let nbins = runs.iter().map(|r| r.tally.bins.len()).max().unwrap_or(0);
+        for mut run in runs {
             let shapes = run.exec.shapes();
             let nginx = match &mut run.exec {
                 Exec::Conf(c) => Some(c.report()),
@@ -716,7 +1011,7 @@ impl Replay {
                     }
                 })
                 .collect();
-            if let Some((interval, t0)) = self.timeline {
+            if let Some((interval, t0)) = self.local.timeline {
                 for i in 0..nbins {
                     let b = run.tally.bins.get(i).copied().unwrap_or_default();
                     rows.push((
@@ -741,7 +1036,7 @@ impl Replay {
                 dropped: run.tally.dropped,
                 drop_pct: percent(run.tally.dropped, run.tally.requests),
                 shapes,
-                wait: shapes.then(|| run.tally.waits.summary()),
+                wait: shapes.then(|| waits(&mut run.tally.waits)),
                 peak: run.tally.peak,
                 peak_kind: run.exec.level_kind().as_str(),
                 bound: Some(run.exec.max_level()).filter(|&b| b != u64::MAX),
@@ -758,6 +1053,7 @@ impl Replay {
         // Interval by interval, policies in the order given.
         rows.sort_by_key(|(i, _)| *i);
         let timeline = self
+            .local
             .timeline
             .map(|(i, _)| (i, rows.into_iter().map(|(_, r)| r).collect()));
         Ok((reports, timeline))
@@ -799,6 +1095,17 @@ fn key_bytes<'a>(names: &'a [KeyNames], slot: Option<usize>, ev: &Event) -> &'a 
     match slot {
         Some(c) if ev.keys[c] != EMPTY_KEY => names[c].get(ev.keys[c]),
         _ => b"",
+    }
+}
+
+/// The report's wait percentiles.
+fn waits(w: &mut WaitStats) -> Waits {
+    let p = w.percentiles();
+    Waits {
+        p50_ns: p.p50,
+        p95_ns: p.p95,
+        p99_ns: p.p99,
+        max_ns: p.max,
     }
 }
 
@@ -881,6 +1188,29 @@ mod tests {
             fixed.iter().map(key).collect::<Vec<_>>()
         );
         assert_eq!(auto.iter().map(|r| r.arrived).sum::<u64>(), 2 * 40_000);
+    }
+
+    #[test]
+    fn a_share_splits_ids_as_division_does() {
+        let mut x = 0x2545_f491_4f6c_dd1du64;
+        for n in 2..=67u32 {
+            for lane in [0, n - 1] {
+                let share = Share::new(lane, n);
+                let edges = [0, 1, n - 1, n, n + 1, u32::MAX - 1, u32::MAX];
+                let random = (0..2000).map(|_| {
+                    x ^= x << 13;
+                    x ^= x >> 7;
+                    x ^= x << 17;
+                    x as u32
+                });
+                for id in edges.into_iter().chain(random) {
+                    assert_eq!(share.split(id), (id / n, id % n), "{id} / {n}");
+                    if id % n == lane {
+                        assert_eq!(share.global((id / n) as usize), id as usize);
+                    }
+                }
+            }
+        }
     }
 
     #[test]

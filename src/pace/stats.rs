@@ -4,15 +4,14 @@
 //! to `--rejects` when given) or `unsent` (read but not written when the run
 //! stopped: downstream closed, a signal, `--on-full fail`), so
 //! `lines_in = lines_out + dropped + unsent`. A wait is the time from a
-//! line's arrival to its write, recorded in microseconds.
+//! line's arrival to its write, kept in nanoseconds by the one wait tally
+//! audit uses too: p50 and p99 are nearest-rank percentiles, exact up to a
+//! million delayed lines and within 0.1% above past that.
 
 use super::keys::KeySummary;
 use crate::time::Nanos;
-use hdrhistogram::Histogram;
+use crate::wait_stats::WaitStats;
 use serde::Serialize;
-
-/// Longest wait recorded exactly, µs (longer ones are recorded as this).
-const MAX_WAIT_MICROS: u64 = 10_000_000_000_000;
 
 /// Why the run ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -51,7 +50,7 @@ pub struct Stats {
     /// Real time of the first and last write, ns.
     first_write: Option<Nanos>,
     last_write: Nanos,
-    waits: Histogram<u64>,
+    waits: WaitStats,
 }
 
 /// The summary as data; rendered as text or JSON.
@@ -99,9 +98,7 @@ impl Stats {
             partial_bytes: 0,
             first_write: None,
             last_write: Nanos::ZERO,
-            // 1 µs to ~115 days at 3 significant digits: valid bounds.
-            waits: Histogram::new_with_bounds(1, MAX_WAIT_MICROS, 3)
-                .expect("valid histogram bounds"),
+            waits: WaitStats::new(),
         }
     }
 
@@ -110,20 +107,20 @@ impl Stats {
         self.lines_out += 1;
         self.first_write.get_or_insert(at);
         self.last_write = at;
-        let micros = at.saturating_sub(arrived).0 / 1_000;
-        self.waits.saturating_record(micros);
+        self.waits.record(at.saturating_sub(arrived).0);
     }
 
     /// The summary at real instant `now`.
     pub fn summary(&self, now: Nanos, target: String, ended: Ending, rebased: Nanos) -> Summary {
-        let ms = |micros: u64| micros as f64 / 1_000.0;
+        let ms = |ns: u64| ns as f64 / 1e6;
+        // Sorting needs its own copy: a summary may come mid-run.
+        let waits = self.waits.clone().percentiles();
         let rate_per_s = match self.first_write {
             Some(first) if self.lines_out > 1 && self.last_write > first => {
                 Some((self.lines_out - 1) as f64 * 1e9 / (self.last_write.0 - first.0) as f64)
             }
             _ => None,
         };
-        let empty = self.waits.is_empty();
         Summary {
             lines_in: self.lines_in,
             lines_out: self.lines_out,
@@ -133,17 +130,9 @@ impl Stats {
             elapsed_s: now.0 as f64 / 1e9,
             rate_per_s,
             target,
-            wait_p50_ms: if empty {
-                0.0
-            } else {
-                ms(self.waits.value_at_quantile(0.5))
-            },
-            wait_p99_ms: if empty {
-                0.0
-            } else {
-                ms(self.waits.value_at_quantile(0.99))
-            },
-            wait_max_ms: if empty { 0.0 } else { ms(self.waits.max()) },
+            wait_p50_ms: ms(waits.p50),
+            wait_p99_ms: ms(waits.p99),
+            wait_max_ms: ms(waits.max),
             ended,
             rebased_ms: rebased.0 as f64 / 1e6,
             paused_ms: 0.0,
@@ -234,8 +223,10 @@ mod tests {
         let sum = s.summary(Nanos(2_000_000_000), "2/s".into(), Ending::Eof, Nanos::ZERO);
         assert_eq!(sum.lines_out, 3);
         assert_eq!(sum.rate_per_s, Some(2.0));
-        assert!((sum.wait_p50_ms - 10.0).abs() < 0.1, "{sum:?}");
-        assert!((sum.wait_max_ms - 20.0).abs() < 0.1);
+        // Nearest rank of three: p50 is the 2nd wait, p99 the 3rd, exactly.
+        assert_eq!(sum.wait_p50_ms, 10.0, "{sum:?}");
+        assert_eq!(sum.wait_p99_ms, 20.0, "{sum:?}");
+        assert_eq!(sum.wait_max_ms, 20.0);
         let v: serde_json::Value = serde_json::from_str(&sum.to_json()).unwrap();
         assert_eq!(v["ended"], "eof");
         assert_eq!(v["lines_in"], 5);
