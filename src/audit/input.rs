@@ -1414,7 +1414,75 @@ impl<'s> LogReader<'s> {
 
 #[cfg(test)]
 mod tests {
-    use super::strip_port;
+    use super::{Batch, Event, MAX_KEYS, strip_port};
+    use crate::audit::keys::{EMPTY_KEY, Interner};
+    use crate::time::Nanos;
+
+    /// A batch of rows with two key columns each, values back to back.
+    fn batch(rows: &[[&str; 2]]) -> Batch {
+        let mut b = Batch::default();
+        for (n, values) in rows.iter().enumerate() {
+            for v in values {
+                b.key_bytes.extend_from_slice(v.as_bytes());
+                b.key_ends.push(b.key_bytes.len() as u32);
+            }
+            b.events.push(Event {
+                at: Nanos(n as u64),
+                row: n as u64 + 1,
+                line: n as u64 + 2,
+                file: 0,
+                cost: 1,
+                keys: [0; MAX_KEYS],
+            });
+        }
+        b
+    }
+
+    #[test]
+    fn interning_gives_ids_by_first_appearance_per_column() {
+        let mut b = batch(&[["a", "x"], ["bb", ""], ["a", "yy"], ["", "x"]]);
+        let mut interners = vec![Interner::default(), Interner::default()];
+        b.intern(&mut interners);
+        assert!(b.interned);
+        let keys: Vec<[u32; 2]> = b.events.iter().map(|e| [e.keys[0], e.keys[1]]).collect();
+        assert_eq!(keys, [[0, 0], [1, EMPTY_KEY], [0, 1], [EMPTY_KEY, 0]]);
+        let new: Vec<(u8, &[u8])> = b
+            .new_keys
+            .iter()
+            .map(|&(c, s, e)| (c, &b.key_bytes[s as usize..e as usize]))
+            .collect();
+        assert_eq!(new, [(0, &b"a"[..]), (1, b"x"), (0, b"bb"), (1, b"yy")]);
+        // A second batch knows the first one's values.
+        let mut again = batch(&[["bb", "zz"]]);
+        again.intern(&mut interners);
+        assert_eq!(again.events[0].keys[..2], [1, 2]);
+        assert_eq!(again.new_keys, [(1, 2, 4)]);
+    }
+
+    #[test]
+    fn interners_beyond_the_columns_read_see_empty_values() {
+        // Rows read with two key columns, interned by one: the second
+        // column's values are skipped, not run into the next row's.
+        let mut b = batch(&[["a", "x"], ["b", "y"], ["a", "z"]]);
+        let mut one = vec![Interner::default()];
+        b.intern(&mut one);
+        let firsts: Vec<u32> = b.events.iter().map(|e| e.keys[0]).collect();
+        assert_eq!(firsts, [0, 1, 0]);
+        // And with more interners than columns, the extra ones see empty keys.
+        let mut b = batch(&[["a", "x"], ["b", "y"]]);
+        let mut three = vec![
+            Interner::default(),
+            Interner::default(),
+            Interner::default(),
+        ];
+        b.intern(&mut three);
+        let keys: Vec<[u32; 3]> = b
+            .events
+            .iter()
+            .map(|e| [e.keys[0], e.keys[1], e.keys[2]])
+            .collect();
+        assert_eq!(keys, [[0, 0, EMPTY_KEY], [1, 1, EMPTY_KEY]]);
+    }
 
     #[test]
     fn ports_are_stripped_from_addresses_only() {

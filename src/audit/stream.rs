@@ -458,9 +458,14 @@ fn merged(sources: Vec<Source>) -> Merged {
             list.push(v);
         }
     };
-    for read in sources.into_iter().filter_map(|s| s.read) {
+    let reads: Vec<Merged> = sources.into_iter().filter_map(|s| s.read).collect();
+    // What files with rows were read by; else what the first file says.
+    let with_rows = reads
+        .iter()
+        .any(|r| r.summary.rows + r.summary.bad_rows > 0);
+    for read in reads {
         let s = read.summary;
-        if s.rows + s.bad_rows > 0 {
+        if s.rows + s.bad_rows > 0 || !with_rows && columns.is_empty() {
             add(&mut columns, s.time_column);
             add(&mut formats, s.time_format);
         }
