@@ -6,7 +6,9 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 
 mod common;
-use common::{Out, bin, json, kill, lines, numbered, pace, run, s, stderr_of, summary, tmpdir};
+use common::{
+    Out, bin, json, kill, lines, numbered, pace, run, s, spawn_pace, stderr_of, summary, tmpdir,
+};
 
 /// One error line, exit 2, no panic.
 fn one_error_line(out: &Out) -> &str {
@@ -468,19 +470,13 @@ fn lines_the_pipe_took_are_sent_not_rejected() {
     // drip pace --rate 1000000000/s --rejects r ... | head -c 150000
     let dir = tmpdir();
     let rejects = dir.join("r");
-    let mut child = pace()
-        .args([
-            "--rate",
-            "1000000000/s",
-            "--stats=json",
-            "--rejects",
-            s(&rejects),
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_pace(&[
+        "--rate",
+        "1000000000/s",
+        "--stats=json",
+        "--rejects",
+        s(&rejects),
+    ]);
     let head = Command::new("head")
         .args(["-c", "150000"])
         .stdin(child.stdout.take().unwrap())
@@ -569,20 +565,14 @@ fn a_read_error_still_prints_the_summary() {
 fn each_refused_line_is_in_rejects_at_once() {
     let dir = tmpdir();
     let rejects = dir.join("rejects");
-    let mut child = pace()
-        .args([
-            "--rate",
-            "1/min",
-            "--on-full",
-            "drop",
-            "--rejects",
-            s(&rejects),
-        ])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_pace(&[
+        "--rate",
+        "1/min",
+        "--on-full",
+        "drop",
+        "--rejects",
+        s(&rejects),
+    ]);
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(&numbered(10)).unwrap();
     // The first line goes out, the other nine are refused; look while
@@ -605,13 +595,7 @@ fn each_refused_line_is_in_rejects_at_once() {
 /// Runs `drip pace ARGS` on `input` with stdin left open (the run must
 /// end on its own); returns the exit status, stdout and stderr.
 fn pace_open_stdin(args: &[&str], input: &[u8]) -> (i32, Vec<u8>, String) {
-    let mut child = pace()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_pace(args);
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(input).unwrap();
     let status = exit_within(&mut child, 20, "pace with a full rejects file");
@@ -695,13 +679,7 @@ fn a_full_rejects_file_lets_the_admitted_backlog_go_out_on_time() {
 fn unsent_lines_a_full_rejects_file_cannot_keep_make_a_closed_downstream_an_error() {
     // Downstream is gone before the first write: every line is unsent,
     // and the rejects file cannot take them.
-    let mut child = pace()
-        .args(["--rate", "1/min", "--rejects", "/dev/full", "--stats=json"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_pace(&["--rate", "1/min", "--rejects", "/dev/full", "--stats=json"]);
     drop(child.stdout.take());
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(&numbered(10)).unwrap();

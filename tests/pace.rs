@@ -10,7 +10,8 @@ use std::time::{Duration, Instant};
 
 mod common;
 use common::{
-    gaps, kill, lines, numbered, pace, run_pace, spawn_timed, stderr_of, summary, tmpdir,
+    gaps, kill, lines, numbered, pace, run_pace, spawn_pace, spawn_timed, stderr_of, summary,
+    tmpdir,
 };
 
 #[test]
@@ -123,13 +124,7 @@ fn drop_mode_accounts_for_every_line() {
 
 #[test]
 fn block_mode_stops_reading_so_the_upstream_blocks() {
-    let mut child = pace()
-        .args(["--rate", "4/s", "--stats=json"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_pace(&["--rate", "4/s", "--stats=json"]);
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = child.stdout.take().unwrap();
     let line = format!("{}\n", "x".repeat(999));
@@ -263,13 +258,7 @@ fn stamp_formats() {
 
 #[test]
 fn downstream_closing_stops_quietly_and_reports_unsent() {
-    let mut drip = pace()
-        .args(["--rate", "50/s", "--stats=json"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut drip = spawn_pace(&["--rate", "50/s", "--stats=json"]);
     let head = Command::new("head")
         .args(["-n", "3"])
         .stdin(drip.stdout.take().unwrap())

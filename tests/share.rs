@@ -15,7 +15,7 @@ use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 mod common;
-use common::{bin, pace, tmpdir};
+use common::{bin, pace, spawn_pace, tmpdir};
 
 fn wall() -> f64 {
     SystemTime::now()
@@ -252,13 +252,7 @@ fn usage_errors_name_what_can_be_shared() {
         ),
     ];
     for (args, needle) in cases {
-        let mut child = pace()
-            .args(&args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_pace(&args);
         let _ = child.stdin.take().unwrap().write_all(b"x\n");
         let out = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);

@@ -107,15 +107,20 @@ pub fn pace() -> Command {
     c
 }
 
-/// Runs `drip pace ARGS` with `input` on stdin; returns its output.
-pub fn run_pace(args: &[&str], input: &[u8]) -> Output {
-    let mut child = pace()
+/// Starts `drip pace ARGS` with stdin, stdout and stderr piped.
+pub fn spawn_pace(args: &[&str]) -> Child {
+    pace()
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+/// Runs `drip pace ARGS` with `input` on stdin; returns its output.
+pub fn run_pace(args: &[&str], input: &[u8]) -> Output {
+    let mut child = spawn_pace(args);
     let mut stdin = child.stdin.take().unwrap();
     let input = input.to_vec();
     let feeder = thread::spawn(move || {
@@ -184,13 +189,7 @@ pub struct Timed {
 
 /// Spawns `drip pace ARGS` with piped stdin, stdout and stderr.
 pub fn spawn_timed(args: &[&str]) -> Timed {
-    let mut child = pace()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = spawn_pace(args);
     let stdout = child.stdout.take().unwrap();
     let reader = thread::spawn(move || {
         let mut got = Vec::new();
