@@ -3,7 +3,9 @@
 //!
 //! Keys are dense ids (audit and pace intern every key value; 0 is the one
 //! global bucket), so a store is a vector of states indexed by key id: one
-//! indexed access per decision, no hashing. A key never seen behaves as the
+//! indexed access per decision, no hashing. A store may carry several
+//! policies of one kind (size's candidates), their states of one key side
+//! by side. A key never seen behaves as the
 //! policy's `Default` state (empty bucket, full tokens). Memory is one
 //! fixed-size state per key id ever used; for a policy whose state holds
 //! memory of its own (the sliding log's entries), neutral states are reset
@@ -117,10 +119,16 @@ pub enum Levels {
     All,
 }
 
-/// A policy with its per-key states in a vector indexed by key id (see the
-/// module's contract).
+/// Policies of one kind with their per-key states in a vector indexed by
+/// key id (see the module's contract): one policy for a driver's member,
+/// or a row of candidates, each key's states side by side.
 pub struct Store<P: Policy> {
+    /// The first policy of the row (the only one of a driver's member).
     policy: Checked<P>,
+    /// Every policy of the row, `policy` first.
+    row: Box<[Checked<P>]>,
+    /// What every policy of the row tells reports (they differ in size
+    /// only, so in nothing a store reads).
     info: Info,
     states: Vec<P::State>,
     since_sweep: usize,
@@ -128,26 +136,54 @@ pub struct Store<P: Policy> {
 
 impl<P: Listed> Store<P> {
     pub fn new(policy: P) -> Self {
+        Store::rows(&[policy])
+    }
+
+    /// A store of several policies of one kind (at least one): each key
+    /// holds one state per policy, side by side, decided through
+    /// [`row_mut`](Self::row_mut).
+    pub fn rows(policies: &[P]) -> Self {
+        let row: Box<[Checked<P>]> = policies.iter().map(|&p| Checked::new(p)).collect();
         Store {
-            info: policy.info(),
-            policy: Checked::new(policy),
+            info: policies[0].info(),
+            policy: row[0],
+            row,
             states: Vec::new(),
             since_sweep: 0,
         }
     }
 
-    /// The policy, with the oversized-cost test in front.
+    /// The first policy, with the oversized-cost test in front.
     pub fn policy(&self) -> &Checked<P> {
         &self.policy
     }
 
-    /// The per-key states, by key id.
+    /// What reports need to know about the (first) policy.
+    pub fn info(&self) -> &Info {
+        &self.info
+    }
+
+    /// The per-key states, by key id (a row of them per key).
     pub fn states(&self) -> &[P::State] {
         &self.states
     }
 
-    /// Counts a decision and, every `max(keys, 4096)` of them, resets the
-    /// neutral states of a policy whose states hold memory.
+    /// The policies of the row, in the order of each key's states.
+    pub fn row(&self) -> &[Checked<P>] {
+        &self.row
+    }
+
+    /// `key`'s states under the row's policies, for one request at `now`
+    /// (counted towards the next sweep).
+    #[inline(always)]
+    pub fn row_mut(&mut self, key: KeyId, now: Nanos) -> &mut [P::State] {
+        self.maybe_sweep(now);
+        let i = self.grow(key);
+        &mut self.states[i..i + self.row.len()]
+    }
+
+    /// Counts a decision and, every `max(states, 4096)` of them, resets the
+    /// neutral states of policies whose states hold memory.
     #[inline]
     fn maybe_sweep(&mut self, now: Nanos) {
         if !self.info.holds_memory {
@@ -156,28 +192,47 @@ impl<P: Listed> Store<P> {
         self.since_sweep += 1;
         if self.since_sweep >= self.states.len().max(MIN_SWEEP) {
             self.since_sweep = 0;
-            for s in &mut self.states {
-                if self.policy.is_neutral(s, now) {
-                    *s = P::State::default();
+            for row in self.states.chunks_exact_mut(self.row.len()) {
+                for (s, p) in row.iter_mut().zip(&self.row) {
+                    if p.is_neutral(s, now) {
+                        *s = P::State::default();
+                    }
                 }
             }
         }
     }
 
-    /// Makes room for `key`; returns its index.
+    /// Makes room for `key`; returns the index of its first state.
     #[inline]
     fn grow(&mut self, key: KeyId) -> usize {
-        let i = key as usize;
-        if i >= self.states.len() {
-            self.states.resize_with(i + 1, P::State::default);
+        let width = self.row.len();
+        let i = key as usize * width;
+        if i + width > self.states.len() {
+            self.grow_to(i + width);
         }
         i
     }
+
+    #[cold]
+    #[inline(never)]
+    fn grow_to(&mut self, len: usize) {
+        self.states.resize_with(len, P::State::default);
+    }
+
+    /// Makes room for keys `0..keys` at once (a driver that knows them).
+    pub fn reserve_keys(&mut self, keys: usize) {
+        let len = keys * self.row.len();
+        if len > self.states.len() {
+            self.grow_to(len);
+        }
+    }
 }
 
+/// As a [`Limiter`], a store decides under its first policy (a driver's
+/// member is a store of one).
 impl<P: Listed> Limiter for Store<P> {
     fn check(&self, key: KeyId, now: Nanos, cost: u64) -> Decision {
-        match self.states.get(key as usize) {
+        match self.states.get(key as usize * self.row.len()) {
             Some(s) => self.policy.check(s, now, cost),
             None => self.policy.check(&P::State::default(), now, cost),
         }
@@ -221,12 +276,12 @@ impl<P: Listed> Limiter for Store<P> {
 
     fn level(&self, key: KeyId, now: Nanos) -> u64 {
         self.states
-            .get(key as usize)
+            .get(key as usize * self.row.len())
             .map_or(0, |s| self.policy.level(s, now))
     }
 
     fn tracked(&self) -> usize {
-        self.states.len()
+        self.states.len() / self.row.len()
     }
 
     fn info(&self) -> &Info {
@@ -235,7 +290,7 @@ impl<P: Listed> Limiter for Store<P> {
 
     #[inline]
     fn prefetch(&self, key: KeyId, deep: bool) {
-        if let Some(s) = self.states.get(key as usize) {
+        if let Some(s) = self.states.get(key as usize * self.row.len()) {
             if deep {
                 s.prefetch_deep();
             } else {

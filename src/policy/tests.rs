@@ -806,3 +806,60 @@ fn spec_and_rate_parsers_never_panic() {
         let _ = crate::rate::parse_duration(&text);
     }
 }
+
+#[test]
+fn a_row_of_candidates_decides_as_separate_stores() {
+    use keyed::{Limiter, Store};
+    let mut rng = Rng(0x5eed_0008);
+    let logs: Vec<SlidingLog> = [2, 5, 9]
+        .iter()
+        .map(|l| {
+            match parse_spec(&format!("sliding-log:limit={l},window=1s"))
+                .unwrap()
+                .members[0]
+                .config
+            {
+                PolicyConfig::SlidingLog(p) => p,
+                _ => unreachable!(),
+            }
+        })
+        .collect();
+    let mut row = Store::rows(&logs);
+    let mut apart: Vec<Store<SlidingLog>> = logs.iter().map(|&p| Store::new(p)).collect();
+    let mut now = 0;
+    // Enough decisions over enough keys for several sweeps to run.
+    for _ in 0..60_000 {
+        now += rng.below(200_000);
+        let key = rng.below(3_000);
+        let cost = 1 + rng.below(10);
+        let policies = row.row().to_vec();
+        let states = row.row_mut(key, Nanos(now));
+        for ((p, s), one) in policies.iter().zip(states).zip(&mut apart) {
+            assert_eq!(
+                p.decide(s, Nanos(now), cost),
+                one.decide(key, Nanos(now), cost)
+            );
+        }
+    }
+    // Once every key is idle, the next sweep gives their entries back.
+    let held = row
+        .states()
+        .iter()
+        .filter(|s| !s.entries.is_empty())
+        .count();
+    assert!(held > 0);
+    let later = Nanos(now + 2 * S);
+    for _ in 0..row.states().len() {
+        let policies = row.row().to_vec();
+        let states = row.row_mut(0, later);
+        for (p, s) in policies.iter().zip(states) {
+            p.decide(s, later, 1);
+        }
+    }
+    let held = row
+        .states()
+        .iter()
+        .filter(|s| !s.entries.is_empty())
+        .count();
+    assert!(held <= 3, "{held} states hold entries");
+}

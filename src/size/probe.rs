@@ -13,7 +13,8 @@
 
 use super::log::Log;
 use crate::audit::keys::EMPTY_KEY;
-use crate::policy::{Checked, Decision, Listed, Policy, PolicyConfig, WithPolicy};
+use crate::policy::keyed::Store;
+use crate::policy::{Decision, Listed, Policy, PolicyConfig, WithPolicy};
 use crate::time::Nanos;
 
 /// Most candidates one probe carries (a key's drop flags fit in a `u32`).
@@ -23,7 +24,7 @@ pub const MAX_K: usize = 32;
 /// compiled per policy.
 pub trait Job {
     type Out;
-    fn run<P: Listed>(self, policies: &[Checked<P>]) -> Self::Out;
+    fn run<P: Listed>(self, policies: &[P]) -> Self::Out;
 }
 
 /// Runs `job` on `configs` (all of one policy type).
@@ -32,62 +33,15 @@ pub fn dispatch<J: Job>(configs: &[PolicyConfig], job: J) -> J::Out {
     impl<J: Job> WithPolicy for All<'_, J> {
         type Out = J::Out;
         fn run<P: Listed>(self, _: &P) -> J::Out {
-            let policies: Vec<Checked<P>> = self
+            let policies: Vec<P> = self
                 .0
                 .iter()
-                .map(|c| Checked::new(P::from_config(c).expect("candidates of one policy type")))
+                .map(|c| P::from_config(c).expect("candidates of one policy type"))
                 .collect();
             self.1.run(&policies)
         }
     }
     configs[0].with(All(configs, job))
-}
-
-/// States of K candidates per key, key by key, created as keys appear.
-/// Policies whose states own memory (the sliding log) have neutral states
-/// reset after every `max(states, 4096)` decisions, as the audit replay
-/// does, so memory follows the active keys.
-struct States<P: Policy> {
-    k: usize,
-    states: Vec<P::State>,
-    holds_memory: bool,
-    since_sweep: usize,
-}
-
-impl<P: Listed> States<P> {
-    fn new(policies: &[Checked<P>], keys: usize) -> Self {
-        let k = policies.len();
-        let mut states = Vec::new();
-        states.resize_with(k * keys, P::State::default);
-        States {
-            k,
-            states,
-            holds_memory: policies[0].policy().info().holds_memory,
-            since_sweep: 0,
-        }
-    }
-
-    #[inline]
-    fn of(&mut self, key: u32) -> &mut [P::State] {
-        let i = key as usize * self.k;
-        &mut self.states[i..i + self.k]
-    }
-
-    #[inline]
-    fn maybe_sweep(&mut self, policies: &[Checked<P>], now: Nanos) {
-        if !self.holds_memory {
-            return;
-        }
-        self.since_sweep += 1;
-        if self.since_sweep >= self.states.len().max(4096) {
-            self.since_sweep = 0;
-            for (i, s) in self.states.iter_mut().enumerate() {
-                if policies[i % self.k].is_neutral(s, now) {
-                    *s = P::State::default();
-                }
-            }
-        }
-    }
 }
 
 /// The zero-drop size of every key under each candidate (unbounded).
@@ -114,11 +68,13 @@ impl Needs {
 
 impl Job for NeedJob<'_> {
     type Out = Needs;
-    fn run<P: Listed>(self, policies: &[Checked<P>]) -> Needs {
+    fn run<P: Listed>(self, policies: &[P]) -> Needs {
         let log = self.log;
         let k = policies.len();
         let keys = log.keys();
-        let mut states = States::<P>::new(policies, keys);
+        let mut store = Store::rows(policies);
+        store.reserve_keys(keys);
+        let policies = store.row().to_vec();
         let mut need = vec![0u64; k * keys];
         for i in 0..log.len() {
             let key = log.key[i];
@@ -127,9 +83,9 @@ impl Job for NeedJob<'_> {
             }
             let now = Nanos(log.at[i]);
             let cost = log.cost(i);
-            states.maybe_sweep(policies, now);
+            let states = store.row_mut(u64::from(key), now);
             let row = &mut need[key as usize * k..key as usize * k + k];
-            for ((p, s), n) in policies.iter().zip(states.of(key)).zip(row) {
+            for ((p, s), n) in policies.iter().zip(states).zip(row) {
                 match p.decide(s, now, cost) {
                     Decision::Admit { .. } => {
                         let level = p.level(s, now).saturating_sub(self.offset);
@@ -168,7 +124,7 @@ pub struct ProbeJob<'a> {
 
 impl Job for ProbeJob<'_> {
     type Out = Vec<Tally>;
-    fn run<P: Listed>(self, policies: &[Checked<P>]) -> Vec<Tally> {
+    fn run<P: Listed>(self, policies: &[P]) -> Vec<Tally> {
         let log = self.log;
         let k = policies.len();
         assert!(k <= MAX_K);
@@ -188,10 +144,12 @@ impl Job for ProbeJob<'_> {
                 }
             })
             .collect();
-        let mut states = States::<P>::new(policies, active as usize);
+        let mut store = Store::rows(policies);
+        store.reserve_keys(active as usize);
+        let policies = store.row().to_vec();
         let mut hurt = vec![0u32; active as usize];
         let mut tally = vec![Tally::default(); k];
-        let shapes = policies[0].policy().info().shapes;
+        let shapes = store.info().shapes;
         for i in 0..log.len() {
             let key = log.key[i];
             // An empty key is exempt; an excluded key is still replayed for
@@ -205,9 +163,9 @@ impl Job for ProbeJob<'_> {
             }
             let now = Nanos(log.at[i]);
             let cost = log.cost(i);
-            states.maybe_sweep(policies, now);
             let mut refused = 0u32;
-            for (c, (p, s)) in policies.iter().zip(states.of(key)).enumerate() {
+            let states = store.row_mut(u64::from(key), now);
+            for (c, (p, s)) in policies.iter().zip(states).enumerate() {
                 match p.decide(s, now, cost) {
                     Decision::Admit { release } => {
                         if shapes {
