@@ -227,95 +227,198 @@ fn check_outputs(args: &AuditArgs, files: &[std::path::PathBuf]) -> Result<()> {
     check_distinct(&inputs, &outputs)
 }
 
-pub fn run(args: AuditArgs) -> Result<u8> {
-    check_outputs(&args, &args.input.files)?;
-    let specs = load_specs(&args)?;
-    let mut labels: Vec<String> = specs.iter().map(|s| s.label.clone()).collect();
-    // nginx.conf policies: each config is one run, after the specs.
-    let nginx_vars = nginx::parse_vars(&args.nginx_var)?;
-    let confs = nginx::load_confs(&args.nginx_conf, &labels, args.quiet)?;
-    labels.extend(confs.iter().map(|(l, _)| l.clone()));
-    let max_disagree = parse_pct(args.max_disagree.trim()).ok_or_else(|| {
-        anyhow!(
-            "--max-disagree '{}': invalid value; give a percentage from 0 to 100, e.g. 0.5",
-            args.max_disagree
-        )
-    })?;
-    let max_drop_rate = parse_thresholds(
-        "--max-drop-rate",
-        &args.max_drop_rate,
-        &labels,
-        parse_pct,
-        "a percentage from 0 to 100, e.g. 5 or api=0.5",
-    )?;
-    let max_drops = parse_thresholds(
-        "--max-drops",
-        &args.max_drops,
-        &labels,
-        |s| s.parse::<u64>().ok(),
-        "a whole number, e.g. 100",
-    )?;
-    let max_wait = parse_thresholds(
-        "--max-wait",
-        &args.max_wait,
-        &labels,
-        |s| crate::rate::parse_duration(s).ok(),
-        "a duration, e.g. 2s or api=500ms",
-    )?;
+/// The thresholds of a run, checked once the report is built.
+struct Thresholds {
+    max_drop_rate: Vec<Threshold<(u128, u128)>>,
+    max_drops: Vec<Threshold<u64>>,
+    max_wait: Vec<Threshold<Nanos>>,
+    /// `--max-disagree` as a fraction, and as given.
+    max_disagree: ((u128, u128), String),
+}
 
-    // Distinct key columns: the default first, then each member's key=.
-    let mut key_cols: Vec<ColSel> = Vec::new();
-    let default_key = args.input.key_column.as_deref().map(ColSel::parse);
-    let slot_for = |sel: ColSel, key_cols: &mut Vec<ColSel>| -> Result<usize> {
-        if let Some(i) = key_cols.iter().position(|c| *c == sel) {
+impl Thresholds {
+    fn from_args(args: &AuditArgs, labels: &[String]) -> Result<Thresholds> {
+        let max_disagree = parse_pct(args.max_disagree.trim()).ok_or_else(|| {
+            anyhow!(
+                "--max-disagree '{}': invalid value; give a percentage from 0 to 100, e.g. 0.5",
+                args.max_disagree
+            )
+        })?;
+        Ok(Thresholds {
+            max_drop_rate: parse_thresholds(
+                "--max-drop-rate",
+                &args.max_drop_rate,
+                labels,
+                parse_pct,
+                "a percentage from 0 to 100, e.g. 5 or api=0.5",
+            )?,
+            max_drops: parse_thresholds(
+                "--max-drops",
+                &args.max_drops,
+                labels,
+                |s| s.parse::<u64>().ok(),
+                "a whole number, e.g. 100",
+            )?,
+            max_wait: parse_thresholds(
+                "--max-wait",
+                &args.max_wait,
+                labels,
+                |s| crate::rate::parse_duration(s).ok(),
+                "a duration, e.g. 2s or api=500ms",
+            )?,
+            max_disagree: (max_disagree, args.max_disagree.trim().to_string()),
+        })
+    }
+
+    /// True when a threshold on drops or waits is given.
+    fn gated(&self) -> bool {
+        !(self.max_drop_rate.is_empty() && self.max_drops.is_empty() && self.max_wait.is_empty())
+    }
+}
+
+/// Everything an audit needs, checked before anything is read or written.
+struct Config {
+    args: AuditArgs,
+    labels: Vec<String>,
+    /// One per policy spec, then one per nginx.conf, in report order.
+    runs: Vec<Run>,
+    /// How the logs are read, the key columns included.
+    input: InputSpec,
+    thresholds: Thresholds,
+    /// Policies given as specs (not nginx.conf): with two or more, keys are
+    /// interned on the reader thread.
+    specs: usize,
+    /// A plot is drawn (`--plot`, or the HTML page).
+    plotting: bool,
+}
+
+impl Config {
+    fn from_args(args: AuditArgs) -> Result<Config> {
+        check_outputs(&args, &args.input.files)?;
+        let specs = load_specs(&args)?;
+        let mut labels: Vec<String> = specs.iter().map(|s| s.label.clone()).collect();
+        // nginx.conf policies: each config is one run, after the specs.
+        let nginx_vars = nginx::parse_vars(&args.nginx_var)?;
+        let confs = nginx::load_confs(&args.nginx_conf, &labels, args.quiet)?;
+        labels.extend(confs.iter().map(|(l, _)| l.clone()));
+        let thresholds = Thresholds::from_args(&args, &labels)?;
+        let mut key_cols = KeyColumns::new(&args);
+        let mut runs = Vec::new();
+        for (i, s) in specs.iter().enumerate() {
+            runs.push(Run::new(s, key_cols.slots(s)?, i));
+        }
+        // The reading options first: a config may tell how its log is written.
+        let mut input = InputSpec::from_args(&args.input, Vec::new(), args.quiet)?;
+        if let Some((_, conf)) = confs.first() {
+            nginx::adopt_log_format(
+                conf,
+                &mut input,
+                &args.input,
+                args.verify_column.is_some(),
+                args.quiet,
+            );
+        }
+        conf_runs(&args, &confs, &input, &nginx_vars, &mut key_cols, &mut runs)?;
+        input.key_cols = key_cols.0;
+        if let Some(path) = &args.plot {
+            check_output("--plot", path, "svg")?;
+        }
+        Ok(Config {
+            plotting: args.plot.is_some() || args.format == Format::Html,
+            specs: specs.len(),
+            args,
+            labels,
+            runs,
+            input,
+            thresholds,
+        })
+    }
+
+    /// A timeline whose interval follows the log's span: a plot without
+    /// `--timeline`.
+    fn auto_timeline(&self) -> bool {
+        self.args.timeline.is_none() && self.plotting
+    }
+
+    /// The `--decisions` file, opened, and its name for messages.
+    fn open_decisions(&self) -> Result<Option<(Box<dyn Write + Send>, String)>> {
+        Ok(match &self.args.decisions {
+            None => None,
+            Some(p) if p.as_os_str() == "-" => Some((
+                Box::new(std::io::BufWriter::new(std::io::stdout())),
+                "standard output".into(),
+            )),
+            Some(p) => Some((
+                Box::new(std::io::BufWriter::with_capacity(
+                    1 << 16,
+                    std::fs::File::create(p).with_context(|| {
+                        format!("cannot create --decisions file '{}'", p.display())
+                    })?,
+                )),
+                format!("'{}'", p.display()),
+            )),
+        })
+    }
+}
+
+/// The distinct key columns of a run: the default first, then each
+/// member's `key=` and each nginx.conf's key fields, in order of use.
+struct KeyColumns(Vec<ColSel>, Option<usize>);
+
+impl KeyColumns {
+    fn new(args: &AuditArgs) -> KeyColumns {
+        let mut k = KeyColumns(Vec::new(), None);
+        if let Some(c) = args.input.key_column.as_deref() {
+            // The first column can always be added.
+            k.1 = k.slot(ColSel::parse(c)).ok();
+        }
+        k
+    }
+
+    /// The place of `sel` among the key columns, added if new.
+    fn slot(&mut self, sel: ColSel) -> Result<usize> {
+        if let Some(i) = self.0.iter().position(|c| *c == sel) {
             return Ok(i);
         }
-        if key_cols.len() == MAX_KEYS {
+        if self.0.len() == MAX_KEYS {
             bail!("at most {MAX_KEYS} distinct key columns can be used in one run");
         }
-        key_cols.push(sel);
-        Ok(key_cols.len() - 1)
-    };
-    let default_slot = default_key
-        .map(|k| slot_for(k, &mut key_cols))
-        .transpose()?;
-    let mut member_slots: Vec<Vec<Slot>> = Vec::new();
-    for s in &specs {
-        let mut slots = Vec::new();
-        for m in &s.members {
-            slots.push(match &m.key {
-                KeyChoice::Default => default_slot.map_or(Slot::Global, Slot::Column),
-                KeyChoice::Global => Slot::Global,
-                KeyChoice::Column(c) => Slot::Column(slot_for(ColSel::parse(c), &mut key_cols)?),
-            });
-        }
-        member_slots.push(slots);
+        self.0.push(sel);
+        Ok(self.0.len() - 1)
     }
-    let mut runs: Vec<Run> = specs
-        .iter()
-        .zip(&member_slots)
-        .enumerate()
-        .map(|(i, (s, slots))| Run::new(s, slots.clone(), i))
-        .collect();
-    // The reading options first: a config may tell how its log is written.
-    let mut spec = InputSpec::from_args(&args.input, Vec::new(), args.quiet)?;
-    if let Some((_, conf)) = confs.first() {
-        nginx::adopt_log_format(
-            conf,
-            &mut spec,
-            &args.input,
-            args.verify_column.is_some(),
-            args.quiet,
-        );
+
+    /// Where each member of `spec` takes its key from.
+    fn slots(&mut self, spec: &Spec) -> Result<Vec<Slot>> {
+        spec.members
+            .iter()
+            .map(|m| {
+                Ok(match &m.key {
+                    KeyChoice::Default => self.1.map_or(Slot::Global, Slot::Column),
+                    KeyChoice::Global => Slot::Global,
+                    KeyChoice::Column(c) => Slot::Column(self.slot(ColSel::parse(c))?),
+                })
+            })
+            .collect()
     }
+}
+
+/// Adds a run per nginx.conf, after the specs' runs.
+fn conf_runs(
+    args: &AuditArgs,
+    confs: &[(String, std::sync::Arc<crate::nginx_conf::NginxConf>)],
+    input: &InputSpec,
+    nginx_vars: &std::collections::HashMap<String, String>,
+    key_cols: &mut KeyColumns,
+    runs: &mut Vec<Run>,
+) -> Result<()> {
     let log_fields = if confs.is_empty() {
         None
     } else {
-        nginx::log_fields(&spec)
+        nginx::log_fields(input)
     };
     let conf_opts = nginx::ConfOptions {
         log_fields: log_fields.as_deref(),
-        overrides: &nginx_vars,
+        overrides: nginx_vars,
         location: args.nginx_location.as_deref(),
         verify: args.verify_column.as_deref(),
         files: if args.input.files.is_empty() {
@@ -324,9 +427,9 @@ pub fn run(args: AuditArgs) -> Result<u8> {
             args.input.files.iter().map(|f| file_name(f)).collect()
         },
     };
-    for (label, conf) in &confs {
+    for (label, conf) in confs {
         let exec = nginx::ConfExec::new(conf.clone(), &conf_opts, args.quiet, &mut |f| {
-            slot_for(ColSel::Name(f.to_string()), &mut key_cols)
+            key_cols.slot(ColSel::Name(f.to_string()))
         })?;
         let order = runs.len();
         runs.push(Run::nginx(
@@ -336,55 +439,59 @@ pub fn run(args: AuditArgs) -> Result<u8> {
             order,
         ));
     }
+    Ok(())
+}
 
-    spec.key_cols = key_cols.clone();
-    if let Some(path) = &args.plot {
-        check_output("--plot", path, "svg")?;
+/// What the replay of the logs produced, before thresholds.
+struct Replayed {
+    report: Report,
+    /// The timeline to plot, when one is drawn.
+    plotted: Option<Timeline>,
+}
+
+/// Blocks of 256 KiB and more come straight from the system and go back to
+/// it when freed. Without a fixed threshold glibc raises it to the size of
+/// each large block freed, so the per-key tables, as they grow on several
+/// replay threads, leave their old copies in the heap: about 10% more peak
+/// memory on the benchmark log with two threads. Chunks of rows stay below.
+fn tune_allocator() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: sets a number in glibc's allocator; called before the audit
+    // starts any thread.
+    unsafe {
+        libc::mallopt(libc::M_MMAP_THRESHOLD, 256 << 10);
     }
-    let files = spec.files.clone();
+}
 
-    let decisions: Option<(Box<dyn Write + Send>, String)> = match &args.decisions {
-        None => None,
-        Some(p) if p.as_os_str() == "-" => Some((
-            Box::new(std::io::BufWriter::new(std::io::stdout())),
-            "standard output".into(),
-        )),
-        Some(p) => Some((
-            Box::new(std::io::BufWriter::with_capacity(
-                1 << 16,
-                std::fs::File::create(p)
-                    .with_context(|| format!("cannot create --decisions file '{}'", p.display()))?,
-            )),
-            format!("'{}'", p.display()),
-        )),
-    };
-    let mut replay = Replay::new(runs, key_cols.len(), decisions, args.timeline, args.top)?;
-    // A plot without --timeline keeps one whose interval follows the span.
-    let plotting = args.plot.is_some() || args.format == Format::Html;
-    let auto_timeline = args.timeline.is_none() && plotting;
-    if auto_timeline {
+/// Reads the logs in time order through every policy and builds the report
+/// (without threshold crossings).
+fn replay(config: &mut Config) -> Result<Replayed> {
+    tune_allocator();
+    let args = &config.args;
+    let decisions = config.open_decisions()?;
+    let runs = std::mem::take(&mut config.runs);
+    let key_columns = config.input.key_cols.len();
+    let mut replay = Replay::new(runs, key_columns, decisions, args.timeline, args.top)?;
+    if config.auto_timeline() {
         replay.auto_timeline();
     }
-
     let show_progress = progress::Wanted {
         quiet: args.quiet,
         no_progress: args.no_progress,
         progress: args.progress,
     }
     .show();
-    let bar = progress::bytes_read(show_progress, &files);
-
+    let bar = progress::bytes_read(show_progress, &config.input.files);
     // Interning keys costs about as much as deciding one policy: with one
     // policy it balances the two threads on the replay's side, with more on
     // the reader's.
-    let reader_interns = (specs.len() > 1).then(|| {
-        (0..key_cols.len())
+    let reader_interns = (config.specs > 1).then(|| {
+        (0..key_columns)
             .map(|_| keys::Interner::default())
             .collect()
     });
-
     if args.compare {
-        if labels.len() < 2 {
+        if config.labels.len() < 2 {
             bail!(
                 "--compare needs two or more policies (e.g. --nginx-conf old.conf --nginx-conf new.conf); the first is the baseline"
             );
@@ -393,59 +500,45 @@ pub fn run(args: AuditArgs) -> Result<u8> {
     }
     replay.spread(args.threads.map_or_else(default_threads, usize::from))?;
     let read = stream::read_ordered(
-        &spec,
+        &config.input,
         args.input.reorder_window,
         reader_interns,
         &bar,
         &mut Feed {
             replay: &mut replay,
         },
-    );
-    let stream::Read {
-        summary,
-        reordered,
-        names,
-    } = read?;
-    let gated = !(max_drop_rate.is_empty() && max_drops.is_empty() && max_wait.is_empty());
-    if summary.rows == 0 && gated {
+    )?;
+    if read.summary.rows == 0 && config.thresholds.gated() {
         // Every gate would pass on nothing: a CI check must not.
         bail!(
             "the input has no rows, so --max-drop-rate, --max-drops and --max-wait have nothing to check; check the log's path and that it was written"
         );
     }
-    if summary.rows == 0 && !args.quiet {
+    if read.summary.rows == 0 && !args.quiet {
         crate::say!("drip: the input has no rows; every count in the report is zero");
     }
-    let first = replay.first;
-    let last = replay.last;
+    build_report(config, replay, read)
+}
+
+/// The report of a finished replay, and the timeline to plot.
+fn build_report(config: &Config, replay: Replay, read: stream::Read) -> Result<Replayed> {
+    let (first, last) = (replay.first, replay.last);
     let compare = replay.compare_report();
     let (mut policies, timeline) = replay.finish()?;
     let timeline = timeline.map(|(i, rows)| Timeline {
         interval_ns: i.0,
         rows,
     });
-    // The plot's timeline: --timeline's as it is, or a few hundred intervals.
-    let (timeline, plotted) = match timeline {
-        Some(t) if auto_timeline => (None, Some(plot::fit(&t))),
-        Some(t) if plotting && plot::intervals(&t) > plot::MAX_PLOTTED => {
-            let fitted = plot::fit(&t);
-            if !args.quiet {
-                crate::say!(
-                    "drip: the plot shows the timeline every {}: --timeline {} gives {} intervals, more than {} can be drawn legibly",
-                    crate::report::span(fitted.interval_ns),
-                    crate::report::span(t.interval_ns),
-                    plot::intervals(&t),
-                    plot::MAX_PLOTTED
-                );
-            }
-            (Some(t), Some(fitted))
-        }
-        t => (t.clone(), t),
-    };
+    let (timeline, plotted) = plotted_timeline(config, timeline);
+    let stream::Read {
+        summary,
+        reordered,
+        names,
+    } = read;
     for p in &mut policies {
         p.skipped_bad = summary.bad_rows;
     }
-    let mut report = Report {
+    let report = Report {
         input: InputInfo {
             files: names,
             rows: summary.rows,
@@ -461,11 +554,40 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         crossings: Vec::new(),
         compare,
     };
+    Ok(Replayed { report, plotted })
+}
 
+/// The report's timeline and the plot's: --timeline's as it is, or a few
+/// hundred intervals.
+fn plotted_timeline(
+    config: &Config,
+    timeline: Option<Timeline>,
+) -> (Option<Timeline>, Option<Timeline>) {
+    match timeline {
+        Some(t) if config.auto_timeline() => (None, Some(plot::fit(&t))),
+        Some(t) if config.plotting && plot::intervals(&t) > plot::MAX_PLOTTED => {
+            let fitted = plot::fit(&t);
+            if !config.args.quiet {
+                crate::say!(
+                    "drip: the plot shows the timeline every {}: --timeline {} gives {} intervals, more than {} can be drawn legibly",
+                    crate::report::span(fitted.interval_ns),
+                    crate::report::span(t.interval_ns),
+                    plot::intervals(&t),
+                    plot::MAX_PLOTTED
+                );
+            }
+            (Some(t), Some(fitted))
+        }
+        t => (t.clone(), t),
+    }
+}
+
+/// Every threshold the report crosses, policy by policy.
+fn thresholds(t: &Thresholds, report: &Report) -> Vec<Crossing> {
     let applies = |label: &Option<String>, p: &str| label.as_deref().is_none_or(|l| l == p);
     let mut crossings = Vec::new();
     for p in &report.policies {
-        for t in &max_drop_rate {
+        for t in &t.max_drop_rate {
             let (num, den) = t.value;
             // dropped/requests > num/den, exactly
             if applies(&t.label, &p.label)
@@ -484,7 +606,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
                 });
             }
         }
-        for t in &max_drops {
+        for t in &t.max_drops {
             if applies(&t.label, &p.label) && p.dropped > t.value {
                 crossings.push(Crossing {
                     policy: p.label.clone(),
@@ -494,7 +616,7 @@ pub fn run(args: AuditArgs) -> Result<u8> {
                 });
             }
         }
-        for t in &max_wait {
+        for t in &t.max_wait {
             let max = p.wait.map_or(0, |w| w.max_ns);
             if applies(&t.label, &p.label) && max > t.value.0 {
                 crossings.push(Crossing {
@@ -506,33 +628,45 @@ pub fn run(args: AuditArgs) -> Result<u8> {
             }
         }
     }
-    for p in &report.policies {
-        if let Some(v) = p.nginx.as_ref().and_then(|n| n.verify.as_ref()) {
-            let (num, den) = max_disagree;
-            if u128::from(v.disagreed) * den > num * u128::from(v.rows) {
-                crossings.push(Crossing {
-                    policy: p.label.clone(),
-                    threshold: "--max-disagree".into(),
-                    limit: format!("{}%", args.max_disagree.trim().trim_end_matches('%')),
-                    measured: format!(
-                        "{}% ({} of {} rows disagree with column '{}')",
-                        crate::report::pct(100.0 - v.agreement_pct),
-                        v.disagreed,
-                        v.rows,
-                        v.column
-                    ),
-                });
-            }
-        }
-    }
-    report.crossings = crossings;
+    crossings.extend(disagreements(t, report));
+    crossings
+}
 
+/// The nginx.conf runs whose verified rows disagree more than
+/// `--max-disagree` allows.
+fn disagreements(t: &Thresholds, report: &Report) -> Vec<Crossing> {
+    let ((num, den), text) = &t.max_disagree;
+    report
+        .policies
+        .iter()
+        .filter_map(|p| {
+            let v = p.nginx.as_ref()?.verify.as_ref()?;
+            (u128::from(v.disagreed) * den > num * u128::from(v.rows)).then(|| Crossing {
+                policy: p.label.clone(),
+                threshold: "--max-disagree".into(),
+                limit: format!("{}%", text.trim_end_matches('%')),
+                measured: format!(
+                    "{}% ({} of {} rows disagree with column '{}')",
+                    crate::report::pct(100.0 - v.agreement_pct),
+                    v.disagreed,
+                    v.rows,
+                    v.column
+                ),
+            })
+        })
+        .collect()
+}
+
+/// Writes the report (unless the decisions go to stdout) and the plot,
+/// says each crossing, and gives the exit status.
+fn render(config: &Config, report: &Report, plotted: Option<&Timeline>) -> Result<u8> {
+    let args = &config.args;
     let decisions_on_stdout = args
         .decisions
         .as_deref()
         .is_some_and(|p| p.as_os_str() == "-");
-    let svg = if plotting {
-        Some(audit_plot(&report, plotted.as_ref(), spec.zone.as_ref())?)
+    let svg = if config.plotting {
+        Some(audit_plot(report, plotted, config.input.zone.as_ref())?)
     } else {
         None
     };
@@ -540,11 +674,11 @@ pub fn run(args: AuditArgs) -> Result<u8> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     let written = match args.format {
         _ if decisions_on_stdout => Ok(()),
-        Format::Table => crate::report::table::render(&report, &mut out),
-        Format::Json => crate::report::json::render(&report, &mut out),
-        Format::Csv => crate::report::csv::render(&report, &mut out),
-        Format::Markdown => crate::report::markdown::render(&report, &mut out),
-        Format::Html => crate::report::html::render_audit(&report, svg.as_deref(), &mut out),
+        Format::Table => crate::report::table::render(report, &mut out),
+        Format::Json => crate::report::json::render(report, &mut out),
+        Format::Csv => crate::report::csv::render(report, &mut out),
+        Format::Markdown => crate::report::markdown::render(report, &mut out),
+        Format::Html => crate::report::html::render_audit(report, svg.as_deref(), &mut out),
     }
     .and_then(|_| out.flush());
     let plot_written = match (&args.plot, &svg) {
@@ -565,4 +699,16 @@ pub fn run(args: AuditArgs) -> Result<u8> {
         }
         _ => Ok(if report.crossings.is_empty() { 0 } else { 1 }),
     }
+}
+
+/// `drip audit`: the arguments checked, the logs replayed, the thresholds
+/// checked, the report written.
+pub fn run(args: AuditArgs) -> Result<u8> {
+    let mut config = Config::from_args(args)?;
+    let Replayed {
+        mut report,
+        plotted,
+    } = replay(&mut config)?;
+    report.crossings = thresholds(&config.thresholds, &report);
+    render(&config, &report, plotted.as_ref())
 }
