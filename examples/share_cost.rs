@@ -12,10 +12,10 @@
 //! is timed alone; prints the median and p99 per case (medians over reps
 //! of each rep's quantile) as a markdown table, and the ratios to the floors.
 
-use drip::pace::share::Backend;
-use drip::pace::share::file::FileBackend;
-use drip::pace::share::redis::RedisBackend;
-use drip::pace::share::reserve::{Outcome, Params, reserve};
+use drip::share::Backend;
+use drip::share::FileBackend;
+use drip::share::RedisBackend;
+use drip::share::{Outcome, Params, reserve};
 use std::time::Instant;
 
 /// Slots 1 µs apart and a delay bound no run reaches: every call is granted.
@@ -99,7 +99,7 @@ fn main() {
         }));
         results[1].push(time(calls, || {
             let o = fb
-                .reserve(PARAMS, drip::pace::share::file::LOCK_DEADLINE)
+                .reserve(PARAMS, drip::share::LOCK_DEADLINE)
                 .expect("file reserve");
             assert!(matches!(o, Outcome::Granted { .. }));
         }));
@@ -109,7 +109,7 @@ fn main() {
             }));
             results[3].push(time(calls, || {
                 let o = b
-                    .reserve(PARAMS, drip::pace::share::file::LOCK_DEADLINE)
+                    .reserve(PARAMS, drip::share::LOCK_DEADLINE)
                     .expect("Redis reserve");
                 assert!(matches!(o, Outcome::Granted { .. }));
             }));

@@ -1,9 +1,12 @@
 //! drip: pace traffic and size rate limits, exactly.
 //!
-//! The library holds the pure policy core ([`policy`]) on exact integer time
-//! ([`time::Nanos`]) and exact rates ([`rate::Rate`]), and the drivers that
-//! feed it: [`pace`] (stdin lines on a monotonic clock) and [`audit`] (log
-//! rows on their own timestamps). [`cli`] is the command-line surface.
+//! The library holds the pure policy core (`policy`) on exact integer time
+//! and exact rates, and the drivers that feed it: `pace` (stdin lines on a
+//! monotonic clock), `audit` and `size` (log rows on their own timestamps),
+//! `gate`. What the binary and the tests reach is public: [`cli`] (the
+//! command-line surface), [`run`], and the parts of the shared schedule and
+//! of the size plot that tests drive directly; everything else is private
+//! to the crate, so the compiler sees what is unused.
 
 /// Writes a line to stderr, like `eprintln!`, but a stderr that cannot
 /// be written (closed, `/dev/full`) is ignored instead of panicking: a
@@ -16,22 +19,49 @@ macro_rules! say {
     }};
 }
 
-pub mod audit;
-pub mod clash;
+mod audit;
+mod clash;
 pub mod cli;
-pub mod clock;
-pub mod completions;
-pub mod gate;
-pub mod log;
-pub mod nginx_conf;
-pub mod pace;
-pub mod policy;
+mod clock;
+mod completions;
+mod gate;
+mod log;
+mod nginx_conf;
+mod pace;
+mod policy;
 mod progress;
-pub mod quote;
-pub mod rate;
-pub mod report;
-pub mod size;
+mod quote;
+mod rate;
+mod report;
+mod size;
 #[cfg(test)]
 mod testing;
-pub mod time;
-pub(crate) mod wait_stats;
+mod time;
+mod wait_stats;
+
+/// Runs a parsed command: the exit status, or an error the binary prints
+/// on one line (exit status 2).
+pub fn run(command: cli::Command) -> anyhow::Result<u8> {
+    use cli::Command;
+    match command {
+        Command::Pace(args) => pace::run(args),
+        Command::Audit(args) => audit::run(args),
+        Command::Gate(args) => gate::run(args),
+        Command::Size(args) => size::run(args),
+        Command::Completions(args) => completions::run(args),
+    }
+}
+
+/// The shared schedule's parts that its cost benchmark and the tests of
+/// the Redis script drive directly, without a `drip pace` around them.
+pub mod share {
+    pub use crate::pace::share::Backend;
+    pub use crate::pace::share::file::{FileBackend, LOCK_DEADLINE};
+    pub use crate::pace::share::redis::{RedisBackend, SCRIPT};
+    pub use crate::pace::share::reserve::{Outcome, Params, reserve};
+}
+
+/// The size plot's drawing, for the tests that render it.
+pub mod plot {
+    pub use crate::report::plot::{FrontierPoint, NeedPoint, SizePlot, size_plot_size, size_svg};
+}

@@ -2,7 +2,7 @@
 //! line, and exit with the driver's status (2 for usage and input errors).
 
 use clap::Parser;
-use drip::cli::{Cli, Command};
+use drip::cli::Cli;
 use std::process::ExitCode;
 
 fn main() -> ExitCode {
@@ -23,14 +23,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
-    let result = match cli.command {
-        Command::Pace(args) => drip::pace::run(args),
-        Command::Audit(args) => drip::audit::run(args),
-        Command::Gate(args) => drip::gate::run(args),
-        Command::Size(args) => drip::size::run(args),
-        Command::Completions(args) => drip::completions::run(args),
-    };
-    match result {
+    match drip::run(cli.command) {
         Ok(code) => ExitCode::from(code),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {

@@ -281,7 +281,7 @@ fn bad_plot_paths_are_one_line_and_status_2() {
 }
 
 fn size_plot_data(needs: bool) -> String {
-    use drip::report::plot::{FrontierPoint, NeedPoint, SizePlot, size_svg};
+    use drip::plot::{FrontierPoint, NeedPoint, SizePlot, size_svg};
     let rates = ["1/s", "2/s", "5/s", "10/s", "20/s", "50/s"];
     let sizes = [
         (480, false),
@@ -336,7 +336,7 @@ fn size_plot_data(needs: bool) -> String {
 fn sizing_plot_renders_to_its_stated_size_and_matches_the_golden_image() {
     let svg = size_plot_data(true);
     let (w, h, texts) = parse(&svg);
-    assert_eq!((w, h), drip::report::plot::size_plot_size(true));
+    assert_eq!((w, h), drip::plot::size_plot_size(true));
     assert_eq!((w, h), (1200, 44 + 420 + 340));
     for want in [
         "drip size: access.log, 30969 rows, drop ≤ 0.5 %",

@@ -434,8 +434,8 @@ fn redis_four_processes_share_one_key_which_then_expires() {
 
 #[test]
 fn the_script_and_reserve_agree_on_the_same_sequences() {
-    use drip::pace::share::redis::SCRIPT;
-    use drip::pace::share::reserve::{Outcome, Params, reserve};
+    use drip::share::SCRIPT;
+    use drip::share::{Outcome, Params, reserve};
     // The script with its clock read replaced by a given `now` (ARGV[4]);
     // every other line runs as shipped.
     let clock =

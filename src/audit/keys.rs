@@ -225,12 +225,9 @@ impl Interner {
         }
     }
 
+    #[cfg(test)]
     pub fn len(&self) -> usize {
         self.len as usize
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len == 0
     }
 }
 
@@ -258,10 +255,6 @@ impl KeyNames {
 
     pub fn len(&self) -> usize {
         self.ends.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.ends.is_empty()
     }
 }
 

@@ -64,6 +64,7 @@ impl TimeFormat {
     }
 
     /// Parses one value (no offset: UTC). Errors say what was expected.
+    #[cfg(test)]
     pub fn parse_value(&self, value: &[u8]) -> Result<Nanos, TimeError> {
         self.parse_value_in(value, None).map(|(t, _)| t)
     }
@@ -518,11 +519,6 @@ fn clf_in(s: &[u8], zone: Option<&Zone>) -> Result<(Nanos, bool), TimeError> {
     })()
     .ok_or(WANT)?;
     at_offset(local_seconds(parts.0, parts.1)?, parts.2, parts.3, zone)
-}
-
-/// A strftime pattern, via jiff. Without a zone in the pattern, UTC.
-pub fn parse_strftime(format: &str, s: &[u8]) -> Result<Nanos, TimeError> {
-    strftime_in(format, s, None).map(|(t, _)| t)
 }
 
 /// A strftime pattern with a zone for naive times; also says whether the

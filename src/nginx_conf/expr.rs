@@ -98,6 +98,7 @@ pub struct Map {
 
 impl Map {
     /// The value expression for a source value.
+    #[cfg(test)]
     pub fn lookup(&self, source: &[u8]) -> &Expr {
         let low = source.to_ascii_lowercase();
         self.entries.get(&low).unwrap_or(&self.default)

@@ -71,7 +71,6 @@ pub struct Limit {
     pub burst: u64,
     /// `None` for `nodelay` (never delayed); 0 by default.
     pub delay: Option<u64>,
-    pub pos: Pos,
 }
 
 /// The settings one location (or a server with no matching location)
@@ -86,12 +85,9 @@ pub struct Location {
     /// The effective `limit_req` list, in declaration order.
     pub limits: Vec<Limit>,
     pub dry_run: bool,
-    /// `limit_req_status` (503 by default).
-    pub status: u16,
     /// A `return` answers every request in the rewrite phase, before
     /// `limit_req` runs: never limited.
     pub returns: bool,
-    pub pos: Option<Pos>,
 }
 
 /// One `server { }`.
@@ -110,7 +106,6 @@ pub struct Server {
 #[derive(Clone, Debug)]
 pub struct LogFormat {
     pub name: String,
-    pub escape: String,
     pub format: String,
     pub pos: Option<Pos>,
 }
@@ -182,6 +177,7 @@ impl NginxConf {
     }
 
     /// Reads config text held in memory (includes from `root`).
+    #[cfg(test)]
     pub fn from_text(text: &str, name: &Path, root: &Path) -> Result<NginxConf, ConfError> {
         let top = tree::parse_text(text, name, root)?;
         Self::from_tree(name, &top)
@@ -196,7 +192,6 @@ impl NginxConf {
             servers: Vec::new(),
             log_formats: vec![LogFormat {
                 name: "combined".into(),
-                escape: "default".into(),
                 format: "$remote_addr - $remote_user [$time_local] \"$request\" $status $body_bytes_sent \"$http_referer\" \"$http_user_agent\"".into(),
                 pos: None,
             }],
@@ -242,7 +237,6 @@ impl NginxConf {
                     zone: z,
                     burst,
                     delay,
-                    pos,
                 });
             }
             c.locations[loc].limits = resolved;
@@ -289,7 +283,7 @@ impl NginxConf {
         }
         if servers.is_empty() {
             // No server: nothing is served; keep the http settings as one.
-            let loc = self.push_location("server".into(), 0, &level, None, false);
+            let loc = self.push_location("server".into(), 0, &level, false);
             self.servers.push(Server {
                 names: Vec::new(),
                 default: true,
@@ -417,7 +411,6 @@ impl NginxConf {
         name: String,
         server: usize,
         level: &Level,
-        pos: Option<Pos>,
         returns: bool,
     ) -> usize {
         self.locations.push(Location {
@@ -425,9 +418,7 @@ impl NginxConf {
             server,
             limits: Vec::new(),
             dry_run: level.dry_run.unwrap_or(false),
-            status: level.status.unwrap_or(503),
             returns,
-            pos,
         });
         self.locations.len() - 1
     }
@@ -459,8 +450,7 @@ impl NginxConf {
         }
         let level = own.inherit(http);
         let si = self.servers.len();
-        let fallback =
-            self.push_location("server".into(), si, &level, Some(d.pos.clone()), returns);
+        let fallback = self.push_location("server".into(), si, &level, returns);
         pending.push((fallback, level.limits.clone().unwrap_or_default()));
         let mut tree = Vec::new();
         for x in block.iter().filter(|x| x.name == "location") {
@@ -522,7 +512,7 @@ impl NginxConf {
         }
         let level = own.inherit(outer);
         let name = format!("location {}", d.args.join(" "));
-        let index = self.push_location(name, server, &level, Some(d.pos.clone()), returns);
+        let index = self.push_location(name, server, &level, returns);
         let limits = level.limits.clone().unwrap_or_default();
         if let Some(t) = try_files
             && limits.is_empty()
@@ -676,9 +666,11 @@ impl NginxConf {
         let Some((name, rest)) = d.args.split_first() else {
             return Err(d.pos.err("log_format needs a name and a format"));
         };
-        let (escape, parts) = match rest.split_first() {
-            Some((e, parts)) if e.starts_with("escape=") => (e[7..].to_string(), parts),
-            _ => ("default".to_string(), rest),
+        // `escape=` says how nginx escapes values; the log reader unescapes
+        // what any of them writes.
+        let parts = match rest.split_first() {
+            Some((e, parts)) if e.starts_with("escape=") => parts,
+            _ => rest,
         };
         if parts.is_empty() {
             return Err(d
@@ -695,7 +687,6 @@ impl NginxConf {
         self.log_formats.retain(|f| f.name != *name);
         self.log_formats.push(LogFormat {
             name: name.clone(),
-            escape,
             format: parts.concat(),
             pos: Some(d.pos.clone()),
         });
@@ -811,6 +802,7 @@ impl NginxConf {
 
     /// Evaluates `e` for one request of `server`, appending to `out`;
     /// `field` gives a log field's value (empty when absent).
+    #[cfg(test)]
     pub fn eval(
         &self,
         e: &Expr,

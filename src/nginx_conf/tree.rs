@@ -199,6 +199,7 @@ pub fn parse_file(path: &Path) -> Result<Vec<Directive>, ConfError> {
 
 /// Parses text held in memory as if read from `name` (for tests); includes
 /// are taken from `root`.
+#[cfg(test)]
 pub fn parse_text(text: &str, name: &Path, root: &Path) -> Result<Vec<Directive>, ConfError> {
     let mut p = Parser {
         root: root.to_path_buf(),

@@ -111,6 +111,7 @@ impl Keys {
     }
 
     /// Distinct keys seen.
+    #[cfg(test)]
     pub fn seen(&self) -> usize {
         self.lines.len()
     }

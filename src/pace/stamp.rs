@@ -56,7 +56,7 @@ mod tests {
 
     #[test]
     fn formats() {
-        // 2023-11-14T22:13:20Z is 1_700_000_000 s (seed 003's Date example).
+        // 2023-11-14T22:13:20Z is 1_700_000_000 s.
         let t = 1_700_000_000_123_456_789i128;
         assert_eq!(stamp(Stamp::Epoch, t), "1700000000.123456\t");
         assert_eq!(stamp(Stamp::Rfc3339, t), "2023-11-14T22:13:20.123456Z\t");

@@ -69,8 +69,6 @@ pub trait Limiter: Send {
     ) -> (Decision, u64);
     /// The key's occupancy after its last request (level, backlog, count).
     fn level(&self, key: KeyId, now: Nanos) -> u64;
-    /// Keys currently held in memory.
-    fn tracked(&self) -> usize;
     /// What reports need to know about the policy.
     fn info(&self) -> &Info;
     /// A hint that `key` will be decided soon: start loading its state
@@ -153,17 +151,13 @@ impl<P: Listed> Store<P> {
         }
     }
 
-    /// The first policy, with the oversized-cost test in front.
-    pub fn policy(&self) -> &Checked<P> {
-        &self.policy
-    }
-
     /// What reports need to know about the (first) policy.
     pub fn info(&self) -> &Info {
         &self.info
     }
 
     /// The per-key states, by key id (a row of them per key).
+    #[cfg(test)]
     pub fn states(&self) -> &[P::State] {
         &self.states
     }
@@ -217,6 +211,12 @@ impl<P: Listed> Store<P> {
     #[inline(never)]
     fn grow_to(&mut self, len: usize) {
         self.states.resize_with(len, P::State::default);
+    }
+
+    /// Keys with a state (every id up to the highest seen).
+    #[cfg(test)]
+    pub fn tracked(&self) -> usize {
+        self.states.len() / self.row.len()
     }
 
     /// Makes room for keys `0..keys` at once (a driver that knows them).
@@ -280,10 +280,6 @@ impl<P: Listed> Limiter for Store<P> {
             .map_or(0, |s| self.policy.level(s, now))
     }
 
-    fn tracked(&self) -> usize {
-        self.states.len() / self.row.len()
-    }
-
     fn info(&self) -> &Info {
         &self.info
     }
@@ -332,10 +328,6 @@ impl Stack {
         Stack { members }
     }
 
-    pub fn members(&self) -> &[Box<dyn Limiter>] {
-        &self.members
-    }
-
     /// Replaces member `i` (a new policy, with empty state) and returns it.
     pub fn replace(&mut self, i: usize, member: Box<dyn Limiter>) -> &mut dyn Limiter {
         self.members[i] = member;
@@ -344,10 +336,6 @@ impl Stack {
 
     pub fn len(&self) -> usize {
         self.members.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.members.is_empty()
     }
 
     /// Decides one request; `keys[i]` is member i's key.
@@ -419,10 +407,6 @@ impl Stack {
             .filter_map(|(m, k)| k.map(|k| m.level(k, now)))
             .max()
             .unwrap_or(0)
-    }
-
-    pub fn tracked(&self) -> usize {
-        self.members.iter().map(|m| m.tracked()).sum()
     }
 
     /// What reports need to know about the stack as a whole: it shapes

@@ -1,11 +1,12 @@
-//! Leaky bucket as a meter (seed 000): the bucket starts empty and drains
+//! Leaky bucket as a meter: the bucket starts empty and drains
 //! continuously at `rate`; a request of `cost` c is admitted iff
 //! `level + c ≤ capacity`, and pours c units in. Nothing waits: a request
 //! that would overflow is refused. Default capacity 1: exact spacing.
 //!
 //! The level is held in scaled units (one unit = `per`, drain = elapsed ns ·
-//! count): the same exact ledger as seed 000's whole level plus thousandths
-//! carry, without the carry's rounding. At 3/s after an admit at 0 ms the
+//! count): the same exact ledger as a whole level with a carry of
+//! thousandths, without the carry's rounding (the vectors in
+//! `fixtures/seeds/seed000.csv` pin it). At 3/s after an admit at 0 ms the
 //! next admit on a millisecond clock is at 334 ms. A cost above `capacity`
 //! can never fit (its maximum cost).
 //!

@@ -22,16 +22,10 @@ pub mod spec;
 pub mod table;
 pub mod token_bucket;
 
-pub use fixed_window::{Align, CountMode, FixedWindow};
-pub use gcra::Gcra;
-pub use leaky_bucket::LeakyBucket;
 pub use nginx::NginxLimitReq;
 pub use shaper::Shaper;
-pub use sliding_log::SlidingLog;
-pub use sliding_window::SlidingWindow;
-pub use spec::{KeyChoice, Member, Spec, SpecError, parse_spec, parse_specs_file};
-pub use table::{Info, LevelKind, Listed, PolicyConfig, WithPolicy};
-pub use token_bucket::TokenBucket;
+pub use spec::{KeyChoice, Member, Spec, parse_spec, parse_specs_file};
+pub use table::{LevelKind, Listed, PolicyConfig, WithPolicy};
 
 use crate::time::Nanos;
 use std::num::NonZeroU64;
@@ -66,6 +60,7 @@ impl Decision {
         matches!(self, Decision::Admit { .. })
     }
     /// The delay of an admitted request (0 for a refusal).
+    #[cfg(test)]
     pub fn wait(self, now: Nanos) -> Nanos {
         match self {
             Decision::Admit { release } => release.saturating_sub(now),
@@ -73,6 +68,7 @@ impl Decision {
         }
     }
     /// nginx's `$limit_req_status` vocabulary for this decision.
+    #[cfg(test)]
     pub fn nginx_status(self, now: Nanos) -> &'static str {
         match self {
             Decision::Admit { release } if release > now => "DELAYED",
@@ -137,11 +133,6 @@ impl<P: Listed> Checked<P> {
             max_cost: policy.info().max_cost,
             policy,
         }
-    }
-
-    /// The policy inside.
-    pub fn policy(&self) -> &P {
-        &self.policy
     }
 }
 

@@ -177,6 +177,7 @@ pub struct NginxState {
 impl NginxState {
     /// The logged `excess` value after the last admitted request, in requests
     /// (nginx prints it with three decimals).
+    #[cfg(test)]
     pub fn excess_text(&self) -> String {
         format!("{}.{:03}", self.excess / 1000, self.excess % 1000)
     }

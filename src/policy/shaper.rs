@@ -1,4 +1,4 @@
-//! Shaper: the leaky bucket as a queue (seed 003), held as one number.
+//! Shaper: the leaky bucket as a queue, held as one number.
 //!
 //! `next_free` is the earliest instant the next request may be released.
 //! With `T = 1/rate`, a request of `cost` c at `now`:
@@ -14,7 +14,8 @@
 //! of cost c is c consecutive slots and is admitted when its last slot starts
 //! within the limit, so `shaper(burst=B)` admits exactly what
 //! `gcra(burst=B+1)` admits, for every cost. The retry time of a refusal is
-//! `next_free − limit − (c−1)·T` (seed 003's `release − burst·interval`),
+//! `next_free − limit − (c−1)·T` (for a cost of 1, the request's own
+//! would-be release less `burst` intervals),
 //! shown rounded up to whole seconds where a `Retry-After` is displayed.
 //! Release instants are rounded up to the next whole nanosecond.
 //!

@@ -113,22 +113,6 @@ pub trait WithPolicy {
     fn run<P: Listed>(self, policy: &P) -> Self::Out;
 }
 
-struct InfoOf;
-
-impl WithPolicy for InfoOf {
-    type Out = Info;
-    fn run<P: Listed>(self, policy: &P) -> Info {
-        policy.info()
-    }
-}
-
-impl PolicyConfig {
-    /// What reports and drivers need to know about this policy.
-    pub fn info(&self) -> Info {
-        self.with(InfoOf)
-    }
-}
-
 macro_rules! policies {
     ($($variant:ident($ty:ty)),* $(,)?) => {
         /// One validated policy, of any kind.
@@ -145,13 +129,6 @@ macro_rules! policies {
             pub fn with<W: WithPolicy>(&self, work: W) -> W::Out {
                 match self {
                     $(PolicyConfig::$variant(p) => work.run(p),)*
-                }
-            }
-
-            /// The policy's name, as written in specs.
-            pub fn name(&self) -> &'static str {
-                match self {
-                    $(PolicyConfig::$variant(_) => <$ty as Listed>::NAME,)*
                 }
             }
         }

@@ -1,8 +1,12 @@
 //! Vectors from the seeds, hand-worked boundary tables, and seeded
 //! randomised properties over the whole core.
 
+use super::gcra::Gcra;
+use super::leaky_bucket::LeakyBucket;
 use super::nginx::{NginxRate, NginxState};
 use super::shaper::ShaperBound;
+use super::sliding_log::SlidingLog;
+use super::token_bucket::TokenBucket;
 use super::*;
 use crate::rate::{Rate, parse_rate};
 use crate::testing::Rng;
@@ -308,9 +312,9 @@ fn bucket_admits_in_any_window_stay_under_burst_plus_rate_times_window() {
 fn the_largest_cost_that_fits_is_the_one_every_rule_admits() {
     for (r, b) in [(rate("5/s"), 3), (rate("7/min"), 1), (rate("13/10s"), 6)] {
         for (text, config, fits) in all_policies(r, b) {
-            assert_eq!(config.info().max_cost, fits, "{text}");
-            // An empty key admits the largest cost that fits.
             let mut lim = config.build();
+            assert_eq!(lim.info().max_cost, fits, "{text}");
+            // An empty key admits the largest cost that fits.
             assert!(lim.decide(0, Nanos(S), fits).is_admit(), "{text}");
         }
     }
@@ -517,8 +521,12 @@ fn sliding_log_entry_exactly_w_old_still_counts() {
 
 #[test]
 fn a_store_holds_one_fixed_state_per_key_and_a_neutral_one_decides_as_fresh() {
-    let config = parse_spec("gcra:rate=10/s,burst=2").unwrap().members[0].config;
-    let mut lim = config.build();
+    use keyed::Limiter;
+    let PolicyConfig::Gcra(gcra) = parse_spec("gcra:rate=10/s,burst=2").unwrap().members[0].config
+    else {
+        panic!("a gcra spec makes a gcra");
+    };
+    let mut lim = keyed::Store::new(gcra);
     // 100k keys, each hit once, 1 ms apart: each is neutral 100 ms later.
     for k in 0..100_000u64 {
         assert!(lim.decide(k, Nanos(k * MS), 1).is_admit());

@@ -33,7 +33,6 @@ pub struct Family {
     /// `rate=` or `window=` given in the spec: the one axis point.
     pub fixed: Option<String>,
     pub key: KeyChoice,
-    pub label: Option<String>,
 }
 
 /// One point of the axis: its text in a spec and its value.
@@ -81,7 +80,6 @@ impl Family {
         };
         let mut kept = Vec::new();
         let mut fixed = None;
-        let mut label = None;
         for item in rest.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (k, v) = match item.split_once('=') {
                 Some((k, v)) => (k.trim(), Some(v.trim())),
@@ -102,9 +100,6 @@ impl Family {
                 fixed = v.map(str::to_string);
                 continue;
             }
-            if k == "label" {
-                label = v.map(str::to_string);
-            }
             kept.push(item.to_string());
         }
         let mut family = Family {
@@ -115,7 +110,6 @@ impl Family {
             kept,
             fixed,
             key: KeyChoice::Default,
-            label,
         };
         // Any other mistake in the spec, in the core's words.
         let probe = match axis {

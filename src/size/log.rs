@@ -40,10 +40,6 @@ impl Log {
         self.at.len()
     }
 
-    pub fn is_empty(&self) -> bool {
-        self.at.is_empty()
-    }
-
     /// Distinct key ids (1 for a global bucket with rows).
     pub fn keys(&self) -> usize {
         if self.keyed {
@@ -75,11 +71,6 @@ impl Log {
             cost: self.cost.as_ref().map_or(1, |c| c[i]),
             keys: [self.key[i], 0, 0, 0],
         }));
-    }
-
-    /// Bytes held per row by the columns.
-    pub fn bytes_per_row(&self) -> usize {
-        12 + if self.cost.is_some() { 4 } else { 0 }
     }
 }
 

@@ -403,10 +403,6 @@ impl Sharer {
         Ok(sharer)
     }
 
-    pub fn plan(&self) -> Plan {
-        self.plan
-    }
-
     pub fn summary(&self) -> ShareSummary {
         self.summary.clone()
     }
@@ -703,7 +699,10 @@ mod tests {
     #[test]
     fn a_bucket_grants_its_burst_at_once_then_one_per_interval() {
         // gcra(10/s, burst 3) through reserve() admits what the policy admits.
-        use crate::policy::{Decision, Gcra, Policy, gcra::GcraState};
+        use crate::policy::{
+            Decision, Policy,
+            gcra::{Gcra, GcraState},
+        };
         let rate = Rate::new(10, Nanos::from_secs(1)).unwrap();
         let g = Gcra::new(rate, std::num::NonZeroU64::new(3).unwrap());
         let p = plan("gcra:rate=10/s,burst=3").unwrap().params;
