@@ -748,11 +748,14 @@ impl Replay {
     /// keyed by several columns, an nginx.conf) is decided whole on one
     /// thread; an nginx.conf stays on this one, which learns key values.
     /// Nothing is spread with a decisions file or a comparison, which
-    /// need every decision of a row here. The report is the same for any
-    /// number of threads.
+    /// need every decision of a row here, nor a single run: reading and
+    /// interning then take longer than deciding, so a second replay thread
+    /// would add the cost of splitting the rows and save no time. The
+    /// report is the same for any number of threads.
     pub fn spread(&mut self, threads: usize) -> Result<()> {
         let n = threads.min(u32::MAX as usize) as u32;
-        if n < 2 || self.decisions.is_some() || self.compare.is_some() {
+        let single = self.local.runs.len() < 2;
+        if n < 2 || single || self.decisions.is_some() || self.compare.is_some() {
             return Ok(());
         }
         let runs = std::mem::take(&mut self.local.runs);
