@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 
 mod common;
-use common::{drip, s, tmpdir};
+use common::{Out, drip, s, tmpdir};
 
 /// The config: every case of the spec's real-nginx observations, one
 /// location each, plus a map-built key, dry run, `return` and exemptions.
@@ -150,6 +150,21 @@ fn setup(conf: &str, log: &str) -> (PathBuf, PathBuf) {
     (c, l)
 }
 
+/// `drip audit LOG --nginx-conf CONF --verify-column limit_req_status -q`,
+/// with `extra` arguments.
+fn verify(log: &std::path::Path, conf: &std::path::Path, extra: &[&str]) -> Out {
+    let mut args = vec![
+        s(log),
+        "--nginx-conf",
+        s(conf),
+        "--verify-column",
+        "limit_req_status",
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    drip(&args, None)
+}
+
 #[test]
 fn the_pinned_nginx_cases_verify_at_100_percent() {
     let cs = cases();
@@ -223,19 +238,7 @@ fn the_same_millisecond_is_compared_as_a_group() {
     cs.reverse();
     cs.sort_by_key(|c| c.0 + c.5);
     let (conf, log) = setup(CONF, &csv_log(&cs));
-    let out = drip(
-        &[
-            s(&log),
-            "--nginx-conf",
-            s(&conf),
-            "--duration-column",
-            "request_time",
-            "--verify-column",
-            "limit_req_status",
-            "-q",
-        ],
-        None,
-    );
+    let out = verify(&log, &conf, &["--duration-column", "request_time"]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stdout.contains("(100.00%), 0 disagree"),
@@ -250,19 +253,7 @@ fn a_wrong_config_is_caught_with_the_disagreements_listed() {
         &CONF.replace("zone=two burst=6 delay=3", "zone=two burst=6"),
         &csv_log(&cases()),
     );
-    let out = drip(
-        &[
-            s(&log),
-            "--nginx-conf",
-            s(&conf),
-            "--duration-column",
-            "request_time",
-            "--verify-column",
-            "limit_req_status",
-            "-q",
-        ],
-        None,
-    );
+    let out = verify(&log, &conf, &["--duration-column", "request_time"]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     // delay=3 dropped: the 3 requests nginx passed at once are delayed.
     assert!(out.stdout.contains("3 disagree"), "{}", out.stdout);
@@ -286,20 +277,10 @@ fn a_wrong_config_is_caught_with_the_disagreements_listed() {
         out.stderr
     );
     // A tolerance lets it pass.
-    let out = drip(
-        &[
-            s(&log),
-            "--nginx-conf",
-            s(&conf),
-            "--duration-column",
-            "request_time",
-            "--verify-column",
-            "limit_req_status",
-            "--max-disagree",
-            "10",
-            "-q",
-        ],
-        None,
+    let out = verify(
+        &log,
+        &conf,
+        &["--duration-column", "request_time", "--max-disagree", "10"],
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
@@ -477,17 +458,7 @@ fn an_access_log_in_the_configs_own_format_needs_nothing_else() {
         assert!(out.stderr.contains(note), "{note}: {}", out.stderr);
     }
     let n = cs.len();
-    let out = drip(
-        &[
-            s(&log),
-            "--nginx-conf",
-            s(&conf),
-            "--verify-column",
-            "limit_req_status",
-            "-q",
-        ],
-        None,
-    );
+    let out = verify(&log, &conf, &[]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stdout
@@ -502,17 +473,7 @@ fn an_access_log_in_the_configs_own_format_needs_nothing_else() {
         with_log_format(&CONF.replace("rate=7r/m", "rate=8r/m")),
     )
     .unwrap();
-    let out = drip(
-        &[
-            s(&log),
-            "--nginx-conf",
-            s(&wrong),
-            "--verify-column",
-            "limit_req_status",
-            "-q",
-        ],
-        None,
-    );
+    let out = verify(&log, &wrong, &[]);
     // Same statuses (DELAYED either way): the decisions agree, and only
     // the waits differ, which a status cannot show.
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
@@ -522,17 +483,7 @@ fn an_access_log_in_the_configs_own_format_needs_nothing_else() {
         with_log_format(&CONF.replace("zone=five burst=5", "zone=five burst=4")),
     )
     .unwrap();
-    let out = drip(
-        &[
-            s(&log),
-            "--nginx-conf",
-            s(&wrong),
-            "--verify-column",
-            "limit_req_status",
-            "-q",
-        ],
-        None,
-    );
+    let out = verify(&log, &wrong, &[]);
     assert_eq!(out.code, 1, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stdout.contains(&format!("{} of {n} rows agree", n - 1)),

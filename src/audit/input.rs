@@ -126,6 +126,25 @@ pub(crate) fn parse_time_format(text: &str) -> Result<TimeFormat> {
     Ok(format)
 }
 
+/// The format of the logs from `--input-format` and `--log-format`: a
+/// `--log-format` means nginx lines, and nginx lines need one.
+pub(crate) fn input_format(given: InputFormat, log_format: Option<&str>) -> Result<InputFormat> {
+    match (given, log_format) {
+        (InputFormat::Auto | InputFormat::Nginx, Some(f)) => {
+            crate::log::nginx::Nginx::compile(f)?;
+            Ok(InputFormat::Nginx)
+        }
+        (other, Some(_)) => bail!(
+            "--log-format describes nginx lines, but --input-format is {}; drop one of them",
+            other.name()
+        ),
+        (InputFormat::Nginx, None) => bail!(
+            "--input-format nginx needs --log-format 'FORMAT', the log_format string from nginx.conf (e.g. '$remote_addr [$time_local] \"$request\" $status')"
+        ),
+        (other, None) => Ok(other),
+    }
+}
+
 impl InputSpec {
     /// The reading options as given on the command line, checked once, with
     /// the distinct key columns the policies count by (`quiet`: no notes).
@@ -158,21 +177,7 @@ impl InputSpec {
                 );
             }
         }
-        let mut input_format = args.input_format;
-        if let Some(f) = &args.log_format {
-            match input_format {
-                InputFormat::Auto | InputFormat::Nginx => input_format = InputFormat::Nginx,
-                other => bail!(
-                    "--log-format describes nginx lines, but --input-format is {}; drop one of them",
-                    other.name()
-                ),
-            }
-            crate::log::nginx::Nginx::compile(f)?;
-        } else if input_format == InputFormat::Nginx {
-            bail!(
-                "--input-format nginx needs --log-format 'FORMAT', the log_format string from nginx.conf (e.g. '$remote_addr [$time_local] \"$request\" $status')"
-            );
-        }
+        let input_format = input_format(args.input_format, args.log_format.as_deref())?;
         Ok(InputSpec {
             files: args.files.clone(),
             duration_col: args.duration_column.as_deref().map(ColSel::parse),

@@ -6,7 +6,7 @@ use super::share::{Plan, ShareConfig};
 use super::{Config, KeyedConfig, interval_of, keys::KeySource, replay};
 use crate::audit::input;
 use crate::audit::timestamp::Zone;
-use crate::cli::{InputFormat, PaceArgs, ReplayArgs};
+use crate::cli::PaceArgs;
 use crate::policy::PolicyConfig;
 use crate::policy::shaper::ShaperBound;
 use crate::policy::spec::{KeyChoice, parse_spec};
@@ -68,7 +68,8 @@ impl Config {
             .map(input::parse_time_column)
             .transpose()?;
         let time_format = input::parse_time_format(&r.time_format)?;
-        let input_format = replay_input_format(r)?;
+        let input_format =
+            crate::audit::input::input_format(r.input_format, r.log_format.as_deref())?;
         let config = replay::ReplayConfig {
             time_col,
             time_format,
@@ -278,25 +279,4 @@ fn shows_progress(args: &PaceArgs) -> bool {
         progress: args.progress,
     }
     .show()
-}
-
-/// The replayed log's format: `--log-format` means nginx lines, and nginx
-/// lines need it.
-fn replay_input_format(r: &ReplayArgs) -> anyhow::Result<InputFormat> {
-    let mut input_format = r.input_format;
-    if let Some(f) = &r.log_format {
-        match input_format {
-            InputFormat::Auto | InputFormat::Nginx => input_format = InputFormat::Nginx,
-            other => bail!(
-                "--log-format describes nginx lines, but --input-format is {}; drop one of them",
-                other.name()
-            ),
-        }
-        crate::log::nginx::Nginx::compile(f)?;
-    } else if input_format == InputFormat::Nginx {
-        bail!(
-            "--input-format nginx needs --log-format 'FORMAT', the log_format string from nginx.conf"
-        );
-    }
-    Ok(input_format)
 }
