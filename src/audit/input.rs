@@ -241,6 +241,18 @@ pub struct Batch {
 }
 
 impl Batch {
+    /// An empty batch with room for as much as this one holds, so that the
+    /// next batch fills without growing step by step.
+    fn empty_like(&self) -> Batch {
+        Batch {
+            events: Vec::with_capacity(self.events.len()),
+            key_bytes: Vec::with_capacity(self.key_bytes.len()),
+            key_ends: Vec::with_capacity(self.key_ends.len()),
+            interned: false,
+            new_keys: Vec::new(),
+        }
+    }
+
     /// Turns each event's key values into ids, in row order (so ids follow
     /// first appearance), noting values never seen before in `new_keys`.
     pub fn intern(&mut self, interners: &mut [super::keys::Interner]) {
@@ -1402,7 +1414,11 @@ impl<'s> LogReader<'s> {
         }
         self.summary.rows += 1;
         self.batch.events.push(ev);
-        self.batch.events.len() < BATCH || emit(std::mem::take(&mut self.batch))
+        if self.batch.events.len() < BATCH {
+            return true;
+        }
+        let next = self.batch.empty_like();
+        emit(std::mem::replace(&mut self.batch, next))
     }
 
     /// Says `text` unless a note with the same `what` was said already.
