@@ -45,8 +45,9 @@ impl Hasher for IdHasher {
 
 pub type IdMap<V> = HashMap<KeyId, V, BuildHasherDefault<IdHasher>>;
 
-/// Fewest decisions between two sweeps.
-const MIN_SWEEP: usize = 4096;
+/// Fewest decisions between two sweeps (of a store, or of a field of
+/// [`Records`](super::records::Records)).
+pub(super) const MIN_SWEEP: usize = 4096;
 
 /// An object-safe view of a policy with its per-key states.
 pub trait Limiter: Send {

@@ -15,6 +15,7 @@ pub mod gcra;
 pub mod keyed;
 pub mod leaky_bucket;
 pub mod nginx;
+pub mod records;
 pub mod shaper;
 pub mod sliding_log;
 pub mod sliding_window;
