@@ -1,14 +1,21 @@
 //! How a run decides: a single policy is held as its own type behind
 //! [`OneLoop`], so the replay runs a loop compiled for it, chosen once per
 //! chunk; a `+` stack goes through [`Stack`]. Both keep per-key state in
-//! [`Store`](crate::policy::keyed::Store)s.
+//! [`Store`](crate::policy::keyed::Store)s, until a replay thread starts:
+//! then each single policy keyed by a column joins that column's
+//! [`Records`](crate::policy::records::Records) as a [`MemberLoop`], its
+//! states in the same record as the other policies of the column.
 
-use super::replay::OneLoop;
+use super::replay::{MemberLoop, OneLoop};
 use crate::policy::keyed::{Stack, Store};
+use crate::policy::records::Records;
 use crate::policy::{LevelKind, Listed, Spec, WithPolicy};
 
 pub enum Exec {
     One(Box<dyn OneLoop>),
+    /// A single policy whose states are a field of its key column's
+    /// records (held by the replay thread).
+    Member(Box<dyn MemberLoop>),
     Stack(Stack),
     /// An nginx.conf: each row routed to its location's `limit_req` list.
     Conf(Box<super::nginx::ConfExec>),
@@ -24,6 +31,16 @@ impl WithPolicy for Looped {
     }
 }
 
+/// A single policy as a field of its key column's records.
+struct Joined<'a>(&'a mut Records);
+
+impl WithPolicy for Joined<'_> {
+    type Out = Box<dyn MemberLoop>;
+    fn run<P: Listed>(self, policy: &P) -> Box<dyn MemberLoop> {
+        Box::new(self.0.register(*policy))
+    }
+}
+
 impl Exec {
     pub fn new(spec: &Spec) -> Exec {
         match spec.members.as_slice() {
@@ -32,10 +49,17 @@ impl Exec {
         }
     }
 
+    /// `spec`'s first policy (its only one) as a new field of `records`,
+    /// with empty state.
+    pub fn member(spec: &Spec, records: &mut Records) -> Exec {
+        Exec::Member(spec.members[0].config.with(Joined(records)))
+    }
+
     /// True when admitted requests may be delayed.
     pub fn shapes(&self) -> bool {
         match self {
             Exec::One(one) => one.info().shapes,
+            Exec::Member(m) => m.info().shapes,
             Exec::Stack(s) => s.info().shapes,
             Exec::Conf(c) => c.shapes(),
         }
@@ -45,6 +69,7 @@ impl Exec {
     pub fn max_level(&self) -> u64 {
         match self {
             Exec::One(one) => one.info().max_level,
+            Exec::Member(m) => m.info().max_level,
             Exec::Stack(s) => s.info().max_level,
             Exec::Conf(c) => c.max_level(),
         }
@@ -54,6 +79,7 @@ impl Exec {
     pub fn level_kind(&self) -> LevelKind {
         match self {
             Exec::One(one) => one.info().level_kind,
+            Exec::Member(m) => m.info().level_kind,
             Exec::Stack(s) => s.info().level_kind,
             Exec::Conf(_) => LevelKind::Level,
         }

@@ -6,6 +6,8 @@ use super::exec::Exec;
 use super::input::{Event, MAX_KEYS};
 use super::keys::{EMPTY_KEY, Interner, KeyNames};
 use crate::policy::keyed::{KeyId, Levels, Limiter, Store};
+use crate::policy::records::{Field, Records};
+use crate::policy::table::Info;
 use crate::policy::{Decision, Listed, Spec};
 use crate::report::{KeyRow, PolicyReport, TimelineRow, Waits};
 use crate::time::{Nanos, fmt_millis};
@@ -269,11 +271,13 @@ const PREFETCH_NEAR: usize = 3;
 impl Run {
     /// Decides `events` (in time order) under this run, counting each
     /// decision and, when `out` is given, keeping it there by position.
+    /// `records`: those of the run's key column, for a member of them.
     fn decide_chunk(
         &mut self,
         events: &[Event],
         names: &[KeyNames],
         timeline: Option<(Nanos, u64)>,
+        records: Option<&mut Records>,
         mut out: Option<&mut [Decision]>,
     ) -> Result<()> {
         let Run {
@@ -287,6 +291,11 @@ impl Run {
         match exec {
             // One policy: the loop is compiled per policy type.
             Exec::One(one) => one.decide_chunk(events, slots[0], tally, timeline, out)?,
+            // One policy, its states in the records of its key column.
+            Exec::Member(m) => {
+                let records = records.expect("a member decides with its column's records");
+                m.decide_chunk(records, events, slots[0], tally, timeline, out)?;
+            }
             Exec::Stack(stack) => {
                 for (i, ev) in events.iter().enumerate() {
                     for (k, s) in keys.iter_mut().zip(slots.iter()) {
@@ -330,6 +339,62 @@ pub trait OneLoop: Limiter {
         timeline: Option<(Nanos, u64)>,
         out: Option<&mut [Decision]>,
     ) -> Result<()>;
+}
+
+/// A single policy's replay loop over a chunk when its states are a field
+/// of its key column's records, compiled per policy type (implemented by
+/// the field of each), chosen once per chunk.
+pub trait MemberLoop: Send {
+    /// As [`OneLoop::decide_chunk`], the states in `records` (those that
+    /// issued the field).
+    fn decide_chunk(
+        &mut self,
+        records: &mut Records,
+        events: &[Event],
+        slot: Slot,
+        tally: &mut Tally,
+        timeline: Option<(Nanos, u64)>,
+        out: Option<&mut [Decision]>,
+    ) -> Result<()>;
+
+    /// What reports need to know about the policy.
+    fn info(&self) -> &Info;
+}
+
+impl<P: Listed> MemberLoop for Field<P> {
+    fn decide_chunk(
+        &mut self,
+        records: &mut Records,
+        events: &[Event],
+        slot: Slot,
+        tally: &mut Tally,
+        timeline: Option<(Nanos, u64)>,
+        mut out: Option<&mut [Decision]>,
+    ) -> Result<()> {
+        let on = timeline.is_some();
+        let mut column = records.column(self);
+        for (i, ev) in events.iter().enumerate() {
+            if let Some(k) = events.get(i + PREFETCH_FAR).and_then(|e| slot.key(e)) {
+                column.prefetch(k, false);
+            }
+            if let Some(k) = events.get(i + PREFETCH_NEAR).and_then(|e| slot.key(e)) {
+                column.prefetch(k, true);
+            }
+            let (d, level) = match slot.key(ev) {
+                Some(k) => column.decide_level(k, ev.at, u64::from(ev.cost), tally.levels(on)),
+                None => (Decision::Admit { release: ev.at }, 0),
+            };
+            tally.record(ev, d, level, timeline)?;
+            if let Some(out) = out.as_deref_mut() {
+                out[i] = d;
+            }
+        }
+        Ok(())
+    }
+
+    fn info(&self) -> &Info {
+        Field::info(self)
+    }
 }
 
 impl<P: Listed> OneLoop for Store<P> {
@@ -458,6 +523,9 @@ struct Lane {
     started: bool,
     /// This lane's rows of the current chunk, per key column it splits by.
     mine: Vec<(usize, Vec<Event>)>,
+    /// Per key column, the records of the single policies keyed by it
+    /// (made when the lane starts).
+    records: Vec<(usize, Records)>,
 }
 
 /// Which keys a lane decides, for runs split by key: key ids `i` with
@@ -539,6 +607,27 @@ impl Lane {
             auto,
             started: false,
             mine,
+            records: Vec::new(),
+        }
+    }
+
+    /// Moves each single policy keyed by a column into that column's
+    /// records, so that a key's states under all of them sit together.
+    /// Done when the lane starts, on the thread that decides it, once its
+    /// runs are settled.
+    fn group(&mut self) {
+        for run in &mut self.runs {
+            let (Some(c), Exec::One(_), Some(spec)) = (run.split, &run.exec, &run.source) else {
+                continue;
+            };
+            let at = match self.records.iter().position(|(m, _)| *m == c) {
+                Some(at) => at,
+                None => {
+                    self.records.push((c, Records::new()));
+                    self.records.len() - 1
+                }
+            };
+            run.exec = Exec::member(spec, &mut self.records[at].1);
         }
     }
 
@@ -576,6 +665,7 @@ impl Lane {
         };
         if !self.started {
             self.started = true;
+            self.group();
             if let Some((i, t0)) = &mut self.timeline {
                 *t0 = first.at.0 - first.at.0 % i.0;
             }
@@ -590,6 +680,14 @@ impl Lane {
         }
         let n = events.len();
         for (ri, run) in self.runs.iter_mut().enumerate() {
+            let records = match (&run.exec, run.split) {
+                (Exec::Member(_), Some(c)) => self
+                    .records
+                    .iter_mut()
+                    .find(|(m, _)| *m == c)
+                    .map(|(_, r)| r),
+                _ => None,
+            };
             let rows = match (self.share, run.split) {
                 (Some(_), Some(c)) => {
                     let (_, rows) = self
@@ -602,7 +700,7 @@ impl Lane {
                 _ => events,
             };
             let out = out.as_deref_mut().map(|o| &mut o[ri * n..(ri + 1) * n]);
-            run.decide_chunk(rows, names, self.timeline, out)?;
+            run.decide_chunk(rows, names, self.timeline, records, out)?;
         }
         Ok(())
     }
