@@ -14,7 +14,8 @@ which a busy host disturbs least), as a markdown table.
 --threads adds the eight-policy and one-policy runs at each given --threads
 (the default run uses every core). --baseline adds the same two runs of
 another drip binary (say, one built from an earlier commit), in the same
-rounds, so a change is measured against its baseline under the same load.
+rounds and at the same --threads values, so a change is measured against
+its baseline under the same load.
 CPU time is user+sys of the whole process; "CPU / floor" divides it by the
 floor's CPU time. "per thread" is the CPU time divided by the wall time: how
 many cores the run kept busy.
@@ -73,6 +74,9 @@ def main():
     if a.baseline:
         cases["baseline, 1 policy"] = [a.baseline] + one[1:]
         cases["baseline, 8 policies"] = [a.baseline] + eight[1:]
+        for t in [t for t in a.threads.split(",") if t]:
+            cases[f"baseline, 1 policy, --threads {t}"] = [a.baseline] + one[1:] + ["--threads", t]
+            cases[f"baseline, 8 policies, --threads {t}"] = [a.baseline] + eight[1:] + ["--threads", t]
     results = {k: [] for k in cases}
     keys = None
     for _ in range(a.reps):
