@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn script(shell: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_drip"))
@@ -24,9 +25,12 @@ fn script(shell: &str) -> String {
     String::from_utf8(out.stdout).expect("a script is text")
 }
 
-/// The script written to a fresh file.
+/// The script written to a fresh file, one per call: tests run at once,
+/// and one must never read a script another is still writing.
 fn saved(shell: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("drip-completions-{}", std::process::id()));
+    static CALLS: AtomicUsize = AtomicUsize::new(0);
+    let call = CALLS.fetch_add(1, Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("drip-completions-{}-{call}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let path = dir.join(format!("drip.{shell}"));
     std::fs::write(&path, script(shell)).unwrap();
