@@ -708,13 +708,13 @@ impl Lane {
 
 /// A replay thread: a lane fed the same chunks as this one.
 struct Worker {
-    tx: Option<mpsc::SyncSender<Arc<[Event]>>>,
+    tx: Option<mpsc::SyncSender<Arc<Vec<Event>>>>,
     handle: std::thread::JoinHandle<Result<Lane>>,
 }
 
 impl Worker {
     fn start(mut lane: Lane) -> Result<Worker> {
-        let (tx, rx) = mpsc::sync_channel::<Arc<[Event]>>(4);
+        let (tx, rx) = mpsc::sync_channel::<Arc<Vec<Event>>>(4);
         let handle = std::thread::Builder::new()
             .name("drip-replay".into())
             .spawn(move || {
@@ -732,7 +732,7 @@ impl Worker {
 
     /// Hands the thread a chunk; false when it has stopped (its error
     /// comes out of `finish`).
-    fn send(&mut self, chunk: Arc<[Event]>) -> bool {
+    fn send(&mut self, chunk: Arc<Vec<Event>>) -> bool {
         match &self.tx {
             Some(tx) if tx.send(chunk).is_err() => {
                 self.tx = None;
@@ -756,6 +756,9 @@ pub struct Replay {
     local: Lane,
     /// The other replay threads, when the runs are spread (see `spread`).
     workers: Vec<Worker>,
+    /// The chunks handed to them, each refilled once every thread is done
+    /// with it, so that handing rows over allocates nothing per chunk.
+    handed: Vec<Arc<Vec<Event>>>,
     /// Labels of every run, in report order.
     labels: Vec<String>,
     /// Key values per key column, by id.
@@ -804,6 +807,7 @@ impl Replay {
             labels: runs.iter().map(|r| r.label.clone()).collect(),
             local: Lane::new(runs, None, timeline.map(|i| (i, 0)), false),
             workers: Vec::new(),
+            handed: Vec::new(),
             names: (0..key_columns).map(|_| KeyNames::default()).collect(),
             interners: (0..key_columns).map(|_| Interner::default()).collect(),
             requests_by_key: vec![Vec::new(); key_columns],
@@ -917,6 +921,26 @@ impl Replay {
         self.requests_by_key[column].push(0);
     }
 
+    /// A copy of `events` for the other replay threads, in a chunk they
+    /// have all finished with (they only ever drop their references), or
+    /// in a new one while every chunk is still in use.
+    fn hand_over(&mut self, events: &[Event]) -> Arc<Vec<Event>> {
+        let free = self.handed.iter().position(|c| Arc::strong_count(c) == 1);
+        let mut chunk = match free {
+            Some(i) => self.handed.swap_remove(i),
+            None => Arc::new(Vec::with_capacity(events.len())),
+        };
+        match Arc::get_mut(&mut chunk) {
+            Some(rows) => {
+                rows.clear();
+                rows.extend_from_slice(events);
+            }
+            None => chunk = Arc::new(events.to_vec()),
+        }
+        self.handed.push(chunk.clone());
+        chunk
+    }
+
     /// Decides a chunk of requests, in time order, under every policy:
     /// the other replay threads get it first, then this one decides its
     /// runs; decisions are written row by row afterwards.
@@ -925,7 +949,7 @@ impl Replay {
             return Ok(());
         };
         if !self.workers.is_empty() {
-            let shared: Arc<[Event]> = Arc::from(events);
+            let shared = self.hand_over(events);
             for i in 0..self.workers.len() {
                 if !self.workers[i].send(shared.clone()) {
                     // That thread stopped on an error (a timeline past its
