@@ -4,6 +4,7 @@
 //! an error naming file, line and text, or is skipped and counted with
 //! `--skip-bad`. Rows stream in batches: memory does not follow the log.
 
+use super::csv_lines::CsvLines;
 use super::quotes::{QuoteGuard, UnclosedQuote};
 use super::timestamp::{TimeFormat, TimeParser};
 use crate::cli::InputFormat;
@@ -583,8 +584,7 @@ trait Rows {
 }
 
 struct CsvRows<R: Read> {
-    csv: csv::Reader<QuoteGuard<R>>,
-    record: csv::ByteRecord,
+    csv: CsvLines<QuoteGuard<R>>,
     header: Option<Vec<String>>,
     name: String,
 }
@@ -599,13 +599,7 @@ impl<R: Read> CsvRows<R> {
         name: &str,
     ) -> Result<Option<Self>> {
         let mut rows = CsvRows {
-            csv: csv::ReaderBuilder::new()
-                .has_headers(false)
-                .flexible(true)
-                .delimiter(delimiter)
-                .buffer_capacity(1 << 16)
-                .from_reader(QuoteGuard::new(reader, delimiter, skip_bad)),
-            record: csv::ByteRecord::new(),
+            csv: CsvLines::new(QuoteGuard::new(reader, delimiter, skip_bad), delimiter),
             header: None,
             name: name.to_string(),
         };
@@ -613,9 +607,10 @@ impl<R: Read> CsvRows<R> {
             if !rows.read()? {
                 return Ok(None); // an empty file: no header, no rows
             }
+            let csv = &rows.csv;
             rows.header = Some(
-                rows.record
-                    .iter()
+                (0..csv.len())
+                    .filter_map(|i| csv.get(i))
                     .map(|f| crate::quote::text_of(f).trim().to_string())
                     .collect(),
             );
@@ -626,7 +621,7 @@ impl<R: Read> CsvRows<R> {
     #[inline]
     fn read(&mut self) -> Result<bool> {
         self.csv
-            .read_byte_record(&mut self.record)
+            .read_record()
             .map_err(|e| read_error(e, &self.name))
     }
 
@@ -638,11 +633,7 @@ impl<R: Read> CsvRows<R> {
 
 /// A read error as one line naming the file, and for a stray quote the
 /// line where it opened and what to do.
-fn read_error(e: csv::Error, name: &str) -> anyhow::Error {
-    let text = e.to_string();
-    let csv::ErrorKind::Io(io) = e.into_kind() else {
-        return anyhow!("{name}: cannot read the log: {text}");
-    };
+fn read_error(io: io::Error, name: &str) -> anyhow::Error {
     if let Some(q) = io.get_ref().and_then(|i| i.downcast_ref::<UnclosedQuote>()) {
         return anyhow!(
             "{name}:{}: {q}; close the quote (a quote inside a quoted field is written \"\"), or pass --skip-bad to skip that row",
@@ -663,7 +654,7 @@ impl<R: Read> Rows for CsvRows<R> {
             if !self.read()? {
                 return Ok(None);
             }
-            if self.record.len() == 1 && self.record[0].trim_ascii().is_empty() {
+            if self.csv.len() == 1 && self.csv.get(0).is_some_and(|f| f.trim_ascii().is_empty()) {
                 continue; // a blank line
             }
             return Ok(Some(Ok(())));
@@ -672,16 +663,16 @@ impl<R: Read> Rows for CsvRows<R> {
 
     #[inline]
     fn line(&self) -> u64 {
-        self.record.position().map_or(0, |p| p.line())
+        self.csv.line()
     }
 
     fn len(&self) -> usize {
-        self.record.len()
+        self.csv.len()
     }
 
     #[inline]
     fn get(&self, i: usize) -> Option<&[u8]> {
-        self.record.get(i)
+        self.csv.get(i)
     }
 }
 

@@ -9,6 +9,7 @@
 //! crossed, 2 for usage or input errors.
 
 pub mod compare;
+pub mod csv_lines;
 pub mod exec;
 pub mod input;
 pub mod keys;

@@ -1,0 +1,321 @@
+//! CSV records exactly as the csv crate reads them (flexible field counts,
+//! no header handling, a one-byte delimiter, quotes doubled inside quoted
+//! fields, `\r`, `\n` or `\r\n` ending a record, blank lines skipped),
+//! faster on the lines most logs are made of.
+//!
+//! A line with no quote and no carriage return (but the one before its
+//! `\n`) is split at the delimiter with `memchr`, its fields left where
+//! they were read. Any other record (a quote, a lone `\r`, the last line
+//! without a newline) is parsed by `csv_core`, the crate's own parser,
+//! from the same buffer. Both give the same fields, and each record the
+//! line number the crate gives it: one more than the newlines consumed
+//! before its reading began (so blank lines before a record do not count,
+//! and a `\r\n` counts when the next record is read, as in the crate).
+
+use std::io::{self, Read};
+
+/// Bytes read at a time; a longer line grows the buffer.
+const CHUNK: usize = 1 << 16;
+
+pub struct CsvLines<R> {
+    inner: R,
+    /// Bytes read: unread ones in `start..end`; zero-filled once, then
+    /// overwritten by reads.
+    buf: Vec<u8>,
+    start: usize,
+    end: usize,
+    eof: bool,
+    core: csv_core::Reader,
+    delimiter: u8,
+    /// The record's fields: ranges of `buf` (a plain line) or of `out` (a
+    /// record parsed by `csv_core`).
+    bounds: Vec<(usize, usize)>,
+    in_buf: bool,
+    out: Vec<u8>,
+    out_ends: Vec<usize>,
+    /// Newlines consumed so far.
+    newlines: u64,
+    /// A `\r\n` line whose `\n` the crate would consume with the next
+    /// record: counted then.
+    pending_lf: bool,
+    record_line: u64,
+    /// No record read yet: the first goes through `csv_core`, which strips
+    /// a UTF-8 byte order mark at the start of the input.
+    first: bool,
+}
+
+impl<R: Read> CsvLines<R> {
+    pub fn new(inner: R, delimiter: u8) -> CsvLines<R> {
+        CsvLines {
+            inner,
+            buf: vec![0; CHUNK],
+            start: 0,
+            end: 0,
+            eof: false,
+            core: csv_core::ReaderBuilder::new().delimiter(delimiter).build(),
+            delimiter,
+            bounds: Vec::new(),
+            in_buf: true,
+            out: vec![0; 1024],
+            out_ends: vec![0; 64],
+            newlines: 0,
+            pending_lf: false,
+            record_line: 0,
+            first: true,
+        }
+    }
+
+    /// The reader underneath.
+    pub fn get_ref(&self) -> &R {
+        &self.inner
+    }
+
+    /// Fields of the current record.
+    pub fn len(&self) -> usize {
+        self.bounds.len()
+    }
+
+    /// Field `i` of the current record.
+    #[inline]
+    pub fn get(&self, i: usize) -> Option<&[u8]> {
+        let &(s, e) = self.bounds.get(i)?;
+        Some(if self.in_buf {
+            &self.buf[s..e]
+        } else {
+            &self.out[s..e]
+        })
+    }
+
+    /// The line the csv crate numbers the current record by.
+    pub fn line(&self) -> u64 {
+        self.record_line
+    }
+
+    /// Moves unread bytes to the front and reads more after them; at the
+    /// end of the input sets `eof`.
+    fn fill(&mut self) -> io::Result<()> {
+        if self.start > 0 {
+            self.buf.copy_within(self.start..self.end, 0);
+            self.end -= self.start;
+            self.start = 0;
+        }
+        if self.end == self.buf.len() {
+            self.buf.resize(self.buf.len() * 2, 0);
+        }
+        let n = loop {
+            match self.inner.read(&mut self.buf[self.end..]) {
+                Ok(n) => break n,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+        };
+        self.end += n;
+        self.eof = n == 0;
+        Ok(())
+    }
+
+    /// Reads the next record; false at the end of the input.
+    pub fn read_record(&mut self) -> io::Result<bool> {
+        if std::mem::take(&mut self.pending_lf) {
+            // The crate consumes this `\n` with the record it reads next,
+            // after numbering it.
+            self.record_line = self.newlines + 1;
+            self.newlines += 1;
+            self.start += 1;
+        } else {
+            self.record_line = self.newlines + 1;
+        }
+        if std::mem::take(&mut self.first) {
+            // The whole first line in one piece, as the crate's buffer has
+            // it: the mark is stripped only when it comes whole, and never
+            // leaves `csv_core` an empty input (which means the end).
+            while memchr::memchr(b'\n', &self.buf[self.start..self.end]).is_none() && !self.eof {
+                self.fill()?;
+            }
+            return self.parsed();
+        }
+        loop {
+            let unread = &self.buf[self.start..self.end];
+            let Some(nl) = memchr::memchr(b'\n', unread) else {
+                if self.eof {
+                    return self.parsed();
+                }
+                self.fill()?;
+                continue;
+            };
+            let line = &unread[..nl];
+            let (body, crlf) = match line.split_last() {
+                Some((b'\r', body)) => (body, true),
+                _ => (line, false),
+            };
+            if memchr::memchr2(b'"', b'\r', body).is_some() {
+                return self.parsed();
+            }
+            if body.is_empty() {
+                // A blank line: no record.
+                self.start += nl + 1;
+                self.newlines += 1;
+                continue;
+            }
+            self.bounds.clear();
+            let base = self.start;
+            let mut from = 0;
+            for d in memchr::memchr_iter(self.delimiter, body) {
+                self.bounds.push((base + from, base + d));
+                from = d + 1;
+            }
+            self.bounds.push((base + from, base + body.len()));
+            self.in_buf = true;
+            if crlf {
+                // Up to the `\r`: the `\n` goes with the next record.
+                self.start += nl;
+                self.pending_lf = true;
+            } else {
+                self.start += nl + 1;
+                self.newlines += 1;
+            }
+            return Ok(true);
+        }
+    }
+
+    /// Reads the next record with `csv_core`, refilling as it asks.
+    fn parsed(&mut self) -> io::Result<bool> {
+        use csv_core::ReadRecordResult::*;
+        let (mut outlen, mut endlen) = (0, 0);
+        loop {
+            let input = &self.buf[self.start..self.end];
+            let (res, nin, nout, nend) =
+                self.core
+                    .read_record(input, &mut self.out[outlen..], &mut self.out_ends[endlen..]);
+            self.newlines += memchr::memchr_iter(b'\n', &input[..nin]).count() as u64;
+            self.start += nin;
+            outlen += nout;
+            endlen += nend;
+            match res {
+                InputEmpty => self.fill()?,
+                OutputFull => {
+                    let n = self.out.len() * 2;
+                    self.out.resize(n, 0);
+                }
+                OutputEndsFull => {
+                    let n = self.out_ends.len() * 2;
+                    self.out_ends.resize(n, 0);
+                }
+                Record => {
+                    self.bounds.clear();
+                    let mut from = 0;
+                    for &e in &self.out_ends[..endlen] {
+                        self.bounds.push((from, e));
+                        from = e;
+                    }
+                    self.in_buf = false;
+                    return Ok(true);
+                }
+                End => return Ok(false),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::CsvLines;
+    use crate::testing::Rng;
+
+    /// Every record with its fields and line, as the csv crate reads it.
+    fn by_crate(input: &[u8], delimiter: u8) -> Vec<(Vec<Vec<u8>>, u64)> {
+        let mut r = csv::ReaderBuilder::new()
+            .has_headers(false)
+            .flexible(true)
+            .delimiter(delimiter)
+            .from_reader(input);
+        let mut rec = csv::ByteRecord::new();
+        let mut all = Vec::new();
+        while r.read_byte_record(&mut rec).unwrap() {
+            let line = rec.position().unwrap().line();
+            all.push((rec.iter().map(<[u8]>::to_vec).collect(), line));
+        }
+        all
+    }
+
+    /// The same through [`CsvLines`], fed `step` bytes per read.
+    fn by_lines(input: &[u8], delimiter: u8, step: usize) -> Vec<(Vec<Vec<u8>>, u64)> {
+        struct Trickle<'a>(&'a [u8], usize);
+        impl std::io::Read for Trickle<'_> {
+            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+                let n = self.0.len().min(buf.len()).min(self.1);
+                buf[..n].copy_from_slice(&self.0[..n]);
+                self.0 = &self.0[n..];
+                Ok(n)
+            }
+        }
+        let mut r = CsvLines::new(Trickle(input, step), delimiter);
+        let mut all = Vec::new();
+        while r.read_record().unwrap() {
+            let fields = (0..r.len()).map(|i| r.get(i).unwrap().to_vec()).collect();
+            all.push((fields, r.line()));
+        }
+        all
+    }
+
+    #[test]
+    fn records_and_lines_are_the_crates() {
+        let cases: &[&[u8]] = &[
+            b"",
+            b"a,b\n",
+            b"a,b",
+            b"a,b\r\nc,d\r\n",
+            b"a,b\r\n\r\nc,d",
+            b"\n\na\n\nb\n",
+            b"a\rb\rc\n",
+            b"\"x,y\",z\nq,\"multi\nline\"\nlast,1\n",
+            b"a,\"b\"\"c\"\n,,\n",
+            b"\xef\xbb\xbfts,client\n1,a\n",
+            b"  \n a ,b\n",
+            b"a,b\r",
+            b"a\r\n\"b\r\nc\"\r\nd\r\n",
+        ];
+        for &c in cases {
+            for step in [1, 3, 1 << 20] {
+                assert_eq!(
+                    by_lines(c, b',', step),
+                    by_crate(c, b','),
+                    "{:?} step {step}",
+                    String::from_utf8_lossy(c)
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn random_csv_reads_as_the_crate_reads_it() {
+        let mut rng = Rng(0x05ee_dc5f);
+        let alphabet: &[u8] = b"ab,;\t\"\r\n \n,a1\n";
+        for _ in 0..3000 {
+            let len = rng.below(60) as usize;
+            let text: Vec<u8> = (0..len)
+                .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
+                .collect();
+            for delimiter in [b',', b';', b'\t'] {
+                let step = 1 + rng.below(7) as usize;
+                assert_eq!(
+                    by_lines(&text, delimiter, step),
+                    by_crate(&text, delimiter),
+                    "{:?} delimiter {:?} step {step}",
+                    String::from_utf8_lossy(&text),
+                    delimiter as char
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn a_line_longer_than_the_buffer_is_read_whole() {
+        let long = "x".repeat(super::CHUNK * 3);
+        let text = format!("a,{long}\r\nb,c\n");
+        assert_eq!(
+            by_lines(text.as_bytes(), b',', 1 << 20),
+            by_crate(text.as_bytes(), b',')
+        );
+    }
+}
