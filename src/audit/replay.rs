@@ -6,7 +6,7 @@ use super::exec::Exec;
 use super::input::{Event, MAX_KEYS};
 use super::keys::{EMPTY_KEY, Interner, KeyNames};
 use crate::policy::keyed::{KeyId, Levels, Limiter, Store};
-use crate::policy::records::{Field, Records};
+use crate::policy::records::{Column, Field, Records};
 use crate::policy::table::Info;
 use crate::policy::{Decision, Listed, Spec};
 use crate::report::{KeyRow, PolicyReport, TimelineRow, Waits};
@@ -369,32 +369,100 @@ impl<P: Listed> MemberLoop for Field<P> {
         slot: Slot,
         tally: &mut Tally,
         timeline: Option<(Nanos, u64)>,
-        mut out: Option<&mut [Decision]>,
+        out: Option<&mut [Decision]>,
     ) -> Result<()> {
-        let on = timeline.is_some();
-        let mut column = records.column(self);
-        for (i, ev) in events.iter().enumerate() {
-            if let Some(k) = events.get(i + PREFETCH_FAR).and_then(|e| slot.key(e)) {
-                column.prefetch(k, false);
-            }
-            if let Some(k) = events.get(i + PREFETCH_NEAR).and_then(|e| slot.key(e)) {
-                column.prefetch(k, true);
-            }
-            let (d, level) = match slot.key(ev) {
-                Some(k) => column.decide_level(k, ev.at, u64::from(ev.cost), tally.levels(on)),
-                None => (Decision::Admit { release: ev.at }, 0),
-            };
-            tally.record(ev, d, level, timeline)?;
-            if let Some(out) = out.as_deref_mut() {
-                out[i] = d;
-            }
-        }
-        Ok(())
+        decide_rows(
+            &mut records.column(self),
+            events,
+            slot,
+            tally,
+            timeline,
+            out,
+        )
     }
 
     fn info(&self) -> &Info {
         Field::info(self)
     }
+}
+
+/// What a chunk's loop needs of one policy's per-key states: a store's, or
+/// its column of the shared records.
+trait Decides {
+    fn prefetch(&self, key: KeyId, deep: bool);
+    fn decide_level(
+        &mut self,
+        key: KeyId,
+        now: Nanos,
+        cost: u64,
+        levels: Levels,
+    ) -> (Decision, u64);
+}
+
+impl<P: Listed> Decides for Store<P> {
+    #[inline(always)]
+    fn prefetch(&self, key: KeyId, deep: bool) {
+        Limiter::prefetch(self, key, deep);
+    }
+    #[inline(always)]
+    fn decide_level(
+        &mut self,
+        key: KeyId,
+        now: Nanos,
+        cost: u64,
+        levels: Levels,
+    ) -> (Decision, u64) {
+        Limiter::decide_level(self, key, now, cost, levels)
+    }
+}
+
+impl<P: Listed> Decides for Column<'_, P> {
+    #[inline(always)]
+    fn prefetch(&self, key: KeyId, deep: bool) {
+        Column::prefetch(self, key, deep);
+    }
+    #[inline(always)]
+    fn decide_level(
+        &mut self,
+        key: KeyId,
+        now: Nanos,
+        cost: u64,
+        levels: Levels,
+    ) -> (Decision, u64) {
+        Column::decide_level(self, key, now, cost, levels)
+    }
+}
+
+/// Decides `events` (in time order) under one policy keyed by `slot`,
+/// fetching the states of the rows ahead, counting each decision and,
+/// when `out` is given, keeping it there by position.
+#[inline(always)]
+fn decide_rows(
+    states: &mut impl Decides,
+    events: &[Event],
+    slot: Slot,
+    tally: &mut Tally,
+    timeline: Option<(Nanos, u64)>,
+    mut out: Option<&mut [Decision]>,
+) -> Result<()> {
+    let on = timeline.is_some();
+    for (i, ev) in events.iter().enumerate() {
+        if let Some(k) = events.get(i + PREFETCH_FAR).and_then(|e| slot.key(e)) {
+            states.prefetch(k, false);
+        }
+        if let Some(k) = events.get(i + PREFETCH_NEAR).and_then(|e| slot.key(e)) {
+            states.prefetch(k, true);
+        }
+        let (d, level) = match slot.key(ev) {
+            Some(k) => states.decide_level(k, ev.at, u64::from(ev.cost), tally.levels(on)),
+            None => (Decision::Admit { release: ev.at }, 0),
+        };
+        tally.record(ev, d, level, timeline)?;
+        if let Some(out) = out.as_deref_mut() {
+            out[i] = d;
+        }
+    }
+    Ok(())
 }
 
 impl<P: Listed> OneLoop for Store<P> {
@@ -404,26 +472,9 @@ impl<P: Listed> OneLoop for Store<P> {
         slot: Slot,
         tally: &mut Tally,
         timeline: Option<(Nanos, u64)>,
-        mut out: Option<&mut [Decision]>,
+        out: Option<&mut [Decision]>,
     ) -> Result<()> {
-        let on = timeline.is_some();
-        for (i, ev) in events.iter().enumerate() {
-            if let Some(k) = events.get(i + PREFETCH_FAR).and_then(|e| slot.key(e)) {
-                self.prefetch(k, false);
-            }
-            if let Some(k) = events.get(i + PREFETCH_NEAR).and_then(|e| slot.key(e)) {
-                self.prefetch(k, true);
-            }
-            let (d, level) = match slot.key(ev) {
-                Some(k) => self.decide_level(k, ev.at, u64::from(ev.cost), tally.levels(on)),
-                None => (Decision::Admit { release: ev.at }, 0),
-            };
-            tally.record(ev, d, level, timeline)?;
-            if let Some(out) = out.as_deref_mut() {
-                out[i] = d;
-            }
-        }
-        Ok(())
+        decide_rows(self, events, slot, tally, timeline, out)
     }
 }
 

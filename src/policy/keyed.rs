@@ -106,6 +106,26 @@ impl Prefetch for super::sliding_log::SlidingLogState {
     }
 }
 
+/// `policy.decide` on `state`, and the level just after as far as `levels`
+/// asks (0 where it does not); `refusal_counts`: a refusal can raise it.
+#[inline(always)]
+pub fn decide_level<P: Policy>(
+    policy: &P,
+    state: &mut P::State,
+    now: Nanos,
+    cost: u64,
+    levels: Levels,
+    refusal_counts: bool,
+) -> (Decision, u64) {
+    let d = policy.decide(state, now, cost);
+    let wanted = match levels {
+        Levels::None => false,
+        Levels::Rises => d.is_admit() || refusal_counts,
+        Levels::All => true,
+    };
+    (d, if wanted { policy.level(state, now) } else { 0 })
+}
+
 /// Which levels a caller of `decide_level` needs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Levels {
@@ -266,13 +286,7 @@ impl<P: Listed> Limiter for Store<P> {
         self.maybe_sweep(now);
         let i = self.grow(key);
         let s = &mut self.states[i];
-        let d = self.policy.decide(s, now, cost);
-        let wanted = match levels {
-            Levels::None => false,
-            Levels::Rises => d.is_admit() || self.info.refusal_counts,
-            Levels::All => true,
-        };
-        (d, if wanted { self.policy.level(s, now) } else { 0 })
+        decide_level(&self.policy, s, now, cost, levels, self.info.refusal_counts)
     }
 
     fn level(&self, key: KeyId, now: Nanos) -> u64 {

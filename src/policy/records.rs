@@ -253,13 +253,7 @@ impl<P: Listed> Column<'_, P> {
         let policy = self.field.policy;
         let refusal_counts = self.field.info.refusal_counts;
         let s = self.get_mut(key, now);
-        let d = policy.decide(s, now, cost);
-        let wanted = match levels {
-            Levels::None => false,
-            Levels::Rises => d.is_admit() || refusal_counts,
-            Levels::All => true,
-        };
-        (d, if wanted { policy.level(s, now) } else { 0 })
+        super::keyed::decide_level(&policy, s, now, cost, levels, refusal_counts)
     }
 
     /// A hint that `key` will be decided soon: start loading its state's
