@@ -17,6 +17,10 @@ use std::io::{self, Read};
 /// Bytes read at a time; a longer line grows the buffer.
 const CHUNK: usize = 1 << 16;
 
+/// A line longer than this goes through `csv_core`, which consumes it as
+/// it parses instead of holding it whole.
+const LONG: usize = 1 << 20;
+
 pub struct CsvLines<R> {
     inner: R,
     /// Bytes read: unread ones in `start..end`; zero-filled once, then
@@ -126,10 +130,10 @@ impl<R: Read> CsvLines<R> {
             self.record_line = self.newlines + 1;
         }
         if std::mem::take(&mut self.first) {
-            // The whole first line in one piece, as the crate's buffer has
-            // it: the mark is stripped only when it comes whole, and never
-            // leaves `csv_core` an empty input (which means the end).
-            while memchr::memchr(b'\n', &self.buf[self.start..self.end]).is_none() && !self.eof {
+            // The mark in one piece, as the crate's buffer has it, and a
+            // byte after it: `csv_core` strips the mark only when it comes
+            // whole, and an empty input after it would mean the end.
+            while self.end - self.start < 4 && !self.eof {
                 self.fill()?;
             }
             return self.parsed();
@@ -137,7 +141,7 @@ impl<R: Read> CsvLines<R> {
         loop {
             let unread = &self.buf[self.start..self.end];
             let Some(nl) = memchr::memchr(b'\n', unread) else {
-                if self.eof {
+                if self.eof || unread.len() >= LONG {
                     return self.parsed();
                 }
                 self.fill()?;
@@ -311,11 +315,17 @@ mod tests {
 
     #[test]
     fn a_line_longer_than_the_buffer_is_read_whole() {
-        let long = "x".repeat(super::CHUNK * 3);
-        let text = format!("a,{long}\r\nb,c\n");
-        assert_eq!(
-            by_lines(text.as_bytes(), b',', 1 << 20),
-            by_crate(text.as_bytes(), b',')
-        );
+        // Longer than a read, and longer than a line is held whole (then
+        // parsed as it streams), with and without a quote at its end.
+        for n in [super::CHUNK * 3, super::LONG * 2 + 7] {
+            let long = "x".repeat(n);
+            for text in [format!("a,{long}\r\nb,c\n"), format!("{long},\"q\"\nb,c")] {
+                assert_eq!(
+                    by_lines(text.as_bytes(), b',', 1 << 20),
+                    by_crate(text.as_bytes(), b','),
+                    "{n}"
+                );
+            }
+        }
     }
 }
