@@ -12,29 +12,28 @@
 //! before its reading began (so blank lines before a record do not count,
 //! and a `\r\n` counts when the next record is read, as in the crate).
 
+use super::quotes::QuoteGuard;
 use std::io::{self, Read};
 
-/// Bytes read at a time; a longer line grows the buffer.
-const CHUNK: usize = 1 << 16;
+/// A line longer than this that the guard hands on in pieces goes through
+/// `csv_core`, which parses it as it streams.
+#[cfg(test)]
+const LONG: usize = super::quotes::MAX_SPAN;
 
-/// A line longer than this goes through `csv_core`, which consumes it as
-/// it parses instead of holding it whole.
-const LONG: usize = 1 << 20;
-
+/// Records read from the bytes a [`QuoteGuard`] hands on, in place: the
+/// guard holds them, whole records at a time, until the next record is
+/// asked for.
 pub struct CsvLines<R> {
-    inner: R,
-    /// Bytes read: unread ones in `start..end`; zero-filled once, then
-    /// overwritten by reads.
-    buf: Vec<u8>,
-    start: usize,
-    end: usize,
+    guard: QuoteGuard<R>,
+    /// How far into the guard's ready bytes this reader has parsed.
+    off: usize,
     eof: bool,
     core: csv_core::Reader,
     delimiter: u8,
-    /// The record's fields: ranges of `buf` (a plain line) or of `out` (a
-    /// record parsed by `csv_core`).
+    /// The record's fields: ranges of the guard's ready bytes (a plain
+    /// line) or of `out` (a record parsed by `csv_core`).
     bounds: Vec<(usize, usize)>,
-    in_buf: bool,
+    in_guard: bool,
     out: Vec<u8>,
     out_ends: Vec<usize>,
     /// Newlines consumed so far.
@@ -49,17 +48,15 @@ pub struct CsvLines<R> {
 }
 
 impl<R: Read> CsvLines<R> {
-    pub fn new(inner: R, delimiter: u8) -> CsvLines<R> {
+    pub fn new(guard: QuoteGuard<R>, delimiter: u8) -> CsvLines<R> {
         CsvLines {
-            inner,
-            buf: vec![0; CHUNK],
-            start: 0,
-            end: 0,
+            guard,
+            off: 0,
             eof: false,
             core: csv_core::ReaderBuilder::new().delimiter(delimiter).build(),
             delimiter,
             bounds: Vec::new(),
-            in_buf: true,
+            in_guard: true,
             out: vec![0; 1024],
             out_ends: vec![0; 64],
             newlines: 0,
@@ -69,9 +66,9 @@ impl<R: Read> CsvLines<R> {
         }
     }
 
-    /// The reader underneath.
-    pub fn get_ref(&self) -> &R {
-        &self.inner
+    /// The guard underneath.
+    pub fn guard(&self) -> &QuoteGuard<R> {
+        &self.guard
     }
 
     /// Fields of the current record.
@@ -83,8 +80,8 @@ impl<R: Read> CsvLines<R> {
     #[inline]
     pub fn get(&self, i: usize) -> Option<&[u8]> {
         let &(s, e) = self.bounds.get(i)?;
-        Some(if self.in_buf {
-            &self.buf[s..e]
+        Some(if self.in_guard {
+            &self.guard.ready()[s..e]
         } else {
             &self.out[s..e]
         })
@@ -95,56 +92,37 @@ impl<R: Read> CsvLines<R> {
         self.record_line
     }
 
-    /// Moves unread bytes to the front and reads more after them; at the
-    /// end of the input sets `eof`.
-    fn fill(&mut self) -> io::Result<()> {
-        if self.start > 0 {
-            self.buf.copy_within(self.start..self.end, 0);
-            self.end -= self.start;
-            self.start = 0;
-        }
-        if self.end == self.buf.len() {
-            self.buf.resize(self.buf.len() * 2, 0);
-        }
-        let n = loop {
-            match self.inner.read(&mut self.buf[self.end..]) {
-                Ok(n) => break n,
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                Err(e) => return Err(e),
-            }
-        };
-        self.end += n;
-        self.eof = n == 0;
+    /// Hands the parsed bytes back to the guard and takes the next ready
+    /// ones; at the end of the input sets `eof`.
+    fn refill(&mut self) -> io::Result<()> {
+        self.guard.consume(self.off);
+        self.off = 0;
+        self.eof = self.guard.fill()?.is_empty();
         Ok(())
     }
 
     /// Reads the next record; false at the end of the input.
     pub fn read_record(&mut self) -> io::Result<bool> {
+        self.record_line = self.newlines + 1;
         if std::mem::take(&mut self.pending_lf) {
             // The crate consumes this `\n` with the record it reads next,
             // after numbering it.
-            self.record_line = self.newlines + 1;
             self.newlines += 1;
-            self.start += 1;
-        } else {
-            self.record_line = self.newlines + 1;
+            self.off += 1;
         }
         if std::mem::take(&mut self.first) {
-            // The mark in one piece, as the crate's buffer has it, and a
-            // byte after it: `csv_core` strips the mark only when it comes
-            // whole, and an empty input after it would mean the end.
-            while self.end - self.start < 4 && !self.eof {
-                self.fill()?;
-            }
             return self.parsed();
         }
         loop {
-            let unread = &self.buf[self.start..self.end];
+            let ready = self.guard.ready();
+            let unread = &ready[self.off..];
             let Some(nl) = memchr::memchr(b'\n', unread) else {
-                if self.eof || unread.len() >= LONG {
+                if !unread.is_empty() || self.eof {
+                    // A line the guard hands on in pieces, or the last
+                    // one, without a newline.
                     return self.parsed();
                 }
-                self.fill()?;
+                self.refill()?;
                 continue;
             };
             let line = &unread[..nl];
@@ -157,46 +135,50 @@ impl<R: Read> CsvLines<R> {
             }
             if body.is_empty() {
                 // A blank line: no record.
-                self.start += nl + 1;
+                self.off += nl + 1;
                 self.newlines += 1;
                 continue;
             }
             self.bounds.clear();
-            let base = self.start;
+            let base = self.off;
             let mut from = 0;
             for d in memchr::memchr_iter(self.delimiter, body) {
                 self.bounds.push((base + from, base + d));
                 from = d + 1;
             }
             self.bounds.push((base + from, base + body.len()));
-            self.in_buf = true;
+            self.in_guard = true;
             if crlf {
                 // Up to the `\r`: the `\n` goes with the next record.
-                self.start += nl;
+                self.off += nl;
                 self.pending_lf = true;
             } else {
-                self.start += nl + 1;
+                self.off += nl + 1;
                 self.newlines += 1;
             }
             return Ok(true);
         }
     }
 
-    /// Reads the next record with `csv_core`, refilling as it asks.
+    /// Reads the next record with `csv_core`, taking more bytes from the
+    /// guard as it asks (an empty input tells it the input has ended).
     fn parsed(&mut self) -> io::Result<bool> {
         use csv_core::ReadRecordResult::*;
         let (mut outlen, mut endlen) = (0, 0);
         loop {
-            let input = &self.buf[self.start..self.end];
+            if self.off == self.guard.ready().len() && !self.eof {
+                self.refill()?;
+            }
+            let input = &self.guard.ready()[self.off..];
             let (res, nin, nout, nend) =
                 self.core
                     .read_record(input, &mut self.out[outlen..], &mut self.out_ends[endlen..]);
             self.newlines += memchr::memchr_iter(b'\n', &input[..nin]).count() as u64;
-            self.start += nin;
+            self.off += nin;
             outlen += nout;
             endlen += nend;
             match res {
-                InputEmpty => self.fill()?,
+                InputEmpty => {}
                 OutputFull => {
                     let n = self.out.len() * 2;
                     self.out.resize(n, 0);
@@ -212,7 +194,7 @@ impl<R: Read> CsvLines<R> {
                         self.bounds.push((from, e));
                         from = e;
                     }
-                    self.in_buf = false;
+                    self.in_guard = false;
                     return Ok(true);
                 }
                 End => return Ok(false),
@@ -224,42 +206,51 @@ impl<R: Read> CsvLines<R> {
 #[cfg(test)]
 mod tests {
     use super::CsvLines;
+    use crate::audit::quotes::QuoteGuard;
     use crate::testing::Rng;
 
-    /// Every record with its fields and line, as the csv crate reads it.
-    fn by_crate(input: &[u8], delimiter: u8) -> Vec<(Vec<Vec<u8>>, u64)> {
+    type Records = Result<Vec<(Vec<Vec<u8>>, u64)>, String>;
+
+    /// Hands out at most `step` bytes per read.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.0.len().min(buf.len()).min(self.1);
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    /// Every record with its fields and line, as the csv crate reads the
+    /// bytes the guard passes.
+    fn by_crate(input: &[u8], delimiter: u8) -> Records {
+        let guard = QuoteGuard::new(Trickle(input, usize::MAX), delimiter, false);
         let mut r = csv::ReaderBuilder::new()
             .has_headers(false)
             .flexible(true)
             .delimiter(delimiter)
-            .from_reader(input);
+            .from_reader(guard);
         let mut rec = csv::ByteRecord::new();
         let mut all = Vec::new();
-        while r.read_byte_record(&mut rec).unwrap() {
+        while r.read_byte_record(&mut rec).map_err(|e| e.to_string())? {
             let line = rec.position().unwrap().line();
             all.push((rec.iter().map(<[u8]>::to_vec).collect(), line));
         }
-        all
+        Ok(all)
     }
 
-    /// The same through [`CsvLines`], fed `step` bytes per read.
-    fn by_lines(input: &[u8], delimiter: u8, step: usize) -> Vec<(Vec<Vec<u8>>, u64)> {
-        struct Trickle<'a>(&'a [u8], usize);
-        impl std::io::Read for Trickle<'_> {
-            fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-                let n = self.0.len().min(buf.len()).min(self.1);
-                buf[..n].copy_from_slice(&self.0[..n]);
-                self.0 = &self.0[n..];
-                Ok(n)
-            }
-        }
-        let mut r = CsvLines::new(Trickle(input, step), delimiter);
+    /// The same through [`CsvLines`], the input fed `step` bytes per read.
+    fn by_lines(input: &[u8], delimiter: u8, step: usize) -> Records {
+        let guard = QuoteGuard::new(Trickle(input, step), delimiter, false);
+        let mut r = CsvLines::new(guard, delimiter);
         let mut all = Vec::new();
-        while r.read_record().unwrap() {
+        while r.read_record().map_err(|e| e.to_string())? {
             let fields = (0..r.len()).map(|i| r.get(i).unwrap().to_vec()).collect();
             all.push((fields, r.line()));
         }
-        all
+        Ok(all)
     }
 
     #[test]
@@ -278,6 +269,7 @@ mod tests {
             b"  \n a ,b\n",
             b"a,b\r",
             b"a\r\n\"b\r\nc\"\r\nd\r\n",
+            b"a,\"open\n",
         ];
         for &c in cases {
             for step in [1, 3, 1 << 20] {
@@ -314,14 +306,14 @@ mod tests {
     }
 
     #[test]
-    fn a_line_longer_than_the_buffer_is_read_whole() {
-        // Longer than a read, and longer than a line is held whole (then
-        // parsed as it streams), with and without a quote at its end.
-        for n in [super::CHUNK * 3, super::LONG * 2 + 7] {
+    fn a_line_longer_than_a_read_is_read_whole() {
+        // Longer than a read, and longer than the guard holds a line whole
+        // (it then hands it on in pieces), with and without a quote.
+        for n in [3 << 16, super::LONG * 2 + 7] {
             let long = "x".repeat(n);
             for text in [format!("a,{long}\r\nb,c\n"), format!("{long},\"q\"\nb,c")] {
                 assert_eq!(
-                    by_lines(text.as_bytes(), b',', 1 << 20),
+                    by_lines(text.as_bytes(), b',', 1 << 16),
                     by_crate(text.as_bytes(), b','),
                     "{n}"
                 );

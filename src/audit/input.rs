@@ -584,7 +584,7 @@ trait Rows {
 }
 
 struct CsvRows<R: Read> {
-    csv: CsvLines<QuoteGuard<R>>,
+    csv: CsvLines<R>,
     header: Option<Vec<String>>,
     name: String,
 }
@@ -627,7 +627,7 @@ impl<R: Read> CsvRows<R> {
 
     /// Rows skipped for a stray quote.
     fn skipped(&self) -> u64 {
-        self.csv.get_ref().skipped()
+        self.csv.guard().skipped()
     }
 }
 

@@ -84,6 +84,8 @@ pub struct QuoteGuard<R> {
     open_line: u64,
     eof: bool,
     skipped: u64,
+    /// Where each read lands before it joins `buf`.
+    chunk: Box<[u8]>,
 }
 
 impl<R: Read> QuoteGuard<R> {
@@ -102,6 +104,7 @@ impl<R: Read> QuoteGuard<R> {
             open_line: 1,
             eof: false,
             skipped: 0,
+            chunk: vec![0; CHUNK].into_boxed_slice(),
         }
     }
 
@@ -224,17 +227,20 @@ impl<R: Read> QuoteGuard<R> {
     }
 }
 
-impl<R: Read> Read for QuoteGuard<R> {
-    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+impl<R: Read> QuoteGuard<R> {
+    /// The bytes ready to hand on (whole records, but for a very long
+    /// line or the end of the input), reading more when all were taken;
+    /// empty at the end of the input.
+    pub fn fill(&mut self) -> io::Result<&[u8]> {
         while self.pos == self.ready {
             if self.eof {
                 if self.ready == self.buf.len() {
-                    return Ok(0);
+                    return Ok(&[]);
                 }
                 // Still inside a quoted field at the end of the input.
                 self.stray(false)?;
                 if self.pos == self.ready && self.ready == self.buf.len() {
-                    return Ok(0);
+                    return Ok(&[]);
                 }
                 continue;
             }
@@ -249,19 +255,16 @@ impl<R: Read> Read for QuoteGuard<R> {
                 self.stray(true)?;
                 continue;
             }
-            let len = self.buf.len();
-            self.buf.resize(len + CHUNK, 0);
+            // Into a buffer zero-filled once, then appended: a short read
+            // costs its own bytes, not a chunk's worth of zeros.
             let n = loop {
-                match self.inner.read(&mut self.buf[len..]) {
+                match self.inner.read(&mut self.chunk[..]) {
                     Ok(n) => break n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(e) => {
-                        self.buf.truncate(len);
-                        return Err(e);
-                    }
+                    Err(e) => return Err(e),
                 }
             };
-            self.buf.truncate(len + n);
+            self.buf.extend_from_slice(&self.chunk[..n]);
             if n == 0 {
                 self.eof = true;
                 if !matches!(self.state, State::Quoted) {
@@ -272,9 +275,26 @@ impl<R: Read> Read for QuoteGuard<R> {
                 self.scan();
             }
         }
-        let n = out.len().min(self.ready - self.pos);
-        out[..n].copy_from_slice(&self.buf[self.pos..self.pos + n]);
-        self.pos += n;
+        Ok(&self.buf[self.pos..self.ready])
+    }
+
+    /// The bytes ready to hand on, as `fill` last returned them.
+    pub fn ready(&self) -> &[u8] {
+        &self.buf[self.pos..self.ready]
+    }
+
+    /// Hands on the first `n` ready bytes.
+    pub fn consume(&mut self, n: usize) {
+        self.pos = (self.pos + n).min(self.ready);
+    }
+}
+
+impl<R: Read> Read for QuoteGuard<R> {
+    fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
+        let ready = self.fill()?;
+        let n = out.len().min(ready.len());
+        out[..n].copy_from_slice(&ready[..n]);
+        self.consume(n);
         Ok(n)
     }
 }
