@@ -103,6 +103,20 @@ pub fn check_distinct(inputs: &[Endpoint], outputs: &[Endpoint]) -> Result<()> {
     Ok(())
 }
 
+/// The logs a command reads, as inputs: each file, and standard input
+/// when no file is given or `-` is one of them.
+pub fn logs(files: &[PathBuf]) -> Vec<Endpoint<'_>> {
+    let mut inputs: Vec<Endpoint> = files
+        .iter()
+        .filter(|f| f.as_os_str() != "-")
+        .map(|f| Endpoint::new(named("the log", f), Place::Path(f)))
+        .collect();
+    if files.is_empty() || files.iter().any(|f| f.as_os_str() == "-") {
+        inputs.push(Endpoint::new("standard input (the log)", Place::Stdin));
+    }
+    inputs
+}
+
 /// `what 'path'` for messages.
 pub fn named(what: &str, path: &Path) -> String {
     format!("{what} '{}'", path.display())

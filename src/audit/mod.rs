@@ -202,15 +202,8 @@ fn audit_plot(
 /// Refuses, before anything is opened for writing, a decisions file or a
 /// report that is one of the logs, the policies file, or each other.
 fn check_outputs(args: &AuditArgs, files: &[std::path::PathBuf]) -> Result<()> {
-    use crate::clash::{Endpoint, Place, check_distinct, named};
-    let mut inputs: Vec<Endpoint> = files
-        .iter()
-        .filter(|f| f.as_os_str() != "-")
-        .map(|f| Endpoint::new(named("the log", f), Place::Path(f)))
-        .collect();
-    if files.is_empty() || files.iter().any(|f| f.as_os_str() == "-") {
-        inputs.push(Endpoint::new("standard input (the log)", Place::Stdin));
-    }
+    use crate::clash::{Endpoint, Place, check_distinct, logs, named};
+    let mut inputs = logs(files);
     if let Some(p) = &args.policies_file {
         inputs.push(Endpoint::new(named("--policies", p), Place::Path(p)));
     }

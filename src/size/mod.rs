@@ -393,16 +393,8 @@ fn rate_per_s(r: Rate) -> f64 {
 /// Refuses, before anything is written, a report or plot that would land on
 /// one of the logs or the --exclude-keys file, or on each other.
 fn check_outputs(args: &SizeArgs) -> Result<()> {
-    use crate::clash::{Endpoint, Place, check_distinct, named};
-    let files = &args.input.files;
-    let mut inputs: Vec<Endpoint> = files
-        .iter()
-        .filter(|f| f.as_os_str() != "-")
-        .map(|f| Endpoint::new(named("the log", f), Place::Path(f)))
-        .collect();
-    if files.is_empty() || files.iter().any(|f| f.as_os_str() == "-") {
-        inputs.push(Endpoint::new("standard input (the log)", Place::Stdin));
-    }
+    use crate::clash::{Endpoint, Place, check_distinct, logs, named};
+    let mut inputs = logs(&args.input.files);
     if let Some(p) = &args.exclude_keys {
         inputs.push(Endpoint::new(named("--exclude-keys", p), Place::Path(p)));
     }
