@@ -5,8 +5,8 @@
 use super::exec::Exec;
 use super::input::{Event, MAX_KEYS};
 use super::keys::{EMPTY_KEY, Interner, KeyNames};
-use crate::policy::keyed::{KeyId, Levels, Limiter, Store};
-use crate::policy::records::{Column, Field, Records};
+use crate::policy::keyed::{Decides, KeyId, Levels, Limiter, Store};
+use crate::policy::records::{Field, Records};
 use crate::policy::table::Info;
 use crate::policy::{Decision, Listed, Spec};
 use crate::report::{KeyRow, PolicyReport, TimelineRow, Waits};
@@ -383,53 +383,6 @@ impl<P: Listed> MemberLoop for Field<P> {
 
     fn info(&self) -> &Info {
         Field::info(self)
-    }
-}
-
-/// What a chunk's loop needs of one policy's per-key states: a store's, or
-/// its column of the shared records.
-trait Decides {
-    fn prefetch(&self, key: KeyId, deep: bool);
-    fn decide_level(
-        &mut self,
-        key: KeyId,
-        now: Nanos,
-        cost: u64,
-        levels: Levels,
-    ) -> (Decision, u64);
-}
-
-impl<P: Listed> Decides for Store<P> {
-    #[inline(always)]
-    fn prefetch(&self, key: KeyId, deep: bool) {
-        Limiter::prefetch(self, key, deep);
-    }
-    #[inline(always)]
-    fn decide_level(
-        &mut self,
-        key: KeyId,
-        now: Nanos,
-        cost: u64,
-        levels: Levels,
-    ) -> (Decision, u64) {
-        Limiter::decide_level(self, key, now, cost, levels)
-    }
-}
-
-impl<P: Listed> Decides for Column<'_, P> {
-    #[inline(always)]
-    fn prefetch(&self, key: KeyId, deep: bool) {
-        Column::prefetch(self, key, deep);
-    }
-    #[inline(always)]
-    fn decide_level(
-        &mut self,
-        key: KeyId,
-        now: Nanos,
-        cost: u64,
-        levels: Levels,
-    ) -> (Decision, u64) {
-        Column::decide_level(self, key, now, cost, levels)
     }
 }
 

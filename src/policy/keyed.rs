@@ -49,16 +49,9 @@ pub type IdMap<V> = HashMap<KeyId, V, BuildHasherDefault<IdHasher>>;
 /// [`Records`](super::records::Records)).
 pub(super) const MIN_SWEEP: usize = 4096;
 
-/// An object-safe view of a policy with its per-key states.
-pub trait Limiter: Send {
-    /// The decision, with no change of state.
-    fn check(&self, key: KeyId, now: Nanos, cost: u64) -> Decision;
-    /// Records an admitted request.
-    fn admit(&mut self, key: KeyId, now: Nanos, cost: u64);
-    /// Records a refused request (most policies change nothing).
-    fn refuse(&mut self, key: KeyId, now: Nanos, cost: u64);
-    /// `check` and record.
-    fn decide(&mut self, key: KeyId, now: Nanos, cost: u64) -> Decision;
+/// What a loop over requests needs of one policy's per-key states: a
+/// store's, or its column of shared [`Records`](super::records::Records).
+pub trait Decides {
     /// `decide`, and the key's level just after, as far as `levels` asks
     /// (0 where it does not).
     fn decide_level(
@@ -68,13 +61,25 @@ pub trait Limiter: Send {
         cost: u64,
         levels: Levels,
     ) -> (Decision, u64);
+    /// A hint that `key` will be decided soon: start loading its state
+    /// (`deep`: also what the state points to). Changes nothing.
+    fn prefetch(&self, key: KeyId, deep: bool);
+}
+
+/// An object-safe view of a policy with its per-key states.
+pub trait Limiter: Decides + Send {
+    /// The decision, with no change of state.
+    fn check(&self, key: KeyId, now: Nanos, cost: u64) -> Decision;
+    /// Records an admitted request.
+    fn admit(&mut self, key: KeyId, now: Nanos, cost: u64);
+    /// Records a refused request (most policies change nothing).
+    fn refuse(&mut self, key: KeyId, now: Nanos, cost: u64);
+    /// `check` and record.
+    fn decide(&mut self, key: KeyId, now: Nanos, cost: u64) -> Decision;
     /// The key's occupancy after its last request (level, backlog, count).
     fn level(&self, key: KeyId, now: Nanos) -> u64;
     /// What reports need to know about the policy.
     fn info(&self) -> &Info;
-    /// A hint that `key` will be decided soon: start loading its state
-    /// (`deep`: also what the state points to). Changes nothing.
-    fn prefetch(&self, key: KeyId, deep: bool);
 }
 
 /// Asks the CPU to start loading the cache line at `p`.
@@ -275,6 +280,18 @@ impl<P: Listed> Limiter for Store<P> {
         self.decide_level(key, now, cost, Levels::None).0
     }
 
+    fn level(&self, key: KeyId, now: Nanos) -> u64 {
+        self.states
+            .get(key as usize * self.row.len())
+            .map_or(0, |s| self.policy.level(s, now))
+    }
+
+    fn info(&self) -> &Info {
+        &self.info
+    }
+}
+
+impl<P: Listed> Decides for Store<P> {
     #[inline]
     fn decide_level(
         &mut self,
@@ -287,16 +304,6 @@ impl<P: Listed> Limiter for Store<P> {
         let i = self.grow(key);
         let s = &mut self.states[i];
         decide_level(&self.policy, s, now, cost, levels, self.info.refusal_counts)
-    }
-
-    fn level(&self, key: KeyId, now: Nanos) -> u64 {
-        self.states
-            .get(key as usize * self.row.len())
-            .map_or(0, |s| self.policy.level(s, now))
-    }
-
-    fn info(&self) -> &Info {
-        &self.info
     }
 
     #[inline]

@@ -20,7 +20,7 @@
 //! [`Records::column`], not per access): that is what lets the typed
 //! accesses trust the bytes at a field's offset to be its state.
 
-use super::keyed::{KeyId, Levels, MIN_SWEEP, Prefetch, prefetch_line};
+use super::keyed::{Decides, KeyId, Levels, MIN_SWEEP, Prefetch, prefetch_line};
 use super::table::{Info, Listed};
 use super::{Checked, Decision, Policy};
 use crate::time::Nanos;
@@ -240,39 +240,6 @@ impl<P: Listed> Column<'_, P> {
         unsafe { self.state_mut(k) }
     }
 
-    /// `decide` for `key` at `now`, and its level just after as far as
-    /// `levels` asks (0 where it does not), as a store's member decides.
-    #[inline]
-    pub fn decide_level(
-        &mut self,
-        key: KeyId,
-        now: Nanos,
-        cost: u64,
-        levels: Levels,
-    ) -> (Decision, u64) {
-        let policy = self.field.policy;
-        let refusal_counts = self.field.info.refusal_counts;
-        let s = self.get_mut(key, now);
-        super::keyed::decide_level(&policy, s, now, cost, levels, refusal_counts)
-    }
-
-    /// A hint that `key` will be decided soon: start loading its state's
-    /// line (`deep`: what the state points to). Changes nothing.
-    #[inline]
-    pub fn prefetch(&self, key: KeyId, deep: bool) {
-        if deep {
-            if let Some(s) = self.get(key) {
-                s.prefetch_deep();
-            }
-        } else if (key as usize) < self.records.keys {
-            prefetch_line(
-                self.records
-                    .record(key as usize)
-                    .wrapping_add(self.field.offset),
-            );
-        }
-    }
-
     /// The state of key `k`.
     ///
     /// # Safety
@@ -318,10 +285,46 @@ impl<P: Listed> Column<'_, P> {
     }
 }
 
+/// A column decides as a store does, on the records' states.
+impl<P: Listed> Decides for Column<'_, P> {
+    /// `decide` for `key` at `now`, and its level just after as far as
+    /// `levels` asks (0 where it does not), as a store's member decides.
+    #[inline]
+    fn decide_level(
+        &mut self,
+        key: KeyId,
+        now: Nanos,
+        cost: u64,
+        levels: Levels,
+    ) -> (Decision, u64) {
+        let policy = self.field.policy;
+        let refusal_counts = self.field.info.refusal_counts;
+        let s = self.get_mut(key, now);
+        super::keyed::decide_level(&policy, s, now, cost, levels, refusal_counts)
+    }
+
+    /// A hint that `key` will be decided soon: start loading its state's
+    /// line (`deep`: what the state points to). Changes nothing.
+    #[inline]
+    fn prefetch(&self, key: KeyId, deep: bool) {
+        if deep {
+            if let Some(s) = self.get(key) {
+                s.prefetch_deep();
+            }
+        } else if (key as usize) < self.records.keys {
+            prefetch_line(
+                self.records
+                    .record(key as usize)
+                    .wrapping_add(self.field.offset),
+            );
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::keyed::{Limiter, Store};
+    use crate::policy::keyed::{Decides, Store};
     use crate::policy::sliding_log::SlidingLog;
     use crate::policy::spec::Params;
     use crate::policy::table::{Variant, WithPolicy};
