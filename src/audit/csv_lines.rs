@@ -4,14 +4,15 @@
 //! faster on the lines most logs are made of.
 //!
 //! A line with no quote and no carriage return (but the one before its
-//! `\n`) is split at the delimiter with `memchr`, its fields left where
-//! they were read. Any other record (a quote, a lone `\r`, the last line
+//! `\n`) is split at the delimiter by walking the bits of [`Marks`], 64
+//! bytes at a time, its fields left where they were read. Any other record (a quote, a lone `\r`, the last line
 //! without a newline) is parsed by `csv_core`, the crate's own parser,
 //! from the same buffer. Both give the same fields, and each record the
 //! line number the crate gives it: one more than the newlines consumed
 //! before its reading began (so blank lines before a record do not count,
 //! and a `\r\n` counts when the next record is read, as in the crate).
 
+use super::marks::Marks;
 use super::quotes::QuoteGuard;
 use std::io::{self, Read};
 
@@ -45,6 +46,25 @@ pub struct CsvLines<R> {
     /// No record read yet: the first goes through `csv_core`, which strips
     /// a UTF-8 byte order mark at the start of the input.
     first: bool,
+    /// Whether lines may be split without `csv_core`: not when the
+    /// delimiter is a byte that also ends a line or quotes.
+    plain: bool,
+    /// The ready bytes from `block` on (64 or up to their end) have the
+    /// marks `marks`; `usize::MAX`: none yet since the last refill.
+    block: usize,
+    marks: Marks,
+}
+
+/// What splitting the next line found.
+enum Line {
+    /// A record, its fields in `bounds`.
+    Record,
+    /// A blank line, skipped.
+    Blank,
+    /// A quote or a lone carriage return: for `csv_core`.
+    Odd,
+    /// No newline in the ready bytes.
+    Open,
 }
 
 impl<R: Read> CsvLines<R> {
@@ -63,6 +83,9 @@ impl<R: Read> CsvLines<R> {
             pending_lf: false,
             record_line: 0,
             first: true,
+            plain: !matches!(delimiter, b'\n' | b'\r' | b'"'),
+            block: usize::MAX,
+            marks: Marks::default(),
         }
     }
 
@@ -97,6 +120,7 @@ impl<R: Read> CsvLines<R> {
     fn refill(&mut self) -> io::Result<()> {
         self.guard.consume(self.off);
         self.off = 0;
+        self.block = usize::MAX;
         self.eof = self.guard.fill()?.is_empty();
         Ok(())
     }
@@ -113,51 +137,95 @@ impl<R: Read> CsvLines<R> {
         if std::mem::take(&mut self.first) {
             return self.parsed();
         }
-        loop {
-            let ready = self.guard.ready();
-            let unread = &ready[self.off..];
-            let Some(nl) = memchr::memchr(b'\n', unread) else {
-                if !unread.is_empty() || self.eof {
-                    // A line the guard hands on in pieces, or the last
-                    // one, without a newline.
-                    return self.parsed();
-                }
-                self.refill()?;
-                continue;
-            };
-            let line = &unread[..nl];
-            let (body, crlf) = match line.split_last() {
-                Some((b'\r', body)) => (body, true),
-                _ => (line, false),
-            };
-            if memchr::memchr2(b'"', b'\r', body).is_some() {
-                return self.parsed();
-            }
-            if body.is_empty() {
-                // A blank line: no record.
-                self.off += nl + 1;
-                self.newlines += 1;
-                continue;
-            }
-            self.bounds.clear();
-            let base = self.off;
-            let mut from = 0;
-            for d in memchr::memchr_iter(self.delimiter, body) {
-                self.bounds.push((base + from, base + d));
-                from = d + 1;
-            }
-            self.bounds.push((base + from, base + body.len()));
-            self.in_guard = true;
-            if crlf {
-                // Up to the `\r`: the `\n` goes with the next record.
-                self.off += nl;
-                self.pending_lf = true;
-            } else {
-                self.off += nl + 1;
-                self.newlines += 1;
-            }
-            return Ok(true);
+        if !self.plain {
+            return self.parsed();
         }
+        loop {
+            let len = self.guard.ready().len();
+            let start = self.off;
+            match self.split_line(start, len) {
+                Line::Record => return Ok(true),
+                Line::Blank => {}
+                Line::Odd => return self.parsed(),
+                Line::Open => {
+                    if start < len || self.eof {
+                        // A line the guard hands on in pieces, or the last
+                        // one, without a newline.
+                        return self.parsed();
+                    }
+                    self.refill()?;
+                }
+            }
+        }
+    }
+
+    /// The marks of the ready bytes from the 64-byte block that holds `p`
+    /// on, and where that block starts: the block of the line before, or
+    /// one starting at `p`.
+    #[inline]
+    fn block_at(&mut self, p: usize) -> (usize, Marks) {
+        if !(self.block..self.block.saturating_add(64)).contains(&p) {
+            let ready = self.guard.ready();
+            let end = ready.len().min(p + 64);
+            self.marks = Marks::of(&ready[p..end], self.delimiter);
+            self.block = p;
+        }
+        (self.block, self.marks)
+    }
+
+    /// Splits the line at `start` of the `len` ready bytes at its
+    /// delimiters, if it is plain, and moves past it.
+    #[inline]
+    fn split_line(&mut self, start: usize, len: usize) -> Line {
+        self.bounds.clear();
+        let mut from = start;
+        let mut p = start;
+        while p < len {
+            let (b, m) = self.block_at(p);
+            let here = !0u64 << (p - b);
+            let nl = m.newline & here;
+            // The bits of this line: from `p` up to its newline, if here.
+            let line = match nl {
+                0 => here,
+                _ => here & ((nl & nl.wrapping_neg()) - 1),
+            };
+            // A carriage return is plain only just before a newline (one
+            // before a newline in the next block is left to `csv_core`).
+            if (m.quote | (m.cr & !(m.newline >> 1))) & line != 0 {
+                return Line::Odd;
+            }
+            let mut d = m.delimiter & line;
+            while d != 0 {
+                let at = b + d.trailing_zeros() as usize;
+                self.bounds.push((from, at));
+                from = at + 1;
+                d &= d - 1;
+            }
+            if nl != 0 {
+                let end = b + nl.trailing_zeros() as usize;
+                let crlf = end > p && m.cr >> (end - 1 - b) & 1 == 1;
+                let body_end = end - usize::from(crlf);
+                if body_end == start {
+                    // A blank line: no record.
+                    self.off = end + 1;
+                    self.newlines += 1;
+                    return Line::Blank;
+                }
+                self.bounds.push((from, body_end));
+                self.in_guard = true;
+                if crlf {
+                    // Up to the `\r`: the `\n` goes with the next record.
+                    self.off = end;
+                    self.pending_lf = true;
+                } else {
+                    self.off = end + 1;
+                    self.newlines += 1;
+                }
+                return Line::Record;
+            }
+            p = b + 64;
+        }
+        Line::Open
     }
 
     /// Reads the next record with `csv_core`, taking more bytes from the
@@ -287,8 +355,13 @@ mod tests {
     fn random_csv_reads_as_the_crate_reads_it() {
         let mut rng = Rng(0x05ee_dc5f);
         let alphabet: &[u8] = b"ab,;\t\"\r\n \n,a1\n";
-        for _ in 0..3000 {
-            let len = rng.below(60) as usize;
+        // Lines mostly plain and longer than a 64-byte block, too.
+        let plain: &[u8] = b"abcdefgh,,;\t0123456789abcdefgh\n\r\"";
+        for round in 0..6000 {
+            let (alphabet, len) = match round % 2 {
+                0 => (alphabet, rng.below(60) as usize),
+                _ => (plain, rng.below(400) as usize),
+            };
             let text: Vec<u8> = (0..len)
                 .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
                 .collect();

@@ -13,6 +13,7 @@ pub mod csv_lines;
 pub mod exec;
 pub mod input;
 pub mod keys;
+pub mod marks;
 pub mod nginx;
 pub mod order;
 pub mod quotes;

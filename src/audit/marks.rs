@@ -1,0 +1,118 @@
+//! Where the bytes a CSV line splitter stops at are, 64 bytes at a time:
+//! one bit per byte for newlines, delimiters, quotes and carriage returns,
+//! so a line is cut by walking bits instead of calling a search per field.
+
+/// Bit `i` of each mask is set when byte `i` of the block is that byte.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct Marks {
+    pub newline: u64,
+    pub delimiter: u64,
+    pub quote: u64,
+    pub cr: u64,
+}
+
+impl Marks {
+    /// The marks of `block` (at most 64 bytes; bits past its end are clear).
+    #[inline]
+    pub fn of(block: &[u8], delimiter: u8) -> Marks {
+        match <&[u8; 64]>::try_from(block) {
+            Ok(whole) => whole_block(whole, delimiter),
+            Err(_) => {
+                let mut padded = [0u8; 64];
+                padded[..block.len()].copy_from_slice(block);
+                let valid = (1u64 << block.len()) - 1;
+                let m = whole_block(&padded, delimiter);
+                Marks {
+                    newline: m.newline & valid,
+                    delimiter: m.delimiter & valid,
+                    quote: m.quote & valid,
+                    cr: m.cr & valid,
+                }
+            }
+        }
+    }
+}
+
+/// Sixteen bytes compared at once (SSE2 is part of every x86-64).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn whole_block(block: &[u8; 64], delimiter: u8) -> Marks {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
+    };
+    // SAFETY: SSE2 is in the x86-64 baseline, so these intrinsics are
+    // always available; each load reads 16 bytes inside the 64-byte block
+    // (unaligned loads are allowed).
+    unsafe {
+        let wanted = [b'\n', delimiter, b'"', b'\r'].map(|b| _mm_set1_epi8(b as i8));
+        let mut bits = [0u64; 4];
+        for part in 0..4 {
+            let v = _mm_loadu_si128(block.as_ptr().add(16 * part).cast::<__m128i>());
+            for (b, w) in bits.iter_mut().zip(&wanted) {
+                let m = _mm_movemask_epi8(_mm_cmpeq_epi8(v, *w)) as u16;
+                *b |= u64::from(m) << (16 * part);
+            }
+        }
+        Marks {
+            newline: bits[0],
+            delimiter: bits[1],
+            quote: bits[2],
+            cr: bits[3],
+        }
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+fn whole_block(block: &[u8; 64], delimiter: u8) -> Marks {
+    bytewise(block, delimiter)
+}
+
+/// The marks byte by byte: what the fast version must equal.
+#[cfg_attr(target_arch = "x86_64", cfg(test))]
+fn bytewise(block: &[u8; 64], delimiter: u8) -> Marks {
+    let mut m = Marks::default();
+    for (i, &b) in block.iter().enumerate() {
+        let bit = 1u64 << i;
+        m.newline |= bit * u64::from(b == b'\n');
+        m.delimiter |= bit * u64::from(b == delimiter);
+        m.quote |= bit * u64::from(b == b'"');
+        m.cr |= bit * u64::from(b == b'\r');
+    }
+    m
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Marks, bytewise};
+    use crate::testing::Rng;
+
+    #[test]
+    fn marks_are_those_found_byte_by_byte() {
+        let mut rng = Rng(0x6d61_726b);
+        let alphabet: &[u8] = b"\n,\"\r;\t\0ab\xff\x80";
+        for _ in 0..2000 {
+            let mut block = [0u8; 64];
+            for b in &mut block {
+                *b = alphabet[rng.below(alphabet.len() as u64) as usize];
+            }
+            for delimiter in [b',', b';', b'\t', 0, 0xff] {
+                assert_eq!(Marks::of(&block, delimiter), bytewise(&block, delimiter));
+                let len = rng.below(64) as usize;
+                let mut padded = [0u8; 64];
+                padded[..len].copy_from_slice(&block[..len]);
+                let whole = bytewise(&padded, delimiter);
+                let valid = (1u64 << len) - 1;
+                assert_eq!(
+                    Marks::of(&block[..len], delimiter),
+                    Marks {
+                        newline: whole.newline & valid,
+                        delimiter: whole.delimiter & valid,
+                        quote: whole.quote & valid,
+                        cr: whole.cr & valid,
+                    }
+                );
+            }
+        }
+    }
+}
