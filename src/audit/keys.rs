@@ -54,28 +54,50 @@ impl Hasher for BytesHasher {
 /// Keys of at most this many bytes are stored inside the table itself.
 const INLINE: usize = 11;
 
-/// A table slot, 16 bytes: a short key inline (zero-padded, its length in
-/// the last byte), or a long key's place in the arena (`LONG` in the last
-/// byte).
+/// A table slot, 16 bytes: a short key inline as two words (its bytes
+/// little-endian, zero-padded, its length in the top byte of `hi`), or a
+/// long key's place in the arena (`lo`, with `LONG` as `hi`).
 #[derive(Clone, Copy)]
 struct Entry {
-    inline: [u8; 12],
+    lo: u64,
+    hi: u32,
     id: u32,
 }
 
-const LONG: u8 = 0xff;
+const LONG: u32 = 0xff << 24;
 
-fn pad(value: &[u8]) -> [u8; 12] {
-    let mut p = [0u8; 12];
-    p[..value.len()].copy_from_slice(value);
-    p[11] = value.len() as u8;
-    p
+/// A short key as the two words of its slot, built in registers (not
+/// copied through memory, which would stall the loads that follow).
+#[inline]
+fn words(value: &[u8]) -> (u64, u32) {
+    let n = value.len();
+    let hi = match n > 8 {
+        true => word(&value[8..]) as u32,
+        false => 0,
+    };
+    (word(&value[..n.min(8)]), hi | (n as u32) << 24)
 }
 
-fn hash_short(p: &[u8; 12]) -> u64 {
-    let a = u64::from_le_bytes(p[..8].try_into().expect("eight bytes"));
-    let b = u32::from_le_bytes(p[8..].try_into().expect("four bytes"));
-    let h = a.wrapping_mul(K).rotate_left(26) ^ u64::from(b);
+/// Up to eight bytes as a little-endian word.
+#[inline]
+fn word(v: &[u8]) -> u64 {
+    let n = v.len();
+    let four = |at: usize| u64::from(u32::from_le_bytes([v[at], v[at + 1], v[at + 2], v[at + 3]]));
+    match n {
+        8.. => u64::from_le_bytes(v[..8].try_into().expect("eight bytes")),
+        // The two halves overlap on equal bytes.
+        4..=7 => four(0) | four(n - 4) << (8 * (n - 4)),
+        1..=3 => {
+            u64::from(v[0])
+                | u64::from(v[n / 2]) << (8 * (n / 2))
+                | u64::from(v[n - 1]) << (8 * (n - 1))
+        }
+        0 => 0,
+    }
+}
+
+fn hash_short(lo: u64, hi: u32) -> u64 {
+    let h = lo.wrapping_mul(K).rotate_left(26) ^ u64::from(hi);
     let m = u128::from(h).wrapping_mul(u128::from(K));
     (m as u64) ^ ((m >> 64) as u64)
 }
@@ -88,7 +110,7 @@ fn hash_long(value: &[u8]) -> u64 {
 
 /// A long key stored in the arena at `at`: a u32 length, then the bytes.
 fn long_key<'a>(arena: &'a [u8], e: &Entry) -> &'a [u8] {
-    let at = u64::from_le_bytes(e.inline[..8].try_into().expect("eight bytes")) as usize;
+    let at = e.lo as usize;
     let len = u32::from_le_bytes(arena[at..at + 4].try_into().expect("four bytes")) as usize;
     &arena[at + 4..at + 4 + len]
 }
@@ -113,7 +135,8 @@ impl Default for Interner {
         Interner {
             slots: vec![
                 Entry {
-                    inline: [0; 12],
+                    lo: 0,
+                    hi: 0,
                     id: VACANT
                 };
                 1024
@@ -129,7 +152,8 @@ impl Interner {
     #[inline]
     pub fn hash(value: &[u8]) -> u64 {
         if value.len() <= INLINE {
-            hash_short(&pad(value))
+            let (lo, hi) = words(value);
+            hash_short(lo, hi)
         } else {
             hash_long(value)
         }
@@ -157,19 +181,20 @@ impl Interner {
         let mask = self.slots.len() - 1;
         let mut i = h as usize & mask;
         if value.len() <= INLINE {
-            let p = pad(value);
+            let (lo, hi) = words(value);
             loop {
                 let e = &self.slots[i];
                 if e.id == VACANT {
                     break;
                 }
-                if e.inline == p {
+                if e.lo == lo && e.hi == hi {
                     return (e.id, false);
                 }
                 i = (i + 1) & mask;
             }
             self.slots[i] = Entry {
-                inline: p,
+                lo,
+                hi,
                 id: self.len,
             };
         } else {
@@ -178,19 +203,18 @@ impl Interner {
                 if e.id == VACANT {
                     break;
                 }
-                if e.inline[11] == LONG && long_key(&self.long, e) == value {
+                if e.hi == LONG && long_key(&self.long, e) == value {
                     return (e.id, false);
                 }
                 i = (i + 1) & mask;
             }
-            let mut inline = [0u8; 12];
-            inline[..8].copy_from_slice(&(self.long.len() as u64).to_le_bytes());
-            inline[11] = LONG;
+            let lo = self.long.len() as u64;
             self.long
                 .extend_from_slice(&(value.len() as u32).to_le_bytes());
             self.long.extend_from_slice(value);
             self.slots[i] = Entry {
-                inline,
+                lo,
+                hi: LONG,
                 id: self.len,
             };
         }
@@ -206,16 +230,17 @@ impl Interner {
     fn grow(&mut self) {
         let old = std::mem::take(&mut self.slots);
         let vacant = Entry {
-            inline: [0; 12],
+            lo: 0,
+            hi: 0,
             id: VACANT,
         };
         self.slots = vec![vacant; old.len() * 2];
         let mask = self.slots.len() - 1;
         for e in old.into_iter().filter(|e| e.id != VACANT) {
-            let h = if e.inline[11] == LONG {
+            let h = if e.hi == LONG {
                 hash_long(long_key(&self.long, &e))
             } else {
-                hash_short(&e.inline)
+                hash_short(e.lo, e.hi)
             };
             let mut i = h as usize & mask;
             while self.slots[i].id != VACANT {
@@ -261,6 +286,23 @@ impl KeyNames {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_short_key_is_its_bytes_zero_padded_with_its_length() {
+        let mut rng = crate::testing::Rng(0x776f_7264);
+        for _ in 0..2000 {
+            let n = rng.below(INLINE as u64 + 1) as usize;
+            let v: Vec<u8> = (0..n)
+                .map(|_| [0, 1, b'a', 0xff][rng.below(4) as usize])
+                .collect();
+            let mut p = [0u8; 12];
+            p[..n].copy_from_slice(&v);
+            p[11] = n as u8;
+            let lo = u64::from_le_bytes(p[..8].try_into().unwrap());
+            let hi = u32::from_le_bytes(p[8..].try_into().unwrap());
+            assert_eq!(words(&v), (lo, hi), "{v:?}");
+        }
+    }
 
     #[test]
     fn ids_are_dense_and_stable() {
