@@ -183,6 +183,63 @@ impl<T: AsRef<Event> + Clone> Reorder<T> {
         }
     }
 
+    /// Holds the longest run of `rows` from the start that arrive in time
+    /// order, none more than the window past the newest row before it (so
+    /// none is late, none a jump): each as `push` would hold it, appended
+    /// in one go. How many it held; the caller pushes the next row.
+    pub fn push_in_order(&mut self, rows: &[T]) -> usize {
+        let mut newest = self.newest;
+        let mut first = self.seq == 0;
+        let n = rows
+            .iter()
+            .take_while(|r| {
+                let at = r.as_ref().at;
+                // The very first row cannot be a jump.
+                let fits = at >= newest && (first || at <= newest.saturating_add(self.window));
+                first = false;
+                if fits {
+                    newest = at;
+                }
+                fits
+            })
+            .count();
+        if n > 0 {
+            let seq = self.seq;
+            self.in_order.extend(
+                rows[..n]
+                    .iter()
+                    .zip(seq + 1..)
+                    .map(|(r, seq)| Held { seq, ev: r.clone() }),
+            );
+            self.seq += n as u64;
+            self.newest = newest;
+            self.jump = None;
+        }
+        n
+    }
+
+    /// Moves the rows `pop_ready` would give, at most `room` of them, to
+    /// `out`, in one go when no row waits in the late heap; how many.
+    pub fn pop_ready_into(&mut self, out: &mut Vec<T>, room: usize) -> usize {
+        if self.late.is_empty() && self.jump.is_none() {
+            let (window, newest) = (self.window, self.newest);
+            let ready = self
+                .in_order
+                .partition_point(|h| h.ev.as_ref().at.saturating_add(window) <= newest)
+                .min(room);
+            out.extend(self.in_order.drain(..ready).map(|h| h.ev));
+            return ready;
+        }
+        let mut n = 0;
+        while n < room
+            && let Some(row) = self.pop_ready()
+        {
+            out.push(row);
+            n += 1;
+        }
+        n
+    }
+
     fn pop(&mut self, late: bool) -> Option<T> {
         if late {
             self.late.pop().map(|Reverse(h)| h.ev)
@@ -274,6 +331,73 @@ mod tests {
         r.push(ev(5001, 2)).ok().unwrap();
         assert_eq!(r.pop_ready().map(|e| e.row), Some(0));
         assert!(r.push(ev(101, 3)).err().unwrap().jumped.is_none());
+    }
+
+    /// Rows through `push` and `pop_ready` one at a time, and through
+    /// `push_in_order` and `pop_ready_into` where they apply: the same rows
+    /// out in the same order, the same refusals.
+    #[test]
+    fn rows_held_in_bulk_come_out_as_one_by_one() {
+        let mut rng = crate::testing::Rng(0x6275_6c6b);
+        for case in 0..300 {
+            let window = rng.below(40);
+            let mut rows = Vec::new();
+            let mut base = rng.below(1000);
+            for i in 0..(20 + rng.below(200)) {
+                base += rng.below(6);
+                let t = match rng.below(20) {
+                    0 => base.saturating_sub(rng.below(window + 10)),
+                    1 => base + window + rng.below(30),
+                    _ => base,
+                };
+                rows.push(ev(t, i));
+            }
+            let mut one = Reorder::<Event>::new(Nanos(window));
+            let mut expect = Vec::new();
+            for &row in &rows {
+                match one.push(row) {
+                    Ok(()) => expect.push(None),
+                    Err(e) => expect.push(Some(e.row.row)),
+                }
+                while let Some(e) = one.pop_ready() {
+                    expect.push(Some(e.row + 1000));
+                }
+            }
+            let mut bulk = Reorder::<Event>::new(Nanos(window));
+            let mut got = Vec::new();
+            let mut rest = &rows[..];
+            let mut out = Vec::new();
+            while !rest.is_empty() {
+                let n = bulk.push_in_order(rest);
+                let mut pushed = vec![None; n];
+                if n == 0 {
+                    pushed.push(bulk.push(rest[0]).err().map(|e| e.row.row));
+                }
+                rest = &rest[pushed.len()..];
+                // One row at a time as `pop_ready` would, after each push.
+                for p in pushed {
+                    got.push(p);
+                    let room = 1 + rng.below(3) as usize;
+                    while bulk.pop_ready_into(&mut out, room) == room {}
+                    got.extend(out.drain(..).map(|e: Event| Some(e.row + 1000)));
+                }
+            }
+            // Pops may come a push later in bulk: compare what went out
+            // and in which order, and the refusals.
+            let outs = |v: &[Option<u64>]| v.iter().flatten().copied().collect::<Vec<_>>();
+            assert_eq!(outs(&got), outs(&expect), "case {case}");
+            assert_eq!(
+                (bulk.reordered, bulk.max_behind),
+                (one.reordered, one.max_behind)
+            );
+            let rest_one: Vec<u64> = std::iter::from_fn(|| one.pop_any())
+                .map(|e| e.row)
+                .collect();
+            let rest_bulk: Vec<u64> = std::iter::from_fn(|| bulk.pop_any())
+                .map(|e| e.row)
+                .collect();
+            assert_eq!(rest_bulk, rest_one, "case {case}");
+        }
     }
 
     #[test]

@@ -94,30 +94,43 @@ pub fn read_ordered(
         for mut batch in rx.iter() {
             sink.learn(&mut batch);
             rows_seen += batch.events.len() as u64;
-            for ev in batch.events {
+            let mut rest = batch.events.as_slice();
+            while !rest.is_empty() {
                 if merge {
                     // Merged rows come in time order.
-                    chunk.push(ev);
-                    if chunk.len() >= CHUNK {
+                    let n = rest.len().min(CHUNK - chunk.len());
+                    chunk.extend_from_slice(&rest[..n]);
+                    rest = &rest[n..];
+                } else {
+                    // Rows in time order are held in bulk; any other row
+                    // one at a time.
+                    let n = order.push_in_order(rest);
+                    rest = &rest[n..];
+                    if n == 0 {
+                        out_of_place += hold(
+                            &mut order,
+                            rest[0],
+                            reorder_window,
+                            spec.skip_bad,
+                            &names,
+                            spec.merge,
+                        )?;
+                        rest = &rest[1..];
+                    }
+                    // Ready rows, a chunk at a time: short of a full
+                    // chunk, none is left ready.
+                    loop {
+                        let room = CHUNK - chunk.len();
+                        if order.pop_ready_into(&mut chunk, room) < room {
+                            break;
+                        }
                         sink.take(&chunk)?;
                         chunk.clear();
                     }
-                    continue;
                 }
-                out_of_place += hold(
-                    &mut order,
-                    ev,
-                    reorder_window,
-                    spec.skip_bad,
-                    &names,
-                    spec.merge,
-                )?;
-                while let Some(ready) = order.pop_ready() {
-                    chunk.push(ready);
-                    if chunk.len() >= CHUNK {
-                        sink.take(&chunk)?;
-                        chunk.clear();
-                    }
+                if chunk.len() == CHUNK {
+                    sink.take(&chunk)?;
+                    chunk.clear();
                 }
             }
             let done = bytes.load(Ordering::Relaxed);
