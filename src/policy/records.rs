@@ -377,13 +377,13 @@ mod tests {
         let PolicyConfig::SlidingLog(l) = config("sliding-log:limit=5,window=1s") else {
             unreachable!()
         };
-        // 24 bytes aligned to 8, then 16 aligned to 16, then 48 aligned to 8.
+        // 24 bytes aligned to 8, then 16 aligned to 16, then 56 aligned to 8.
         let mut fields = (r.register(n), r.register(g), r.register(l));
         assert_eq!(
             (fields.0.offset, fields.1.offset, fields.2.offset),
             (0, 32, 48)
         );
-        assert_eq!(r.stride, 96);
+        assert_eq!(r.stride, 112);
         r.grow_to(3);
         assert_eq!(r.keys, 3);
         for k in 0..3 {

@@ -4,7 +4,8 @@
 //! `t ≥ now − W` plus c is at most `limit`: an entry exactly `W` old still
 //! counts, and stops counting one nanosecond later. The retry time of a
 //! refusal is `t + W + 1 ns` for the oldest entry whose expiry frees enough
-//! room. Memory per key is its entries within the window.
+//! room. Memory per key is its entries within the window: the first two
+//! inside the key's state, more in a queue of its own.
 //!
 //! Spec: `sliding-log:limit=N,window=DURATION`.
 
@@ -52,21 +53,88 @@ impl SlidingLog {
             s.entries.pop_front();
             s.sum -= c;
         }
-        if s.entries.is_empty() && s.entries.capacity() > 0 {
-            // An idle key gives its buffer back.
-            s.entries = VecDeque::new();
+        if s.entries.is_empty() {
+            // An idle key gives its queue back.
+            s.entries.more = None;
         }
     }
 }
 
-/// Admitted (instant, cost) entries, oldest first, their cost sum, and the
-/// newest entry's instant (kept beside them so that telling an idle key
-/// needs no look into the entries).
+/// Admitted (instant, cost) entries, oldest first, and their cost sum.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SlidingLogState {
-    pub entries: VecDeque<(Nanos, u64)>,
+    pub entries: Entries,
     pub sum: u64,
-    pub newest: Nanos,
+}
+
+/// Entries kept in the state itself, before a queue is allocated.
+const INLINE: usize = 2;
+
+/// Entries oldest first: `first[..len]`, then `more`. Most keys of a log
+/// hold one or two entries within a window, and keep them without an
+/// allocation; a busier key's newer entries go to `more`, a queue behind
+/// one pointer so that the state stays small.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Entries {
+    first: [(Nanos, u64); INLINE],
+    len: usize,
+    #[expect(
+        clippy::box_collection,
+        reason = "one pointer in every key's state instead of a queue's four words"
+    )]
+    more: Option<Box<VecDeque<(Nanos, u64)>>>,
+}
+
+impl Entries {
+    pub fn is_empty(&self) -> bool {
+        self.len == 0 && self.more.as_ref().is_none_or(|m| m.is_empty())
+    }
+
+    fn iter(&self) -> impl Iterator<Item = &(Nanos, u64)> {
+        self.first[..self.len]
+            .iter()
+            .chain(self.more.iter().flat_map(|m| m.iter()))
+    }
+
+    pub fn front(&self) -> Option<&(Nanos, u64)> {
+        self.first[..self.len]
+            .first()
+            .or_else(|| self.more.as_ref()?.front())
+    }
+
+    fn back(&self) -> Option<&(Nanos, u64)> {
+        match self.more.as_ref().and_then(|m| m.back()) {
+            Some(e) => Some(e),
+            None => self.first[..self.len].last(),
+        }
+    }
+
+    fn back_mut(&mut self) -> Option<&mut (Nanos, u64)> {
+        match self.more.as_mut().and_then(|m| m.back_mut()) {
+            Some(e) => Some(e),
+            None => self.first[..self.len].last_mut(),
+        }
+    }
+
+    fn push_back(&mut self, e: (Nanos, u64)) {
+        match &mut self.more {
+            None if self.len < INLINE => {
+                self.first[self.len] = e;
+                self.len += 1;
+            }
+            Some(m) => m.push_back(e),
+            None => self.more = Some(Box::new(VecDeque::from([e]))),
+        }
+    }
+
+    fn pop_front(&mut self) {
+        if self.len > 0 {
+            self.first.copy_within(1.., 0);
+            self.len -= 1;
+        } else if let Some(m) = &mut self.more {
+            m.pop_front();
+        }
+    }
 }
 
 impl Listed for SlidingLog {
@@ -108,7 +176,6 @@ impl Policy for SlidingLog {
     fn admit(&self, s: &mut SlidingLogState, now: Nanos, cost: u64) {
         self.prune(s, now);
         s.sum += cost;
-        s.newest = now;
         match s.entries.back_mut() {
             Some((t, c)) if *t == now => *c += cost,
             _ => s.entries.push_back((now, cost)),
@@ -121,7 +188,8 @@ impl Policy for SlidingLog {
     }
 
     fn is_neutral(&self, s: &SlidingLogState, now: Nanos) -> bool {
-        s.entries.is_empty() || !self.live(s.newest, now)
+        // The newest entry is the last.
+        s.entries.back().is_none_or(|&(t, _)| !self.live(t, now))
     }
 
     fn level(&self, s: &SlidingLogState, now: Nanos) -> u64 {
