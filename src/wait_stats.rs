@@ -68,6 +68,12 @@ impl WaitStats {
         }
     }
 
+    /// Records `n` waits of zero at once.
+    #[inline]
+    pub fn record_zeros(&mut self, n: u64) {
+        self.zeros += n;
+    }
+
     /// Non-zero waits recorded.
     pub fn nonzero(&self) -> u64 {
         self.exact.len() as u64 + self.hist.as_ref().map_or(0, |h| h.len())

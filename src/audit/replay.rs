@@ -203,9 +203,13 @@ impl Tally {
         }
     }
 
-    /// Counts one decision (`level`: the level just after it, or 0).
-    #[inline]
-    fn record(
+    /// Counts one decision (`level`: the level just after it, or 0), but
+    /// for what [`Tally::settle`] adds up for a run of decisions: the
+    /// requests, the admitted ones, the zero waits. Nothing is counted for
+    /// the common decision (admitted at once, below the peak, no timeline)
+    /// but a comparison.
+    #[inline(always)]
+    fn count(
         &mut self,
         ev: &Event,
         d: Decision,
@@ -213,51 +217,80 @@ impl Tally {
         timeline: Option<(Nanos, u64)>,
     ) -> Result<()> {
         let now = ev.at;
-        self.requests += 1;
         self.peak = self.peak.max(level);
         match d {
             Decision::Admit { release } => {
-                self.admitted += 1;
-                let wait = release.0 - now.0;
-                self.delayed += u64::from(wait > 0);
-                self.waits.record(wait);
-            }
-            Decision::Refuse { .. } => {
-                self.dropped += 1;
-                if let Some(c) = self.report_slot {
-                    let id = ev.keys[c];
-                    if id != EMPTY_KEY {
-                        let i = id as usize;
-                        if i >= self.drops_by_key.len() {
-                            self.drops_by_key.resize(i + 1, 0);
-                        }
-                        self.drops_by_key[i] = self.drops_by_key[i].saturating_add(1);
-                    }
+                if release > now {
+                    self.delayed += 1;
+                    self.waits.record(release.0 - now.0);
                 }
             }
+            Decision::Refuse { .. } => self.refused(ev),
         }
-        if let Some((interval, t0)) = timeline {
-            let bin = |t: Nanos| ((t.0 - t0) / interval.0) as usize;
-            let (here, sent_at) = match d {
-                Decision::Admit { release } => (bin(now), Some(bin(release))),
-                Decision::Refuse { .. } => (bin(now), None),
-            };
-            let need = here.max(sent_at.unwrap_or(0)) + 1;
-            if need > MAX_BINS {
-                bail!(
-                    "the timeline would have more than {MAX_BINS} intervals; choose a longer --timeline"
-                );
+        match timeline {
+            None => Ok(()),
+            Some(t) => self.bin(ev, d, level, t),
+        }
+    }
+
+    /// Where [`Tally::settle`] takes up after the decisions to count.
+    #[inline(always)]
+    fn mark(&self) -> (u64, u64) {
+        (self.dropped, self.delayed)
+    }
+
+    /// Adds up what `count` left out for the `n` decisions counted since
+    /// `mark`: each is a request; those not refused were admitted, and
+    /// those admitted but not delayed waited zero.
+    #[inline(always)]
+    fn settle(&mut self, n: usize, (dropped, delayed): (u64, u64)) {
+        let n = n as u64;
+        let admitted = n - (self.dropped - dropped);
+        self.requests += n;
+        self.admitted += admitted;
+        self.waits.record_zeros(admitted - (self.delayed - delayed));
+    }
+
+    /// Counts a refusal, by key for the report.
+    #[inline]
+    fn refused(&mut self, ev: &Event) {
+        self.dropped += 1;
+        if let Some(c) = self.report_slot {
+            let id = ev.keys[c];
+            if id != EMPTY_KEY {
+                let i = id as usize;
+                if i >= self.drops_by_key.len() {
+                    self.drops_by_key.resize(i + 1, 0);
+                }
+                self.drops_by_key[i] = self.drops_by_key[i].saturating_add(1);
             }
-            if self.bins.len() < need {
-                self.bins.resize(need, Bin::default());
-            }
-            let b = &mut self.bins[here];
-            b.arrived += 1;
-            b.level = b.level.max(level);
-            match sent_at {
-                Some(s) => self.bins[s].sent += 1,
-                None => b.dropped += 1,
-            }
+        }
+    }
+
+    /// Counts a decision in the timeline's intervals.
+    fn bin(&mut self, ev: &Event, d: Decision, level: u64, timeline: (Nanos, u64)) -> Result<()> {
+        let now = ev.at;
+        let (interval, t0) = timeline;
+        let bin = |t: Nanos| ((t.0 - t0) / interval.0) as usize;
+        let (here, sent_at) = match d {
+            Decision::Admit { release } => (bin(now), Some(bin(release))),
+            Decision::Refuse { .. } => (bin(now), None),
+        };
+        let need = here.max(sent_at.unwrap_or(0)) + 1;
+        if need > MAX_BINS {
+            bail!(
+                "the timeline would have more than {MAX_BINS} intervals; choose a longer --timeline"
+            );
+        }
+        if self.bins.len() < need {
+            self.bins.resize(need, Bin::default());
+        }
+        let b = &mut self.bins[here];
+        b.arrived += 1;
+        b.level = b.level.max(level);
+        match sent_at {
+            Some(s) => self.bins[s].sent += 1,
+            None => b.dropped += 1,
         }
         Ok(())
     }
@@ -297,28 +330,32 @@ impl Run {
                 m.decide_chunk(records, events, slots[0], tally, timeline, out)?;
             }
             Exec::Stack(stack) => {
+                let mark = tally.mark();
                 for (i, ev) in events.iter().enumerate() {
                     for (k, s) in keys.iter_mut().zip(slots.iter()) {
                         *k = s.key(ev);
                     }
                     let (d, level) =
                         stack.decide_level(keys, ev.at, u64::from(ev.cost), tally.levels(on));
-                    tally.record(ev, d, level, timeline)?;
+                    tally.count(ev, d, level, timeline)?;
                     if let Some(out) = out.as_deref_mut() {
                         out[i] = d;
                     }
                 }
+                tally.settle(events.len(), mark);
             }
             // Routed per row: the row's location chooses the limits.
             Exec::Conf(conf) => {
+                let mark = tally.mark();
                 for (i, ev) in events.iter().enumerate() {
                     let levels = !matches!(tally.levels(on), Levels::None);
                     let (d, level) = conf.decide(ev, names, levels)?;
-                    tally.record(ev, d, level, timeline)?;
+                    tally.count(ev, d, level, timeline)?;
                     if let Some(out) = out.as_deref_mut() {
                         out[i] = d;
                     }
                 }
+                tally.settle(events.len(), mark);
             }
         }
         tally.share_waits();
@@ -399,6 +436,7 @@ fn decide_rows(
     mut out: Option<&mut [Decision]>,
 ) -> Result<()> {
     let on = timeline.is_some();
+    let mark = tally.mark();
     for (i, ev) in events.iter().enumerate() {
         if let Some(k) = events.get(i + PREFETCH_FAR).and_then(|e| slot.key(e)) {
             states.prefetch(k, false);
@@ -410,11 +448,12 @@ fn decide_rows(
             Some(k) => states.decide_level(k, ev.at, u64::from(ev.cost), tally.levels(on)),
             None => (Decision::Admit { release: ev.at }, 0),
         };
-        tally.record(ev, d, level, timeline)?;
+        tally.count(ev, d, level, timeline)?;
         if let Some(out) = out.as_deref_mut() {
             out[i] = d;
         }
     }
+    tally.settle(events.len(), mark);
     Ok(())
 }
 
