@@ -433,18 +433,42 @@ fn decide_rows(
     slot: Slot,
     tally: &mut Tally,
     timeline: Option<(Nanos, u64)>,
+    out: Option<&mut [Decision]>,
+) -> Result<()> {
+    match slot {
+        Slot::Global => decide_by(states, events, |_| Some(0), tally, timeline, out),
+        Slot::Column(c) => {
+            let key = move |ev: &Event| {
+                let id = ev.keys[c];
+                (id != EMPTY_KEY).then_some(KeyId::from(id))
+            };
+            decide_by(states, events, key, tally, timeline, out)
+        }
+    }
+}
+
+/// `decide_rows` with the rows' keys taken by `key`.
+#[inline(always)]
+fn decide_by<S: Decides>(
+    states: &mut S,
+    events: &[Event],
+    key: impl Fn(&Event) -> Option<KeyId>,
+    tally: &mut Tally,
+    timeline: Option<(Nanos, u64)>,
     mut out: Option<&mut [Decision]>,
 ) -> Result<()> {
     let on = timeline.is_some();
     let mark = tally.mark();
     for (i, ev) in events.iter().enumerate() {
-        if let Some(k) = events.get(i + PREFETCH_FAR).and_then(|e| slot.key(e)) {
+        if let Some(k) = events.get(i + PREFETCH_FAR).and_then(&key) {
             states.prefetch(k, false);
         }
-        if let Some(k) = events.get(i + PREFETCH_NEAR).and_then(|e| slot.key(e)) {
+        if states.deep()
+            && let Some(k) = events.get(i + PREFETCH_NEAR).and_then(&key)
+        {
             states.prefetch(k, true);
         }
-        let (d, level) = match slot.key(ev) {
+        let (d, level) = match key(ev) {
             Some(k) => states.decide_level(k, ev.at, u64::from(ev.cost), tally.levels(on)),
             None => (Decision::Admit { release: ev.at }, 0),
         };

@@ -64,6 +64,11 @@ pub trait Decides {
     /// A hint that `key` will be decided soon: start loading its state
     /// (`deep`: also what the state points to). Changes nothing.
     fn prefetch(&self, key: KeyId, deep: bool);
+    /// Whether a state points to anything a deep prefetch would load.
+    #[inline(always)]
+    fn deep(&self) -> bool {
+        true
+    }
 }
 
 /// An object-safe view of a policy with its per-key states.
@@ -100,9 +105,13 @@ pub fn prefetch_line<T>(p: *const T) {
 pub trait Prefetch {
     #[inline(always)]
     fn prefetch_deep(&self) {}
+    /// Whether `prefetch_deep` loads anything.
+    const DEEP: bool = false;
 }
 
 impl Prefetch for super::sliding_log::SlidingLogState {
+    const DEEP: bool = true;
+
     #[inline(always)]
     fn prefetch_deep(&self) {
         if let Some(front) = self.entries.front() {
@@ -206,7 +215,8 @@ impl<P: Listed> Store<P> {
     /// neutral states of policies whose states hold memory.
     #[inline]
     fn maybe_sweep(&mut self, now: Nanos) {
-        if !self.info.holds_memory {
+        // A state that owns nothing frees nothing when reset.
+        if !std::mem::needs_drop::<P::State>() || !self.info.holds_memory {
             return;
         }
         self.since_sweep += 1;
@@ -292,6 +302,11 @@ impl<P: Listed> Limiter for Store<P> {
 }
 
 impl<P: Listed> Decides for Store<P> {
+    #[inline(always)]
+    fn deep(&self) -> bool {
+        <P::State as Prefetch>::DEEP
+    }
+
     #[inline]
     fn decide_level(
         &mut self,

@@ -167,6 +167,22 @@ impl Records {
             .wrapping_add(k * self.stride)
     }
 
+    /// The state of type `S` at `offset` in key `k`'s record.
+    ///
+    /// # Safety
+    /// Key `k` has a record (`k < keys`), and a field of state type `S`
+    /// sits at `offset` (the handle of a field of these records says so).
+    #[inline(always)]
+    unsafe fn state_mut<S>(&mut self, k: usize, offset: usize) -> &mut S {
+        debug_assert!(k < self.keys);
+        let p = self.arena.as_mut_ptr().cast::<u8>();
+        // SAFETY: key `k` has a record and an `S` lives at `offset` in
+        // every record, initialised and aligned (the caller's contract);
+        // the unique borrow of the records for the returned lifetime makes
+        // this the only reference to it.
+        unsafe { &mut *p.add(k * self.stride + offset).cast::<S>() }
+    }
+
     /// Makes records for keys up to `keys` (more than there are).
     #[cold]
     #[inline(never)]
@@ -227,41 +243,22 @@ impl<P: Listed> Column<'_, P> {
         })
     }
 
-    /// `key`'s state for one request at `now` (counted towards the
-    /// field's next sweep), its record made if it had none.
-    #[inline(always)]
-    pub fn get_mut(&mut self, key: KeyId, now: Nanos) -> &mut P::State {
-        self.maybe_sweep(now);
-        let k = key as usize;
-        if k >= self.records.keys {
-            self.records.grow_to(k + 1);
-        }
-        // SAFETY: key `k` has a record now.
-        unsafe { self.state_mut(k) }
-    }
-
     /// The state of key `k`.
     ///
     /// # Safety
     /// Key `k` has a record (`k < keys`).
     #[inline(always)]
     unsafe fn state_mut(&mut self, k: usize) -> &mut P::State {
-        debug_assert!(k < self.records.keys);
-        let stride = self.records.stride;
-        let p = self.records.arena.as_mut_ptr().cast::<u8>();
-        // SAFETY: key `k` has a record (the caller's contract), and the
-        // checked handle says a `P::State` lives at its offset in every
-        // record, initialised and aligned; the unique borrow of the records,
-        // held by this column for the returned lifetime, makes this the only
-        // reference to it.
-        unsafe { &mut *p.add(k * stride + self.field.offset).cast::<P::State>() }
+        // SAFETY: the caller's contract, and the checked handle.
+        unsafe { self.records.state_mut::<P::State>(k, self.field.offset) }
     }
 
     /// Counts a decision and, every `max(keys, 4096)` of them, resets the
     /// field's neutral states, for policies whose states hold memory.
     #[inline(always)]
     fn maybe_sweep(&mut self, now: Nanos) {
-        if !self.field.info.holds_memory {
+        // A state that owns nothing frees nothing when reset.
+        if !std::mem::needs_drop::<P::State>() || !self.field.info.holds_memory {
             return;
         }
         self.field.since_sweep += 1;
@@ -287,9 +284,16 @@ impl<P: Listed> Column<'_, P> {
 
 /// A column decides as a store does, on the records' states.
 impl<P: Listed> Decides for Column<'_, P> {
+    #[inline(always)]
+    fn deep(&self) -> bool {
+        <P::State as Prefetch>::DEEP
+    }
+
     /// `decide` for `key` at `now`, and its level just after as far as
-    /// `levels` asks (0 where it does not), as a store's member decides.
-    #[inline]
+    /// `levels` asks (0 where it does not), as a store's member decides;
+    /// the key's record made if it had none, the decision counted towards
+    /// the field's next sweep.
+    #[inline(always)]
     fn decide_level(
         &mut self,
         key: KeyId,
@@ -297,10 +301,24 @@ impl<P: Listed> Decides for Column<'_, P> {
         cost: u64,
         levels: Levels,
     ) -> (Decision, u64) {
-        let policy = self.field.policy;
-        let refusal_counts = self.field.info.refusal_counts;
-        let s = self.get_mut(key, now);
-        super::keyed::decide_level(&policy, s, now, cost, levels, refusal_counts)
+        self.maybe_sweep(now);
+        let k = key as usize;
+        if k >= self.records.keys {
+            self.records.grow_to(k + 1);
+        }
+        // The state borrows the records, the policy the field: apart.
+        let Column { records, field } = self;
+        // SAFETY: key `k` has a record now, and the field is of these
+        // records (checked when the column was made).
+        let s = unsafe { records.state_mut::<P::State>(k, field.offset) };
+        super::keyed::decide_level(
+            &field.policy,
+            s,
+            now,
+            cost,
+            levels,
+            field.info.refusal_counts,
+        )
     }
 
     /// A hint that `key` will be decided soon: start loading its state's
