@@ -141,6 +141,16 @@ impl fmt::Display for Rate {
     }
 }
 
+/// ⌊a · b / d⌋, in 64-bit arithmetic when the product fits (a 128-bit
+/// division is a slow library call), else in 128 bits: the same value.
+#[inline]
+pub fn mul_div(a: u64, b: u64, d: u64) -> u128 {
+    match a.checked_mul(b) {
+        Some(p) => u128::from(p / d),
+        None => u128::from(a) * u128::from(b) / u128::from(d),
+    }
+}
+
 /// ⌈a / b⌉, through 64-bit division when both fit (the common case; the
 /// 128-bit one is a slow library call).
 #[inline]
@@ -260,6 +270,25 @@ pub fn parse_duration(text: &str) -> Result<Nanos, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn mul_div_is_the_128_bit_quotient() {
+        let mut rng = crate::testing::Rng(0x6d75_6c64);
+        for _ in 0..20_000 {
+            // Small and large operands, so both paths are taken.
+            let mut pick = || match rng.below(3) {
+                0 => rng.below(1 << 20),
+                1 => rng.next() >> rng.below(64),
+                _ => rng.next(),
+            };
+            let (a, b, d) = (pick(), pick(), pick().max(1));
+            assert_eq!(
+                mul_div(a, b, d),
+                u128::from(a) * u128::from(b) / u128::from(d)
+            );
+        }
+        assert_eq!(mul_div(u64::MAX, u64::MAX, 1), u128::from(u64::MAX).pow(2));
+    }
 
     fn r(t: &str) -> Rate {
         parse_rate(t).unwrap()

@@ -88,7 +88,7 @@ impl NginxLimitReq {
             return extra;
         }
         let ms = clamp_ms(now_ms - s.last);
-        let leak = i128::from(self.rate_m) * i128::from(ms) / 1000;
+        let leak = leak(self.rate_m, ms);
         let e = (i128::from(s.excess) - leak + 1000).max(0);
         e + extra
     }
@@ -155,6 +155,12 @@ pub fn parse_nginx_rate(text: &str) -> Result<NginxRate, String> {
     } else {
         NginxRate::PerSec(n)
     })
+}
+
+/// Thousandths of a request leaked in `ms` (not negative) at `rate_m`.
+#[inline]
+fn leak(rate_m: u64, ms: i64) -> i128 {
+    crate::rate::mul_div(rate_m, ms as u64, 1000) as i128
 }
 
 fn clamp_ms(ms: i64) -> i64 {
@@ -271,7 +277,7 @@ impl Policy for NginxLimitReq {
     fn is_neutral(&self, s: &NginxState, now: Nanos) -> bool {
         !s.seen || {
             let ms = clamp_ms(to_ms(now) - s.last);
-            i128::from(self.rate_m) * i128::from(ms) / 1000 >= i128::from(s.excess) + 1000
+            leak(self.rate_m, ms) >= i128::from(s.excess) + 1000
         }
     }
 
@@ -281,7 +287,7 @@ impl Policy for NginxLimitReq {
             return 0;
         }
         let ms = clamp_ms(to_ms(now) - s.last);
-        let leak = i128::from(self.rate_m) * i128::from(ms) / 1000;
+        let leak = leak(self.rate_m, ms);
         let left = (i128::from(s.excess) + 1000 - leak).max(0);
         (left as u64).div_ceil(1000)
     }

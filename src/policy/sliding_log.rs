@@ -36,12 +36,19 @@ impl SlidingLog {
 
     /// Units still inside the window at `now`.
     fn in_window(&self, s: &SlidingLogState, now: Nanos) -> u64 {
-        let expired: u64 = s
-            .entries
-            .iter()
-            .take_while(|(t, _)| !self.live(*t, now))
-            .map(|(_, c)| *c)
-            .sum();
+        let mut expired = 0;
+        for &(t, c) in s.entries.first() {
+            if self.live(t, now) {
+                return s.sum - expired;
+            }
+            expired += c;
+        }
+        for &(t, c) in s.entries.more() {
+            if self.live(t, now) {
+                break;
+            }
+            expired += c;
+        }
         s.sum - expired
     }
 
@@ -88,6 +95,16 @@ pub struct Entries {
 impl Entries {
     pub fn is_empty(&self) -> bool {
         self.len == 0 && self.more.as_ref().is_none_or(|m| m.is_empty())
+    }
+
+    /// The entries kept in the state.
+    fn first(&self) -> &[(Nanos, u64)] {
+        &self.first[..self.len]
+    }
+
+    /// The entries after those, in the queue.
+    fn more(&self) -> impl Iterator<Item = &(Nanos, u64)> {
+        self.more.iter().flat_map(|m| m.iter())
     }
 
     fn iter(&self) -> impl Iterator<Item = &(Nanos, u64)> {

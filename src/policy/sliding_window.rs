@@ -48,8 +48,8 @@ impl SlidingWindow {
 
     /// floor(prev · (W − e) / W).
     fn weighted(&self, prev: u64, e: u64) -> u64 {
-        let w = u128::from(self.window.0);
-        (u128::from(prev) * (w - u128::from(e)) / w) as u64
+        let w = self.window.0;
+        crate::rate::mul_div(prev, w - e, w) as u64
     }
 
     /// Smallest offset e in [0, W) with floor(prev·(W−e)/W) ≤ room, if any.
