@@ -1387,7 +1387,9 @@ impl<'s> LogReader<'s> {
         emit: &mut impl FnMut(Batch) -> bool,
     ) -> bool {
         // Said once a row has read well, so an error stays one line.
-        if let Some(note) = self.announce.take() {
+        if self.announce.is_some()
+            && let Some(note) = self.announce.take()
+        {
             self.note(format!("time {time_name} {}", self.times.format), &note);
         }
         // W3C logs are UTC by definition.
