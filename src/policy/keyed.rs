@@ -114,8 +114,8 @@ impl Prefetch for super::sliding_log::SlidingLogState {
 
     #[inline(always)]
     fn prefetch_deep(&self) {
-        if let Some(front) = self.entries.front() {
-            prefetch_line(front);
+        if let Some(queue) = self.entries.queue() {
+            prefetch_line(queue);
         }
     }
 }

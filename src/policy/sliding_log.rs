@@ -80,8 +80,9 @@ const INLINE: usize = 2;
 /// Entries oldest first: `first[..len]`, then `more`. Most keys of a log
 /// hold one or two entries within a window, and keep them without an
 /// allocation; a busier key's newer entries go to `more`, a queue behind
-/// one pointer so that the state stays small.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// one pointer so that the state stays small. Equal when they hold the
+/// same entries, wherever kept.
+#[derive(Clone, Debug, Default)]
 pub struct Entries {
     first: [(Nanos, u64); INLINE],
     len: usize,
@@ -92,7 +93,20 @@ pub struct Entries {
     more: Option<Box<VecDeque<(Nanos, u64)>>>,
 }
 
+impl PartialEq for Entries {
+    fn eq(&self, other: &Entries) -> bool {
+        self.iter().eq(other.iter())
+    }
+}
+
+impl Eq for Entries {}
+
 impl Entries {
+    /// The queue of the entries past the first two, if there is one.
+    pub fn queue(&self) -> Option<&VecDeque<(Nanos, u64)>> {
+        self.more.as_deref()
+    }
+
     pub fn is_empty(&self) -> bool {
         self.len == 0 && self.more.as_ref().is_none_or(|m| m.is_empty())
     }
@@ -113,7 +127,7 @@ impl Entries {
             .chain(self.more.iter().flat_map(|m| m.iter()))
     }
 
-    pub fn front(&self) -> Option<&(Nanos, u64)> {
+    fn front(&self) -> Option<&(Nanos, u64)> {
         self.first[..self.len]
             .first()
             .or_else(|| self.more.as_ref()?.front())

@@ -871,3 +871,46 @@ fn a_row_of_candidates_decides_as_separate_stores() {
         .count();
     assert!(held <= 3, "{held} states hold entries");
 }
+
+/// The sliding log against its definition, counted from every admitted
+/// request: keys that hold a few entries (kept in the state) and many (in
+/// its queue), moving from one to the other as entries expire.
+#[test]
+fn a_sliding_log_admits_what_its_window_has_room_for() {
+    let mut rng = Rng(0x5eed_10a7);
+    for case in 0..200 {
+        let limit = 1 + rng.below(9);
+        let window = 1 + rng.below(50);
+        let p = Checked::new(SlidingLog::new(
+            nz(limit),
+            Window::new(Nanos(window)).unwrap(),
+        ));
+        let mut s = Default::default();
+        let mut admitted: Vec<(u64, u64)> = Vec::new();
+        let mut now = rng.below(1000);
+        for _ in 0..300 {
+            now += match rng.below(4) {
+                0 => 0,
+                1 => rng.below(window * 3),
+                _ => rng.below(window / 4 + 1),
+            };
+            let cost = 1 + rng.below(limit);
+            let used: u64 = admitted
+                .iter()
+                .filter(|&&(t, _)| t + window >= now)
+                .map(|&(_, c)| c)
+                .sum();
+            let d = p.decide(&mut s, Nanos(now), cost);
+            assert_eq!(d.is_admit(), used + cost <= limit, "case {case} at {now}");
+            if d.is_admit() {
+                admitted.push((now, cost));
+            }
+            let level: u64 = admitted
+                .iter()
+                .filter(|&&(t, _)| t + window >= now)
+                .map(|&(_, c)| c)
+                .sum();
+            assert_eq!(p.level(&s, Nanos(now)), level, "case {case} at {now}");
+        }
+    }
+}
