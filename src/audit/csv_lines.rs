@@ -117,6 +117,7 @@ impl<R: Read> CsvLines<R> {
 
     /// Hands the parsed bytes back to the guard and takes the next ready
     /// ones; at the end of the input sets `eof`.
+    #[inline(never)]
     fn refill(&mut self) -> io::Result<()> {
         self.guard.consume(self.off);
         self.off = 0;
@@ -126,6 +127,7 @@ impl<R: Read> CsvLines<R> {
     }
 
     /// Reads the next record; false at the end of the input.
+    #[inline(always)]
     pub fn read_record(&mut self) -> io::Result<bool> {
         self.record_line = self.newlines + 1;
         if std::mem::take(&mut self.pending_lf) {
@@ -162,7 +164,7 @@ impl<R: Read> CsvLines<R> {
     /// The marks of the ready bytes from the 64-byte block that holds `p`
     /// on, and where that block starts: the block of the line before, or
     /// one starting at `p`.
-    #[inline]
+    #[inline(always)]
     fn block_at(&mut self, p: usize) -> (usize, Marks) {
         if !(self.block..self.block.saturating_add(64)).contains(&p) {
             let ready = self.guard.ready();
@@ -175,7 +177,7 @@ impl<R: Read> CsvLines<R> {
 
     /// Splits the line at `start` of the `len` ready bytes at its
     /// delimiters, if it is plain, and moves past it.
-    #[inline]
+    #[inline(always)]
     fn split_line(&mut self, start: usize, len: usize) -> Line {
         self.bounds.clear();
         let mut from = start;
@@ -230,6 +232,7 @@ impl<R: Read> CsvLines<R> {
 
     /// Reads the next record with `csv_core`, taking more bytes from the
     /// guard as it asks (an empty input tells it the input has ended).
+    #[inline(never)]
     fn parsed(&mut self) -> io::Result<bool> {
         use csv_core::ReadRecordResult::*;
         let (mut outlen, mut endlen) = (0, 0);

@@ -618,7 +618,7 @@ impl<R: Read> CsvRows<R> {
         Ok(Some(rows))
     }
 
-    #[inline]
+    #[inline(always)]
     fn read(&mut self) -> Result<bool> {
         self.csv
             .read_record()
@@ -648,7 +648,7 @@ impl<R: Read> Rows for CsvRows<R> {
         self.header.as_deref()
     }
 
-    #[inline]
+    #[inline(always)]
     fn advance(&mut self) -> Result<Option<Result<(), String>>> {
         loop {
             if !self.read()? {
