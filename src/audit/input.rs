@@ -1379,6 +1379,7 @@ impl<'s> LogReader<'s> {
 
     /// Takes a row that read well into the batch, saying what there is to
     /// say once; false when `emit` asked to stop.
+    #[inline(always)]
     fn accept(
         &mut self,
         ev: Event,
@@ -1386,24 +1387,8 @@ impl<'s> LogReader<'s> {
         time_name: &str,
         emit: &mut impl FnMut(Batch) -> bool,
     ) -> bool {
-        // Said once a row has read well, so an error stays one line.
-        if self.announce.is_some()
-            && let Some(note) = self.announce.take()
-        {
-            self.note(format!("time {time_name} {}", self.times.format), &note);
-        }
-        // W3C logs are UTC by definition.
-        if self.times.naive_seen
-            && !self.naive_said
-            && self.spec.zone.is_none()
-            && !self.spec.quiet
-            && cols.format != Some("w3c")
-        {
-            self.naive_said = true;
-            self.note(
-                format!("naive {time_name}"),
-                &format!("drip: timestamps in column '{time_name}' have no UTC offset; reading them as UTC (set --tz if they are local times)"),
-            );
+        if self.announce.is_some() || self.times.naive_seen && !self.naive_said {
+            self.first_notes(cols, time_name);
         }
         self.summary.rows += 1;
         self.batch.events.push(ev);
@@ -1412,6 +1397,26 @@ impl<'s> LogReader<'s> {
         }
         let next = self.batch.empty_like();
         emit(std::mem::replace(&mut self.batch, next))
+    }
+
+    /// The notes said once a row has read well (so that an error stays one
+    /// line): the time format detected, and naive timestamps.
+    #[cold]
+    #[inline(never)]
+    fn first_notes(&mut self, cols: &Columns, time_name: &str) {
+        if let Some(note) = self.announce.take() {
+            self.note(format!("time {time_name} {}", self.times.format), &note);
+        }
+        if self.times.naive_seen && !self.naive_said {
+            self.naive_said = true;
+            // W3C logs are UTC by definition.
+            if self.spec.zone.is_none() && !self.spec.quiet && cols.format != Some("w3c") {
+                self.note(
+                    format!("naive {time_name}"),
+                    &format!("drip: timestamps in column '{time_name}' have no UTC offset; reading them as UTC (set --tz if they are local times)"),
+                );
+            }
+        }
     }
 
     /// Says `text` unless a note with the same `what` was said already.

@@ -135,7 +135,7 @@ impl TimeParser {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub fn parse(&mut self, value: &[u8]) -> Result<Nanos, TimeError> {
         let s = trim(value);
         let (body, plen) = match self.format {
@@ -144,11 +144,7 @@ impl TimeParser {
                 let b = s.strip_prefix(b"[").unwrap_or(s);
                 (b.strip_suffix(b"]").unwrap_or(b), 20)
             }
-            _ => {
-                let (at, naive) = self.format.parse_value_in(s, self.zone.as_ref())?;
-                self.naive_seen |= naive;
-                return Ok(at);
-            }
+            _ => return self.parse_other(s),
         };
         if self.prefix_len == plen && body.len() >= plen && same_second(body, &self.prefix, plen) {
             let mut c = Cursor { s: body, i: plen };
@@ -163,6 +159,22 @@ impl TimeParser {
                     .ok_or(TimeError::BeforeEpoch);
             }
         }
+        self.parse_learning(s, body, plen)
+    }
+
+    /// A timestamp of a format with no cached second.
+    #[inline(never)]
+    fn parse_other(&mut self, s: &[u8]) -> Result<Nanos, TimeError> {
+        let (at, naive) = self.format.parse_value_in(s, self.zone.as_ref())?;
+        self.naive_seen |= naive;
+        Ok(at)
+    }
+
+    /// A timestamp in a second other than the cached one (`body`: `s`
+    /// without brackets, its first `plen` bytes the second): parsed whole,
+    /// and its second cached.
+    #[inline(never)]
+    fn parse_learning(&mut self, s: &[u8], body: &[u8], plen: usize) -> Result<Nanos, TimeError> {
         let (at, naive) = self.format.parse_value_in(s, self.zone.as_ref())?;
         self.naive_seen |= naive;
         // Learn this second: the prefix alone, read as UTC with no fraction,
