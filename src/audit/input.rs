@@ -283,16 +283,22 @@ impl Batch {
                 start = self.key_ends[n * read + read - 1] as usize;
             }
         }
-        for (n, &(start, end, h)) in spans.iter().enumerate() {
-            if let Some(&(_, _, ahead)) = spans.get(n + AHEAD * cols) {
-                interners[n % cols].prefetch(ahead);
+        // Row by row, column by column: the value `AHEAD` rows on in the
+        // same column is fetched for its own interner.
+        let mut i = 0;
+        for row in 0..self.events.len() {
+            for (c, interner) in interners.iter_mut().enumerate() {
+                let (start, end, h) = spans[i];
+                if let Some(&(_, _, ahead)) = spans.get(i + AHEAD * cols) {
+                    interner.prefetch(ahead);
+                }
+                let (id, new) = interner.intern_hashed(&self.key_bytes[start..end], h);
+                if new {
+                    self.new_keys.push((c as u8, start as u32, end as u32));
+                }
+                self.events[row].keys[c] = id;
+                i += 1;
             }
-            let c = n % cols;
-            let (id, new) = interners[c].intern_hashed(&self.key_bytes[start..end], h);
-            if new {
-                self.new_keys.push((c as u8, start as u32, end as u32));
-            }
-            self.events[n / cols].keys[c] = id;
         }
         self.interned = true;
     }
