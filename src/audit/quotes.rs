@@ -279,6 +279,7 @@ impl<R: Read> QuoteGuard<R> {
     }
 
     /// The bytes ready to hand on, as `fill` last returned them.
+    #[inline]
     pub fn ready(&self) -> &[u8] {
         &self.buf[self.pos..self.ready]
     }

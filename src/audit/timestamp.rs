@@ -234,6 +234,7 @@ impl fmt::Display for TimeError {
     }
 }
 
+#[inline]
 fn trim(s: &[u8]) -> &[u8] {
     s.trim_ascii()
 }
@@ -318,6 +319,7 @@ struct Cursor<'a> {
 }
 
 impl Cursor<'_> {
+    #[inline]
     fn num(&mut self, n: usize) -> Option<u32> {
         let d = self.s.get(self.i..self.i + n)?;
         if !d.iter().all(u8::is_ascii_digit) {
@@ -326,16 +328,20 @@ impl Cursor<'_> {
         self.i += n;
         Some(d.iter().fold(0, |v, &b| v * 10 + u32::from(b - b'0')))
     }
+    #[inline]
     fn lit(&mut self, c: u8) -> Option<()> {
         (self.s.get(self.i) == Some(&c)).then(|| self.i += 1)
     }
+    #[inline]
     fn peek(&self) -> Option<u8> {
         self.s.get(self.i).copied()
     }
+    #[inline]
     fn done(&self) -> bool {
         self.i == self.s.len()
     }
     /// `.ddddddddd` → nanoseconds (digits past nine are dropped).
+    #[inline]
     fn fraction(&mut self) -> Option<u64> {
         if self.peek() != Some(b'.') && self.peek() != Some(b',') {
             return Some(0);
@@ -362,6 +368,7 @@ impl Cursor<'_> {
 
     /// What follows the seconds: an optional fraction, an optional space,
     /// an optional offset, and the end: (fraction ns, offset s if given).
+    #[inline]
     fn tail(&mut self) -> Option<(u64, Option<i64>)> {
         let frac = self.fraction()?;
         if self.peek() == Some(b' ') {
@@ -373,6 +380,7 @@ impl Cursor<'_> {
 
     /// `Z`, `±HH:MM`, `±HHMM`, `±HH` → seconds east of UTC; nothing →
     /// `Some(None)` (a naive local time); anything else → `None`.
+    #[inline]
     fn offset(&mut self) -> Option<Option<i64>> {
         match self.peek() {
             None => Some(None),
