@@ -35,19 +35,16 @@ impl SlidingLog {
     }
 
     /// Units still inside the window at `now`.
+    #[inline]
     fn in_window(&self, s: &SlidingLogState, now: Nanos) -> u64 {
         let mut expired = 0;
-        for &(t, c) in s.entries.first() {
-            if self.live(t, now) {
-                return s.sum - expired;
+        for part in s.entries.parts() {
+            for &(t, c) in part {
+                if self.live(t, now) {
+                    return s.sum - expired;
+                }
+                expired += c;
             }
-            expired += c;
-        }
-        for &(t, c) in s.entries.more() {
-            if self.live(t, now) {
-                break;
-            }
-            expired += c;
         }
         s.sum - expired
     }
@@ -111,14 +108,15 @@ impl Entries {
         self.len == 0 && self.more.as_ref().is_none_or(|m| m.is_empty())
     }
 
-    /// The entries kept in the state.
-    fn first(&self) -> &[(Nanos, u64)] {
-        &self.first[..self.len]
-    }
-
-    /// The entries after those, in the queue.
-    fn more(&self) -> impl Iterator<Item = &(Nanos, u64)> {
-        self.more.iter().flat_map(|m| m.iter())
+    /// The entries in order as three runs: those kept in the state, then
+    /// the queue's two halves.
+    #[inline]
+    fn parts(&self) -> [&[(Nanos, u64)]; 3] {
+        let (a, b) = self
+            .more
+            .as_deref()
+            .map_or((&[][..], &[][..]), |m| m.as_slices());
+        [&self.first[..self.len], a, b]
     }
 
     fn iter(&self) -> impl Iterator<Item = &(Nanos, u64)> {
