@@ -298,7 +298,7 @@ impl Tally {
 
 /// How far ahead of the row being decided its successors' states are
 /// fetched: the state slot at `FAR`, what it points to at `NEAR`.
-const PREFETCH_FAR: usize = 8;
+const PREFETCH_FAR: usize = 16;
 const PREFETCH_NEAR: usize = 3;
 
 impl Run {
