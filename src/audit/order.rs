@@ -219,23 +219,35 @@ impl<T: AsRef<Event> + Clone> Reorder<T> {
     }
 
     /// Moves the rows `pop_ready` would give, at most `room` of them, to
-    /// `out`, in one go when no row waits in the late heap; how many.
+    /// `out`, in their order: runs of rows that arrived in order in one
+    /// go, up to the first of the late ones; how many.
     pub fn pop_ready_into(&mut self, out: &mut Vec<T>, room: usize) -> usize {
-        if self.late.is_empty() && self.jump.is_none() {
-            let (window, newest) = (self.window, self.newest);
-            let ready = self
-                .in_order
-                .partition_point(|h| h.ev.as_ref().at.saturating_add(window) <= newest)
-                .min(room);
-            out.extend(self.in_order.drain(..ready).map(|h| h.ev));
-            return ready;
-        }
+        // While a jump is unconfirmed, rows go out as if it had not come.
+        let newest = self.jump.as_ref().map_or(self.newest, |j| j.before);
+        let window = self.window;
+        let ready = |h: &Held<T>| h.ev.as_ref().at.saturating_add(window) <= newest;
         let mut n = 0;
-        while n < room
-            && let Some(row) = self.pop_ready()
-        {
-            out.push(row);
-            n += 1;
+        while n < room {
+            let first_late = self.late.peek().map(|Reverse(h)| h.key());
+            let run = self
+                .in_order
+                .partition_point(|h| ready(h) && first_late.is_none_or(|l| h.key() < l))
+                .min(room - n);
+            if run > 0 {
+                out.extend(self.in_order.drain(..run).map(|h| h.ev));
+                n += run;
+                continue;
+            }
+            // The late heap's first comes next, if it is ready (when it is
+            // not, no row that arrived in order after it is either).
+            match self.late.peek() {
+                Some(Reverse(h)) if ready(h) => {
+                    let Reverse(h) = self.late.pop().expect("peeked");
+                    out.push(h.ev);
+                    n += 1;
+                }
+                _ => break,
+            }
         }
         n
     }
