@@ -107,10 +107,21 @@ pub trait Prefetch {
     fn prefetch_deep(&self) {}
     /// Whether `prefetch_deep` loads anything.
     const DEEP: bool = false;
+    /// True when the state is as a new one (resetting it would change
+    /// nothing), so that a sweep need not write it; false when unsure.
+    #[inline(always)]
+    fn is_clear(&self) -> bool {
+        false
+    }
 }
 
 impl Prefetch for super::sliding_log::SlidingLogState {
     const DEEP: bool = true;
+
+    #[inline(always)]
+    fn is_clear(&self) -> bool {
+        self.sum == 0 && self.entries.is_empty() && self.entries.queue().is_none()
+    }
 
     #[inline(always)]
     fn prefetch_deep(&self) {
@@ -224,7 +235,7 @@ impl<P: Listed> Store<P> {
             self.since_sweep = 0;
             for row in self.states.chunks_exact_mut(self.row.len()) {
                 for (s, p) in row.iter_mut().zip(&self.row) {
-                    if p.is_neutral(s, now) {
+                    if !s.is_clear() && p.is_neutral(s, now) {
                         *s = P::State::default();
                     }
                 }

@@ -275,7 +275,7 @@ impl<P: Listed> Column<'_, P> {
         for k in 0..self.records.keys {
             // SAFETY: `k < keys`.
             let s = unsafe { self.state_mut(k) };
-            if policy.is_neutral(s, now) {
+            if !s.is_clear() && policy.is_neutral(s, now) {
                 *s = P::State::default();
             }
         }
