@@ -158,6 +158,17 @@ impl<P: Policy> Policy for Checked<P> {
         self.policy.refuse(state, now, cost);
     }
 
+    /// The policy's own `decide` (which may do in one step what `check`
+    /// and `admit` do in two), behind the cost test.
+    #[inline]
+    fn decide(&self, state: &mut P::State, now: Nanos, cost: u64) -> Decision {
+        if cost > self.max_cost {
+            self.policy.refuse(state, now, cost);
+            return Decision::Refuse { retry_at: None };
+        }
+        self.policy.decide(state, now, cost)
+    }
+
     #[inline]
     fn is_neutral(&self, state: &P::State, now: Nanos) -> bool {
         self.policy.is_neutral(state, now)

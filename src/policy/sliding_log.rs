@@ -49,6 +49,16 @@ impl SlidingLog {
         s.sum - expired
     }
 
+    /// Records an admitted request (the window pruned already).
+    #[inline]
+    fn enter(s: &mut SlidingLogState, now: Nanos, cost: u64) {
+        s.sum += cost;
+        match s.entries.back_mut() {
+            Some((t, c)) if *t == now => *c += cost,
+            _ => s.entries.push_back((now, cost)),
+        }
+    }
+
     fn prune(&self, s: &mut SlidingLogState, now: Nanos) {
         while let Some(&(t, c)) = s.entries.front() {
             if self.live(t, now) {
@@ -204,11 +214,20 @@ impl Policy for SlidingLog {
 
     fn admit(&self, s: &mut SlidingLogState, now: Nanos, cost: u64) {
         self.prune(s, now);
-        s.sum += cost;
-        match s.entries.back_mut() {
-            Some((t, c)) if *t == now => *c += cost,
-            _ => s.entries.push_back((now, cost)),
+        Self::enter(s, now, cost);
+    }
+
+    /// `check`, then `admit` or `refuse`, with the expired entries dropped
+    /// first (they count for nothing either way): the units in the window
+    /// are then their sum, and each entry is looked at once.
+    #[inline]
+    fn decide(&self, s: &mut SlidingLogState, now: Nanos, cost: u64) -> Decision {
+        self.prune(s, now);
+        if s.sum + cost <= self.limit {
+            Self::enter(s, now, cost);
+            return Decision::Admit { release: now };
         }
+        self.check(s, now, cost)
     }
 
     fn refuse(&self, s: &mut SlidingLogState, now: Nanos, _cost: u64) {
