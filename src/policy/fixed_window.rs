@@ -145,6 +145,28 @@ impl Policy for FixedWindow {
         }
     }
 
+    /// `check`, then `admit` or `refuse`, finding the current window once.
+    #[inline]
+    fn decide(&self, s: &mut FixedWindowState, now: Nanos, cost: u64) -> Decision {
+        let (start, count) = self.current(s, now);
+        if count + cost <= self.limit {
+            *s = FixedWindowState {
+                start,
+                count: count + cost,
+            };
+            return Decision::Admit { release: now };
+        }
+        if self.count == CountMode::All {
+            *s = FixedWindowState {
+                start,
+                count: count.saturating_add(cost),
+            };
+        }
+        Decision::Refuse {
+            retry_at: Some(start.saturating_add(self.window)),
+        }
+    }
+
     fn is_neutral(&self, s: &FixedWindowState, now: Nanos) -> bool {
         self.current(s, now).1 == 0
     }

@@ -126,6 +126,22 @@ impl Policy for SlidingWindow {
         };
     }
 
+    /// `check`, then `admit`, rolling the windows once for an admission.
+    #[inline]
+    fn decide(&self, s: &mut SlidingWindowState, now: Nanos, cost: u64) -> Decision {
+        let (idx, cur, prev) = self.roll(s, now);
+        if self.weighted(prev, now.0 % self.window.0) + cur + cost <= self.limit {
+            *s = SlidingWindowState {
+                idx,
+                cur: cur + cost,
+                prev,
+            };
+            return Decision::Admit { release: now };
+        }
+        // A refusal changes nothing.
+        self.check(s, now, cost)
+    }
+
     fn is_neutral(&self, s: &SlidingWindowState, now: Nanos) -> bool {
         let (_, cur, prev) = self.roll(s, now);
         cur == 0 && prev == 0

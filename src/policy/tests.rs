@@ -914,3 +914,47 @@ fn a_sliding_log_admits_what_its_window_has_room_for() {
         }
     }
 }
+
+/// A policy's `decide` (some do in one step what `check` and `admit` do in
+/// two) against `check` followed by `admit` or `refuse`: the same decisions,
+/// levels and neutrality, request after request.
+#[test]
+fn every_decide_is_check_then_record() {
+    struct Both(u64);
+    impl super::table::WithPolicy for Both {
+        type Out = u64;
+        fn run<P: Listed>(self, policy: &P) -> u64 {
+            let p = Checked::new(*policy);
+            let mut rng = Rng(self.0);
+            let (mut one, mut two) = (P::State::default(), P::State::default());
+            let mut now = 1_600_000_000 * S + rng.below(S);
+            let max = policy.info().max_cost;
+            for _ in 0..400 {
+                now += match rng.below(3) {
+                    0 => 0,
+                    1 => rng.below(S / 3),
+                    _ => rng.below(5 * S),
+                };
+                let cost = 1 + rng.below(max.min(1 << 20) + 1);
+                let d = p.decide(&mut one, Nanos(now), cost);
+                let e = p.check(&two, Nanos(now), cost);
+                match e {
+                    Decision::Admit { .. } => p.admit(&mut two, Nanos(now), cost),
+                    Decision::Refuse { .. } => p.refuse(&mut two, Nanos(now), cost),
+                }
+                assert_eq!(d, e, "{} at {now}, cost {cost}", P::NAME);
+                assert_eq!(p.level(&one, Nanos(now)), p.level(&two, Nanos(now)));
+                let later = Nanos(now + rng.below(20 * S));
+                assert_eq!(p.is_neutral(&one, later), p.is_neutral(&two, later));
+            }
+            400
+        }
+    }
+    let mut decided = 0;
+    for (case, r) in RATES.iter().enumerate() {
+        for (_, config, _) in all_policies(rate(r), 1 + case as u64 % 7) {
+            decided += config.with(Both(0x5eed_de00 + case as u64));
+        }
+    }
+    assert!(decided > 10_000, "{decided}");
+}
