@@ -91,6 +91,19 @@ impl Policy for LeakyBucket {
         s.last = now.max(s.last);
     }
 
+    /// `check`, then `admit`, leaking the bucket once for an admission.
+    #[inline]
+    fn decide(&self, s: &mut LeakyBucketState, now: Nanos, cost: u64) -> Decision {
+        let after = self.level_at(s, now) + self.rate.intervals(cost);
+        if after > self.rate.intervals(self.capacity) {
+            // A refusal changes nothing.
+            return self.check(s, now, cost);
+        }
+        s.level = after;
+        s.last = now.max(s.last);
+        Decision::Admit { release: now }
+    }
+
     fn is_neutral(&self, s: &LeakyBucketState, now: Nanos) -> bool {
         self.level_at(s, now) == 0
     }

@@ -274,6 +274,26 @@ impl Policy for NginxLimitReq {
 
     /// Forgetting the key changes nothing once a new request would compute
     /// `e = 0` from it, as it would for a key never seen.
+    /// `check`, then `admit`, working out the excess once for an admission.
+    #[inline]
+    fn decide(&self, s: &mut NginxState, now: Nanos, cost: u64) -> Decision {
+        let now_ms = to_ms(now);
+        let e = self.excess_for(s, now_ms, cost);
+        if e > i128::from(self.burst_m) {
+            // A refusal changes nothing.
+            return self.check(s, now, cost);
+        }
+        let wait = self.wait_ms(e);
+        if !s.seen || clamp_ms(now_ms - s.last) != 0 {
+            s.last = now_ms;
+        }
+        s.excess = e as u64;
+        s.seen = true;
+        Decision::Admit {
+            release: now.saturating_add(Nanos::from_millis(wait)),
+        }
+    }
+
     fn is_neutral(&self, s: &NginxState, now: Nanos) -> bool {
         !s.seen || {
             let ms = clamp_ms(to_ms(now) - s.last);

@@ -93,6 +93,21 @@ impl Policy for TokenBucket {
         s.seen = true;
     }
 
+    /// `check`, then `admit`, refilling the bucket once for an admission.
+    #[inline]
+    fn decide(&self, s: &mut TokenBucketState, now: Nanos, cost: u64) -> Decision {
+        let tokens = self.tokens_at(s, now);
+        let need = self.rate.intervals(cost);
+        if tokens < need {
+            // A refusal changes nothing.
+            return self.check(s, now, cost);
+        }
+        s.tokens = tokens - need;
+        s.last = now.max(s.last);
+        s.seen = true;
+        Decision::Admit { release: now }
+    }
+
     fn is_neutral(&self, s: &TokenBucketState, now: Nanos) -> bool {
         self.tokens_at(s, now) == self.rate.intervals(self.burst)
     }
