@@ -87,6 +87,19 @@ impl Policy for Gcra {
         s.tat = s.tat.max(self.rate.scale(now)) + self.rate.intervals(cost);
     }
 
+    /// `check`, then `admit`, scaling `now` once for an admission.
+    #[inline]
+    fn decide(&self, s: &mut GcraState, now: Nanos, cost: u64) -> Decision {
+        let now_s = self.rate.scale(now);
+        let start = s.tat.max(now_s);
+        if start - now_s > self.rate.intervals(self.burst - cost) {
+            // A refusal changes nothing.
+            return self.check(s, now, cost);
+        }
+        s.tat = start + self.rate.intervals(cost);
+        Decision::Admit { release: now }
+    }
+
     fn is_neutral(&self, s: &GcraState, now: Nanos) -> bool {
         s.tat <= self.rate.scale(now)
     }

@@ -129,6 +129,22 @@ impl Policy for Shaper {
         s.next_free = release + self.rate.intervals(cost);
     }
 
+    /// `check`, then `admit`, scaling `now` once for an admission.
+    #[inline]
+    fn decide(&self, s: &mut ShaperState, now: Nanos, cost: u64) -> Decision {
+        let extra = self.rate.intervals(cost.saturating_sub(1));
+        let now_s = self.rate.scale(now);
+        let release = s.next_free.max(now_s);
+        if extra > self.limit || release - now_s + extra > self.limit {
+            // A refusal changes nothing.
+            return self.check(s, now, cost);
+        }
+        s.next_free = release + self.rate.intervals(cost);
+        Decision::Admit {
+            release: self.rate.unscale_ceil(release).max(now),
+        }
+    }
+
     fn is_neutral(&self, s: &ShaperState, now: Nanos) -> bool {
         s.next_free <= self.rate.scale(now)
     }
