@@ -435,29 +435,38 @@ fn decide_rows(
     timeline: Option<(Nanos, u64)>,
     out: Option<&mut [Decision]>,
 ) -> Result<()> {
-    match slot {
-        Slot::Global => decide_by(states, events, |_| Some(0), tally, timeline, out),
-        Slot::Column(c) => {
-            let key = move |ev: &Event| {
-                let id = ev.keys[c];
-                (id != EMPTY_KEY).then_some(KeyId::from(id))
-            };
-            decide_by(states, events, key, tally, timeline, out)
+    let column = |c: usize| {
+        move |ev: &Event| {
+            let id = ev.keys[c];
+            (id != EMPTY_KEY).then_some(KeyId::from(id))
         }
+    };
+    let global = |_: &Event| Some(0);
+    // Compiled apart with and without a timeline, so that a replay
+    // without one tests nothing for it per row.
+    match (slot, timeline) {
+        (Slot::Global, None) => decide_by::<_, _, false>(states, events, global, tally, None, out),
+        (Slot::Global, t) => decide_by::<_, _, true>(states, events, global, tally, t, out),
+        (Slot::Column(c), None) => {
+            decide_by::<_, _, false>(states, events, column(c), tally, None, out)
+        }
+        (Slot::Column(c), t) => decide_by::<_, _, true>(states, events, column(c), tally, t, out),
     }
 }
 
-/// `decide_rows` with the rows' keys taken by `key`.
+/// `decide_rows` with the rows' keys taken by `key`; `TIMELINE`: whether
+/// `timeline` is given.
 #[inline(always)]
-fn decide_by<S: Decides>(
+fn decide_by<S: Decides, K: Fn(&Event) -> Option<KeyId>, const TIMELINE: bool>(
     states: &mut S,
     events: &[Event],
-    key: impl Fn(&Event) -> Option<KeyId>,
+    key: K,
     tally: &mut Tally,
     timeline: Option<(Nanos, u64)>,
     mut out: Option<&mut [Decision]>,
 ) -> Result<()> {
-    let on = timeline.is_some();
+    let on = TIMELINE;
+    let timeline = timeline.filter(|_| TIMELINE);
     let mark = tally.mark();
     for (i, ev) in events.iter().enumerate() {
         if let Some(k) = events.get(i + PREFETCH_FAR).and_then(&key) {
