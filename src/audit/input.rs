@@ -1362,20 +1362,32 @@ impl<'s> LogReader<'s> {
         let plain = cols.shape == crate::log::key::KeyShape::default();
         let out = &mut self.batch.key_bytes;
         for (slot, parts) in cols.keys.iter().enumerate() {
-            if !lenient && let Some(n) = parts.iter().position(|&c| rows.get(c).is_none()) {
-                return Err(bad(format!(
+            let missing = |n: usize| {
+                bad(format!(
                     "the row has {} field(s), no key column '{}'",
                     rows.len(),
                     cols.key_names[slot][n]
-                )));
-            }
-            let value = |c: usize| rows.get(c).unwrap_or_default();
-            match parts.as_slice() {
-                [c] if plain => out.extend_from_slice(value(*c).trim_ascii()),
-                [c] => cols.shape.append(value(*c), out),
-                _ => cols
-                    .shape
-                    .append_joined(parts.iter().map(|&c| value(c)), out),
+                ))
+            };
+            match (parts.as_slice(), plain) {
+                // One column, as it is: the common case, one look.
+                ([c], true) => match rows.get(*c) {
+                    Some(v) => out.extend_from_slice(v.trim_ascii()),
+                    None if lenient => {}
+                    None => return Err(missing(0)),
+                },
+                _ => {
+                    if !lenient && let Some(n) = parts.iter().position(|&c| rows.get(c).is_none()) {
+                        return Err(missing(n));
+                    }
+                    let value = |c: usize| rows.get(c).unwrap_or_default();
+                    match parts.as_slice() {
+                        [c] => cols.shape.append(value(*c), out),
+                        _ => cols
+                            .shape
+                            .append_joined(parts.iter().map(|&c| value(c)), out),
+                    }
+                }
             }
             let end = u32::try_from(out.len()).map_err(|_| bad("key values too long".into()))?;
             self.batch.key_ends.push(end);
