@@ -16,6 +16,7 @@ use std::io::{self, BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc;
 
 /// Most distinct key columns one run can count by.
 pub const MAX_KEYS: usize = 4;
@@ -239,6 +240,8 @@ pub struct Batch {
     /// (key column, start, end) in `key_bytes` of each value first seen in
     /// this batch, in id order.
     pub new_keys: Vec<(u8, u32, u32)>,
+    /// Room for the values' places and hashes while interning.
+    spans: Vec<(usize, usize, u64)>,
 }
 
 impl Batch {
@@ -251,7 +254,18 @@ impl Batch {
             key_ends: Vec::with_capacity(self.key_ends.len()),
             interned: false,
             new_keys: Vec::new(),
+            spans: Vec::new(),
         }
+    }
+
+    /// Empties the batch for the reader to fill again, its room kept: a
+    /// batch handed back saves allocating (and faulting in) the next.
+    pub fn recycle(&mut self) {
+        self.events.clear();
+        self.key_bytes.clear();
+        self.key_ends.clear();
+        self.new_keys.clear();
+        self.interned = false;
     }
 
     /// Turns each event's key values into ids, in row order (so ids follow
@@ -268,7 +282,8 @@ impl Batch {
             .unwrap_or(0);
         // Hash every value first, so each table slot can be fetched from
         // memory a few values before it is probed.
-        let mut spans = Vec::with_capacity(self.events.len() * cols);
+        let mut spans = std::mem::take(&mut self.spans);
+        spans.clear();
         let mut start = 0usize;
         for n in 0..self.events.len() {
             for c in 0..cols {
@@ -300,6 +315,7 @@ impl Batch {
                 i += 1;
             }
         }
+        self.spans = spans;
         self.interned = true;
     }
 }
@@ -868,6 +884,7 @@ pub fn read_all(
     spec: &InputSpec,
     bytes: &Arc<AtomicU64>,
     mut interners: Option<Vec<super::keys::Interner>>,
+    recycled: mpsc::Receiver<Batch>,
     mut emit: impl FnMut(Batch) -> bool,
 ) -> Result<InputSummary> {
     let emit = |mut b: Batch| {
@@ -882,7 +899,9 @@ pub fn read_all(
     } else {
         &spec.files
     };
-    LogReader::new(spec, None).read(files.iter().enumerate(), bytes, emit)
+    let mut reader = LogReader::new(spec, None);
+    reader.recycled = Some(recycled);
+    reader.read(files.iter().enumerate(), bytes, emit)
 }
 
 /// Reads file `file_idx` of the input alone, its key values left as
@@ -920,6 +939,8 @@ pub struct LogReader<'s> {
     /// How the files are written: given, or detected from the first file
     /// that has lines.
     format: Option<InputFormat>,
+    /// Batches handed back empty by the receiver, to fill again.
+    recycled: Option<mpsc::Receiver<Batch>>,
 }
 
 /// Column positions resolved against one file's header, with their names
@@ -1035,6 +1056,7 @@ impl<'s> LogReader<'s> {
                 InputFormat::Auto => None,
                 f => Some(f),
             },
+            recycled: None,
         }
     }
 
@@ -1413,7 +1435,10 @@ impl<'s> LogReader<'s> {
         if self.batch.events.len() < BATCH {
             return true;
         }
-        let next = self.batch.empty_like();
+        let next = match self.recycled.as_ref().and_then(|r| r.try_recv().ok()) {
+            Some(empty) => empty,
+            None => self.batch.empty_like(),
+        };
         emit(std::mem::replace(&mut self.batch, next))
     }
 

@@ -57,6 +57,8 @@ pub fn read_ordered(
     let files = &spec.files;
     let bytes = Arc::new(AtomicU64::new(0));
     let (tx, rx) = mpsc::sync_channel::<Batch>(8);
+    // Batches go back to the reader empty, to be filled again.
+    let (back, recycled) = mpsc::channel::<Batch>();
     let names: Vec<String> = if files.is_empty() {
         vec!["<stdin>".into()]
     } else {
@@ -73,13 +75,14 @@ pub fn read_ordered(
                 if merge {
                     merge_files(&spec, reorder_window, &bytes, reader_interns, &names, tx)
                 } else {
-                    input::read_all(&spec, &bytes, reader_interns, |b| tx.send(b).is_ok()).map(
-                        |summary| Merged {
-                            summary,
-                            reordered: 0,
-                            max_behind: Nanos::ZERO,
-                        },
-                    )
+                    input::read_all(&spec, &bytes, reader_interns, recycled, |b| {
+                        tx.send(b).is_ok()
+                    })
+                    .map(|summary| Merged {
+                        summary,
+                        reordered: 0,
+                        max_behind: Nanos::ZERO,
+                    })
                 }
             })
             .context("cannot start the reader thread")?
@@ -133,6 +136,10 @@ pub fn read_ordered(
                     chunk.clear();
                 }
             }
+            batch.recycle();
+            // The reader may be gone (or merging, which keeps none): then
+            // the batch is simply dropped.
+            let _ = back.send(batch);
             let done = bytes.load(Ordering::Relaxed);
             bar.set_position(done);
             let secs = started.elapsed().as_secs_f64().max(1e-3);
