@@ -30,6 +30,7 @@ impl SlidingLog {
         }
     }
 
+    #[inline]
     fn live(&self, t: Nanos, now: Nanos) -> bool {
         t.saturating_add(self.window) >= now
     }
@@ -59,6 +60,7 @@ impl SlidingLog {
         }
     }
 
+    #[inline]
     fn prune(&self, s: &mut SlidingLogState, now: Nanos) {
         while let Some(&(t, c)) = s.entries.front() {
             if self.live(t, now) {
@@ -67,7 +69,7 @@ impl SlidingLog {
             s.entries.pop_front();
             s.sum -= c;
         }
-        if s.entries.is_empty() {
+        if s.entries.more.is_some() && s.entries.is_empty() {
             // An idle key gives its queue back.
             s.entries.more = None;
         }
@@ -114,6 +116,7 @@ impl Entries {
         self.more.as_deref()
     }
 
+    #[inline]
     pub fn is_empty(&self) -> bool {
         self.len == 0 && self.more.as_ref().is_none_or(|m| m.is_empty())
     }
@@ -135,12 +138,14 @@ impl Entries {
             .chain(self.more.iter().flat_map(|m| m.iter()))
     }
 
+    #[inline]
     fn front(&self) -> Option<&(Nanos, u64)> {
         self.first[..self.len]
             .first()
             .or_else(|| self.more.as_ref()?.front())
     }
 
+    #[inline]
     fn back(&self) -> Option<&(Nanos, u64)> {
         match self.more.as_ref().and_then(|m| m.back()) {
             Some(e) => Some(e),
@@ -148,6 +153,7 @@ impl Entries {
         }
     }
 
+    #[inline]
     fn back_mut(&mut self) -> Option<&mut (Nanos, u64)> {
         match self.more.as_mut().and_then(|m| m.back_mut()) {
             Some(e) => Some(e),
@@ -155,6 +161,7 @@ impl Entries {
         }
     }
 
+    #[inline]
     fn push_back(&mut self, e: (Nanos, u64)) {
         match &mut self.more {
             None if self.len < INLINE => {
@@ -166,6 +173,7 @@ impl Entries {
         }
     }
 
+    #[inline]
     fn pop_front(&mut self) {
         if self.len > 0 {
             self.first.copy_within(1.., 0);
