@@ -57,8 +57,9 @@ pub fn read_ordered(
     let files = &spec.files;
     let bytes = Arc::new(AtomicU64::new(0));
     let (tx, rx) = mpsc::sync_channel::<Batch>(8);
-    // Batches go back to the reader empty, to be filled again.
-    let (back, recycled) = mpsc::channel::<Batch>();
+    // Batches go back to the reader empty, to be filled again: at most as
+    // many as can be on their way here (any more are dropped).
+    let (back, recycled) = mpsc::sync_channel::<Batch>(8);
     let names: Vec<String> = if files.is_empty() {
         vec!["<stdin>".into()]
     } else {
@@ -136,10 +137,12 @@ pub fn read_ordered(
                     chunk.clear();
                 }
             }
-            batch.recycle();
-            // The reader may be gone (or merging, which keeps none): then
-            // the batch is simply dropped.
-            let _ = back.send(batch);
+            if !merge {
+                batch.recycle();
+                // The reader takes one back per batch it sends; when it is
+                // done (or none is wanted), the batch is simply dropped.
+                let _ = back.try_send(batch);
+            }
             let done = bytes.load(Ordering::Relaxed);
             bar.set_position(done);
             let secs = started.elapsed().as_secs_f64().max(1e-3);
