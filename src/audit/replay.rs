@@ -465,7 +465,6 @@ fn decide_by<S: Decides, K: Fn(&Event) -> Option<KeyId>, const TIMELINE: bool>(
     timeline: Option<(Nanos, u64)>,
     mut out: Option<&mut [Decision]>,
 ) -> Result<()> {
-    let on = TIMELINE;
     let timeline = timeline.filter(|_| TIMELINE);
     let mark = tally.mark();
     for (i, ev) in events.iter().enumerate() {
@@ -478,7 +477,7 @@ fn decide_by<S: Decides, K: Fn(&Event) -> Option<KeyId>, const TIMELINE: bool>(
             states.prefetch(k, true);
         }
         let (d, level) = match key(ev) {
-            Some(k) => states.decide_level(k, ev.at, u64::from(ev.cost), tally.levels(on)),
+            Some(k) => states.decide_level(k, ev.at, u64::from(ev.cost), tally.levels(TIMELINE)),
             None => (Decision::Admit { release: ev.at }, 0),
         };
         tally.count(ev, d, level, timeline)?;

@@ -64,11 +64,9 @@ pub trait Decides {
     /// A hint that `key` will be decided soon: start loading its state
     /// (`deep`: also what the state points to). Changes nothing.
     fn prefetch(&self, key: KeyId, deep: bool);
-    /// Whether a state points to anything a deep prefetch would load.
-    #[inline(always)]
-    fn deep(&self) -> bool {
-        true
-    }
+    /// Whether a state points to anything a deep prefetch would load (a
+    /// loop skips asking when not).
+    fn deep(&self) -> bool;
 }
 
 /// An object-safe view of a policy with its per-key states.
@@ -120,7 +118,7 @@ impl Prefetch for super::sliding_log::SlidingLogState {
 
     #[inline(always)]
     fn is_clear(&self) -> bool {
-        self.sum == 0 && self.entries.is_empty() && self.entries.queue().is_none()
+        self.entries.is_empty() && self.entries.queue().is_none()
     }
 
     #[inline(always)]
