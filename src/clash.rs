@@ -129,6 +129,7 @@ mod tests {
     #[test]
     fn links_are_the_same_file_and_new_paths_compare_by_name() {
         let dir = std::env::temp_dir().join(format!("drip-clash-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).unwrap();
         let a = dir.join("a.csv");
         std::fs::write(&a, "x").unwrap();
@@ -161,5 +162,6 @@ mod tests {
         let dev_null = Path::new("/dev/null");
         let both = [Endpoint::new("null", Place::Path(dev_null))];
         assert!(check_distinct(&both, &both).is_ok());
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

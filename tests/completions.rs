@@ -2,9 +2,10 @@
 //! check, and bash and fish really complete drip's subcommands and flags
 //! with it. The shells are real programs (CI installs bash, zsh and fish).
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 fn script(shell: &str) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_drip"))
@@ -28,11 +29,7 @@ fn script(shell: &str) -> String {
 /// The script written to a fresh file, one per call: tests run at once,
 /// and one must never read a script another is still writing.
 fn saved(shell: &str) -> PathBuf {
-    static CALLS: AtomicUsize = AtomicUsize::new(0);
-    let call = CALLS.fetch_add(1, Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("drip-completions-{}-{call}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join(format!("drip.{shell}"));
+    let path = common::tmpdir().join(format!("drip.{shell}"));
     std::fs::write(&path, script(shell)).unwrap();
     path
 }

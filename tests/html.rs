@@ -312,8 +312,7 @@ fn report_text_is_escaped_not_markup() {
 
 #[test]
 fn an_empty_log_gives_a_page_too() {
-    let dir = std::env::temp_dir().join(format!("drip-html-test-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::tmpdir();
     let log = dir.join("empty.csv");
     std::fs::write(&log, "ts,client\n").unwrap();
     let out = run(
@@ -365,8 +364,7 @@ fn the_checker_catches_a_style_fetch() {
 
 #[test]
 fn nginx_conf_sections_are_on_the_page() {
-    let dir = std::env::temp_dir().join(format!("drip-html-nginx-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = common::tmpdir();
     let conf = dir.join("nginx.conf");
     std::fs::write(
         &conf,

@@ -70,15 +70,49 @@ pub fn json(out: &Out) -> serde_json::Value {
     serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
 }
 
-/// A fresh directory per call (tests run in parallel).
+/// A fresh directory per call (tests run in parallel). They live in one
+/// directory per test process under cargo's scratch folder for tests (inside
+/// `target/`, not the system's temporary folder); the first call removes what
+/// finished runs left there.
 pub fn tmpdir() -> PathBuf {
     static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let root = ROOT.get_or_init(|| {
+        let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        sweep_finished(base);
+        let root = base.join(format!("drip-test-{}", std::process::id()));
+        // Left by an earlier run that had this process id.
+        let _ = std::fs::remove_dir_all(&root);
+        root
+    });
     let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("drip-test-{}-{n}", std::process::id()));
-    // A directory left by an earlier run with the same process id.
-    let _ = std::fs::remove_dir_all(&dir);
+    let dir = root.join(n.to_string());
     std::fs::create_dir_all(&dir).unwrap();
     dir
+}
+
+/// Removes the directories of test processes that are no longer running
+/// (a process that is still running keeps its own).
+fn sweep_finished(base: &Path) {
+    let Ok(entries) = std::fs::read_dir(base) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix("drip-test-"))
+            .and_then(|p| p.parse::<libc::pid_t>().ok())
+        else {
+            continue;
+        };
+        // Signal 0 only asks whether the process exists.
+        let gone = unsafe { libc::kill(pid, 0) } != 0
+            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+        if gone {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// A fresh path per call (tests run in parallel), ending in `name`.
