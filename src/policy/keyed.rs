@@ -111,6 +111,14 @@ pub trait Prefetch {
     fn is_clear(&self) -> bool {
         false
     }
+    /// True when the state holds memory of its own, which a sweep gives
+    /// back by resetting it once neutral. A state of a policy whose
+    /// [`Info::holds_memory`] is set must say so here: records sweep only
+    /// the states that took memory since they were last reset.
+    #[inline(always)]
+    fn owns(&self) -> bool {
+        false
+    }
 }
 
 impl Prefetch for super::sliding_log::SlidingLogState {
@@ -119,6 +127,11 @@ impl Prefetch for super::sliding_log::SlidingLogState {
     #[inline(always)]
     fn is_clear(&self) -> bool {
         self.entries.is_empty() && self.entries.queue().is_none()
+    }
+
+    #[inline(always)]
+    fn owns(&self) -> bool {
+        self.entries.queue().is_some()
     }
 
     #[inline(always)]

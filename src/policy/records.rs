@@ -12,8 +12,10 @@
 //! The contract is the store's: a key never seen behaves as the policy's
 //! `Default` state, the arena holds one record per key id ever used, and a
 //! policy whose states hold memory of their own (the sliding log's
-//! entries) has its neutral states reset by a sweep after every
-//! `max(keys, 4096)` of its decisions.
+//! entries) has its neutral states that hold some reset by a sweep after
+//! every `max(keys, 4096)` of its decisions. A field lists the keys whose
+//! state took memory, so that a sweep looks at those only, not at every
+//! record.
 //!
 //! A field is reached only through the [`Field`] handle its registration
 //! returned, and only with the records that issued it (checked once per
@@ -92,6 +94,9 @@ pub struct Field<P: Listed> {
     records: u64,
     /// This field's decisions since its last sweep.
     since_sweep: usize,
+    /// The keys whose state has taken memory since it was last reset,
+    /// each once: what a sweep looks at.
+    owners: Vec<KeyId>,
 }
 
 impl<P: Listed> Field<P> {
@@ -143,6 +148,7 @@ impl Records {
             offset,
             records: self.id,
             since_sweep: 0,
+            owners: Vec::new(),
         }
     }
 
@@ -253,12 +259,17 @@ impl<P: Listed> Column<'_, P> {
         unsafe { self.records.state_mut::<P::State>(k, self.field.offset) }
     }
 
+    /// True for a field whose states may hold memory (see [`Records`]).
+    #[inline(always)]
+    fn sweeps(&self) -> bool {
+        std::mem::needs_drop::<P::State>() && self.field.info.holds_memory
+    }
+
     /// Counts a decision and, every `max(keys, 4096)` of them, resets the
-    /// field's neutral states, for policies whose states hold memory.
+    /// neutral states that hold memory, for policies whose states can.
     #[inline(always)]
     fn maybe_sweep(&mut self, now: Nanos) {
-        // A state that owns nothing frees nothing when reset.
-        if !std::mem::needs_drop::<P::State>() || !self.field.info.holds_memory {
+        if !self.sweeps() {
             return;
         }
         self.field.since_sweep += 1;
@@ -267,18 +278,26 @@ impl<P: Listed> Column<'_, P> {
         }
     }
 
+    /// Resets the neutral states among those holding memory; the others
+    /// stay listed. A state holding memory keeps it until reset, so that
+    /// each is listed once.
     #[cold]
     #[inline(never)]
     fn sweep(&mut self, now: Nanos) {
         self.field.since_sweep = 0;
         let policy = self.field.policy;
-        for k in 0..self.records.keys {
-            // SAFETY: `k < keys`.
-            let s = unsafe { self.state_mut(k) };
-            if !s.is_clear() && policy.is_neutral(s, now) {
+        let mut owners = std::mem::take(&mut self.field.owners);
+        owners.retain(|&k| {
+            // SAFETY: a listed key has a record.
+            let s = unsafe { self.state_mut(k as usize) };
+            debug_assert!(s.owns(), "a listed state gave its memory back");
+            let reset = policy.is_neutral(s, now);
+            if reset {
                 *s = P::State::default();
             }
-        }
+            !reset
+        });
+        self.field.owners = owners;
     }
 }
 
@@ -311,14 +330,20 @@ impl<P: Listed> Decides for Column<'_, P> {
         // SAFETY: key `k` has a record now, and the field is of these
         // records (checked when the column was made).
         let s = unsafe { records.state_mut::<P::State>(k, field.offset) };
-        super::keyed::decide_level(
+        let sweeps = std::mem::needs_drop::<P::State>() && field.info.holds_memory;
+        let owned = sweeps && s.owns();
+        let decided = super::keyed::decide_level(
             &field.policy,
             s,
             now,
             cost,
             levels,
             field.info.refusal_counts,
-        )
+        );
+        if sweeps && !owned && s.owns() {
+            field.owners.push(key);
+        }
+        decided
     }
 
     /// A hint that `key` will be decided soon: start loading its state's
@@ -484,6 +509,36 @@ mod tests {
     }
 
     #[test]
+    fn a_sweep_lists_each_state_holding_memory_once() {
+        let mut r = Records::new();
+        let PolicyConfig::SlidingLog(l) = config("sliding-log:limit=6,window=1s") else {
+            unreachable!()
+        };
+        let mut log: Field<SlidingLog> = r.register(l);
+        let mut rng = Rng(0x5eed_0011);
+        let mut now = 0;
+        // Keys busy and idle by turns, over many sweeps.
+        for round in 0..40_000u64 {
+            now += rng.below(2 * MS);
+            let key = match round / 5_000 % 2 {
+                0 => rng.below(50),
+                _ => rng.below(5_000),
+            };
+            r.column(&mut log)
+                .decide_level(key, Nanos(now), 1, Levels::None);
+            if round % 997 == 0 {
+                let column = r.column(&mut log);
+                let mut listed = column.field.owners.clone();
+                listed.sort_unstable();
+                let owning: Vec<KeyId> = (0..column.records.keys as KeyId)
+                    .filter(|&k| column.get(k).unwrap().owns())
+                    .collect();
+                assert_eq!(listed, owning, "after {round} decisions");
+            }
+        }
+    }
+
+    #[test]
     #[should_panic(expected = "a field of other records")]
     fn a_field_reaches_only_the_records_that_issued_it() {
         let PolicyConfig::Gcra(g) = config("gcra:rate=10/s,burst=2") else {
@@ -518,7 +573,11 @@ mod tests {
         }
     }
 
-    impl Prefetch for Counted {}
+    impl Prefetch for Counted {
+        fn owns(&self) -> bool {
+            self.0.capacity() > 0
+        }
+    }
 
     impl Policy for Counting {
         type State = Counted;

@@ -5,7 +5,8 @@
 //! counts, and stops counting one nanosecond later. The retry time of a
 //! refusal is `t + W + 1 ns` for the oldest entry whose expiry frees enough
 //! room. Memory per key is its entries within the window: the first two
-//! inside the key's state, more in a queue of its own.
+//! inside the key's state, more in a queue of its own, which a key keeps
+//! (empty or not) until a sweep of its store resets it once idle.
 //!
 //! Spec: `sliding-log:limit=N,window=DURATION`.
 
@@ -68,10 +69,6 @@ impl SlidingLog {
             }
             s.entries.pop_front();
             s.sum -= c;
-        }
-        if s.entries.more.is_some() && s.entries.is_empty() {
-            // An idle key gives its queue back.
-            s.entries.more = None;
         }
     }
 }
