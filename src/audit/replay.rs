@@ -638,24 +638,24 @@ impl Share {
         local * self.n as usize + self.lane as usize
     }
 
-    /// Copies into `out` the rows of `events` whose key in column `c` is
-    /// this lane's, with that key renumbered.
-    fn select(&self, events: &[Event], c: usize, out: &mut Vec<Event>) {
-        out.clear();
+    /// Deals the rows of `events` out to the lanes by their key in column
+    /// `c`, in order: lane i's rows go to `lanes[i]`, their key there
+    /// renumbered (rows with an empty key go to lane 0).
+    fn deal(&self, events: &[Event], c: usize, lanes: &mut [&mut Vec<Event>]) {
+        assert_eq!(lanes.len(), self.n as usize);
+        for rows in lanes.iter_mut() {
+            rows.clear();
+        }
         for ev in events {
             let id = ev.keys[c];
             if id == EMPTY_KEY {
-                if self.lane == 0 {
-                    out.push(*ev);
-                }
+                lanes[0].push(*ev);
                 continue;
             }
             let (q, r) = self.split(id);
-            if r == self.lane {
-                let mut mine = *ev;
-                mine.keys[c] = q;
-                out.push(mine);
-            }
+            let mut mine = *ev;
+            mine.keys[c] = q;
+            lanes[r as usize].push(mine);
         }
     }
 }
@@ -726,32 +726,27 @@ impl Lane {
         self.timeline = Some((interval, t0));
     }
 
-    /// Decides a chunk (in time order) under this lane's runs, run by run
-    /// so each run's loop is tight; `out` (only with every run in one
-    /// lane) keeps each decision, run after run.
+    /// Decides a chunk (in time order, from `first` to `last`) under this
+    /// lane's runs, run by run so each run's loop is tight: runs split by
+    /// key decide the lane's rows of it (dealt into `mine` beforehand),
+    /// the others `events`, the whole chunk. `out` (only with every run
+    /// in one lane) keeps each decision, run after run.
     fn decide_chunk(
         &mut self,
+        (first, last): (Nanos, Nanos),
         events: &[Event],
         names: &[KeyNames],
         mut out: Option<&mut [Decision]>,
     ) -> Result<()> {
-        let (Some(first), Some(last)) = (events.first(), events.last()) else {
-            return Ok(());
-        };
         if !self.started {
             self.started = true;
             self.group();
             if let Some((i, t0)) = &mut self.timeline {
-                *t0 = first.at.0 - first.at.0 % i.0;
+                *t0 = first.0 - first.0 % i.0;
             }
         }
         if self.auto {
-            self.widen_timeline(last.at);
-        }
-        if let Some(share) = self.share {
-            for (c, rows) in &mut self.mine {
-                share.select(events, *c, rows);
-            }
+            self.widen_timeline(last);
         }
         let n = events.len();
         for (ri, run) in self.runs.iter_mut().enumerate() {
@@ -781,35 +776,72 @@ impl Lane {
     }
 }
 
-/// A replay thread: a lane fed the same chunks as this one.
+/// What a replay thread gets of a chunk: its rows of it per key column it
+/// splits by, and the whole chunk when it decides runs that are not split.
+struct Part {
+    span: (Nanos, Nanos),
+    whole: Option<Arc<Vec<Event>>>,
+    /// In the order of the lane's `mine`.
+    mine: Vec<(usize, Vec<Event>)>,
+}
+
+/// A replay thread: a lane fed its part of the same chunks as this one.
 struct Worker {
-    tx: Option<mpsc::SyncSender<Arc<Vec<Event>>>>,
+    tx: Option<mpsc::SyncSender<Part>>,
+    /// Parts the thread is done with, to be filled again.
+    back: mpsc::Receiver<Part>,
+    /// The key columns its lane splits by, in the order of its `mine`.
+    columns: Vec<usize>,
+    /// True when the lane decides runs that are not split by key.
+    whole: bool,
     handle: std::thread::JoinHandle<Result<Lane>>,
 }
 
 impl Worker {
     fn start(mut lane: Lane) -> Result<Worker> {
-        let (tx, rx) = mpsc::sync_channel::<Arc<Vec<Event>>>(4);
+        let (tx, rx) = mpsc::sync_channel::<Part>(4);
+        let (back_tx, back) = mpsc::channel::<Part>();
+        let columns = lane.mine.iter().map(|(c, _)| *c).collect();
+        let whole = lane.runs.iter().any(|r| r.split.is_none());
         let handle = std::thread::Builder::new()
             .name("drip-replay".into())
             .spawn(move || {
-                for chunk in rx.iter() {
-                    lane.decide_chunk(&chunk, &[], None)?;
+                for mut part in rx.iter() {
+                    std::mem::swap(&mut lane.mine, &mut part.mine);
+                    let whole = part.whole.take();
+                    let events = whole.as_deref().map_or(&[][..], Vec::as_slice);
+                    lane.decide_chunk(part.span, events, &[], None)?;
+                    drop(whole);
+                    // The rows just decided go back to be filled again
+                    // (the replay may have finished with them already).
+                    let _ = back_tx.send(part);
                 }
                 Ok(lane)
             })
             .context("cannot start a replay thread")?;
         Ok(Worker {
             tx: Some(tx),
+            back,
+            columns,
+            whole,
             handle,
         })
     }
 
-    /// Hands the thread a chunk; false when it has stopped (its error
-    /// comes out of `finish`).
-    fn send(&mut self, chunk: Arc<Vec<Event>>) -> bool {
+    /// A part to fill: one the thread is done with, or a new one.
+    fn part(&self) -> Part {
+        self.back.try_recv().unwrap_or_else(|_| Part {
+            span: (Nanos::ZERO, Nanos::ZERO),
+            whole: None,
+            mine: self.columns.iter().map(|&c| (c, Vec::new())).collect(),
+        })
+    }
+
+    /// Hands the thread its part of a chunk; false when it has stopped
+    /// (its error comes out of `finish`).
+    fn send(&mut self, part: Part) -> bool {
         match &self.tx {
-            Some(tx) if tx.send(chunk).is_err() => {
+            Some(tx) if tx.send(part).is_err() => {
                 self.tx = None;
                 false
             }
@@ -1023,10 +1055,25 @@ impl Replay {
         let Some(first) = events.first() else {
             return Ok(());
         };
+        let span = (first.at, events.last().map_or(first.at, |e| e.at));
         if !self.workers.is_empty() {
-            let shared = self.hand_over(events);
-            for i in 0..self.workers.len() {
-                if !self.workers[i].send(shared.clone()) {
+            let whole = self
+                .workers
+                .iter()
+                .any(|w| w.whole)
+                .then(|| self.hand_over(events));
+            let mut parts: Vec<Part> = self.workers.iter().map(Worker::part).collect();
+            let share = self.local.share.expect("a spread lane has its share");
+            for (i, (c, rows)) in self.local.mine.iter_mut().enumerate() {
+                let mut lanes: Vec<&mut Vec<Event>> = std::iter::once(rows)
+                    .chain(parts.iter_mut().map(|p| &mut p.mine[i].1))
+                    .collect();
+                share.deal(events, *c, &mut lanes);
+            }
+            for (i, mut part) in parts.into_iter().enumerate() {
+                part.span = span;
+                part.whole = whole.clone();
+                if !self.workers[i].send(part) {
                     // That thread stopped on an error (a timeline past its
                     // cap): fail now, not after reading the rest of the log.
                     let w = self.workers.swap_remove(i);
@@ -1051,7 +1098,7 @@ impl Replay {
             );
         }
         let out = (!outcomes.is_empty()).then_some(outcomes.as_mut_slice());
-        self.local.decide_chunk(events, &self.names, out)?;
+        self.local.decide_chunk(span, events, &self.names, out)?;
         if let Some(c) = &mut self.compare {
             c.record(events, &outcomes);
         }
