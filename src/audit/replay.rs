@@ -443,21 +443,41 @@ fn decide_rows(
     };
     let global = |_: &Event| Some(0);
     // Compiled apart with and without a timeline, so that a replay
-    // without one tests nothing for it per row.
-    match (slot, timeline) {
-        (Slot::Global, None) => decide_by::<_, _, false>(states, events, global, tally, None, out),
-        (Slot::Global, t) => decide_by::<_, _, true>(states, events, global, tally, t, out),
-        (Slot::Column(c), None) => {
-            decide_by::<_, _, false>(states, events, column(c), tally, None, out)
+    // without one tests nothing for it per row, and without levels once
+    // the peak is at its cap, so that one tests nothing for them either.
+    let levels = tally.levels(timeline.is_some()) != Levels::None;
+    match (slot, timeline, levels) {
+        (Slot::Global, None, false) => {
+            decide_by::<_, _, false, false>(states, events, global, tally, None, out)
         }
-        (Slot::Column(c), t) => decide_by::<_, _, true>(states, events, column(c), tally, t, out),
+        (Slot::Global, None, true) => {
+            decide_by::<_, _, false, true>(states, events, global, tally, None, out)
+        }
+        (Slot::Global, t, _) => {
+            decide_by::<_, _, true, true>(states, events, global, tally, t, out)
+        }
+        (Slot::Column(c), None, false) => {
+            decide_by::<_, _, false, false>(states, events, column(c), tally, None, out)
+        }
+        (Slot::Column(c), None, true) => {
+            decide_by::<_, _, false, true>(states, events, column(c), tally, None, out)
+        }
+        (Slot::Column(c), t, _) => {
+            decide_by::<_, _, true, true>(states, events, column(c), tally, t, out)
+        }
     }
 }
 
 /// `decide_rows` with the rows' keys taken by `key`; `TIMELINE`: whether
-/// `timeline` is given.
+/// `timeline` is given; `LEVELS`: whether levels may be needed (false once
+/// the peak is at its cap without a timeline: it stays there).
 #[inline(always)]
-fn decide_by<S: Decides, K: Fn(&Event) -> Option<KeyId>, const TIMELINE: bool>(
+fn decide_by<
+    S: Decides,
+    K: Fn(&Event) -> Option<KeyId>,
+    const TIMELINE: bool,
+    const LEVELS: bool,
+>(
     states: &mut S,
     events: &[Event],
     key: K,
@@ -476,8 +496,12 @@ fn decide_by<S: Decides, K: Fn(&Event) -> Option<KeyId>, const TIMELINE: bool>(
         {
             states.prefetch(k, true);
         }
+        let levels = match LEVELS {
+            true => tally.levels(TIMELINE),
+            false => Levels::None,
+        };
         let (d, level) = match key(ev) {
-            Some(k) => states.decide_level(k, ev.at, u64::from(ev.cost), tally.levels(TIMELINE)),
+            Some(k) => states.decide_level(k, ev.at, u64::from(ev.cost), levels),
             None => (Decision::Admit { release: ev.at }, 0),
         };
         tally.count(ev, d, level, timeline)?;
