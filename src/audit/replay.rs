@@ -255,15 +255,14 @@ impl Tally {
     #[inline]
     fn refused(&mut self, ev: &Event) {
         self.dropped += 1;
-        if let Some(c) = self.report_slot {
-            let id = ev.keys[c];
-            if id != EMPTY_KEY {
-                let i = id as usize;
-                if i >= self.drops_by_key.len() {
-                    self.drops_by_key.resize(i + 1, 0);
-                }
-                self.drops_by_key[i] = self.drops_by_key[i].saturating_add(1);
+        if let Some(&id) = self.report_slot.and_then(|c| ev.keys.get(c))
+            && id != EMPTY_KEY
+        {
+            let i = id as usize;
+            if i >= self.drops_by_key.len() {
+                self.drops_by_key.resize(i + 1, 0);
             }
+            self.drops_by_key[i] = self.drops_by_key[i].saturating_add(1);
         }
     }
 
@@ -436,6 +435,8 @@ fn decide_rows(
     out: Option<&mut [Decision]>,
 ) -> Result<()> {
     let column = |c: usize| {
+        // Checked once here, so that no row checks it again.
+        assert!(c < MAX_KEYS, "a key column past the last");
         move |ev: &Event| {
             let id = ev.keys[c];
             (id != EMPTY_KEY).then_some(KeyId::from(id))
@@ -667,6 +668,7 @@ impl Share {
     /// renumbered (rows with an empty key go to lane 0).
     fn deal(&self, events: &[Event], c: usize, lanes: &mut [&mut Vec<Event>]) {
         assert_eq!(lanes.len(), self.n as usize);
+        assert!(c < MAX_KEYS, "a key column past the last");
         for rows in lanes.iter_mut() {
             rows.clear();
         }
@@ -1135,14 +1137,12 @@ impl Replay {
     /// Counts each row for its key, per key column.
     fn count_requests(&mut self, events: &[Event]) {
         for (i, ev) in events.iter().enumerate() {
-            for (c, reqs) in self.requests_by_key.iter_mut().enumerate() {
-                if let Some(n) = events
-                    .get(i + PREFETCH_FAR)
-                    .and_then(|ahead| reqs.get(ahead.keys[c] as usize))
-                {
+            let ahead = events.get(i + PREFETCH_FAR).map(|a| &a.keys);
+            for (c, (reqs, &id)) in self.requests_by_key.iter_mut().zip(&ev.keys).enumerate() {
+                if let Some(n) = ahead.and_then(|keys| reqs.get(keys[c] as usize)) {
                     crate::policy::keyed::prefetch_line(n);
                 }
-                if let Some(n) = reqs.get_mut(ev.keys[c] as usize) {
+                if let Some(n) = reqs.get_mut(id as usize) {
                     *n += 1;
                 }
             }

@@ -368,7 +368,7 @@ impl Cursor<'_> {
 
     /// What follows the seconds: an optional fraction, an optional space,
     /// an optional offset, and the end: (fraction ns, offset s if given).
-    #[inline]
+    #[inline(always)]
     fn tail(&mut self) -> Option<(u64, Option<i64>)> {
         let frac = self.fraction()?;
         if self.peek() == Some(b' ') {

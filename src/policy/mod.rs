@@ -160,7 +160,7 @@ impl<P: Policy> Policy for Checked<P> {
 
     /// The policy's own `decide` (which may do in one step what `check`
     /// and `admit` do in two), behind the cost test.
-    #[inline]
+    #[inline(always)]
     fn decide(&self, state: &mut P::State, now: Nanos, cost: u64) -> Decision {
         if cost > self.max_cost {
             self.policy.refuse(state, now, cost);
