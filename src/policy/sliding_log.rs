@@ -52,7 +52,7 @@ impl SlidingLog {
     }
 
     /// Records an admitted request (the window pruned already).
-    #[inline]
+    #[inline(always)]
     fn enter(s: &mut SlidingLogState, now: Nanos, cost: u64) {
         s.sum += cost;
         match s.entries.back_mut() {
@@ -61,7 +61,7 @@ impl SlidingLog {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn prune(&self, s: &mut SlidingLogState, now: Nanos) {
         while let Some(&(t, c)) = s.entries.front() {
             if self.live(t, now) {
@@ -158,13 +158,22 @@ impl Entries {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn push_back(&mut self, e: (Nanos, u64)) {
         match &mut self.more {
             None if self.len < INLINE => {
                 self.first[self.len] = e;
                 self.len += 1;
             }
+            _ => self.push_more(e),
+        }
+    }
+
+    /// `push_back` past the entries kept in the state (kept out of line:
+    /// most keys never get here).
+    #[inline(never)]
+    fn push_more(&mut self, e: (Nanos, u64)) {
+        match &mut self.more {
             Some(m) => m.push_back(e),
             None => self.more = Some(Box::new(VecDeque::from([e]))),
         }
@@ -225,7 +234,7 @@ impl Policy for SlidingLog {
     /// `check`, then `admit` or `refuse`, with the expired entries dropped
     /// first (they count for nothing either way): the units in the window
     /// are then their sum, and each entry is looked at once.
-    #[inline]
+    #[inline(always)]
     fn decide(&self, s: &mut SlidingLogState, now: Nanos, cost: u64) -> Decision {
         self.prune(s, now);
         if s.sum + cost <= self.limit {
