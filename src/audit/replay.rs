@@ -442,42 +442,57 @@ fn decide_rows(
             (id != EMPTY_KEY).then_some(KeyId::from(id))
         }
     };
-    let global = |_: &Event| Some(0);
-    // Compiled apart with and without a timeline, so that a replay
-    // without one tests nothing for it per row, and without levels once
-    // the peak is at its cap, so that one tests nothing for them either.
+    match slot {
+        Slot::Global => decide_with(states, events, |_: &Event| Some(0), tally, timeline, out),
+        Slot::Column(c) => decide_with(states, events, column(c), tally, timeline, out),
+    }
+}
+
+/// `decide_rows` with the rows' keys taken by `key`, through a loop
+/// compiled for what the chunk needs: with or without a timeline, so that
+/// a replay without one tests nothing for it per row; without levels once
+/// the peak is at its cap, so that one tests nothing for them either; and
+/// without refusals' retry times unless decisions are kept in `out`.
+#[inline(always)]
+fn decide_with<S: Decides, K: Fn(&Event) -> Option<KeyId>>(
+    states: &mut S,
+    events: &[Event],
+    key: K,
+    tally: &mut Tally,
+    timeline: Option<(Nanos, u64)>,
+    out: Option<&mut [Decision]>,
+) -> Result<()> {
     let levels = tally.levels(timeline.is_some()) != Levels::None;
-    match (slot, timeline, levels) {
-        (Slot::Global, None, false) => {
-            decide_by::<_, _, false, false>(states, events, global, tally, None, out)
+    match (timeline.is_some(), levels, out.is_some()) {
+        (false, false, false) => {
+            decide_by::<_, _, false, false, false>(states, events, key, tally, None, out)
         }
-        (Slot::Global, None, true) => {
-            decide_by::<_, _, false, true>(states, events, global, tally, None, out)
+        (false, true, false) => {
+            decide_by::<_, _, false, true, false>(states, events, key, tally, None, out)
         }
-        (Slot::Global, t, _) => {
-            decide_by::<_, _, true, true>(states, events, global, tally, t, out)
+        (true, _, false) => {
+            decide_by::<_, _, true, true, false>(states, events, key, tally, timeline, out)
         }
-        (Slot::Column(c), None, false) => {
-            decide_by::<_, _, false, false>(states, events, column(c), tally, None, out)
+        (false, _, true) => {
+            decide_by::<_, _, false, true, true>(states, events, key, tally, None, out)
         }
-        (Slot::Column(c), None, true) => {
-            decide_by::<_, _, false, true>(states, events, column(c), tally, None, out)
-        }
-        (Slot::Column(c), t, _) => {
-            decide_by::<_, _, true, true>(states, events, column(c), tally, t, out)
+        (true, _, true) => {
+            decide_by::<_, _, true, true, true>(states, events, key, tally, timeline, out)
         }
     }
 }
 
 /// `decide_rows` with the rows' keys taken by `key`; `TIMELINE`: whether
 /// `timeline` is given; `LEVELS`: whether levels may be needed (false once
-/// the peak is at its cap without a timeline: it stays there).
+/// the peak is at its cap without a timeline: it stays there); `RETRY`:
+/// whether a refusal's retry time is worked out (for `out`).
 #[inline(always)]
 fn decide_by<
     S: Decides,
     K: Fn(&Event) -> Option<KeyId>,
     const TIMELINE: bool,
     const LEVELS: bool,
+    const RETRY: bool,
 >(
     states: &mut S,
     events: &[Event],
@@ -502,7 +517,8 @@ fn decide_by<
             false => Levels::None,
         };
         let (d, level) = match key(ev) {
-            Some(k) => states.decide_level(k, ev.at, u64::from(ev.cost), levels),
+            Some(k) if RETRY => states.decide_level(k, ev.at, u64::from(ev.cost), levels),
+            Some(k) => states.decide_level_no_retry(k, ev.at, u64::from(ev.cost), levels),
             None => (Decision::Admit { release: ev.at }, 0),
         };
         tally.count(ev, d, level, timeline)?;

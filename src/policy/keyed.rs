@@ -61,6 +61,15 @@ pub trait Decides {
         cost: u64,
         levels: Levels,
     ) -> (Decision, u64);
+    /// `decide_level` for a caller that only counts decisions: a refusal
+    /// comes with no retry time (see [`Policy::decide_no_retry`]).
+    fn decide_level_no_retry(
+        &mut self,
+        key: KeyId,
+        now: Nanos,
+        cost: u64,
+        levels: Levels,
+    ) -> (Decision, u64);
     /// A hint that `key` will be decided soon: start loading its state
     /// (`deep`: also what the state points to). Changes nothing.
     fn prefetch(&self, key: KeyId, deep: bool);
@@ -142,10 +151,11 @@ impl Prefetch for super::sliding_log::SlidingLogState {
     }
 }
 
-/// `policy.decide` on `state`, and the level just after as far as `levels`
-/// asks (0 where it does not); `refusal_counts`: a refusal can raise it.
+/// `policy.decide` on `state` (`decide_no_retry` unless `RETRY`), and the
+/// level just after as far as `levels` asks (0 where it does not);
+/// `refusal_counts`: a refusal can raise it.
 #[inline(always)]
-pub fn decide_level<P: Policy>(
+pub fn decide_level<P: Policy, const RETRY: bool>(
     policy: &P,
     state: &mut P::State,
     now: Nanos,
@@ -153,7 +163,10 @@ pub fn decide_level<P: Policy>(
     levels: Levels,
     refusal_counts: bool,
 ) -> (Decision, u64) {
-    let d = policy.decide(state, now, cost);
+    let d = match RETRY {
+        true => policy.decide(state, now, cost),
+        false => policy.decide_no_retry(state, now, cost),
+    };
     let wanted = match levels {
         Levels::None => false,
         Levels::Rises => d.is_admit() || refusal_counts,
@@ -284,6 +297,23 @@ impl<P: Listed> Store<P> {
             self.grow_to(len);
         }
     }
+
+    /// [`Decides::decide_level`], a refusal's retry time worked out only
+    /// when `RETRY`.
+    #[inline(always)]
+    fn decide_as<const RETRY: bool>(
+        &mut self,
+        key: KeyId,
+        now: Nanos,
+        cost: u64,
+        levels: Levels,
+    ) -> (Decision, u64) {
+        self.maybe_sweep(now);
+        let i = self.grow(key);
+        let s = &mut self.states[i];
+        let refusal_counts = self.info.refusal_counts;
+        decide_level::<_, RETRY>(&self.policy, s, now, cost, levels, refusal_counts)
+    }
 }
 
 /// As a [`Limiter`], a store decides under its first policy (a driver's
@@ -337,10 +367,18 @@ impl<P: Listed> Decides for Store<P> {
         cost: u64,
         levels: Levels,
     ) -> (Decision, u64) {
-        self.maybe_sweep(now);
-        let i = self.grow(key);
-        let s = &mut self.states[i];
-        decide_level(&self.policy, s, now, cost, levels, self.info.refusal_counts)
+        self.decide_as::<true>(key, now, cost, levels)
+    }
+
+    #[inline]
+    fn decide_level_no_retry(
+        &mut self,
+        key: KeyId,
+        now: Nanos,
+        cost: u64,
+        levels: Levels,
+    ) -> (Decision, u64) {
+        self.decide_as::<false>(key, now, cost, levels)
     }
 
     #[inline]

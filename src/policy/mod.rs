@@ -106,6 +106,17 @@ pub trait Policy {
         d
     }
 
+    /// `decide` for a caller that only counts decisions: the same
+    /// admission, release and change of state, but a refusal comes with no
+    /// retry time (`retry_at: None`). Policies whose retry time takes work
+    /// of its own skip that work here.
+    fn decide_no_retry(&self, state: &mut Self::State, now: Nanos, cost: u64) -> Decision {
+        match self.decide(state, now, cost) {
+            Decision::Refuse { .. } => Decision::Refuse { retry_at: None },
+            admitted => admitted,
+        }
+    }
+
     /// True when `state` decides every future request exactly as a key
     /// never seen would, from `now` on: the key may be forgotten.
     fn is_neutral(&self, state: &Self::State, now: Nanos) -> bool;
@@ -113,6 +124,21 @@ pub trait Policy {
     /// The occupancy after the last request, in the policy's own units
     /// (bucket level, backlog, window count), for reports.
     fn level(&self, state: &Self::State, now: Nanos) -> u64;
+}
+
+/// A refusal that changes nothing, as a policy's `decide` returns it: with
+/// its retry time (from `check`) when `RETRY`, else with none.
+#[inline(always)]
+fn refusal<P: Policy, const RETRY: bool>(
+    policy: &P,
+    state: &P::State,
+    now: Nanos,
+    cost: u64,
+) -> Decision {
+    match RETRY {
+        true => policy.check(state, now, cost),
+        false => Decision::Refuse { retry_at: None },
+    }
 }
 
 #[cfg(test)]
@@ -167,6 +193,15 @@ impl<P: Policy> Policy for Checked<P> {
             return Decision::Refuse { retry_at: None };
         }
         self.policy.decide(state, now, cost)
+    }
+
+    #[inline(always)]
+    fn decide_no_retry(&self, state: &mut P::State, now: Nanos, cost: u64) -> Decision {
+        if cost > self.max_cost {
+            self.policy.refuse(state, now, cost);
+            return Decision::Refuse { retry_at: None };
+        }
+        self.policy.decide_no_retry(state, now, cost)
     }
 
     #[inline]

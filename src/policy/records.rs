@@ -259,6 +259,44 @@ impl<P: Listed> Column<'_, P> {
         unsafe { self.records.state_mut::<P::State>(k, self.field.offset) }
     }
 
+    /// `decide` for `key` at `now`, and its level just after as far as
+    /// `levels` asks (0 where it does not), as a store's member decides;
+    /// the key's record made if it had none, the decision counted towards
+    /// the field's next sweep.
+    #[inline(always)]
+    fn decide_as<const RETRY: bool>(
+        &mut self,
+        key: KeyId,
+        now: Nanos,
+        cost: u64,
+        levels: Levels,
+    ) -> (Decision, u64) {
+        self.maybe_sweep(now);
+        let k = key as usize;
+        if k >= self.records.keys {
+            self.records.grow_to(k + 1);
+        }
+        // The state borrows the records, the policy the field: apart.
+        let Column { records, field } = self;
+        // SAFETY: key `k` has a record now, and the field is of these
+        // records (checked when the column was made).
+        let s = unsafe { records.state_mut::<P::State>(k, field.offset) };
+        let sweeps = std::mem::needs_drop::<P::State>() && field.info.holds_memory;
+        let owned = sweeps && s.owns();
+        let decided = super::keyed::decide_level::<_, RETRY>(
+            &field.policy,
+            s,
+            now,
+            cost,
+            levels,
+            field.info.refusal_counts,
+        );
+        if sweeps && !owned && s.owns() {
+            field.owners.push(key);
+        }
+        decided
+    }
+
     /// True for a field whose states may hold memory (see [`Records`]).
     #[inline(always)]
     fn sweeps(&self) -> bool {
@@ -308,10 +346,6 @@ impl<P: Listed> Decides for Column<'_, P> {
         <P::State as Prefetch>::DEEP
     }
 
-    /// `decide` for `key` at `now`, and its level just after as far as
-    /// `levels` asks (0 where it does not), as a store's member decides;
-    /// the key's record made if it had none, the decision counted towards
-    /// the field's next sweep.
     #[inline(always)]
     fn decide_level(
         &mut self,
@@ -320,30 +354,18 @@ impl<P: Listed> Decides for Column<'_, P> {
         cost: u64,
         levels: Levels,
     ) -> (Decision, u64) {
-        self.maybe_sweep(now);
-        let k = key as usize;
-        if k >= self.records.keys {
-            self.records.grow_to(k + 1);
-        }
-        // The state borrows the records, the policy the field: apart.
-        let Column { records, field } = self;
-        // SAFETY: key `k` has a record now, and the field is of these
-        // records (checked when the column was made).
-        let s = unsafe { records.state_mut::<P::State>(k, field.offset) };
-        let sweeps = std::mem::needs_drop::<P::State>() && field.info.holds_memory;
-        let owned = sweeps && s.owns();
-        let decided = super::keyed::decide_level(
-            &field.policy,
-            s,
-            now,
-            cost,
-            levels,
-            field.info.refusal_counts,
-        );
-        if sweeps && !owned && s.owns() {
-            field.owners.push(key);
-        }
-        decided
+        self.decide_as::<true>(key, now, cost, levels)
+    }
+
+    #[inline(always)]
+    fn decide_level_no_retry(
+        &mut self,
+        key: KeyId,
+        now: Nanos,
+        cost: u64,
+        levels: Levels,
+    ) -> (Decision, u64) {
+        self.decide_as::<false>(key, now, cost, levels)
     }
 
     /// A hint that `key` will be decided soon: start loading its state's

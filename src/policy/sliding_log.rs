@@ -71,6 +71,22 @@ impl SlidingLog {
             s.sum -= c;
         }
     }
+
+    /// `decide`, a refusal with its retry time when `RETRY`, else with none.
+    #[inline(always)]
+    fn decide_as<const RETRY: bool>(
+        &self,
+        s: &mut SlidingLogState,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
+        self.prune(s, now);
+        if s.sum + cost <= self.limit {
+            Self::enter(s, now, cost);
+            return Decision::Admit { release: now };
+        }
+        super::refusal::<Self, RETRY>(self, s, now, cost)
+    }
 }
 
 /// Admitted (instant, cost) entries, oldest first, and their cost sum.
@@ -236,12 +252,12 @@ impl Policy for SlidingLog {
     /// are then their sum, and each entry is looked at once.
     #[inline(always)]
     fn decide(&self, s: &mut SlidingLogState, now: Nanos, cost: u64) -> Decision {
-        self.prune(s, now);
-        if s.sum + cost <= self.limit {
-            Self::enter(s, now, cost);
-            return Decision::Admit { release: now };
-        }
-        self.check(s, now, cost)
+        self.decide_as::<true>(s, now, cost)
+    }
+
+    #[inline]
+    fn decide_no_retry(&self, s: &mut SlidingLogState, now: Nanos, cost: u64) -> Decision {
+        self.decide_as::<false>(s, now, cost)
     }
 
     fn refuse(&self, s: &mut SlidingLogState, now: Nanos, _cost: u64) {

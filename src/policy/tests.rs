@@ -917,7 +917,8 @@ fn a_sliding_log_admits_what_its_window_has_room_for() {
 
 /// A policy's `decide` (some do in one step what `check` and `admit` do in
 /// two) against `check` followed by `admit` or `refuse`: the same decisions,
-/// levels and neutrality, request after request.
+/// levels and neutrality, request after request. And `decide_no_retry`
+/// against `decide`: the same, but for refusals' retry times.
 #[test]
 fn every_decide_is_check_then_record() {
     struct Both(u64);
@@ -927,6 +928,7 @@ fn every_decide_is_check_then_record() {
             let p = Checked::new(*policy);
             let mut rng = Rng(self.0);
             let (mut one, mut two) = (P::State::default(), P::State::default());
+            let mut three = P::State::default();
             let mut now = 1_600_000_000 * S + rng.below(S);
             let max = policy.info().max_cost;
             for _ in 0..400 {
@@ -943,9 +945,17 @@ fn every_decide_is_check_then_record() {
                     Decision::Refuse { .. } => p.refuse(&mut two, Nanos(now), cost),
                 }
                 assert_eq!(d, e, "{} at {now}, cost {cost}", P::NAME);
+                let bare = match d {
+                    Decision::Refuse { .. } => Decision::Refuse { retry_at: None },
+                    admitted => admitted,
+                };
+                let f = p.decide_no_retry(&mut three, Nanos(now), cost);
+                assert_eq!(f, bare, "{} without retry at {now}, cost {cost}", P::NAME);
                 assert_eq!(p.level(&one, Nanos(now)), p.level(&two, Nanos(now)));
+                assert_eq!(p.level(&one, Nanos(now)), p.level(&three, Nanos(now)));
                 let later = Nanos(now + rng.below(20 * S));
                 assert_eq!(p.is_neutral(&one, later), p.is_neutral(&two, later));
+                assert_eq!(p.is_neutral(&one, later), p.is_neutral(&three, later));
             }
             400
         }
