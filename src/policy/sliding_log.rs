@@ -255,7 +255,7 @@ impl Policy for SlidingLog {
         self.decide_as::<true>(s, now, cost)
     }
 
-    #[inline]
+    #[inline(always)]
     fn decide_no_retry(&self, s: &mut SlidingLogState, now: Nanos, cost: u64) -> Decision {
         self.decide_as::<false>(s, now, cost)
     }
