@@ -433,7 +433,8 @@ pub struct AuditArgs {
     /// newly dropped and admitted, keys newly hurt and relieved.
     #[arg(long)]
     pub compare: bool,
-    /// Replay threads (default: one per available core). Policies keyed by one
+    /// Replay threads (default: one per four policies, leaving the reader a
+    /// core; on two cores, two past eight policies). Policies keyed by one
     /// column are split by key across them; the report is the same for any N.
     #[arg(long, value_name = "N")]
     pub threads: Option<std::num::NonZeroUsize>,
