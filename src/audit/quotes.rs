@@ -70,8 +70,11 @@ pub struct QuoteGuard<R> {
     delimiter: u8,
     skip: bool,
     /// Bytes read: `[pos, ready)` may be handed on, `[ready, scanned)` are
-    /// scanned but held (a quoted field is open), `[scanned, len)` are new.
+    /// scanned but held (a quoted field is open), `[scanned, end)` are new;
+    /// past `end`, room that reads land in directly (zeroed once, when the
+    /// buffer grows, never per read).
     buf: Vec<u8>,
+    end: usize,
     pos: usize,
     ready: usize,
     scanned: usize,
@@ -84,8 +87,6 @@ pub struct QuoteGuard<R> {
     open_line: u64,
     eof: bool,
     skipped: u64,
-    /// Where each read lands before it joins `buf`.
-    chunk: Box<[u8]>,
 }
 
 impl<R: Read> QuoteGuard<R> {
@@ -94,7 +95,8 @@ impl<R: Read> QuoteGuard<R> {
             inner,
             delimiter,
             skip,
-            buf: Vec::with_capacity(CHUNK),
+            buf: Vec::new(),
+            end: 0,
             pos: 0,
             ready: 0,
             scanned: 0,
@@ -104,7 +106,6 @@ impl<R: Read> QuoteGuard<R> {
             open_line: 1,
             eof: false,
             skipped: 0,
-            chunk: vec![0; CHUNK].into_boxed_slice(),
         }
     }
 
@@ -115,7 +116,7 @@ impl<R: Read> QuoteGuard<R> {
 
     /// Scans the new bytes, moving `ready` to the last record boundary.
     fn scan(&mut self) {
-        let end = self.buf.len();
+        let end = self.end;
         let mut i = self.scanned;
         while i < end {
             match self.state {
@@ -212,12 +213,13 @@ impl<R: Read> QuoteGuard<R> {
         // The held record, up to the end of the line where the quote
         // opened, becomes as many empty lines.
         let stop = (self.ready_line..)
-            .zip(memchr::memchr_iter(b'\n', &self.buf[self.ready..]))
+            .zip(memchr::memchr_iter(b'\n', &self.buf[self.ready..self.end]))
             .find(|&(line, _)| line == self.open_line)
-            .map_or(self.buf.len(), |(_, n)| self.ready + n + 1);
+            .map_or(self.end, |(_, n)| self.ready + n + 1);
         let lines = memchr::memchr_iter(b'\n', &self.buf[self.ready..stop]).count();
-        self.buf
-            .splice(self.ready..stop, std::iter::repeat_n(b'\n', lines));
+        self.buf[self.ready..self.ready + lines].fill(b'\n');
+        self.buf.copy_within(stop..self.end, self.ready + lines);
+        self.end -= stop - self.ready - lines;
         // The line count is unchanged, and the CSV reader skips blank lines.
         self.line = self.ready_line;
         self.scanned = self.ready;
@@ -234,42 +236,46 @@ impl<R: Read> QuoteGuard<R> {
     pub fn fill(&mut self) -> io::Result<&[u8]> {
         while self.pos == self.ready {
             if self.eof {
-                if self.ready == self.buf.len() {
+                if self.ready == self.end {
                     return Ok(&[]);
                 }
                 // Still inside a quoted field at the end of the input.
                 self.stray(false)?;
-                if self.pos == self.ready && self.ready == self.buf.len() {
+                if self.pos == self.ready && self.ready == self.end {
                     return Ok(&[]);
                 }
                 continue;
             }
             // Drop what was handed on; keep the held record.
             if self.pos > 0 {
-                self.buf.drain(..self.pos);
+                self.buf.copy_within(self.pos..self.end, 0);
+                self.end -= self.pos;
                 self.ready -= self.pos;
                 self.scanned -= self.pos;
                 self.pos = 0;
             }
-            if self.quoted() && self.buf.len() - self.ready > MAX_SPAN {
+            if self.quoted() && self.end - self.ready > MAX_SPAN {
                 self.stray(true)?;
                 continue;
             }
-            // Into a buffer zero-filled once, then appended: a short read
-            // costs its own bytes, not a chunk's worth of zeros.
+            // Straight after the bytes held, into room zeroed when the
+            // buffer last grew: no copy and no zeroing per read.
+            if self.buf.len() < self.end + CHUNK {
+                self.buf.resize(self.end + CHUNK, 0);
+            }
             let n = loop {
-                match self.inner.read(&mut self.chunk[..]) {
+                match self.inner.read(&mut self.buf[self.end..self.end + CHUNK]) {
                     Ok(n) => break n,
                     Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
                     Err(e) => return Err(e),
                 }
             };
-            self.buf.extend_from_slice(&self.chunk[..n]);
+            self.end += n;
             if n == 0 {
                 self.eof = true;
                 if !matches!(self.state, State::Quoted) {
                     // A quoted field closed by its last byte is complete.
-                    self.ready = self.buf.len();
+                    self.ready = self.end;
                 }
             } else {
                 self.scan();
