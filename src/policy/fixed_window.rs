@@ -72,7 +72,11 @@ pub struct FixedWindowState {
     pub count: u64,
 }
 
-impl Prefetch for FixedWindowState {}
+impl Prefetch for FixedWindowState {
+    fn owns(&self) -> bool {
+        false
+    }
+}
 
 impl Listed for FixedWindow {
     const NAME: &'static str = "fixed-window";

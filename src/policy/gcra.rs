@@ -64,7 +64,11 @@ pub struct GcraState {
     pub tat: u128,
 }
 
-impl Prefetch for GcraState {}
+impl Prefetch for GcraState {
+    fn owns(&self) -> bool {
+        false
+    }
+}
 
 impl Listed for Gcra {
     const NAME: &'static str = "gcra";

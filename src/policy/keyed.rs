@@ -106,9 +106,11 @@ pub fn prefetch_line<T>(p: *const T) {
     let _ = p;
 }
 
-/// A speed hook for a policy's state, used by stores only: start loading
-/// what the state points to (the sliding log's oldest entry), so that a
-/// replay can ask a few rows ahead. The default has nothing to load.
+/// What stores need of a policy's state besides the rule: speed hooks
+/// (start loading what the state points to, the sliding log's oldest
+/// entry, so that a replay can ask a few rows ahead; whether a sweep may
+/// skip it) and the memory contract of sweeps (which states hold memory of
+/// their own, and giving back what they hold beyond their needs).
 pub trait Prefetch {
     #[inline(always)]
     fn prefetch_deep(&self) {}
@@ -121,13 +123,15 @@ pub trait Prefetch {
         false
     }
     /// True when the state holds memory of its own, which a sweep gives
-    /// back by resetting it once neutral. A state of a policy whose
-    /// [`Info::holds_memory`] is set must say so here: records sweep only
-    /// the states that took memory since they were last reset.
+    /// back by resetting it once neutral. Every state says (no default): a
+    /// state of a policy whose [`Info::holds_memory`] is set must, since
+    /// records sweep only the states that took memory. A state holding
+    /// memory keeps holding it until a sweep resets or compacts it.
+    fn owns(&self) -> bool;
+    /// Gives back what the state holds beyond what its contents need (a
+    /// sweep calls it on the states it keeps); changes no decision.
     #[inline(always)]
-    fn owns(&self) -> bool {
-        false
-    }
+    fn compact(&mut self) {}
 }
 
 impl Prefetch for super::sliding_log::SlidingLogState {
@@ -141,6 +145,10 @@ impl Prefetch for super::sliding_log::SlidingLogState {
     #[inline(always)]
     fn owns(&self) -> bool {
         self.entries.queue().is_some()
+    }
+
+    fn compact(&mut self) {
+        self.entries.compact();
     }
 
     #[inline(always)]
@@ -259,8 +267,13 @@ impl<P: Listed> Store<P> {
             self.since_sweep = 0;
             for row in self.states.chunks_exact_mut(self.row.len()) {
                 for (s, p) in row.iter_mut().zip(&self.row) {
-                    if !s.is_clear() && p.is_neutral(s, now) {
+                    if s.is_clear() {
+                        continue;
+                    }
+                    if p.is_neutral(s, now) {
                         *s = P::State::default();
+                    } else {
+                        s.compact();
                     }
                 }
             }

@@ -71,7 +71,11 @@ pub struct LeakyBucketState {
     pub last: Nanos,
 }
 
-impl Prefetch for LeakyBucketState {}
+impl Prefetch for LeakyBucketState {
+    fn owns(&self) -> bool {
+        false
+    }
+}
 
 impl Listed for LeakyBucket {
     const NAME: &'static str = "leaky-bucket";

@@ -209,7 +209,11 @@ impl NginxState {
     }
 }
 
-impl Prefetch for NginxState {}
+impl Prefetch for NginxState {
+    fn owns(&self) -> bool {
+        false
+    }
+}
 
 impl Listed for NginxLimitReq {
     const NAME: &'static str = "nginx";

@@ -316,9 +316,9 @@ impl<P: Listed> Column<'_, P> {
         }
     }
 
-    /// Resets the neutral states among those holding memory; the others
-    /// stay listed. A state holding memory keeps it until reset, so that
-    /// each is listed once.
+    /// Resets the neutral states among those holding memory and compacts
+    /// the others, which stay listed while they still hold some. A state
+    /// holding memory keeps it until a sweep, so that each is listed once.
     #[cold]
     #[inline(never)]
     fn sweep(&mut self, now: Nanos) {
@@ -329,11 +329,12 @@ impl<P: Listed> Column<'_, P> {
             // SAFETY: a listed key has a record.
             let s = unsafe { self.state_mut(k as usize) };
             debug_assert!(s.owns(), "a listed state gave its memory back");
-            let reset = policy.is_neutral(s, now);
-            if reset {
+            if policy.is_neutral(s, now) {
                 *s = P::State::default();
+                return false;
             }
-            !reset
+            s.compact();
+            s.owns()
         });
         self.field.owners = owners;
     }
@@ -556,6 +557,47 @@ mod tests {
                     .filter(|&k| column.get(k).unwrap().owns())
                     .collect();
                 assert_eq!(listed, owning, "after {round} decisions");
+            }
+        }
+    }
+
+    #[test]
+    fn a_sweep_gives_back_the_queues_that_busy_keys_no_longer_need() {
+        let mut r = Records::new();
+        let PolicyConfig::SlidingLog(l) = config("sliding-log:limit=500,window=1s") else {
+            unreachable!()
+        };
+        let mut log: Field<SlidingLog> = r.register(l);
+        let mut now = 0;
+        // 50 keys each send 300 requests in a burst: each takes a queue.
+        for k in 0..50u64 {
+            for _ in 0..300 {
+                now += MS / 100;
+                r.column(&mut log)
+                    .decide_level(k, Nanos(now), 1, Levels::None);
+            }
+        }
+        // Then each sends one request every 1.2 s (one entry in a window,
+        // never idle long at a sweep) or three every 1.2 s.
+        for _ in 0..120 {
+            now += 1_200 * MS;
+            for k in 0..50u64 {
+                let n = if k % 2 == 0 { 1 } else { 3 };
+                for i in 0..n {
+                    let at = Nanos(now + k * MS + i);
+                    r.column(&mut log).decide_level(k, at, 1, Levels::None);
+                }
+            }
+        }
+        let column = r.column(&mut log);
+        for k in 0..50u64 {
+            let queue = column.get(k).unwrap().entries.queue();
+            if k % 2 == 0 {
+                // One entry at a time: back in the state, the queue gone.
+                assert!(queue.is_none(), "key {k} kept a queue for one entry");
+            } else if let Some(q) = queue {
+                // Three: a queue, its room cut down to about them.
+                assert!(q.capacity() < 16, "key {k}: room for {}", q.capacity());
             }
         }
     }

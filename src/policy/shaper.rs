@@ -85,7 +85,11 @@ pub struct ShaperState {
     pub next_free: u128,
 }
 
-impl Prefetch for ShaperState {}
+impl Prefetch for ShaperState {
+    fn owns(&self) -> bool {
+        false
+    }
+}
 
 impl Listed for Shaper {
     const NAME: &'static str = "shaper";

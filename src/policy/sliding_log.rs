@@ -6,7 +6,8 @@
 //! refusal is `t + W + 1 ns` for the oldest entry whose expiry frees enough
 //! room. Memory per key is its entries within the window: the first two
 //! inside the key's state, more in a queue of its own, which a key keeps
-//! (empty or not) until a sweep of its store resets it once idle.
+//! until a sweep of its store resets it once idle, or gives the queue's
+//! room back (all of it when two entries or fewer are left).
 //!
 //! Spec: `sliding-log:limit=N,window=DURATION`.
 
@@ -192,6 +193,23 @@ impl Entries {
         match &mut self.more {
             Some(m) => m.push_back(e),
             None => self.more = Some(Box::new(VecDeque::from([e]))),
+        }
+    }
+
+    /// Gives back the queue's room beyond its entries: all of it when the
+    /// entries fit in the state again (moved there, in order).
+    pub fn compact(&mut self) {
+        let Some(more) = self.more.as_mut() else {
+            return;
+        };
+        if self.len + more.len() <= INLINE {
+            for e in more.drain(..) {
+                self.first[self.len] = e;
+                self.len += 1;
+            }
+            self.more = None;
+        } else if more.capacity() > 2 * more.len() {
+            more.shrink_to_fit();
         }
     }
 

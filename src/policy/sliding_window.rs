@@ -94,7 +94,11 @@ pub struct SlidingWindowState {
     pub prev: u64,
 }
 
-impl Prefetch for SlidingWindowState {}
+impl Prefetch for SlidingWindowState {
+    fn owns(&self) -> bool {
+        false
+    }
+}
 
 impl Listed for SlidingWindow {
     const NAME: &'static str = "sliding-window";

@@ -74,7 +74,11 @@ pub struct TokenBucketState {
     pub seen: bool,
 }
 
-impl Prefetch for TokenBucketState {}
+impl Prefetch for TokenBucketState {
+    fn owns(&self) -> bool {
+        false
+    }
+}
 
 impl Listed for TokenBucket {
     const NAME: &'static str = "token-bucket";
