@@ -71,8 +71,8 @@ pub struct QuoteGuard<R> {
     skip: bool,
     /// Bytes read: `[pos, ready)` may be handed on, `[ready, scanned)` are
     /// scanned but held (a quoted field is open), `[scanned, end)` are new;
-    /// past `end`, room that reads land in directly (zeroed once, when the
-    /// buffer grows, never per read).
+    /// past `end`, room that reads land in directly (bytes of no meaning:
+    /// zeros where the buffer grew, else what was there before).
     buf: Vec<u8>,
     end: usize,
     pos: usize,
@@ -239,6 +239,12 @@ impl<R: Read> QuoteGuard<R> {
                 if self.ready == self.end {
                     return Ok(&[]);
                 }
+                if self.state != State::Quoted {
+                    // The last line, without a newline (after a stray
+                    // quote's lines were blanked out and scanned again).
+                    self.ready = self.end;
+                    continue;
+                }
                 // Still inside a quoted field at the end of the input.
                 self.stray(false)?;
                 if self.pos == self.ready && self.ready == self.end {
@@ -258,8 +264,8 @@ impl<R: Read> QuoteGuard<R> {
                 self.stray(true)?;
                 continue;
             }
-            // Straight after the bytes held, into room zeroed when the
-            // buffer last grew: no copy and no zeroing per read.
+            // Straight after the bytes held, into room the buffer already
+            // has (zeroed only when it grows): no copy, no zeroing per read.
             if self.buf.len() < self.end + CHUNK {
                 self.buf.resize(self.end + CHUNK, 0);
             }
@@ -361,6 +367,16 @@ mod tests {
         for step in [1, 4, 1 << 16] {
             let (out, skipped) = pass(data, true, step).unwrap();
             assert_eq!(out, b"ts,ua\n1,a\n\n3,b\n4,c\n");
+            assert_eq!(skipped, 1);
+        }
+    }
+
+    #[test]
+    fn a_last_line_without_a_newline_after_a_skipped_one_is_kept() {
+        let data = b"ts,ip\n1,a\n2,\"b\n3,c";
+        for step in [1, 4, 1 << 16] {
+            let (out, skipped) = pass(data, true, step).unwrap();
+            assert_eq!(out, b"ts,ip\n1,a\n\n3,c");
             assert_eq!(skipped, 1);
         }
     }
