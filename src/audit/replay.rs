@@ -627,9 +627,9 @@ impl Run {
     }
 }
 
-/// Runs decided on one thread. A lane sees every chunk; a run split by key
-/// decides only the lane's share of the keys (see [`Share`]), any other run
-/// every row.
+/// Runs decided on one thread. A lane takes part in every chunk: a run
+/// split by key decides only the lane's share of the keys (see [`Share`]),
+/// dealt out to it; any other run every row of the chunk.
 struct Lane {
     runs: Vec<Run>,
     share: Option<Share>,
@@ -749,8 +749,8 @@ impl Lane {
     }
 
     /// Moves an automatic timeline to a coarser step until `last` falls
-    /// within `AUTO_BINS` intervals of its start. Every lane sees the same
-    /// chunks, so all step alike.
+    /// within `AUTO_BINS` intervals of its start. Every lane is given the
+    /// same span of every chunk, so all step alike.
     fn widen_timeline(&mut self, last: Nanos) {
         let Some((mut interval, mut t0)) = self.timeline else {
             return;

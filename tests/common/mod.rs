@@ -92,8 +92,11 @@ pub fn tmpdir() -> PathBuf {
 }
 
 /// Removes the directories of test processes that are no longer running
-/// (a process that is still running keeps its own).
+/// and have not written to them for an hour (a process still running keeps
+/// its own, even one this process cannot see, in another PID namespace
+/// sharing `target/`).
 fn sweep_finished(base: &Path) {
+    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
     let Ok(entries) = std::fs::read_dir(base) else {
         return;
     };
@@ -109,7 +112,11 @@ fn sweep_finished(base: &Path) {
         // Signal 0 only asks whether the process exists.
         let gone = unsafe { libc::kill(pid, 0) } != 0
             && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-        if gone {
+        let old = entry
+            .metadata()
+            .and_then(|m| m.modified())
+            .is_ok_and(|t| t < hour_ago);
+        if gone && old {
             let _ = std::fs::remove_dir_all(entry.path());
         }
     }
