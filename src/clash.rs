@@ -103,6 +103,27 @@ pub fn check_distinct(inputs: &[Endpoint], outputs: &[Endpoint]) -> Result<()> {
     Ok(())
 }
 
+/// Fails with one line naming the pair when two logs are the same file
+/// (named twice, or through a link): its rows would be counted twice.
+pub fn check_logs_once(logs: &[Endpoint]) -> Result<()> {
+    let ids: Vec<Option<Identity>> = logs
+        .iter()
+        .map(|e| identity(&e.place).filter(|i| matches!(i, Identity::File { .. })))
+        .collect();
+    for (n, (a, aid)) in logs.iter().zip(&ids).enumerate() {
+        for (b, bid) in logs.iter().zip(&ids).skip(n + 1) {
+            if aid.is_some() && aid == bid {
+                bail!(
+                    "{} and {} are the same file: its rows would be counted twice; give each log once",
+                    a.what,
+                    b.what
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The logs a command reads, as inputs: each file, and standard input
 /// when no file is given or `-` is one of them.
 pub fn logs(files: &[PathBuf]) -> Vec<Endpoint<'_>> {

@@ -1184,9 +1184,10 @@ fn a_log_in_another_format_is_named() {
         "{}",
         e.stderr
     );
-    // The same format twice is one log.
+    // Two files of the same format are one log.
+    let again = write("again.log", common.as_bytes());
     let out = drip(
-        &[s(&c), s(&c), "-p", "gcra:rate=1/s", "-q", "-f", "json"],
+        &[s(&c), s(&again), "-p", "gcra:rate=1/s", "-q", "-f", "json"],
         None,
     );
     assert_eq!(json(&out)["input"]["rows"], 4);

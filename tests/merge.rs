@@ -332,3 +332,45 @@ fn standard_input_is_merged_once_at_most() {
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(v["input"]["rows"], 100);
 }
+
+#[test]
+fn a_log_given_twice_is_refused_not_counted_twice() {
+    let dir = common::tmpdir();
+    let log = dir.join("web.csv");
+    std::fs::write(&log, "ts,client\n1714521600,a\n1714521601,b\n").unwrap();
+    let link = dir.join("link.csv");
+    std::fs::hard_link(&log, &link).unwrap();
+    let policy = ["--key-column", "client", "-p", "gcra:rate=5/s,burst=2"];
+    for (merge, other) in [(false, &log), (true, &log), (false, &link), (true, &link)] {
+        let mut args = vec![s(&log), s(other)];
+        if merge {
+            args.push("--merge");
+        }
+        args.extend_from_slice(&policy);
+        let out = drip(&args, None);
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert_eq!(out.stdout, "", "{args:?}");
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+        assert!(
+            out.stderr
+                .contains("are the same file: its rows would be counted twice"),
+            "{}",
+            out.stderr
+        );
+    }
+    // The same for sizing.
+    let out = run(
+        &[
+            "size",
+            s(&log),
+            s(&link),
+            "--key-column",
+            "client",
+            "-p",
+            "gcra",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("counted twice"), "{}", out.stderr);
+}

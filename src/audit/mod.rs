@@ -223,8 +223,9 @@ fn audit_plot(
 /// Refuses, before anything is opened for writing, a decisions file or a
 /// report that is one of the logs, the policies file, or each other.
 fn check_outputs(args: &AuditArgs, files: &[std::path::PathBuf]) -> Result<()> {
-    use crate::clash::{Endpoint, Place, check_distinct, logs, named};
+    use crate::clash::{Endpoint, Place, check_distinct, check_logs_once, logs, named};
     let mut inputs = logs(files);
+    check_logs_once(&inputs)?;
     if let Some(p) = &args.policies_file {
         inputs.push(Endpoint::new(named("--policies", p), Place::Path(p)));
     }

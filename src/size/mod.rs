@@ -393,8 +393,9 @@ fn rate_per_s(r: Rate) -> f64 {
 /// Refuses, before anything is written, a report or plot that would land on
 /// one of the logs or the --exclude-keys file, or on each other.
 fn check_outputs(args: &SizeArgs) -> Result<()> {
-    use crate::clash::{Endpoint, Place, check_distinct, logs, named};
+    use crate::clash::{Endpoint, Place, check_distinct, check_logs_once, logs, named};
     let mut inputs = logs(&args.input.files);
+    check_logs_once(&inputs)?;
     if let Some(p) = &args.exclude_keys {
         inputs.push(Endpoint::new(named("--exclude-keys", p), Place::Path(p)));
     }
