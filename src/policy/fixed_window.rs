@@ -150,8 +150,13 @@ impl Policy for FixedWindow {
     }
 
     /// `check`, then `admit` or `refuse`, finding the current window once.
-    #[inline]
-    fn decide(&self, s: &mut FixedWindowState, now: Nanos, cost: u64) -> Decision {
+    #[inline(always)]
+    fn decide_retry<const RETRY: bool>(
+        &self,
+        s: &mut FixedWindowState,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
         let (start, count) = self.current(s, now);
         if count + cost <= self.limit {
             *s = FixedWindowState {
@@ -167,7 +172,7 @@ impl Policy for FixedWindow {
             };
         }
         Decision::Refuse {
-            retry_at: Some(start.saturating_add(self.window)),
+            retry_at: RETRY.then(|| start.saturating_add(self.window)),
         }
     }
 

@@ -43,19 +43,6 @@ impl Gcra {
     pub fn burst(&self) -> u64 {
         self.burst
     }
-
-    /// `decide`, a refusal with its retry time when `RETRY`, else with none.
-    #[inline(always)]
-    fn decide_as<const RETRY: bool>(&self, s: &mut GcraState, now: Nanos, cost: u64) -> Decision {
-        let now_s = self.rate.scale(now);
-        let start = s.tat.max(now_s);
-        if start - now_s > self.rate.intervals(self.burst - cost) {
-            // A refusal changes nothing.
-            return super::refusal::<Self, RETRY>(self, s, now, cost);
-        }
-        s.tat = start + self.rate.intervals(cost);
-        Decision::Admit { release: now }
-    }
 }
 
 /// Theoretical arrival time in scaled units; 0 for a key never seen.
@@ -105,14 +92,21 @@ impl Policy for Gcra {
     }
 
     /// `check`, then `admit`, scaling `now` once for an admission.
-    #[inline]
-    fn decide(&self, s: &mut GcraState, now: Nanos, cost: u64) -> Decision {
-        self.decide_as::<true>(s, now, cost)
-    }
-
-    #[inline]
-    fn decide_no_retry(&self, s: &mut GcraState, now: Nanos, cost: u64) -> Decision {
-        self.decide_as::<false>(s, now, cost)
+    #[inline(always)]
+    fn decide_retry<const RETRY: bool>(
+        &self,
+        s: &mut GcraState,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
+        let now_s = self.rate.scale(now);
+        let start = s.tat.max(now_s);
+        if start - now_s > self.rate.intervals(self.burst - cost) {
+            // A refusal changes nothing.
+            return super::refusal::<Self, RETRY>(self, s, now, cost);
+        }
+        s.tat = start + self.rate.intervals(cost);
+        Decision::Admit { release: now }
     }
 
     fn is_neutral(&self, s: &GcraState, now: Nanos) -> bool {

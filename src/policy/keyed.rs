@@ -62,7 +62,7 @@ pub trait Decides {
         levels: Levels,
     ) -> (Decision, u64);
     /// `decide_level` for a caller that only counts decisions: a refusal
-    /// comes with no retry time (see [`Policy::decide_no_retry`]).
+    /// comes with no retry time (see [`Policy::decide_retry`]).
     fn decide_level_no_retry(
         &mut self,
         key: KeyId,
@@ -159,9 +159,9 @@ impl Prefetch for super::sliding_log::SlidingLogState {
     }
 }
 
-/// `policy.decide` on `state` (`decide_no_retry` unless `RETRY`), and the
-/// level just after as far as `levels` asks (0 where it does not);
-/// `refusal_counts`: a refusal can raise it.
+/// `policy.decide_retry::<RETRY>` on `state`, and the level just after as
+/// far as `levels` asks (0 where it does not); `refusal_counts`: a refusal
+/// can raise it.
 #[inline(always)]
 pub fn decide_level<P: Policy, const RETRY: bool>(
     policy: &P,
@@ -171,10 +171,7 @@ pub fn decide_level<P: Policy, const RETRY: bool>(
     levels: Levels,
     refusal_counts: bool,
 ) -> (Decision, u64) {
-    let d = match RETRY {
-        true => policy.decide(state, now, cost),
-        false => policy.decide_no_retry(state, now, cost),
-    };
+    let d = policy.decide_retry::<RETRY>(state, now, cost);
     let wanted = match levels {
         Levels::None => false,
         Levels::Rises => d.is_admit() || refusal_counts,

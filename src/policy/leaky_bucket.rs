@@ -44,24 +44,6 @@ impl LeakyBucket {
         let elapsed = now.saturating_sub(s.last);
         s.level.saturating_sub(self.rate.scale(elapsed))
     }
-
-    /// `decide`, a refusal with its retry time when `RETRY`, else with none.
-    #[inline(always)]
-    fn decide_as<const RETRY: bool>(
-        &self,
-        s: &mut LeakyBucketState,
-        now: Nanos,
-        cost: u64,
-    ) -> Decision {
-        let after = self.level_at(s, now) + self.rate.intervals(cost);
-        if after > self.rate.intervals(self.capacity) {
-            // A refusal changes nothing.
-            return super::refusal::<Self, RETRY>(self, s, now, cost);
-        }
-        s.level = after;
-        s.last = now.max(s.last);
-        Decision::Admit { release: now }
-    }
 }
 
 /// Level (scaled) at `last`; a key never seen is empty.
@@ -114,14 +96,21 @@ impl Policy for LeakyBucket {
     }
 
     /// `check`, then `admit`, leaking the bucket once for an admission.
-    #[inline]
-    fn decide(&self, s: &mut LeakyBucketState, now: Nanos, cost: u64) -> Decision {
-        self.decide_as::<true>(s, now, cost)
-    }
-
-    #[inline]
-    fn decide_no_retry(&self, s: &mut LeakyBucketState, now: Nanos, cost: u64) -> Decision {
-        self.decide_as::<false>(s, now, cost)
+    #[inline(always)]
+    fn decide_retry<const RETRY: bool>(
+        &self,
+        s: &mut LeakyBucketState,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
+        let after = self.level_at(s, now) + self.rate.intervals(cost);
+        if after > self.rate.intervals(self.capacity) {
+            // A refusal changes nothing.
+            return super::refusal::<Self, RETRY>(self, s, now, cost);
+        }
+        s.level = after;
+        s.last = now.max(s.last);
+        Decision::Admit { release: now }
     }
 
     fn is_neutral(&self, s: &LeakyBucketState, now: Nanos) -> bool {

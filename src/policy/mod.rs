@@ -98,22 +98,28 @@ pub trait Policy {
 
     /// `check`, then record the outcome.
     fn decide(&self, state: &mut Self::State, now: Nanos, cost: u64) -> Decision {
+        self.decide_retry::<true>(state, now, cost)
+    }
+
+    /// `decide`, for a caller that only counts decisions unless `RETRY`:
+    /// the same admission, release and change of state, but without
+    /// `RETRY` a refusal comes with no retry time (`retry_at: None`). A
+    /// policy overrides this one, not `decide`, to do in one step what
+    /// `check` and `admit` do in two, and to skip the retry time's work.
+    fn decide_retry<const RETRY: bool>(
+        &self,
+        state: &mut Self::State,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
         let d = self.check(state, now, cost);
         match d {
             Decision::Admit { .. } => self.admit(state, now, cost),
             Decision::Refuse { .. } => self.refuse(state, now, cost),
         }
-        d
-    }
-
-    /// `decide` for a caller that only counts decisions: the same
-    /// admission, release and change of state, but a refusal comes with no
-    /// retry time (`retry_at: None`). Policies whose retry time takes work
-    /// of its own skip that work here.
-    fn decide_no_retry(&self, state: &mut Self::State, now: Nanos, cost: u64) -> Decision {
-        match self.decide(state, now, cost) {
-            Decision::Refuse { .. } => Decision::Refuse { retry_at: None },
-            admitted => admitted,
+        match d {
+            Decision::Refuse { .. } if !RETRY => Decision::Refuse { retry_at: None },
+            d => d,
         }
     }
 
@@ -184,24 +190,20 @@ impl<P: Policy> Policy for Checked<P> {
         self.policy.refuse(state, now, cost);
     }
 
-    /// The policy's own `decide` (which may do in one step what `check`
+    /// The policy's own decision (which may do in one step what `check`
     /// and `admit` do in two), behind the cost test.
     #[inline(always)]
-    fn decide(&self, state: &mut P::State, now: Nanos, cost: u64) -> Decision {
+    fn decide_retry<const RETRY: bool>(
+        &self,
+        state: &mut P::State,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
         if cost > self.max_cost {
             self.policy.refuse(state, now, cost);
             return Decision::Refuse { retry_at: None };
         }
-        self.policy.decide(state, now, cost)
-    }
-
-    #[inline(always)]
-    fn decide_no_retry(&self, state: &mut P::State, now: Nanos, cost: u64) -> Decision {
-        if cost > self.max_cost {
-            self.policy.refuse(state, now, cost);
-            return Decision::Refuse { retry_at: None };
-        }
-        self.policy.decide_no_retry(state, now, cost)
+        self.policy.decide_retry::<RETRY>(state, now, cost)
     }
 
     #[inline]

@@ -102,26 +102,6 @@ impl NginxLimitReq {
             u64::try_from((e - delay_m) * 1000 / i128::from(self.rate_m)).unwrap_or(u64::MAX)
         }
     }
-
-    /// `decide`, a refusal with its retry time when `RETRY`, else with none.
-    #[inline(always)]
-    fn decide_as<const RETRY: bool>(&self, s: &mut NginxState, now: Nanos, cost: u64) -> Decision {
-        let now_ms = to_ms(now);
-        let e = self.excess_for(s, now_ms, cost);
-        if e > i128::from(self.burst_m) {
-            // A refusal changes nothing.
-            return super::refusal::<Self, RETRY>(self, s, now, cost);
-        }
-        let wait = self.wait_ms(e);
-        if !s.seen || clamp_ms(now_ms - s.last) != 0 {
-            s.last = now_ms;
-        }
-        s.excess = e as u64;
-        s.seen = true;
-        Decision::Admit {
-            release: now.saturating_add(Nanos::from_millis(wait)),
-        }
-    }
 }
 
 impl fmt::Display for NginxLimitReq {
@@ -299,14 +279,28 @@ impl Policy for NginxLimitReq {
     /// Forgetting the key changes nothing once a new request would compute
     /// `e = 0` from it, as it would for a key never seen.
     /// `check`, then `admit`, working out the excess once for an admission.
-    #[inline]
-    fn decide(&self, s: &mut NginxState, now: Nanos, cost: u64) -> Decision {
-        self.decide_as::<true>(s, now, cost)
-    }
-
-    #[inline]
-    fn decide_no_retry(&self, s: &mut NginxState, now: Nanos, cost: u64) -> Decision {
-        self.decide_as::<false>(s, now, cost)
+    #[inline(always)]
+    fn decide_retry<const RETRY: bool>(
+        &self,
+        s: &mut NginxState,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
+        let now_ms = to_ms(now);
+        let e = self.excess_for(s, now_ms, cost);
+        if e > i128::from(self.burst_m) {
+            // A refusal changes nothing.
+            return super::refusal::<Self, RETRY>(self, s, now, cost);
+        }
+        let wait = self.wait_ms(e);
+        if !s.seen || clamp_ms(now_ms - s.last) != 0 {
+            s.last = now_ms;
+        }
+        s.excess = e as u64;
+        s.seen = true;
+        Decision::Admit {
+            release: now.saturating_add(Nanos::from_millis(wait)),
+        }
     }
 
     fn is_neutral(&self, s: &NginxState, now: Nanos) -> bool {

@@ -61,22 +61,6 @@ impl Shaper {
     pub fn bound(&self) -> ShaperBound {
         self.bound
     }
-
-    /// `decide`, a refusal with its retry time when `RETRY`, else with none.
-    #[inline(always)]
-    fn decide_as<const RETRY: bool>(&self, s: &mut ShaperState, now: Nanos, cost: u64) -> Decision {
-        let extra = self.rate.intervals(cost.saturating_sub(1));
-        let now_s = self.rate.scale(now);
-        let release = s.next_free.max(now_s);
-        if extra > self.limit || release - now_s + extra > self.limit {
-            // A refusal changes nothing.
-            return super::refusal::<Self, RETRY>(self, s, now, cost);
-        }
-        s.next_free = release + self.rate.intervals(cost);
-        Decision::Admit {
-            release: self.rate.unscale_ceil(release).max(now),
-        }
-    }
 }
 
 /// `next_free` in scaled units; 0 for a key never seen.
@@ -150,14 +134,24 @@ impl Policy for Shaper {
     }
 
     /// `check`, then `admit`, scaling `now` once for an admission.
-    #[inline]
-    fn decide(&self, s: &mut ShaperState, now: Nanos, cost: u64) -> Decision {
-        self.decide_as::<true>(s, now, cost)
-    }
-
-    #[inline]
-    fn decide_no_retry(&self, s: &mut ShaperState, now: Nanos, cost: u64) -> Decision {
-        self.decide_as::<false>(s, now, cost)
+    #[inline(always)]
+    fn decide_retry<const RETRY: bool>(
+        &self,
+        s: &mut ShaperState,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
+        let extra = self.rate.intervals(cost.saturating_sub(1));
+        let now_s = self.rate.scale(now);
+        let release = s.next_free.max(now_s);
+        if extra > self.limit || release - now_s + extra > self.limit {
+            // A refusal changes nothing.
+            return super::refusal::<Self, RETRY>(self, s, now, cost);
+        }
+        s.next_free = release + self.rate.intervals(cost);
+        Decision::Admit {
+            release: self.rate.unscale_ceil(release).max(now),
+        }
     }
 
     fn is_neutral(&self, s: &ShaperState, now: Nanos) -> bool {

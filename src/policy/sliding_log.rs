@@ -72,22 +72,6 @@ impl SlidingLog {
             s.sum -= c;
         }
     }
-
-    /// `decide`, a refusal with its retry time when `RETRY`, else with none.
-    #[inline(always)]
-    fn decide_as<const RETRY: bool>(
-        &self,
-        s: &mut SlidingLogState,
-        now: Nanos,
-        cost: u64,
-    ) -> Decision {
-        self.prune(s, now);
-        if s.sum + cost <= self.limit {
-            Self::enter(s, now, cost);
-            return Decision::Admit { release: now };
-        }
-        super::refusal::<Self, RETRY>(self, s, now, cost)
-    }
 }
 
 /// Admitted (instant, cost) entries, oldest first, and their cost sum.
@@ -269,13 +253,18 @@ impl Policy for SlidingLog {
     /// first (they count for nothing either way): the units in the window
     /// are then their sum, and each entry is looked at once.
     #[inline(always)]
-    fn decide(&self, s: &mut SlidingLogState, now: Nanos, cost: u64) -> Decision {
-        self.decide_as::<true>(s, now, cost)
-    }
-
-    #[inline(always)]
-    fn decide_no_retry(&self, s: &mut SlidingLogState, now: Nanos, cost: u64) -> Decision {
-        self.decide_as::<false>(s, now, cost)
+    fn decide_retry<const RETRY: bool>(
+        &self,
+        s: &mut SlidingLogState,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
+        self.prune(s, now);
+        if s.sum + cost <= self.limit {
+            Self::enter(s, now, cost);
+            return Decision::Admit { release: now };
+        }
+        super::refusal::<Self, RETRY>(self, s, now, cost)
     }
 
     fn refuse(&self, s: &mut SlidingLogState, now: Nanos, _cost: u64) {

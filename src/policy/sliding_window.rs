@@ -63,27 +63,6 @@ impl SlidingWindow {
         let e = w.saturating_sub(span);
         (e < w).then_some(e as u64)
     }
-
-    /// `decide`, a refusal with its retry time when `RETRY`, else with none.
-    #[inline(always)]
-    fn decide_as<const RETRY: bool>(
-        &self,
-        s: &mut SlidingWindowState,
-        now: Nanos,
-        cost: u64,
-    ) -> Decision {
-        let (idx, cur, prev) = self.roll(s, now);
-        if self.weighted(prev, now.0 % self.window.0) + cur + cost <= self.limit {
-            *s = SlidingWindowState {
-                idx,
-                cur: cur + cost,
-                prev,
-            };
-            return Decision::Admit { release: now };
-        }
-        // A refusal changes nothing.
-        super::refusal::<Self, RETRY>(self, s, now, cost)
-    }
 }
 
 /// Units admitted in window `idx` (`cur`) and in window `idx − 1` (`prev`).
@@ -152,14 +131,24 @@ impl Policy for SlidingWindow {
     }
 
     /// `check`, then `admit`, rolling the windows once for an admission.
-    #[inline]
-    fn decide(&self, s: &mut SlidingWindowState, now: Nanos, cost: u64) -> Decision {
-        self.decide_as::<true>(s, now, cost)
-    }
-
-    #[inline]
-    fn decide_no_retry(&self, s: &mut SlidingWindowState, now: Nanos, cost: u64) -> Decision {
-        self.decide_as::<false>(s, now, cost)
+    #[inline(always)]
+    fn decide_retry<const RETRY: bool>(
+        &self,
+        s: &mut SlidingWindowState,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
+        let (idx, cur, prev) = self.roll(s, now);
+        if self.weighted(prev, now.0 % self.window.0) + cur + cost <= self.limit {
+            *s = SlidingWindowState {
+                idx,
+                cur: cur + cost,
+                prev,
+            };
+            return Decision::Admit { release: now };
+        }
+        // A refusal changes nothing.
+        super::refusal::<Self, RETRY>(self, s, now, cost)
     }
 
     fn is_neutral(&self, s: &SlidingWindowState, now: Nanos) -> bool {

@@ -917,8 +917,8 @@ fn a_sliding_log_admits_what_its_window_has_room_for() {
 
 /// A policy's `decide` (some do in one step what `check` and `admit` do in
 /// two) against `check` followed by `admit` or `refuse`: the same decisions,
-/// levels and neutrality, request after request. And `decide_no_retry`
-/// against `decide`: the same, but for refusals' retry times.
+/// levels and neutrality, request after request. And a decision without
+/// the retry time against `decide`: the same, but for refusals' retry times.
 #[test]
 fn every_decide_is_check_then_record() {
     struct Both(u64);
@@ -949,7 +949,7 @@ fn every_decide_is_check_then_record() {
                     Decision::Refuse { .. } => Decision::Refuse { retry_at: None },
                     admitted => admitted,
                 };
-                let f = p.decide_no_retry(&mut three, Nanos(now), cost);
+                let f = p.decide_retry::<false>(&mut three, Nanos(now), cost);
                 assert_eq!(f, bare, "{} without retry at {now}, cost {cost}", P::NAME);
                 assert_eq!(p.level(&one, Nanos(now)), p.level(&two, Nanos(now)));
                 assert_eq!(p.level(&one, Nanos(now)), p.level(&three, Nanos(now)));

@@ -44,26 +44,6 @@ impl TokenBucket {
         let elapsed = now.saturating_sub(s.last);
         (s.tokens + self.rate.scale(elapsed)).min(full)
     }
-
-    /// `decide`, a refusal with its retry time when `RETRY`, else with none.
-    #[inline(always)]
-    fn decide_as<const RETRY: bool>(
-        &self,
-        s: &mut TokenBucketState,
-        now: Nanos,
-        cost: u64,
-    ) -> Decision {
-        let tokens = self.tokens_at(s, now);
-        let need = self.rate.intervals(cost);
-        if tokens < need {
-            // A refusal changes nothing.
-            return super::refusal::<Self, RETRY>(self, s, now, cost);
-        }
-        s.tokens = tokens - need;
-        s.last = now.max(s.last);
-        s.seen = true;
-        Decision::Admit { release: now }
-    }
 }
 
 /// Tokens (scaled) at `last`; a key never seen (`seen == false`) is full.
@@ -118,14 +98,23 @@ impl Policy for TokenBucket {
     }
 
     /// `check`, then `admit`, refilling the bucket once for an admission.
-    #[inline]
-    fn decide(&self, s: &mut TokenBucketState, now: Nanos, cost: u64) -> Decision {
-        self.decide_as::<true>(s, now, cost)
-    }
-
-    #[inline]
-    fn decide_no_retry(&self, s: &mut TokenBucketState, now: Nanos, cost: u64) -> Decision {
-        self.decide_as::<false>(s, now, cost)
+    #[inline(always)]
+    fn decide_retry<const RETRY: bool>(
+        &self,
+        s: &mut TokenBucketState,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
+        let tokens = self.tokens_at(s, now);
+        let need = self.rate.intervals(cost);
+        if tokens < need {
+            // A refusal changes nothing.
+            return super::refusal::<Self, RETRY>(self, s, now, cost);
+        }
+        s.tokens = tokens - need;
+        s.last = now.max(s.last);
+        s.seen = true;
+        Decision::Admit { release: now }
     }
 
     fn is_neutral(&self, s: &TokenBucketState, now: Nanos) -> bool {
