@@ -89,18 +89,31 @@ pub fn check_distinct(inputs: &[Endpoint], outputs: &[Endpoint]) -> Result<()> {
             }
         }
     }
-    for (n, (a, aid)) in outputs.iter().zip(&outs).enumerate() {
-        for (b, bid) in outputs.iter().zip(&outs).skip(n + 1) {
-            if aid.is_some() && aid == bid {
-                bail!(
-                    "{} and {} are the same file: one would overwrite the other; nothing was written, choose another output",
-                    a.what,
-                    b.what
-                );
-            }
-        }
+    if let Some((a, b)) = same_pair(outputs, &outs) {
+        bail!(
+            "{} and {} are the same file: one would overwrite the other; nothing was written, choose another output",
+            a.what,
+            b.what
+        );
     }
     Ok(())
+}
+
+/// The first two of `ends` with the same known identity (`ids`, theirs
+/// in order).
+fn same_pair<'e, 'a>(
+    ends: &'e [Endpoint<'a>],
+    ids: &[Option<Identity>],
+) -> Option<(&'e Endpoint<'a>, &'e Endpoint<'a>)> {
+    ends.iter().zip(ids).enumerate().find_map(|(n, (a, aid))| {
+        let aid = aid.as_ref()?;
+        let (b, _) = ends
+            .iter()
+            .zip(ids)
+            .skip(n + 1)
+            .find(|(_, bid)| bid.as_ref() == Some(aid))?;
+        Some((a, b))
+    })
 }
 
 /// Fails with one line naming the pair when two logs are the same file
@@ -110,16 +123,12 @@ pub fn check_logs_once(logs: &[Endpoint]) -> Result<()> {
         .iter()
         .map(|e| identity(&e.place).filter(|i| matches!(i, Identity::File { .. })))
         .collect();
-    for (n, (a, aid)) in logs.iter().zip(&ids).enumerate() {
-        for (b, bid) in logs.iter().zip(&ids).skip(n + 1) {
-            if aid.is_some() && aid == bid {
-                bail!(
-                    "{} and {} are the same file: its rows would be counted twice; give each log once",
-                    a.what,
-                    b.what
-                );
-            }
-        }
+    if let Some((a, b)) = same_pair(logs, &ids) {
+        bail!(
+            "{} and {} are the same file: its rows would be counted twice; give each log once",
+            a.what,
+            b.what
+        );
     }
     Ok(())
 }
