@@ -318,6 +318,7 @@ impl InputFormat {
 #[derive(Debug, Args)]
 pub struct InputArgs {
     /// Logs (plain or .gz), read in order as one log; '-' or none for stdin.
+    /// Each once: a file given twice is refused.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
     /// How the lines are written (auto: from the first lines; see --log-format for nginx).
