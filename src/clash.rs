@@ -152,6 +152,37 @@ pub fn named(what: &str, path: &Path) -> String {
     format!("{what} '{}'", path.display())
 }
 
+/// Fails early, before a long replay, when `path` cannot be an output
+/// file of this kind: a wrong extension, or a directory that is not there.
+pub fn check_output(flag: &str, path: &std::path::Path, ext: &str) -> Result<()> {
+    let has_ext = path
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case(ext));
+    if !has_ext {
+        bail!(
+            "{flag} '{}': the file is written as {}; give a name ending in .{ext}",
+            path.display(),
+            ext.to_uppercase()
+        );
+    }
+    if path.is_dir() {
+        bail!(
+            "{flag} '{}' is a directory; give a file name",
+            path.display()
+        );
+    }
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
+        && !dir.is_dir()
+    {
+        bail!(
+            "{flag} '{}': no directory '{}'; create it or choose another path",
+            path.display(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

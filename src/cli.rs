@@ -6,6 +6,10 @@ use crate::time::Nanos;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+pub use crate::ingest::log::InputFormat;
+use crate::ingest::input::{ColSel, InputSpec, input_format, parse_delimiter, parse_time_column, parse_time_format};
+use anyhow::{Result, anyhow, bail};
+
 /// Pace traffic and audit rate limits, exactly.
 #[derive(Debug, Parser)]
 #[command(name = "drip", version, about, long_about = None, propagate_version = true)]
@@ -273,46 +277,6 @@ pub enum Format {
     Html,
 }
 
-/// How a log's lines are written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum InputFormat {
-    /// Decided from the first lines: ndjson, w3c, alb, combined, common, or CSV.
-    Auto,
-    /// Comma-separated values with a header row (or --delimiter).
-    Csv,
-    /// Tab-separated values with a header row.
-    Tsv,
-    /// NCSA Combined Log Format (Apache, nginx's default).
-    Combined,
-    /// NCSA Common Log Format.
-    Common,
-    /// Lines of an nginx log_format given with --log-format.
-    Nginx,
-    /// One JSON object per line; fields by dotted path (request.remote_ip).
-    Ndjson,
-    /// AWS Application Load Balancer access logs.
-    Alb,
-    /// W3C extended logs (CloudFront, IIS): fields named by the #Fields: line.
-    W3c,
-}
-
-impl InputFormat {
-    /// The name as written on the command line.
-    pub fn name(self) -> &'static str {
-        match self {
-            InputFormat::Auto => "auto",
-            InputFormat::Csv => "csv",
-            InputFormat::Tsv => "tsv",
-            InputFormat::Combined => "combined",
-            InputFormat::Common => "common",
-            InputFormat::Nginx => "nginx",
-            InputFormat::Ndjson => "ndjson",
-            InputFormat::Alb => "alb",
-            InputFormat::W3c => "w3c",
-        }
-    }
-}
-
 /// Where the log comes from and how its rows are read: shared by every
 /// command that reads request logs.
 #[derive(Debug, Args)]
@@ -504,6 +468,67 @@ pub struct SizeArgs {
     /// No progress bar and no notes on stderr; errors only.
     #[arg(long, short)]
     pub quiet: bool,
+}
+
+impl InputArgs {
+    /// The reading options as given on the command line, checked once, with
+    /// the distinct key columns the policies count by (`quiet`: no notes).
+    pub fn spec(&self, key_cols: Vec<ColSel>, quiet: bool) -> Result<InputSpec> {
+        let args = self;
+        let delimiter = args.delimiter.as_deref().map(parse_delimiter).transpose()?;
+        let time_col = args
+            .time_column
+            .as_deref()
+            .map(parse_time_column)
+            .transpose()?;
+        let time_format = parse_time_format(&args.time_format)?;
+        if args.merge && args.files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
+            bail!(
+                "--merge reads its files side by side, so standard input ('-') can be one of them only once; save the other stream to a file"
+            );
+        }
+        for f in &args.files {
+            if f.as_os_str() != "-" && !f.exists() {
+                bail!("cannot open '{}': no such file", f.display());
+            }
+            if f.is_dir() {
+                bail!(
+                    "'{}' is a directory; give the log files in it (e.g. '{}'/*.csv.gz)",
+                    f.display(),
+                    f.display()
+                );
+            }
+        }
+        let input_format = input_format(args.input_format, args.log_format.as_deref())?;
+        Ok(InputSpec {
+            files: args.files.clone(),
+            duration_col: args.duration_column.as_deref().map(ColSel::parse),
+            input_format,
+            log_format: args.log_format.clone(),
+            time_col,
+            time_format,
+            key_cols,
+            cost_col: args.cost_column.as_deref().map(ColSel::parse),
+            delimiter,
+            no_header: args.no_header,
+            strip_port: args.strip_port,
+            key_prefix: args
+                .key_prefix
+                .as_deref()
+                .map(crate::ingest::log::key::parse_prefix)
+                .transpose()
+                .map_err(|e| anyhow!(e))?,
+            zone: args
+                .tz
+                .as_deref()
+                .map(crate::ingest::timestamp::Zone::parse)
+                .transpose()
+                .map_err(|e| anyhow!("--tz: {e}"))?,
+            skip_bad: args.skip_bad,
+            quiet,
+            merge: args.merge,
+        })
+    }
 }
 
 #[cfg(test)]

@@ -153,6 +153,30 @@ pub enum NotText {
     Binary,
 }
 
+/// A key's bytes as text any format can show on one line: printable
+/// characters as they are, `\` doubled, control characters (newlines,
+/// terminal escapes) as `\n`, `\r`, `\t` or `\u{1b}`, and bytes that are not
+/// UTF-8 as `\xff`, so two different keys never print the same.
+pub fn key_text(bytes: &[u8]) -> String {
+    let mut out = String::with_capacity(bytes.len());
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+                c => out.push(c),
+            }
+        }
+        for b in chunk.invalid() {
+            out.push_str(&format!("\\x{b:02x}"));
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -227,5 +251,22 @@ mod tests {
         assert_eq!(not_text(b"ts,ip\n1,a\x00b\n"), None);
         assert_eq!(not_text(b"ts,ip\n"), None);
         assert_eq!(not_text(b""), None);
+    }
+}
+
+#[cfg(test)]
+mod key_text_tests {
+    use super::key_text;
+
+    #[test]
+    fn keys_are_one_line_and_distinct() {
+        assert_eq!(key_text(b"10.0.0.1"), "10.0.0.1");
+        assert_eq!(key_text("café".as_bytes()), "café");
+        assert_eq!(key_text(b"a\nb\tc\r"), "a\\nb\\tc\\r");
+        assert_eq!(key_text(b"\x1b[31mred"), "\\u{1b}[31mred");
+        assert_eq!(key_text(b"\xff"), "\\xff");
+        assert_ne!(key_text(b"\xff"), key_text(b"\xfe"));
+        // A backslash is doubled, so no key can pose as an escaped one.
+        assert_ne!(key_text(b"\\xff"), key_text(b"\xff"));
     }
 }

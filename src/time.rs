@@ -93,6 +93,31 @@ impl fmt::Display for Nanos {
     }
 }
 
+/// A wait for people: `0`, `1.5ms`, `2.5s`.
+pub fn human_wait(ns: u64) -> String {
+    if ns == 0 {
+        "0".into()
+    } else {
+        Nanos(ns).to_string()
+    }
+}
+
+/// A configured span as written: `1s`, `500ms`, `3h`, `1h 30m`.
+pub fn span(ns: u64) -> String {
+    humantime::format_duration(std::time::Duration::from_nanos(ns)).to_string()
+}
+
+/// An instant as RFC 3339 UTC with milliseconds when there are any.
+pub fn instant(ns: u64) -> String {
+    let ts =
+        jiff::Timestamp::from_nanosecond(i128::from(ns)).unwrap_or(jiff::Timestamp::UNIX_EPOCH);
+    if ns.is_multiple_of(Nanos::PER_SEC) {
+        ts.strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
+    } else {
+        ts.strftime("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,18 +8,6 @@
 //! log's length. Exit status: 0 when every threshold holds, 1 when one is
 //! crossed, 2 for usage or input errors.
 
-pub mod compare;
-pub mod csv_lines;
-pub mod exec;
-pub mod input;
-pub mod keys;
-pub mod marks;
-pub mod nginx;
-pub mod order;
-pub mod quotes;
-pub mod replay;
-pub mod stream;
-pub mod timestamp;
 
 use crate::cli::{AuditArgs, Format};
 use crate::policy::{KeyChoice, Spec, parse_spec, parse_specs_file};
@@ -27,8 +15,10 @@ use crate::progress;
 use crate::report::{Crossing, InputInfo, Report, Timeline, plot};
 use crate::time::Nanos;
 use anyhow::{Context, Result, anyhow, bail};
-use input::{ColSel, InputSpec, MAX_KEYS, file_name};
-use replay::{Replay, Run, Slot};
+use crate::engine::replay::{Replay, Run, Slot};
+use crate::ingest::input::{ColSel, InputSpec, MAX_KEYS, file_name};
+use crate::engine::{conf as nginx};
+use crate::ingest::{input, keys, stream, timestamp};
 use std::io::Write;
 
 /// The replay, fed in time order.
@@ -158,36 +148,6 @@ fn load_specs(args: &AuditArgs) -> Result<Vec<Spec>> {
     Ok(specs)
 }
 
-/// Fails early, before a long replay, when `path` cannot be an output
-/// file of this kind: a wrong extension, or a directory that is not there.
-pub(crate) fn check_output(flag: &str, path: &std::path::Path, ext: &str) -> Result<()> {
-    let has_ext = path
-        .extension()
-        .is_some_and(|e| e.eq_ignore_ascii_case(ext));
-    if !has_ext {
-        bail!(
-            "{flag} '{}': the file is written as {}; give a name ending in .{ext}",
-            path.display(),
-            ext.to_uppercase()
-        );
-    }
-    if path.is_dir() {
-        bail!(
-            "{flag} '{}' is a directory; give a file name",
-            path.display()
-        );
-    }
-    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty())
-        && !dir.is_dir()
-    {
-        bail!(
-            "{flag} '{}': no directory '{}'; create it or choose another path",
-            path.display(),
-            dir.display()
-        );
-    }
-    Ok(())
-}
 
 /// The timeline plot of an audit: a panel per policy, in report order.
 fn audit_plot(
@@ -314,8 +274,8 @@ impl Config {
         let specs = load_specs(&args)?;
         let mut labels: Vec<String> = specs.iter().map(|s| s.label.clone()).collect();
         // nginx.conf policies: each config is one run, after the specs.
-        let nginx_vars = nginx::parse_vars(&args.nginx_var)?;
-        let confs = nginx::load_confs(&args.nginx_conf, &labels, args.quiet)?;
+        let nginx_vars = crate::nginx_conf::setup::parse_vars(&args.nginx_var)?;
+        let confs = crate::nginx_conf::setup::load_confs(&args.nginx_conf, &labels, args.quiet)?;
         labels.extend(confs.iter().map(|(l, _)| l.clone()));
         let thresholds = Thresholds::from_args(&args, &labels)?;
         let mut key_cols = KeyColumns::new(&args);
@@ -324,12 +284,11 @@ impl Config {
             runs.push(Run::new(s, key_cols.slots(s)?, i));
         }
         // The reading options first: a config may tell how its log is written.
-        let mut input = InputSpec::from_args(&args.input, Vec::new(), args.quiet)?;
+        let mut input = args.input.spec(Vec::new(), args.quiet)?;
         if let Some((_, conf)) = confs.first() {
-            nginx::adopt_log_format(
+            crate::nginx_conf::setup::adopt_log_format(
                 conf,
                 &mut input,
-                &args.input,
                 args.verify_column.is_some(),
                 args.quiet,
             );
@@ -337,7 +296,7 @@ impl Config {
         conf_runs(&args, &confs, &input, &nginx_vars, &mut key_cols, &mut runs)?;
         input.key_cols = key_cols.0;
         if let Some(path) = &args.plot {
-            check_output("--plot", path, "svg")?;
+            crate::clash::check_output("--plot", path, "svg")?;
         }
         Ok(Config {
             plotting: args.plot.is_some() || args.format == Format::Html,
@@ -430,7 +389,7 @@ fn conf_runs(
     let log_fields = if confs.is_empty() {
         None
     } else {
-        nginx::log_fields(input)
+        crate::ingest::peek::log_fields(input)
     };
     let conf_opts = nginx::ConfOptions {
         log_fields: log_fields.as_deref(),
@@ -451,7 +410,7 @@ fn conf_runs(
         runs.push(Run::nginx(
             exec,
             label.clone(),
-            nginx::describe(conf),
+            crate::nginx_conf::setup::describe(conf),
             order,
         ));
     }
@@ -590,8 +549,8 @@ fn plotted_timeline(
             if !config.args.quiet {
                 crate::say!(
                     "drip: the plot shows the timeline every {}: --timeline {} gives {} intervals, more than {} can be drawn legibly",
-                    crate::report::span(fitted.interval_ns),
-                    crate::report::span(t.interval_ns),
+                    crate::time::span(fitted.interval_ns),
+                    crate::time::span(t.interval_ns),
                     plot::intervals(&t),
                     plot::MAX_PLOTTED
                 );

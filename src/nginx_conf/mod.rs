@@ -14,7 +14,11 @@
 
 pub mod expr;
 pub mod location;
+pub mod setup;
+mod status;
 pub mod tree;
+
+pub use status::Status;
 
 use crate::policy::nginx::{NginxRate, parse_nginx_rate};
 use expr::{Expr, Map};

@@ -4,8 +4,8 @@
 
 use super::share::{Plan, ShareConfig};
 use super::{Config, KeyedConfig, interval_of, keys::KeySource, replay};
-use crate::audit::input;
-use crate::audit::timestamp::Zone;
+use crate::ingest::input;
+use crate::ingest::timestamp::Zone;
 use crate::cli::PaceArgs;
 use crate::policy::PolicyConfig;
 use crate::policy::shaper::ShaperBound;
@@ -69,7 +69,7 @@ impl Config {
             .transpose()?;
         let time_format = input::parse_time_format(&r.time_format)?;
         let input_format =
-            crate::audit::input::input_format(r.input_format, r.log_format.as_deref())?;
+            crate::ingest::input::input_format(r.input_format, r.log_format.as_deref())?;
         let config = replay::ReplayConfig {
             time_col,
             time_format,
@@ -84,7 +84,7 @@ impl Config {
             delimiter: r
                 .delimiter
                 .as_deref()
-                .map(crate::audit::input::parse_delimiter)
+                .map(crate::ingest::input::parse_delimiter)
                 .transpose()?,
             no_header: r.no_header,
             speed,
@@ -141,7 +141,7 @@ fn keyed_config(args: &PaceArgs) -> anyhow::Result<Option<KeyedConfig>> {
         }
         (None, Some(n)) => {
             let sep = match &args.field_sep {
-                Some(text) => Some(crate::audit::input::parse_delimiter(text).map_err(|_| {
+                Some(text) => Some(crate::ingest::input::parse_delimiter(text).map_err(|_| {
                     anyhow::anyhow!(
                         "invalid --field-sep '{text}': give one ASCII character, or 'tab'"
                     )

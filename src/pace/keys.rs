@@ -9,7 +9,7 @@
 //! with an unexpected shape is never let through unpaced; the summary
 //! counts such lines.
 
-use crate::audit::keys::{EMPTY_KEY, Interner, KeyNames};
+use crate::ingest::keys::{EMPTY_KEY, Interner, KeyNames};
 use crate::policy::keyed::KeyId;
 use regex::bytes::Regex;
 use serde::Serialize;
@@ -128,7 +128,7 @@ impl Keys {
                 .into_iter()
                 .take(top)
                 .map(|i| KeyCount {
-                    key: crate::report::key_text(self.names.get(i as u32)),
+                    key: crate::quote::key_text(self.names.get(i as u32)),
                     lines: self.lines[i],
                 })
                 .collect(),

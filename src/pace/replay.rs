@@ -17,10 +17,10 @@
 
 use super::schedule::{Offer, Schedule};
 use super::{Inbox, Record};
-use crate::audit::input::{ColSel, pick_time_column, resolve, shown};
-use crate::audit::timestamp::{TimeFormat, TimeParser, Zone};
+use crate::ingest::input::{ColSel, pick_time_column, resolve, shown};
+use crate::ingest::timestamp::{TimeFormat, TimeParser, Zone};
 use crate::cli::InputFormat;
-use crate::log::{Fields, LineParser, Parsed};
+use crate::ingest::log::{Fields, LineParser, Parsed};
 use crate::policy::Decision;
 use crate::time::Nanos;
 use anyhow::{Result, anyhow};
@@ -462,7 +462,7 @@ impl Replay {
         }
         let format = match self.cfg.input_format {
             InputFormat::Auto => {
-                let f = crate::log::detect(first).unwrap_or(InputFormat::Csv);
+                let f = crate::ingest::log::detect(first).unwrap_or(InputFormat::Csv);
                 if f != InputFormat::Csv && !self.quiet {
                     eprintln!(
                         "drip: reading stdin as {} lines (detected from its first line; set --input-format to override)",
@@ -476,7 +476,7 @@ impl Replay {
         let tabs = self.cfg.input_format == InputFormat::Auto
             && self.cfg.delimiter.is_none()
             && format == InputFormat::Csv
-            && crate::audit::input::tab_separated(first);
+            && crate::ingest::input::tab_separated(first);
         if tabs && !self.quiet {
             eprintln!(
                 "drip: reading stdin as tab-separated (detected from its first line: tabs and no commas; set --delimiter to override)"
@@ -498,7 +498,7 @@ impl Replay {
                 record: csv::ByteRecord::new(),
             },
             f => Reader::Lines {
-                parser: crate::log::parser(f, self.cfg.log_format.as_deref())?,
+                parser: crate::ingest::log::parser(f, self.cfg.log_format.as_deref())?,
                 fields: Fields::default(),
                 time: None,
             },

@@ -7,7 +7,8 @@
 //! [`render_audit`] builds the audit's page, and other reports build their
 //! own from the same blocks.
 
-use super::{Column, Human, Report, span};
+use super::{Column, Human, Report};
+use crate::time::span;
 use std::io::{self, Write};
 
 /// A table: headers, which columns are numbers (right-aligned), and cells.

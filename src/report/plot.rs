@@ -14,7 +14,8 @@
 //! rate or window, the recommendation marked) over the per-key need
 //! quantiles, on one axis of the rates or windows tried.
 
-use super::{Timeline, TimelineRow, span};
+use super::{Timeline, TimelineRow};
+use crate::time::span;
 use anyhow::{Result, anyhow};
 use jiff::tz::TimeZone;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};

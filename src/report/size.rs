@@ -4,7 +4,8 @@
 //! the current config. The text formats share the column lists
 //! ([`FRONTIER`], [`NEED`]) and the writers of the audit report.
 
-use super::{Column, Human, InputInfo, PolicyReport, human_wait, pct};
+use super::{Column, Human, InputInfo, PolicyReport, pct};
+use crate::time::human_wait;
 use crate::time::{Nanos, fmt_millis};
 use serde::Serialize;
 use std::io::{self, Write};
@@ -389,7 +390,7 @@ pub(crate) fn summary_lines(r: &SizeReport) -> Vec<String> {
                 r.axis,
                 rec.point(),
                 rec.worst_in_horizon,
-                super::span(r.horizon_ns),
+                crate::time::span(r.horizon_ns),
                 rec.dropped,
                 rec.keys_hurt
             ));

@@ -62,7 +62,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     super::compare::render(report, out, false)?;
     if let Some(t) = &report.timeline {
         writeln!(out)?;
-        writeln!(out, "timeline, every {}", super::span(t.interval_ns))?;
+        writeln!(out, "timeline, every {}", crate::time::span(t.interval_ns))?;
         write_table(out, super::TIMELINE, &t.rows)?;
     }
     Ok(())

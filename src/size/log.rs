@@ -3,9 +3,9 @@
 //! column, twelve without; key values once each. Every replay of the sweep
 //! reads these columns instead of the file.
 
-use crate::audit::input::{Batch, Event};
-use crate::audit::keys::{EMPTY_KEY, Interner, KeyNames};
-use crate::audit::stream::Sink;
+use crate::ingest::input::{Batch, Event};
+use crate::ingest::keys::{EMPTY_KEY, Interner, KeyNames};
+use crate::ingest::stream::Sink;
 use anyhow::Result;
 
 #[derive(Default)]

@@ -23,9 +23,9 @@ pub mod family;
 pub mod log;
 pub mod probe;
 
-use crate::audit::input::{ColSel, InputSpec};
-use crate::audit::replay::{Replay, Run, Slot};
-use crate::audit::stream::{self, CHUNK};
+use crate::ingest::input::ColSel;
+use crate::engine::replay::{Replay, Run, Slot};
+use crate::ingest::stream::{self, CHUNK};
 use crate::cli::{Format, SizeArgs};
 use crate::policy::{KeyChoice, PolicyConfig, parse_spec};
 use crate::progress;
@@ -408,7 +408,7 @@ fn check_outputs(args: &SizeArgs) -> Result<()> {
 
 pub fn run(args: SizeArgs) -> Result<u8> {
     if let Some(path) = &args.plot {
-        crate::audit::check_output("--plot", path, "svg")?;
+        crate::clash::check_output("--plot", path, "svg")?;
     }
     check_outputs(&args)?;
     let family = Family::parse(&args.policy)?;
@@ -486,7 +486,7 @@ pub fn run(args: SizeArgs) -> Result<u8> {
         })
         .transpose()?;
     let key_cols: Vec<ColSel> = key_col.as_deref().map(ColSel::parse).into_iter().collect();
-    let spec = InputSpec::from_args(&args.input, key_cols, args.quiet)?;
+    let spec = args.input.spec(key_cols, args.quiet)?;
     let show_progress = progress::Wanted {
         quiet: args.quiet,
         no_progress: args.no_progress,
@@ -519,13 +519,13 @@ pub fn run(args: SizeArgs) -> Result<u8> {
         // A line names a key as the report shows it (`10.1.2.0/24`,
         // `/api|alice`) or as logged (`10.1.2.3:4711`): the logged form is
         // shaped as the log's keys are (port, prefix, joined parts).
-        let shape = crate::log::key::KeyShape {
+        let shape = crate::ingest::log::key::KeyShape {
             strip_port: args.input.strip_port,
             prefix: args
                 .input
                 .key_prefix
                 .as_deref()
-                .map(crate::log::key::parse_prefix)
+                .map(crate::ingest::log::key::parse_prefix)
                 .transpose()
                 .map_err(|e| anyhow!(e))?,
         };
@@ -542,7 +542,7 @@ pub fn run(args: SizeArgs) -> Result<u8> {
             let mut shaped = Vec::new();
             if joined {
                 shape.append_joined(
-                    l.split(crate::log::key::JOIN as char).map(str::as_bytes),
+                    l.split(crate::ingest::log::key::JOIN as char).map(str::as_bytes),
                     &mut shaped,
                 );
             } else {
@@ -777,7 +777,7 @@ pub fn run(args: SizeArgs) -> Result<u8> {
                     .map(|&k| {
                         let n = need_of(pi, k);
                         KeyNeed {
-                            key: crate::report::key_text(log.names.get(k as u32)),
+                            key: crate::quote::key_text(log.names.get(k as u32)),
                             need: (n != u64::MAX).then_some(n),
                             requests: log.requests_by_key[k],
                             excluded: !is_counted(k),
@@ -840,8 +840,8 @@ pub fn run(args: SizeArgs) -> Result<u8> {
                 if let (Some(a), Some(b)) = (p.wait.map(|w| w.max_ns), rec.wait_max_ns) {
                     change.push(format!(
                         "longest wait {} → {}",
-                        crate::report::human_wait(a),
-                        crate::report::human_wait(b)
+                        crate::time::human_wait(a),
+                        crate::time::human_wait(b)
                     ));
                 }
             }
@@ -958,7 +958,7 @@ impl Shape {
         let mut rows = 0u64;
         for i in 0..log.len() {
             let k = log.key[i];
-            if k == crate::audit::keys::EMPTY_KEY {
+            if k == crate::ingest::keys::EMPTY_KEY {
                 continue;
             }
             rows += 1;
@@ -1045,7 +1045,7 @@ fn rule(
     let busiest_key = shape
         .busiest_key
         .filter(|_| keyed)
-        .map(|k| crate::report::key_text(log.names.get(k)));
+        .map(|k| crate::quote::key_text(log.names.get(k)));
     let mut text = vec![format!(
         "the log's average rate is {}{who}; its busiest second has {} requests{}",
         average_text(avg),
@@ -1170,12 +1170,12 @@ fn active_keys(log: &Log, w: Nanos) -> u64 {
     let mut tail = 0;
     for i in 0..log.len() {
         let k = log.key[i];
-        if k == crate::audit::keys::EMPTY_KEY {
+        if k == crate::ingest::keys::EMPTY_KEY {
             continue;
         }
         while log.at[tail] + w.0 < log.at[i] {
             let kt = log.key[tail];
-            if kt != crate::audit::keys::EMPTY_KEY {
+            if kt != crate::ingest::keys::EMPTY_KEY {
                 in_window[kt as usize] -= 1;
                 distinct -= u64::from(in_window[kt as usize] == 0);
             }

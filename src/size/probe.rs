@@ -12,7 +12,7 @@
 //!   drops, keys with any drop, the longest wait.
 
 use super::log::Log;
-use crate::audit::keys::EMPTY_KEY;
+use crate::ingest::keys::EMPTY_KEY;
 use crate::policy::keyed::Store;
 use crate::policy::{Decision, Listed, Policy, PolicyConfig, WithPolicy};
 use crate::time::Nanos;
@@ -195,8 +195,8 @@ impl Job for ProbeJob<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::audit::input::Event;
-    use crate::audit::stream::Sink;
+    use crate::ingest::input::Event;
+    use crate::ingest::stream::Sink;
     use crate::policy::parse_spec;
 
     fn log(rows: &[(u64, u32, u32)]) -> Log {

@@ -277,7 +277,7 @@ impl<R: Read> CsvLines<R> {
 #[cfg(test)]
 mod tests {
     use super::CsvLines;
-    use crate::audit::quotes::QuoteGuard;
+    use crate::ingest::quotes::QuoteGuard;
     use crate::testing::Rng;
 
     type Records = Result<Vec<(Vec<Vec<u8>>, u64)>, String>;

@@ -3,76 +3,22 @@
 //! key id; policies hold only the keys active within their horizon.
 
 use super::exec::Exec;
-use super::input::{Event, MAX_KEYS};
-use super::keys::{EMPTY_KEY, Interner, KeyNames};
-use crate::policy::keyed::{Decides, KeyId, Levels, Limiter, Store};
-use crate::policy::records::{Field, Records};
-use crate::policy::table::Info;
-use crate::policy::{Decision, Listed, Spec};
-use crate::report::{KeyRow, PolicyReport, TimelineRow, Waits};
+use super::lanes::{Lane, Part, Worker};
+use super::loops::PREFETCH_FAR;
+pub use super::loops::Slot;
+use super::tally::{AUTO_STEPS, Share, Tally};
+use crate::ingest::input::{Event, MAX_KEYS};
+use crate::ingest::keys::{EMPTY_KEY, Interner, KeyNames};
+use crate::policy::keyed::{KeyId, Levels};
+use crate::policy::records::Records;
+use crate::policy::{Decision, Spec};
+use crate::engine::outcome::{KeyRow, PolicyReport, TimelineRow, Waits};
 use crate::time::{Nanos, fmt_millis};
 use crate::wait_stats::WaitStats;
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow};
 use std::io::Write;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, mpsc};
-
-/// Where a member takes its key from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Slot {
-    /// One bucket for everything.
-    Global,
-    /// The event's key id in this key column.
-    Column(usize),
-}
-
-impl Slot {
-    /// The member's key for `ev`; `None` when its value is empty (exempt).
-    #[inline]
-    fn key(self, ev: &Event) -> Option<KeyId> {
-        match self {
-            Slot::Global => Some(0),
-            Slot::Column(c) => {
-                let id = ev.keys[c];
-                (id != EMPTY_KEY).then_some(KeyId::from(id))
-            }
-        }
-    }
-}
-
-/// Per-interval counts of one policy.
-#[derive(Clone, Copy, Default)]
-struct Bin {
-    arrived: u64,
-    sent: u64,
-    dropped: u64,
-    level: u64,
-}
-
-/// Most timeline intervals kept per policy.
-const MAX_BINS: usize = 1_000_000;
-
-/// The intervals an automatic timeline steps through as the log's span
-/// grows, each a whole multiple of the one before, so coarsening merges
-/// whole intervals and never splits one.
-const AUTO_STEPS: [u64; 12] = [
-    1_000_000,              // 1 ms
-    10_000_000,             // 10 ms
-    100_000_000,            // 100 ms
-    1_000_000_000,          // 1 s
-    10_000_000_000,         // 10 s
-    60_000_000_000,         // 1 min
-    600_000_000_000,        // 10 min
-    3_600_000_000_000,      // 1 h
-    86_400_000_000_000,     // 1 day
-    864_000_000_000_000,    // 10 days
-    8_640_000_000_000_000,  // 100 days
-    17_280_000_000_000_000, // 200 days
-];
-
-/// Most intervals an automatic timeline's arrivals span before it moves
-/// to the next step: fine enough for any later choice of a few hundred.
-const AUTO_BINS: u64 = 20_000;
+use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 /// One policy (or stack) being replayed.
 pub struct Run {
@@ -81,230 +27,22 @@ pub struct Run {
     pub spec: String,
     /// The spec, to build a copy with empty state for another replay
     /// thread (none for an nginx.conf).
-    source: Option<Spec>,
+    pub(super) source: Option<Spec>,
     /// The key column every member keys by, if there is one: the run is
     /// then independent per key of it, and can be split by key.
-    split: Option<usize>,
-    exec: Exec,
-    slots: Vec<Slot>,
-    keys: Vec<Option<KeyId>>,
-    tally: Tally,
+    pub(super) split: Option<usize>,
+    pub(super) exec: Exec,
+    pub(super) slots: Vec<Slot>,
+    pub(super) keys: Vec<Option<KeyId>>,
+    pub(super) tally: Tally,
 }
 
-/// What one run has counted.
-pub struct Tally {
-    /// The highest level the policy can reach: once `peak` is there, no
-    /// level needs computing (without a timeline).
-    peak_cap: u64,
-    report_slot: Option<usize>,
-    requests: u64,
-    admitted: u64,
-    delayed: u64,
-    dropped: u64,
-    waits: WaitStats,
-    peak: u64,
-    /// Drops per key id of the report column (saturating).
-    drops_by_key: Vec<u32>,
-    /// For a run split over threads: non-zero waits counted by all of
-    /// them so far (each adds its own after every chunk), and how many of
-    /// this one's are in. Past the exact cap the merged waits would be a
-    /// histogram, so each part turns to one: memory stays that of one.
-    shared_waits: Option<(Arc<AtomicU64>, u64)>,
-    bins: Vec<Bin>,
-}
-
-impl Tally {
-    /// Which levels the next decision should compute.
-    #[inline]
-    fn levels(&self, timeline: bool) -> Levels {
-        if timeline {
-            Levels::All
-        } else if self.peak < self.peak_cap {
-            Levels::Rises
-        } else {
-            Levels::None
-        }
-    }
-
-    /// Merges the bins, kept every `from.0` from `from.1`, into bins every
-    /// `to.0` from `to.1` (a whole multiple, starting at or before): counts
-    /// add up, levels keep their peak.
-    fn coarsen(&mut self, from: (Nanos, u64), to: (Nanos, u64)) {
-        let mut merged: Vec<Bin> = Vec::new();
-        for (j, b) in self.bins.iter().enumerate() {
-            let start = from.1 + j as u64 * from.0.0;
-            let i = ((start - to.1) / to.0.0) as usize;
-            if merged.len() <= i {
-                merged.resize(i + 1, Bin::default());
-            }
-            let m = &mut merged[i];
-            m.arrived += b.arrived;
-            m.sent += b.sent;
-            m.dropped += b.dropped;
-            m.level = m.level.max(b.level);
-        }
-        self.bins = merged;
-    }
-
-    /// Adds this part's new non-zero waits to the count shared with the
-    /// other parts of a split run, and turns to a histogram once the
-    /// whole is past the exact cap.
-    fn share_waits(&mut self) {
-        let Some((total, counted)) = &mut self.shared_waits else {
-            return;
-        };
-        let mine = self.waits.nonzero();
-        let new = mine - *counted;
-        *counted = mine;
-        let all = total.fetch_add(new, Ordering::Relaxed) + new;
-        if all > crate::wait_stats::EXACT_CAP as u64 {
-            self.waits.spill();
-        }
-    }
-
-    /// Adds what `other` counted of the same run (over other rows).
-    fn merge(&mut self, other: Tally) {
-        self.requests += other.requests;
-        self.admitted += other.admitted;
-        self.delayed += other.delayed;
-        self.dropped += other.dropped;
-        self.waits.merge(other.waits);
-        self.peak = self.peak.max(other.peak);
-        if self.drops_by_key.len() < other.drops_by_key.len() {
-            self.drops_by_key.resize(other.drops_by_key.len(), 0);
-        }
-        for (mine, theirs) in self.drops_by_key.iter_mut().zip(other.drops_by_key) {
-            *mine = mine.saturating_add(theirs);
-        }
-        if self.bins.len() < other.bins.len() {
-            self.bins.resize(other.bins.len(), Bin::default());
-        }
-        for (m, b) in self.bins.iter_mut().zip(other.bins) {
-            m.arrived += b.arrived;
-            m.sent += b.sent;
-            m.dropped += b.dropped;
-            m.level = m.level.max(b.level);
-        }
-    }
-
-    /// Moves drops counted under a lane's renumbered key ids into
-    /// `global`, under the ids they stand for.
-    fn drops_into(&mut self, share: &Share, global: &mut Vec<u32>) {
-        for (i, d) in std::mem::take(&mut self.drops_by_key)
-            .into_iter()
-            .enumerate()
-            .filter(|(_, d)| *d > 0)
-        {
-            let g = share.global(i);
-            if global.len() <= g {
-                global.resize(g + 1, 0);
-            }
-            global[g] = global[g].saturating_add(d);
-        }
-    }
-
-    /// Counts one decision (`level`: the level just after it, or 0), but
-    /// for what [`Tally::settle`] adds up for a run of decisions: the
-    /// requests, the admitted ones, the zero waits. Nothing is counted for
-    /// the common decision (admitted at once, below the peak, no timeline)
-    /// but a comparison.
-    #[inline(always)]
-    fn count(
-        &mut self,
-        ev: &Event,
-        d: Decision,
-        level: u64,
-        timeline: Option<(Nanos, u64)>,
-    ) -> Result<()> {
-        let now = ev.at;
-        self.peak = self.peak.max(level);
-        match d {
-            Decision::Admit { release } => {
-                if release > now {
-                    self.delayed += 1;
-                    self.waits.record(release.0 - now.0);
-                }
-            }
-            Decision::Refuse { .. } => self.refused(ev),
-        }
-        match timeline {
-            None => Ok(()),
-            Some(t) => self.bin(ev, d, level, t),
-        }
-    }
-
-    /// Where [`Tally::settle`] takes up after the decisions to count.
-    #[inline(always)]
-    fn mark(&self) -> (u64, u64) {
-        (self.dropped, self.delayed)
-    }
-
-    /// Adds up what `count` left out for the `n` decisions counted since
-    /// `mark`: each is a request; those not refused were admitted, and
-    /// those admitted but not delayed waited zero.
-    #[inline(always)]
-    fn settle(&mut self, n: usize, (dropped, delayed): (u64, u64)) {
-        let n = n as u64;
-        let admitted = n - (self.dropped - dropped);
-        self.requests += n;
-        self.admitted += admitted;
-        self.waits.record_zeros(admitted - (self.delayed - delayed));
-    }
-
-    /// Counts a refusal, by key for the report.
-    #[inline]
-    fn refused(&mut self, ev: &Event) {
-        self.dropped += 1;
-        if let Some(&id) = self.report_slot.and_then(|c| ev.keys.get(c))
-            && id != EMPTY_KEY
-        {
-            let i = id as usize;
-            if i >= self.drops_by_key.len() {
-                self.drops_by_key.resize(i + 1, 0);
-            }
-            self.drops_by_key[i] = self.drops_by_key[i].saturating_add(1);
-        }
-    }
-
-    /// Counts a decision in the timeline's intervals.
-    fn bin(&mut self, ev: &Event, d: Decision, level: u64, timeline: (Nanos, u64)) -> Result<()> {
-        let now = ev.at;
-        let (interval, t0) = timeline;
-        let bin = |t: Nanos| ((t.0 - t0) / interval.0) as usize;
-        let (here, sent_at) = match d {
-            Decision::Admit { release } => (bin(now), Some(bin(release))),
-            Decision::Refuse { .. } => (bin(now), None),
-        };
-        let need = here.max(sent_at.unwrap_or(0)) + 1;
-        if need > MAX_BINS {
-            bail!(
-                "the timeline would have more than {MAX_BINS} intervals; choose a longer --timeline"
-            );
-        }
-        if self.bins.len() < need {
-            self.bins.resize(need, Bin::default());
-        }
-        let b = &mut self.bins[here];
-        b.arrived += 1;
-        b.level = b.level.max(level);
-        match sent_at {
-            Some(s) => self.bins[s].sent += 1,
-            None => b.dropped += 1,
-        }
-        Ok(())
-    }
-}
-
-/// How far ahead of the row being decided its successors' states are
-/// fetched: the state slot at `FAR`, what it points to at `NEAR`.
-const PREFETCH_FAR: usize = 16;
-const PREFETCH_NEAR: usize = 3;
 
 impl Run {
     /// Decides `events` (in time order) under this run, counting each
     /// decision and, when `out` is given, keeping it there by position.
     /// `records`: those of the run's key column, for a member of them.
-    fn decide_chunk(
+    pub(super) fn decide_chunk(
         &mut self,
         events: &[Event],
         names: &[KeyNames],
@@ -362,187 +100,6 @@ impl Run {
     }
 }
 
-/// A single policy's replay loop over a chunk, compiled per policy type
-/// (implemented by the store of each), chosen once per chunk.
-pub trait OneLoop: Limiter {
-    /// Decides `events` under the policy, keyed by `slot`, counting each
-    /// decision and, when `out` is given, keeping it there by position.
-    fn decide_chunk(
-        &mut self,
-        events: &[Event],
-        slot: Slot,
-        tally: &mut Tally,
-        timeline: Option<(Nanos, u64)>,
-        out: Option<&mut [Decision]>,
-    ) -> Result<()>;
-}
-
-/// A single policy's replay loop over a chunk when its states are a field
-/// of its key column's records, compiled per policy type (implemented by
-/// the field of each), chosen once per chunk.
-pub trait MemberLoop: Send {
-    /// As [`OneLoop::decide_chunk`], the states in `records` (those that
-    /// issued the field).
-    fn decide_chunk(
-        &mut self,
-        records: &mut Records,
-        events: &[Event],
-        slot: Slot,
-        tally: &mut Tally,
-        timeline: Option<(Nanos, u64)>,
-        out: Option<&mut [Decision]>,
-    ) -> Result<()>;
-
-    /// What reports need to know about the policy.
-    fn info(&self) -> &Info;
-}
-
-impl<P: Listed> MemberLoop for Field<P> {
-    fn decide_chunk(
-        &mut self,
-        records: &mut Records,
-        events: &[Event],
-        slot: Slot,
-        tally: &mut Tally,
-        timeline: Option<(Nanos, u64)>,
-        out: Option<&mut [Decision]>,
-    ) -> Result<()> {
-        decide_rows(
-            &mut records.column(self),
-            events,
-            slot,
-            tally,
-            timeline,
-            out,
-        )
-    }
-
-    fn info(&self) -> &Info {
-        Field::info(self)
-    }
-}
-
-/// Decides `events` (in time order) under one policy keyed by `slot`,
-/// fetching the states of the rows ahead, counting each decision and,
-/// when `out` is given, keeping it there by position.
-#[inline(always)]
-fn decide_rows(
-    states: &mut impl Decides,
-    events: &[Event],
-    slot: Slot,
-    tally: &mut Tally,
-    timeline: Option<(Nanos, u64)>,
-    out: Option<&mut [Decision]>,
-) -> Result<()> {
-    let column = |c: usize| {
-        // Checked once here, so that no row checks it again.
-        assert!(c < MAX_KEYS, "a key column past the last");
-        move |ev: &Event| {
-            let id = ev.keys[c];
-            (id != EMPTY_KEY).then_some(KeyId::from(id))
-        }
-    };
-    match slot {
-        Slot::Global => decide_with(states, events, |_: &Event| Some(0), tally, timeline, out),
-        Slot::Column(c) => decide_with(states, events, column(c), tally, timeline, out),
-    }
-}
-
-/// `decide_rows` with the rows' keys taken by `key`, through a loop
-/// compiled for what the chunk needs: with or without a timeline, so that
-/// a replay without one tests nothing for it per row; without levels once
-/// the peak is at its cap, so that one tests nothing for them either; and
-/// without refusals' retry times unless decisions are kept in `out`.
-#[inline(always)]
-fn decide_with<S: Decides, K: Fn(&Event) -> Option<KeyId>>(
-    states: &mut S,
-    events: &[Event],
-    key: K,
-    tally: &mut Tally,
-    timeline: Option<(Nanos, u64)>,
-    out: Option<&mut [Decision]>,
-) -> Result<()> {
-    let levels = tally.levels(timeline.is_some()) != Levels::None;
-    match (timeline.is_some(), levels, out.is_some()) {
-        (false, false, false) => {
-            decide_by::<_, _, false, false, false>(states, events, key, tally, None, out)
-        }
-        (false, true, false) => {
-            decide_by::<_, _, false, true, false>(states, events, key, tally, None, out)
-        }
-        (true, _, false) => {
-            decide_by::<_, _, true, true, false>(states, events, key, tally, timeline, out)
-        }
-        (false, _, true) => {
-            decide_by::<_, _, false, true, true>(states, events, key, tally, None, out)
-        }
-        (true, _, true) => {
-            decide_by::<_, _, true, true, true>(states, events, key, tally, timeline, out)
-        }
-    }
-}
-
-/// `decide_rows` with the rows' keys taken by `key`; `TIMELINE`: whether
-/// `timeline` is given; `LEVELS`: whether levels may be needed (false once
-/// the peak is at its cap without a timeline: it stays there); `RETRY`:
-/// whether a refusal's retry time is worked out (for `out`).
-#[inline(always)]
-fn decide_by<
-    S: Decides,
-    K: Fn(&Event) -> Option<KeyId>,
-    const TIMELINE: bool,
-    const LEVELS: bool,
-    const RETRY: bool,
->(
-    states: &mut S,
-    events: &[Event],
-    key: K,
-    tally: &mut Tally,
-    timeline: Option<(Nanos, u64)>,
-    mut out: Option<&mut [Decision]>,
-) -> Result<()> {
-    let timeline = timeline.filter(|_| TIMELINE);
-    let mark = tally.mark();
-    for (i, ev) in events.iter().enumerate() {
-        if let Some(k) = events.get(i + PREFETCH_FAR).and_then(&key) {
-            states.prefetch(k, false);
-        }
-        if states.deep()
-            && let Some(k) = events.get(i + PREFETCH_NEAR).and_then(&key)
-        {
-            states.prefetch(k, true);
-        }
-        let levels = match LEVELS {
-            true => tally.levels(TIMELINE),
-            false => Levels::None,
-        };
-        let (d, level) = match key(ev) {
-            Some(k) if RETRY => states.decide_level(k, ev.at, u64::from(ev.cost), levels),
-            Some(k) => states.decide_level_no_retry(k, ev.at, u64::from(ev.cost), levels),
-            None => (Decision::Admit { release: ev.at }, 0),
-        };
-        tally.count(ev, d, level, timeline)?;
-        if let Some(out) = out.as_deref_mut() {
-            out[i] = d;
-        }
-    }
-    tally.settle(events.len(), mark);
-    Ok(())
-}
-
-impl<P: Listed> OneLoop for Store<P> {
-    fn decide_chunk(
-        &mut self,
-        events: &[Event],
-        slot: Slot,
-        tally: &mut Tally,
-        timeline: Option<(Nanos, u64)>,
-        out: Option<&mut [Decision]>,
-    ) -> Result<()> {
-        decide_rows(self, events, slot, tally, timeline, out)
-    }
-}
-
 impl Run {
     /// `slots[i]`: where member i of `spec` takes its key from; `order`:
     /// the run's place in the report.
@@ -569,13 +126,13 @@ impl Run {
     }
 
     /// The same run with empty state.
-    fn fresh(&self) -> Option<Run> {
+    pub(super) fn fresh(&self) -> Option<Run> {
         let spec = self.source.as_ref()?;
         Some(Run::new(spec, self.slots.clone(), self.order))
     }
 
     /// An nginx.conf run: it keys and routes rows itself.
-    pub fn nginx(conf: super::nginx::ConfExec, label: String, spec: String, order: usize) -> Run {
+    pub fn nginx(conf: super::conf::ConfExec, label: String, spec: String, order: usize) -> Run {
         let report_slot = conf.report_slot();
         Run::with_exec(
             Exec::Conf(Box::new(conf)),
@@ -592,7 +149,7 @@ impl Run {
         matches!(self.exec, Exec::Conf(_))
     }
 
-    fn with_exec(
+    pub(super) fn with_exec(
         exec: Exec,
         label: String,
         spec: String,
@@ -627,302 +184,30 @@ impl Run {
     }
 }
 
-/// Runs decided on one thread. A lane takes part in every chunk: a run
-/// split by key decides only the lane's share of the keys (see [`Share`]),
-/// dealt out to it; any other run every row of the chunk.
-struct Lane {
-    runs: Vec<Run>,
-    share: Option<Share>,
-    timeline: Option<(Nanos, u64)>,
-    /// The timeline's interval follows the log's span (see `auto_timeline`).
-    auto: bool,
-    started: bool,
-    /// This lane's rows of the current chunk, per key column it splits by.
-    mine: Vec<(usize, Vec<Event>)>,
-    /// Per key column, the records of the single policies keyed by it
-    /// (made when the lane starts).
-    records: Vec<(usize, Records)>,
-}
-
-/// Which keys a lane decides, for runs split by key: key ids `i` with
-/// `i mod n = lane` (rows with an empty key go to lane 0). In the rows the
-/// lane decides, a key id becomes `i div n`, so its per-key tables stay
-/// dense whatever the number of lanes.
-#[derive(Clone, Copy)]
-struct Share {
-    lane: u32,
-    n: u32,
-    /// ⌈2⁶⁴ / n⌉: `i div n` is the high half of `i · magic` for any 32-bit
-    /// `i` (a multiply instead of a division per row).
-    magic: u64,
-}
-
-impl Share {
-    fn new(lane: u32, n: u32) -> Share {
-        assert!(n >= 2 && lane < n);
-        Share {
-            lane,
-            n,
-            magic: u64::MAX / u64::from(n) + 1,
-        }
-    }
-
-    /// `(i div n, i mod n)`.
-    #[inline]
-    fn split(&self, id: u32) -> (u32, u32) {
-        let q = ((u128::from(self.magic) * u128::from(id)) >> 64) as u32;
-        (q, id - q * self.n)
-    }
-
-    /// The key id a lane's local id stands for.
-    fn global(&self, local: usize) -> usize {
-        local * self.n as usize + self.lane as usize
-    }
-
-    /// Deals the rows of `events` out to the lanes by their key in column
-    /// `c`, in order: lane i's rows go to `lanes[i]`, their key there
-    /// renumbered (rows with an empty key go to lane 0).
-    fn deal(&self, events: &[Event], c: usize, lanes: &mut [&mut Vec<Event>]) {
-        assert_eq!(lanes.len(), self.n as usize);
-        assert!(c < MAX_KEYS, "a key column past the last");
-        for rows in lanes.iter_mut() {
-            rows.clear();
-        }
-        for ev in events {
-            let id = ev.keys[c];
-            if id == EMPTY_KEY {
-                lanes[0].push(*ev);
-                continue;
-            }
-            let (q, r) = self.split(id);
-            let mut mine = *ev;
-            mine.keys[c] = q;
-            lanes[r as usize].push(mine);
-        }
-    }
-}
-
-impl Lane {
-    fn new(
-        runs: Vec<Run>,
-        share: Option<Share>,
-        timeline: Option<(Nanos, u64)>,
-        auto: bool,
-    ) -> Lane {
-        let mut mine: Vec<(usize, Vec<Event>)> = Vec::new();
-        if share.is_some() {
-            for c in runs.iter().filter_map(|r| r.split) {
-                if !mine.iter().any(|(m, _)| *m == c) {
-                    mine.push((c, Vec::new()));
-                }
-            }
-        }
-        Lane {
-            runs,
-            share,
-            timeline,
-            auto,
-            started: false,
-            mine,
-            records: Vec::new(),
-        }
-    }
-
-    /// Moves each single policy keyed by a column into that column's
-    /// records, so that a key's states under all of them sit together.
-    /// Done when the lane starts, on the thread that decides it, once its
-    /// runs are settled.
-    fn group(&mut self) {
-        for run in &mut self.runs {
-            let (Some(c), Exec::One(_), Some(spec)) = (run.split, &run.exec, &run.source) else {
-                continue;
-            };
-            let at = match self.records.iter().position(|(m, _)| *m == c) {
-                Some(at) => at,
-                None => {
-                    self.records.push((c, Records::new()));
-                    self.records.len() - 1
-                }
-            };
-            run.exec = Exec::member(spec, &mut self.records[at].1);
-        }
-    }
-
-    /// Moves an automatic timeline to a coarser step until `last` falls
-    /// within `AUTO_BINS` intervals of its start. Every lane is given the
-    /// same span of every chunk, so all step alike.
-    fn widen_timeline(&mut self, last: Nanos) {
-        let Some((mut interval, mut t0)) = self.timeline else {
-            return;
-        };
-        while (last.0 - t0) / interval.0 >= AUTO_BINS {
-            let Some(&next) = AUTO_STEPS.iter().find(|&&s| s > interval.0) else {
-                break;
-            };
-            let (to_i, to_t0) = (Nanos(next), t0 - t0 % next);
-            for run in &mut self.runs {
-                run.tally.coarsen((interval, t0), (to_i, to_t0));
-            }
-            (interval, t0) = (to_i, to_t0);
-        }
-        self.timeline = Some((interval, t0));
-    }
-
-    /// Decides a chunk (in time order, from `first` to `last`) under this
-    /// lane's runs, run by run so each run's loop is tight: runs split by
-    /// key decide the lane's rows of it (dealt into `mine` beforehand),
-    /// the others `events`, the whole chunk. `out` (only with every run
-    /// in one lane) keeps each decision, run after run.
-    fn decide_chunk(
-        &mut self,
-        (first, last): (Nanos, Nanos),
-        events: &[Event],
-        names: &[KeyNames],
-        mut out: Option<&mut [Decision]>,
-    ) -> Result<()> {
-        if !self.started {
-            self.started = true;
-            self.group();
-            if let Some((i, t0)) = &mut self.timeline {
-                *t0 = first.0 - first.0 % i.0;
-            }
-        }
-        if self.auto {
-            self.widen_timeline(last);
-        }
-        let n = events.len();
-        for (ri, run) in self.runs.iter_mut().enumerate() {
-            let records = match (&run.exec, run.split) {
-                (Exec::Member(_), Some(c)) => self
-                    .records
-                    .iter_mut()
-                    .find(|(m, _)| *m == c)
-                    .map(|(_, r)| r),
-                _ => None,
-            };
-            let rows = match (self.share, run.split) {
-                (Some(_), Some(c)) => {
-                    let (_, rows) = self
-                        .mine
-                        .iter()
-                        .find(|(m, _)| *m == c)
-                        .expect("a lane selects rows for each column it splits by");
-                    rows.as_slice()
-                }
-                _ => events,
-            };
-            let out = out.as_deref_mut().map(|o| &mut o[ri * n..(ri + 1) * n]);
-            run.decide_chunk(rows, names, self.timeline, records, out)?;
-        }
-        Ok(())
-    }
-}
-
-/// What a replay thread gets of a chunk: its rows of it per key column it
-/// splits by, and the whole chunk when it decides runs that are not split.
-struct Part {
-    span: (Nanos, Nanos),
-    whole: Option<Arc<Vec<Event>>>,
-    /// In the order of the lane's `mine`.
-    mine: Vec<(usize, Vec<Event>)>,
-}
-
-/// A replay thread: a lane fed its part of the same chunks as this one.
-struct Worker {
-    tx: Option<mpsc::SyncSender<Part>>,
-    /// Parts the thread is done with, to be filled again.
-    back: mpsc::Receiver<Part>,
-    /// The key columns its lane splits by, in the order of its `mine`.
-    columns: Vec<usize>,
-    /// True when the lane decides runs that are not split by key.
-    whole: bool,
-    handle: std::thread::JoinHandle<Result<Lane>>,
-}
-
-impl Worker {
-    fn start(mut lane: Lane) -> Result<Worker> {
-        let (tx, rx) = mpsc::sync_channel::<Part>(4);
-        let (back_tx, back) = mpsc::channel::<Part>();
-        let columns = lane.mine.iter().map(|(c, _)| *c).collect();
-        let whole = lane.runs.iter().any(|r| r.split.is_none());
-        let handle = std::thread::Builder::new()
-            .name("drip-replay".into())
-            .spawn(move || {
-                for mut part in rx.iter() {
-                    std::mem::swap(&mut lane.mine, &mut part.mine);
-                    let whole = part.whole.take();
-                    let events = whole.as_deref().map_or(&[][..], Vec::as_slice);
-                    lane.decide_chunk(part.span, events, &[], None)?;
-                    drop(whole);
-                    // The rows just decided go back to be filled again
-                    // (the replay may have finished with them already).
-                    let _ = back_tx.send(part);
-                }
-                Ok(lane)
-            })
-            .context("cannot start a replay thread")?;
-        Ok(Worker {
-            tx: Some(tx),
-            back,
-            columns,
-            whole,
-            handle,
-        })
-    }
-
-    /// A part to fill: one the thread is done with, or a new one.
-    fn part(&self) -> Part {
-        self.back.try_recv().unwrap_or_else(|_| Part {
-            span: (Nanos::ZERO, Nanos::ZERO),
-            whole: None,
-            mine: self.columns.iter().map(|&c| (c, Vec::new())).collect(),
-        })
-    }
-
-    /// Hands the thread its part of a chunk; false when it has stopped
-    /// (its error comes out of `finish`).
-    fn send(&mut self, part: Part) -> bool {
-        match &self.tx {
-            Some(tx) if tx.send(part).is_err() => {
-                self.tx = None;
-                false
-            }
-            _ => true,
-        }
-    }
-
-    fn finish(mut self) -> Result<Lane> {
-        drop(self.tx.take());
-        self.handle
-            .join()
-            .map_err(|_| anyhow!("a replay thread failed"))?
-    }
-}
-
 /// The whole replay state.
 pub struct Replay {
     /// The runs decided on this thread.
-    local: Lane,
+    pub(super) local: Lane,
     /// The other replay threads, when the runs are spread (see `spread`).
-    workers: Vec<Worker>,
+    pub(super) workers: Vec<Worker>,
     /// The chunks handed to them, each refilled once every thread is done
     /// with it, so that handing rows over allocates nothing per chunk.
-    handed: Vec<Arc<Vec<Event>>>,
+    pub(super) handed: Vec<Arc<Vec<Event>>>,
     /// Labels of every run, in report order.
-    labels: Vec<String>,
+    pub(super) labels: Vec<String>,
     /// Key values per key column, by id.
-    names: Vec<KeyNames>,
-    interners: Vec<Interner>,
+    pub(super) names: Vec<KeyNames>,
+    pub(super) interners: Vec<Interner>,
     /// Requests per key, per key column.
-    requests_by_key: Vec<Vec<u64>>,
-    decisions: Option<csv::Writer<Box<dyn Write + Send>>>,
+    pub(super) requests_by_key: Vec<Vec<u64>>,
+    pub(super) decisions: Option<csv::Writer<Box<dyn Write + Send>>>,
     /// The decisions file as given, for messages.
-    decisions_name: String,
+    pub(super) decisions_name: String,
     pub first: Option<Nanos>,
     pub last: Option<Nanos>,
-    top: usize,
+    pub(super) top: usize,
     /// `--compare`: every run against the first, row by row.
-    compare: Option<super::compare::Compare>,
+    pub(super) compare: Option<super::compare::Compare>,
 }
 
 impl Replay {
@@ -977,7 +262,7 @@ impl Replay {
     }
 
     /// The comparison, once every row is decided.
-    pub fn compare_report(&self) -> Vec<crate::report::CompareReport> {
+    pub fn compare_report(&self) -> Vec<crate::engine::outcome::CompareReport> {
         self.compare.as_ref().map_or(Vec::new(), |c| {
             c.report(&self.labels, &self.names, &self.requests_by_key, self.top)
         })
@@ -1053,7 +338,7 @@ impl Replay {
 
     /// Turns a batch's key values into ids unless the reader did, and
     /// learns the values first seen in it.
-    pub fn intern(&mut self, batch: &mut super::input::Batch) {
+    pub fn intern(&mut self, batch: &mut crate::ingest::input::Batch) {
         if !batch.interned {
             batch.intern(&mut self.interners);
         }
@@ -1073,7 +358,7 @@ impl Replay {
     /// A copy of `events` for the other replay threads, in a chunk they
     /// have all finished with (they only ever drop their references), or
     /// in a new one while every chunk is still in use.
-    fn hand_over(&mut self, events: &[Event]) -> Arc<Vec<Event>> {
+    pub(super) fn hand_over(&mut self, events: &[Event]) -> Arc<Vec<Event>> {
         let free = self.handed.iter().position(|c| Arc::strong_count(c) == 1);
         let mut chunk = match free {
             Some(i) => self.handed.swap_remove(i),
@@ -1151,7 +436,7 @@ impl Replay {
     }
 
     /// Counts each row for its key, per key column.
-    fn count_requests(&mut self, events: &[Event]) {
+    pub(super) fn count_requests(&mut self, events: &[Event]) {
         for (i, ev) in events.iter().enumerate() {
             let ahead = events.get(i + PREFETCH_FAR).map(|a| &a.keys);
             for (c, (reqs, &id)) in self.requests_by_key.iter_mut().zip(&ev.keys).enumerate() {
@@ -1167,7 +452,7 @@ impl Replay {
 
     /// Writes the decisions of a chunk, row by row, each row's runs in
     /// report order (`outcomes`: run after run).
-    fn write_decisions(&mut self, events: &[Event], outcomes: &[Decision]) -> Result<()> {
+    pub(super) fn write_decisions(&mut self, events: &[Event], outcomes: &[Decision]) -> Result<()> {
         let n = events.len();
         let Some(w) = self.decisions.as_mut() else {
             return Ok(());
@@ -1207,7 +492,7 @@ impl Replay {
     /// into one run per policy, in report order: counts add up, peaks and
     /// levels keep their maximum, waits merge, and drops by key (each key
     /// on one thread) are put back under their own ids.
-    fn gather(&mut self) -> Result<Vec<Run>> {
+    pub(super) fn gather(&mut self) -> Result<Vec<Run>> {
         let mut lanes = vec![std::mem::replace(
             &mut self.local,
             Lane::new(Vec::new(), None, None, false),
@@ -1291,7 +576,7 @@ impl Replay {
                         .expect("drops by key need a key column");
                     let requests = self.requests_by_key[c][id as usize];
                     KeyRow {
-                        key: crate::report::key_text(self.names[c].get(id)),
+                        key: crate::quote::key_text(self.names[c].get(id)),
                         requests,
                         dropped,
                         drop_pct: percent(dropped, requests),
@@ -1351,7 +636,7 @@ impl Replay {
 /// reading (`--decisions - | head`) ends the file quietly and the replay
 /// goes on, so thresholds are still checked; any other failure names the
 /// file.
-fn written(
+pub(super) fn written(
     r: csv::Result<()>,
     w: &mut Option<csv::Writer<Box<dyn Write + Send>>>,
     name: &str,
@@ -1378,7 +663,7 @@ pub type TimelineRows = (Nanos, Vec<TimelineRow>);
 
 /// The key a run reports by, for the decisions file: its bytes as read
 /// (the CSV writer quotes them), so rows can be matched to the log exactly.
-fn key_bytes<'a>(names: &'a [KeyNames], slot: Option<usize>, ev: &Event) -> &'a [u8] {
+pub(super) fn key_bytes<'a>(names: &'a [KeyNames], slot: Option<usize>, ev: &Event) -> &'a [u8] {
     match slot {
         Some(c) if ev.keys[c] != EMPTY_KEY => names[c].get(ev.keys[c]),
         _ => b"",
@@ -1386,7 +671,7 @@ fn key_bytes<'a>(names: &'a [KeyNames], slot: Option<usize>, ev: &Event) -> &'a 
 }
 
 /// The report's wait percentiles.
-fn waits(w: &mut WaitStats) -> Waits {
+pub(super) fn waits(w: &mut WaitStats) -> Waits {
     let p = w.percentiles();
     Waits {
         p50_ns: p.p50,
@@ -1396,7 +681,7 @@ fn waits(w: &mut WaitStats) -> Waits {
     }
 }
 
-fn percent(part: u64, whole: u64) -> f64 {
+pub(super) fn percent(part: u64, whole: u64) -> f64 {
     if whole == 0 {
         0.0
     } else {

@@ -58,7 +58,7 @@ pub fn looks_like(line: &[u8], f: &Fields) -> bool {
     let tok = |i: usize| f.get(line, i).unwrap_or_default();
     f.spans.len() >= LEAST
         && TYPES.contains(&tok(0))
-        && crate::audit::timestamp::parse_rfc3339(tok(1)).is_ok()
+        && crate::ingest::timestamp::parse_rfc3339(tok(1)).is_ok()
         && (tok(2).starts_with(b"app/") || tok(2).starts_with(b"net/"))
 }
 
@@ -113,8 +113,8 @@ impl LineParser for Alb {
         let written = got.min(NAMES.len());
         out.spans.extend_from_slice(&self.tokens.spans[..written]);
         out.spans.resize(NAMES.len(), super::MISSING);
-        let client = crate::audit::input::strip_port(self.tokens.in_line(line, 3));
-        let target = crate::audit::input::strip_port(self.tokens.in_line(line, 4));
+        let client = super::key::strip_port(self.tokens.in_line(line, 3));
+        let target = super::key::strip_port(self.tokens.in_line(line, 4));
         let (m, u, p) = split_request(self.tokens.in_line(line, 12));
         for v in [client, target, m, u, p] {
             out.push_sub(line, v);

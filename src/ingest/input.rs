@@ -7,7 +7,7 @@
 use super::csv_lines::CsvLines;
 use super::quotes::{QuoteGuard, UnclosedQuote};
 use super::timestamp::{TimeFormat, TimeParser};
-use crate::cli::InputFormat;
+use crate::ingest::log::InputFormat;
 use crate::quote::{NotText, delimiter_hint, listing, shown_str};
 use crate::time::Nanos;
 use anyhow::{Context, Result, anyhow, bail};
@@ -133,7 +133,7 @@ pub(crate) fn parse_time_format(text: &str) -> Result<TimeFormat> {
 pub(crate) fn input_format(given: InputFormat, log_format: Option<&str>) -> Result<InputFormat> {
     match (given, log_format) {
         (InputFormat::Auto | InputFormat::Nginx, Some(f)) => {
-            crate::log::nginx::Nginx::compile(f)?;
+            crate::ingest::log::nginx::Nginx::compile(f)?;
             Ok(InputFormat::Nginx)
         }
         (other, Some(_)) => bail!(
@@ -147,69 +147,6 @@ pub(crate) fn input_format(given: InputFormat, log_format: Option<&str>) -> Resu
     }
 }
 
-impl InputSpec {
-    /// The reading options as given on the command line, checked once, with
-    /// the distinct key columns the policies count by (`quiet`: no notes).
-    pub fn from_args(
-        args: &crate::cli::InputArgs,
-        key_cols: Vec<ColSel>,
-        quiet: bool,
-    ) -> Result<InputSpec> {
-        let delimiter = args.delimiter.as_deref().map(parse_delimiter).transpose()?;
-        let time_col = args
-            .time_column
-            .as_deref()
-            .map(parse_time_column)
-            .transpose()?;
-        let time_format = parse_time_format(&args.time_format)?;
-        if args.merge && args.files.iter().filter(|f| f.as_os_str() == "-").count() > 1 {
-            bail!(
-                "--merge reads its files side by side, so standard input ('-') can be one of them only once; save the other stream to a file"
-            );
-        }
-        for f in &args.files {
-            if f.as_os_str() != "-" && !f.exists() {
-                bail!("cannot open '{}': no such file", f.display());
-            }
-            if f.is_dir() {
-                bail!(
-                    "'{}' is a directory; give the log files in it (e.g. '{}'/*.csv.gz)",
-                    f.display(),
-                    f.display()
-                );
-            }
-        }
-        let input_format = input_format(args.input_format, args.log_format.as_deref())?;
-        Ok(InputSpec {
-            files: args.files.clone(),
-            duration_col: args.duration_column.as_deref().map(ColSel::parse),
-            input_format,
-            log_format: args.log_format.clone(),
-            time_col,
-            time_format,
-            key_cols,
-            cost_col: args.cost_column.as_deref().map(ColSel::parse),
-            delimiter,
-            no_header: args.no_header,
-            strip_port: args.strip_port,
-            key_prefix: args
-                .key_prefix
-                .as_deref()
-                .map(crate::log::key::parse_prefix)
-                .transpose()
-                .map_err(|e| anyhow!(e))?,
-            zone: args
-                .tz
-                .as_deref()
-                .map(super::timestamp::Zone::parse)
-                .transpose()
-                .map_err(|e| anyhow!("--tz: {e}"))?,
-            skip_bad: args.skip_bad,
-            quiet,
-            merge: args.merge,
-        })
-    }
-}
 
 /// One request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -327,27 +264,6 @@ pub struct InputSummary {
     pub bad_rows: u64,
     pub time_column: String,
     pub time_format: String,
-}
-
-/// A client address without its port: `10.0.0.1:2817` → `10.0.0.1`,
-/// `[2001:db8::1]:443` → `2001:db8::1`. A bare IPv6 address (several
-/// colons, no brackets) and anything else are left as they are.
-pub fn strip_port(v: &[u8]) -> &[u8] {
-    let digits = |d: &[u8]| !d.is_empty() && d.iter().all(u8::is_ascii_digit);
-    if let Some(rest) = v.strip_prefix(b"[") {
-        if let Some(close) = rest.iter().position(|&b| b == b']') {
-            let after = &rest[close + 1..];
-            if after.is_empty() || after.first() == Some(&b':') && digits(&after[1..]) {
-                return &rest[..close];
-            }
-        }
-        return v;
-    }
-    let mut colons = v.iter().enumerate().filter(|(_, b)| **b == b':');
-    match (colons.next(), colons.next()) {
-        (Some((i, _)), None) if digits(&v[i + 1..]) => &v[..i],
-        _ => v,
-    }
 }
 
 /// A display name for a file argument.
@@ -700,11 +616,11 @@ impl<R: Read> Rows for CsvRows<R> {
 
 /// Lines of an access-log format.
 struct LineRows<R> {
-    lines: crate::log::Lines<R>,
-    parser: Box<dyn crate::log::LineParser>,
-    fields: crate::log::Fields,
+    lines: crate::ingest::log::Lines<R>,
+    parser: Box<dyn crate::ingest::log::LineParser>,
+    fields: crate::ingest::log::Fields,
     /// The line in `lines.buf` is read but not yet parsed.
-    pending: Option<crate::log::Line>,
+    pending: Option<crate::ingest::log::Line>,
     dash_is_empty: bool,
     quiet: bool,
 }
@@ -714,12 +630,12 @@ impl<R: BufRead> LineRows<R> {
     /// names (a W3C `#Fields:` line, a JSON line's paths).
     fn new(
         reader: R,
-        mut parser: Box<dyn crate::log::LineParser>,
+        mut parser: Box<dyn crate::ingest::log::LineParser>,
         name: &str,
         quiet: bool,
     ) -> Result<Self> {
-        use crate::log::Line;
-        let mut lines = crate::log::Lines::new(reader);
+        use crate::ingest::log::Line;
+        let mut lines = crate::ingest::log::Lines::new(reader);
         let pending = loop {
             let l = lines
                 .next_line()
@@ -735,7 +651,7 @@ impl<R: BufRead> LineRows<R> {
             lines,
             dash_is_empty: parser.dash_is_empty(),
             parser,
-            fields: crate::log::Fields::default(),
+            fields: crate::ingest::log::Fields::default(),
             pending,
             quiet,
         })
@@ -806,7 +722,7 @@ impl<R: BufRead> Rows for LineRows<R> {
     }
 
     fn advance(&mut self) -> Result<Option<Result<(), String>>> {
-        use crate::log::{Line, Parsed};
+        use crate::ingest::log::{Line, Parsed};
         loop {
             let l = match self.pending.take() {
                 Some(l) => l,
@@ -817,7 +733,7 @@ impl<R: BufRead> Rows for LineRows<R> {
                 Line::TooLong => {
                     return Ok(Some(Err(format!(
                         "the line is longer than {} bytes",
-                        crate::log::MAX_LINE
+                        crate::ingest::log::MAX_LINE
                     ))));
                 }
                 Line::Ok if self.lines.buf.trim_ascii().is_empty() => continue,
@@ -857,11 +773,11 @@ impl<R: BufRead> Rows for LineRows<R> {
         // Only a format that learns its names from the first line (JSON)
         // knows none when that line is not in it.
         if !self.parser.names().is_some_and(<[String]>::is_empty)
-            || !matches!(self.pending, Some(crate::log::Line::Ok))
+            || !matches!(self.pending, Some(crate::ingest::log::Line::Ok))
         {
             return Ok(());
         }
-        let mut fields = crate::log::Fields::default();
+        let mut fields = crate::ingest::log::Fields::default();
         match self.parser.parse(&self.lines.buf, &mut fields) {
             Err(e) => bail!(
                 "{file}:{}: {} line: {e}; is the log in this format? Set --input-format to its format, or leave it out to detect it",
@@ -960,7 +876,7 @@ struct Columns {
     duration_name: String,
     cost_name: String,
     key_names: Vec<Vec<String>>,
-    shape: crate::log::key::KeyShape,
+    shape: crate::ingest::log::key::KeyShape,
 }
 
 impl Columns {
@@ -1018,7 +934,7 @@ impl Columns {
             cost,
             duration,
             format,
-            shape: crate::log::key::KeyShape {
+            shape: crate::ingest::log::key::KeyShape {
                 strip_port: spec.strip_port,
                 prefix: spec.key_prefix,
             },
@@ -1104,7 +1020,7 @@ impl<'s> LogReader<'s> {
             self.summary.bad_rows += rows.skipped();
             return Ok(go);
         }
-        let parser = crate::log::parser(f, spec.log_format.as_deref())?;
+        let parser = crate::ingest::log::parser(f, spec.log_format.as_deref())?;
         let mut rows = LineRows::new(reader, parser, &name, spec.quiet)?;
         if rows.pending.is_none() {
             return Ok(true); // no request lines: nothing to resolve columns against
@@ -1126,7 +1042,7 @@ impl<'s> LogReader<'s> {
         let sample = reader
             .fill_buf()
             .with_context(|| format!("cannot read '{name}'"))?;
-        let detected = crate::log::detect(sample).unwrap_or(InputFormat::Csv);
+        let detected = crate::ingest::log::detect(sample).unwrap_or(InputFormat::Csv);
         let Some(f) = self.format else {
             if sample.is_empty() {
                 return Ok(None);
@@ -1381,7 +1297,7 @@ impl<'s> LogReader<'s> {
         // A field some lines lack (a JSON path, a trailing field) is an
         // empty key part there.
         let lenient = cols.format.is_some();
-        let plain = cols.shape == crate::log::key::KeyShape::default();
+        let plain = cols.shape == crate::ingest::log::key::KeyShape::default();
         let out = &mut self.batch.key_bytes;
         for (slot, parts) in cols.keys.iter().enumerate() {
             let missing = |n: usize| {
@@ -1476,8 +1392,9 @@ impl<'s> LogReader<'s> {
 
 #[cfg(test)]
 mod tests {
-    use super::{Batch, Event, MAX_KEYS, strip_port};
-    use crate::audit::keys::{EMPTY_KEY, Interner};
+    use super::{Batch, Event, MAX_KEYS};
+    use crate::ingest::log::key::strip_port;
+    use crate::ingest::keys::{EMPTY_KEY, Interner};
     use crate::time::Nanos;
 
     /// A batch of rows with two key columns each, values back to back.

@@ -224,10 +224,10 @@ fn hold<T: AsRef<Event> + Clone>(
             "{}:{}: this row's time {} is {} after the rows before it ({}), and the next row goes back to {}: the row is out of place; fix or remove it, or pass --skip-bad to skip and count such rows",
             names[jumped.file as usize],
             jumped.line,
-            crate::report::instant(jumped.at.0),
+            crate::time::instant(jumped.at.0),
             Nanos(jumped.at.0 - before.0),
-            crate::report::instant(before.0),
-            crate::report::instant(ev.at.0),
+            crate::time::instant(before.0),
+            crate::time::instant(ev.at.0),
         );
     }
     let behind = Nanos(late.newest.0 - ev.at.0);
@@ -242,9 +242,9 @@ fn hold<T: AsRef<Event> + Clone>(
         "{}:{}: this row's time {} is {} older than an earlier row's {}, beyond the reorder window of {}; raise --reorder-window above {} or {fix}",
         names[ev.file as usize],
         ev.line,
-        crate::report::instant(ev.at.0),
+        crate::time::instant(ev.at.0),
         behind,
-        crate::report::instant(late.newest.0),
+        crate::time::instant(late.newest.0),
         reorder_window,
         behind
     );

@@ -24,8 +24,47 @@ pub mod ndjson;
 pub mod nginx;
 pub mod w3c;
 
-use crate::cli::InputFormat;
 use std::io::BufRead;
+
+/// How a log's lines are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum InputFormat {
+    /// Decided from the first lines: ndjson, w3c, alb, combined, common, or CSV.
+    Auto,
+    /// Comma-separated values with a header row (or --delimiter).
+    Csv,
+    /// Tab-separated values with a header row.
+    Tsv,
+    /// NCSA Combined Log Format (Apache, nginx's default).
+    Combined,
+    /// NCSA Common Log Format.
+    Common,
+    /// Lines of an nginx log_format given with --log-format.
+    Nginx,
+    /// One JSON object per line; fields by dotted path (request.remote_ip).
+    Ndjson,
+    /// AWS Application Load Balancer access logs.
+    Alb,
+    /// W3C extended logs (CloudFront, IIS): fields named by the #Fields: line.
+    W3c,
+}
+
+impl InputFormat {
+    /// The name as written on the command line.
+    pub fn name(self) -> &'static str {
+        match self {
+            InputFormat::Auto => "auto",
+            InputFormat::Csv => "csv",
+            InputFormat::Tsv => "tsv",
+            InputFormat::Combined => "combined",
+            InputFormat::Common => "common",
+            InputFormat::Nginx => "nginx",
+            InputFormat::Ndjson => "ndjson",
+            InputFormat::Alb => "alb",
+            InputFormat::W3c => "w3c",
+        }
+    }
+}
 
 /// Longest line read; a longer one is a bad line (and the rest of it is
 /// skipped), so a file without newlines cannot fill memory.
@@ -249,7 +288,7 @@ fn detect_line(first: &[u8]) -> Option<InputFormat> {
             .get(i)
             .is_some_and(|&(s, _)| s > 0 && first[s as usize - 1] == b'"')
     };
-    if n >= 7 && bracketed(3) && quoted(4) && crate::audit::timestamp::parse_clf(tok(3)).is_ok() {
+    if n >= 7 && bracketed(3) && quoted(4) && crate::ingest::timestamp::parse_clf(tok(3)).is_ok() {
         if n >= 9 && quoted(7) && quoted(8) {
             return Some(InputFormat::Combined);
         }

@@ -6,7 +6,7 @@
 //! [`Records`](crate::policy::records::Records) as a [`MemberLoop`], its
 //! states in the same record as the other policies of the column.
 
-use super::replay::{MemberLoop, OneLoop};
+use super::loops::{MemberLoop, OneLoop};
 use crate::policy::keyed::{Stack, Store};
 use crate::policy::records::Records;
 use crate::policy::{LevelKind, Listed, Spec, WithPolicy};
@@ -18,7 +18,7 @@ pub enum Exec {
     Member(Box<dyn MemberLoop>),
     Stack(Stack),
     /// An nginx.conf: each row routed to its location's `limit_req` list.
-    Conf(Box<super::nginx::ConfExec>),
+    Conf(Box<super::conf::ConfExec>),
 }
 
 /// A single policy's store, behind its replay loop.

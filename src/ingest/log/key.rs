@@ -48,7 +48,7 @@ impl KeyShape {
     pub fn append(&self, value: &[u8], out: &mut Vec<u8>) {
         let v = value.trim_ascii();
         let v = if self.strip_port {
-            crate::audit::input::strip_port(v)
+            strip_port(v)
         } else {
             v
         };
@@ -94,6 +94,27 @@ impl KeyShape {
         if !any {
             out.truncate(mark);
         }
+    }
+}
+
+/// A client address without its port: `10.0.0.1:2817` → `10.0.0.1`,
+/// `[2001:db8::1]:443` → `2001:db8::1`. A bare IPv6 address (several
+/// colons, no brackets) and anything else are left as they are.
+pub fn strip_port(v: &[u8]) -> &[u8] {
+    let digits = |d: &[u8]| !d.is_empty() && d.iter().all(u8::is_ascii_digit);
+    if let Some(rest) = v.strip_prefix(b"[") {
+        if let Some(close) = rest.iter().position(|&b| b == b']') {
+            let after = &rest[close + 1..];
+            if after.is_empty() || after.first() == Some(&b':') && digits(&after[1..]) {
+                return &rest[..close];
+            }
+        }
+        return v;
+    }
+    let mut colons = v.iter().enumerate().filter(|(_, b)| **b == b':');
+    match (colons.next(), colons.next()) {
+        (Some((i, _)), None) if digits(&v[i + 1..]) => &v[..i],
+        _ => v,
     }
 }
 

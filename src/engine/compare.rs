@@ -4,10 +4,10 @@
 //! keys relieved (drops before, none now), most affected first. This is the
 //! question a change to a limiter config raises: who does it hurt?
 
-use super::input::Event;
-use super::keys::{EMPTY_KEY, KeyNames};
+use crate::ingest::input::Event;
+use crate::ingest::keys::{EMPTY_KEY, KeyNames};
 use crate::policy::Decision;
-use crate::report::{CompareReport, KeyChange};
+use crate::engine::outcome::{CompareReport, KeyChange};
 
 /// Counts for one policy against the first.
 #[derive(Default)]
@@ -70,7 +70,7 @@ impl Compare {
         top: usize,
     ) -> Vec<CompareReport> {
         let name = |k: usize| match self.slot {
-            Some(c) => crate::report::key_text(names[c].get(k as u32)),
+            Some(c) => crate::quote::key_text(names[c].get(k as u32)),
             None => "(all)".into(),
         };
         let reqs = |k: usize| match self.slot {

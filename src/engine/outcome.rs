@@ -1,0 +1,149 @@
+//! What a replay found, as plain data: per policy, per key, per interval,
+//! per nginx location, and one policy against another. The report layer
+//! renders these; nothing here formats for people.
+
+use serde::Serialize;
+
+/// One policy against the first, row by row and key by key.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CompareReport {
+    pub policy: String,
+    pub against: String,
+    /// Rows the first policy admitted and this one drops.
+    pub newly_dropped: u64,
+    /// Rows the first policy dropped and this one admits.
+    pub newly_admitted: u64,
+    /// Keys with no drop under the first policy and some under this one.
+    pub keys_newly_hurt: u64,
+    /// Keys with drops under the first policy and none under this one.
+    pub keys_relieved: u64,
+    pub top_hurt: Vec<KeyChange>,
+    pub top_relieved: Vec<KeyChange>,
+}
+
+/// A key's drops under the first policy and under the compared one.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct KeyChange {
+    pub key: String,
+    pub requests: u64,
+    pub dropped_before: u64,
+    pub dropped_now: u64,
+}
+
+/// Wait percentiles of admitted requests (0 for immediate ones).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct Waits {
+    pub p50_ns: u64,
+    pub p95_ns: u64,
+    pub p99_ns: u64,
+    pub max_ns: u64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct PolicyReport {
+    pub label: String,
+    pub spec: String,
+    pub requests: u64,
+    pub admitted: u64,
+    /// Admitted requests that waited (nginx's DELAYED; PASSED is
+    /// admitted − delayed, REJECTED is dropped).
+    pub delayed: u64,
+    pub dropped: u64,
+    /// dropped / requests · 100 (0 when there were no requests).
+    pub drop_pct: f64,
+    /// True when the policy delays admitted requests.
+    pub shapes: bool,
+    /// Present for shaping policies.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait: Option<Waits>,
+    /// Peak backlog (shaping policies) or peak level/count (others).
+    pub peak: u64,
+    /// "backlog" or "level".
+    pub peak_kind: &'static str,
+    /// The highest backlog or level the policy allows (burst, capacity,
+    /// limit; the largest member's in a stack); None when unbounded.
+    #[serde(skip)]
+    pub bound: Option<u64>,
+    #[serde(rename = "keys")]
+    pub keys_seen: u64,
+    pub keys_with_drops: u64,
+    /// Rows skipped with --skip-bad (not replayed through any policy).
+    pub skipped_bad: u64,
+    pub top_keys: Vec<KeyRow>,
+    /// For an nginx.conf: what each location did, and the verification.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub nginx: Option<NginxReport>,
+}
+
+/// What an nginx.conf did, location by location.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct NginxReport {
+    pub config: String,
+    /// Locations that received rows, in the config's order.
+    pub locations: Vec<NginxLocationRow>,
+    /// What the replay could not model exactly.
+    pub notes: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifyReport>,
+}
+
+/// Rows by `$limit_req_status` at one location.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct NginxLocationRow {
+    pub location: String,
+    pub limits: String,
+    pub requests: u64,
+    pub passed: u64,
+    pub delayed: u64,
+    pub rejected: u64,
+    /// No limit applied (`$limit_req_status` `-`).
+    pub unlimited: u64,
+}
+
+/// drip's `$limit_req_status` against the logged one.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct VerifyReport {
+    pub column: String,
+    pub rows: u64,
+    pub agreed: u64,
+    pub disagreed: u64,
+    pub agreement_pct: f64,
+    /// (drip's status, logged status, rows).
+    pub confusion: Vec<(String, String, u64)>,
+    pub first_disagreements: Vec<VerifyRow>,
+}
+
+/// One disagreement: where, and both statuses.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct VerifyRow {
+    pub at: String,
+    pub emulated: String,
+    pub logged: String,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct KeyRow {
+    pub key: String,
+    pub requests: u64,
+    pub dropped: u64,
+    pub drop_pct: f64,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Timeline {
+    pub interval_ns: u64,
+    pub rows: Vec<TimelineRow>,
+}
+
+/// One interval of one policy.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct TimelineRow {
+    pub start_ns: u64,
+    pub policy: String,
+    pub arrived: u64,
+    /// Admitted requests released in this interval.
+    pub sent: u64,
+    pub dropped: u64,
+    /// Peak level or backlog in the interval.
+    pub level: u64,
+}

@@ -1,0 +1,14 @@
+//! Reading logs: everything that turns bytes into time-ordered rows.
+//! Files and compression, CSV and line formats (`log`), timestamps, keys,
+//! re-sorting and merging. Nothing here imports a command or the CLI.
+
+pub mod csv_lines;
+pub mod input;
+pub mod keys;
+pub mod log;
+pub mod marks;
+pub mod order;
+pub mod peek;
+pub mod quotes;
+pub mod stream;
+pub mod timestamp;
