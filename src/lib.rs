@@ -35,8 +35,8 @@ mod quote;
 mod rate;
 mod report;
 mod size;
-#[cfg(test)]
-mod testing;
+#[doc(hidden)]
+pub mod testing;
 mod time;
 mod wait_stats;
 

@@ -1,13 +1,15 @@
-//! Helpers the crate's unit and property tests share, so that a seeded
-//! property means the same thing in every module.
+//! Helpers the crate's unit, property and end-to-end tests share, so that a
+//! seeded property means the same thing in every module (public for the
+//! tests in `tests/`, hidden from the documentation).
 
 /// splitmix64: a small seeded generator for reproducible properties. The
 /// same seed gives the same cases on every run and every machine.
-pub(crate) struct Rng(pub(crate) u64);
+pub struct Rng(pub u64);
 
 impl Rng {
-    /// The next 64 random bits.
-    pub(crate) fn next(&mut self) -> u64 {
+    /// The next 64 random bits (an iterator would never end).
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -16,7 +18,7 @@ impl Rng {
     }
 
     /// A number in `0..n` (n > 0).
-    pub(crate) fn below(&mut self, n: u64) -> u64 {
+    pub fn below(&mut self, n: u64) -> u64 {
         self.next() % n
     }
 }

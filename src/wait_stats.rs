@@ -159,14 +159,12 @@ fn put(h: &mut Histogram<u64>, ns: u64) {
 mod tests {
     use super::*;
 
-    /// A small xorshift: the same waits every run.
+    /// Seeded waits: the same every run.
     fn waits(n: usize, seed: u64) -> Vec<u64> {
-        let mut x = seed;
+        let mut rng = crate::testing::Rng(seed);
         (0..n)
             .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = rng.next();
                 // A third immediate, the rest spread over 0..10 s.
                 if x.is_multiple_of(3) {
                     0

@@ -845,13 +845,8 @@ fn policies_decided_on_two_threads_report_as_on_one() {
 /// (exempt), a few rows out of order, with a cost column: seeded, so the
 /// same every run.
 fn generated_log(n: u64) -> std::path::PathBuf {
-    let mut x = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    let mut rng = drip::testing::Rng(0x9e37_79b9_7f4a_7c15);
+    let mut next = move || rng.next();
     let mut text = String::from("ts,client,path,cost\n");
     let mut t = 1_714_521_600_000u64; // ms
     for _ in 0..n {

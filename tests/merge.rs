@@ -14,14 +14,9 @@ type Row = (u64, String);
 /// `servers` logs of the same minutes, each in time order, with ties
 /// inside a file and across files, and clients every server sees.
 fn servers(servers: usize, rows: usize, step_ms: &[u64]) -> Vec<Vec<Row>> {
-    // A small xorshift: the same logs every run.
-    let mut x = 0x2545_f491_4f6c_dd1du64;
-    let mut next = move || {
-        x ^= x << 13;
-        x ^= x >> 7;
-        x ^= x << 17;
-        x
-    };
+    // Seeded: the same logs every run.
+    let mut rng = drip::testing::Rng(0x2545_f491_4f6c_dd1d);
+    let mut next = move || rng.next();
     (0..servers)
         .map(|f| {
             let mut t = 1_714_521_600_000 + f as u64 * 7;
