@@ -1,6 +1,6 @@
 //! The replay engine: time-ordered rows × policies → counts, waits and
-//! decisions. One engine serves `audit`, `size` and `pace --replay`'s
-//! checks; the nginx.conf executor (`conf`) is one more kind of policy run.
+//! decisions. One engine serves `audit` and `size`; the nginx.conf
+//! executor (`conf`) is one more kind of run beside a policy and a stack.
 
 pub mod compare;
 pub mod conf;
