@@ -6,8 +6,11 @@ use crate::time::Nanos;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
+use crate::ingest::input::{
+    ColSel, InputSpec, input_format, parse_delimiter, parse_time_column, parse_time_format,
+};
 pub use crate::ingest::log::InputFormat;
-use crate::ingest::input::{ColSel, InputSpec, input_format, parse_delimiter, parse_time_column, parse_time_format};
+use crate::ingest::log::key::KeyShape;
 use anyhow::{Result, anyhow, bail};
 
 /// Pace traffic and audit rate limits, exactly.
@@ -511,13 +514,15 @@ impl InputArgs {
             cost_col: args.cost_column.as_deref().map(ColSel::parse),
             delimiter,
             no_header: args.no_header,
-            strip_port: args.strip_port,
-            key_prefix: args
-                .key_prefix
-                .as_deref()
-                .map(crate::ingest::log::key::parse_prefix)
-                .transpose()
-                .map_err(|e| anyhow!(e))?,
+            key_shape: KeyShape {
+                strip_port: args.strip_port,
+                prefix: args
+                    .key_prefix
+                    .as_deref()
+                    .map(crate::ingest::log::key::parse_prefix)
+                    .transpose()
+                    .map_err(|e| anyhow!(e))?,
+            },
             zone: args
                 .tz
                 .as_deref()

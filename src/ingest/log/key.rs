@@ -47,11 +47,7 @@ impl KeyShape {
     #[inline]
     pub fn append(&self, value: &[u8], out: &mut Vec<u8>) {
         let v = value.trim_ascii();
-        let v = if self.strip_port {
-            strip_port(v)
-        } else {
-            v
-        };
+        let v = if self.strip_port { strip_port(v) } else { v };
         if let Some((p4, p6)) = self.prefix
             && let Some(ip) = std::str::from_utf8(v)
                 .ok()
@@ -178,5 +174,23 @@ mod tests {
         out.clear();
         s.append_joined([&b""[..], b" "].into_iter(), &mut out);
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn ports_are_stripped_from_addresses_only() {
+        let cases: [(&str, &str); 9] = [
+            ("10.0.0.1:2817", "10.0.0.1"),
+            ("[2001:db8::1]:443", "2001:db8::1"),
+            ("[2001:db8::1]", "2001:db8::1"),
+            ("2001:db8::1", "2001:db8::1"),
+            ("10.0.0.1", "10.0.0.1"),
+            ("host.example:80", "host.example"),
+            ("user:name", "user:name"),
+            ("10.0.0.1:", "10.0.0.1:"),
+            ("[bad:1]x", "[bad:1]x"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(strip_port(input.as_bytes()), want.as_bytes(), "{input}");
+        }
     }
 }
