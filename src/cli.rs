@@ -343,6 +343,28 @@ pub struct InputArgs {
     pub skip_bad: bool,
 }
 
+/// Whether a command that reads logs shows its progress bar.
+#[derive(Debug, Args)]
+pub struct ProgressArgs {
+    /// Show a progress bar on stderr (default when stderr is a terminal).
+    #[arg(long, overrides_with = "no_progress")]
+    pub progress: bool,
+    /// Never show a progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+impl ProgressArgs {
+    /// The command line's say on progress, with `--quiet`.
+    pub fn wanted(&self, quiet: bool) -> crate::progress::Wanted {
+        crate::progress::Wanted {
+            quiet,
+            no_progress: self.no_progress,
+            progress: self.progress,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct AuditArgs {
     /// A policy spec (repeatable): NAME[:PARAM=VALUE,...], '+' for a stack.
@@ -406,12 +428,8 @@ pub struct AuditArgs {
     /// column are split by key across them; the report is the same for any N.
     #[arg(long, value_name = "N")]
     pub threads: Option<std::num::NonZeroUsize>,
-    /// Show a progress bar on stderr (default when stderr is a terminal).
-    #[arg(long, overrides_with = "no_progress")]
-    pub progress: bool,
-    /// Never show a progress bar.
-    #[arg(long)]
-    pub no_progress: bool,
+    #[command(flatten)]
+    pub progress: ProgressArgs,
     /// No progress bar and no notes on stderr; errors and threshold crossings only.
     #[arg(long, short)]
     pub quiet: bool,
@@ -462,12 +480,8 @@ pub struct SizeArgs {
     /// Report format.
     #[arg(long, short, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Show a progress bar on stderr (default when stderr is a terminal).
-    #[arg(long, overrides_with = "no_progress")]
-    pub progress: bool,
-    /// Never show a progress bar.
-    #[arg(long)]
-    pub no_progress: bool,
+    #[command(flatten)]
+    pub progress: ProgressArgs,
     /// No progress bar and no notes on stderr; errors only.
     #[arg(long, short)]
     pub quiet: bool,
