@@ -10,6 +10,7 @@ use crate::ingest::input::{
     ColSel, InputSpec, input_format, parse_delimiter, parse_time_column, parse_time_format,
 };
 pub use crate::ingest::log::InputFormat;
+use crate::ingest::log::key::KeyShape;
 use anyhow::{Result, anyhow, bail};
 
 /// Pace traffic and audit rate limits, exactly.
@@ -342,6 +343,28 @@ pub struct InputArgs {
     pub skip_bad: bool,
 }
 
+/// Whether a command that reads logs shows its progress bar.
+#[derive(Debug, Args)]
+pub struct ProgressArgs {
+    /// Show a progress bar on stderr (default when stderr is a terminal).
+    #[arg(long, overrides_with = "no_progress")]
+    pub progress: bool,
+    /// Never show a progress bar.
+    #[arg(long)]
+    pub no_progress: bool,
+}
+
+impl ProgressArgs {
+    /// The command line's say on progress, with `--quiet`.
+    pub fn wanted(&self, quiet: bool) -> crate::progress::Wanted {
+        crate::progress::Wanted {
+            quiet,
+            no_progress: self.no_progress,
+            progress: self.progress,
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct AuditArgs {
     /// A policy spec (repeatable): NAME[:PARAM=VALUE,...], '+' for a stack.
@@ -405,12 +428,8 @@ pub struct AuditArgs {
     /// column are split by key across them; the report is the same for any N.
     #[arg(long, value_name = "N")]
     pub threads: Option<std::num::NonZeroUsize>,
-    /// Show a progress bar on stderr (default when stderr is a terminal).
-    #[arg(long, overrides_with = "no_progress")]
-    pub progress: bool,
-    /// Never show a progress bar.
-    #[arg(long)]
-    pub no_progress: bool,
+    #[command(flatten)]
+    pub progress: ProgressArgs,
     /// No progress bar and no notes on stderr; errors and threshold crossings only.
     #[arg(long, short)]
     pub quiet: bool,
@@ -461,12 +480,8 @@ pub struct SizeArgs {
     /// Report format.
     #[arg(long, short, value_enum, default_value_t = Format::Table)]
     pub format: Format,
-    /// Show a progress bar on stderr (default when stderr is a terminal).
-    #[arg(long, overrides_with = "no_progress")]
-    pub progress: bool,
-    /// Never show a progress bar.
-    #[arg(long)]
-    pub no_progress: bool,
+    #[command(flatten)]
+    pub progress: ProgressArgs,
     /// No progress bar and no notes on stderr; errors only.
     #[arg(long, short)]
     pub quiet: bool,
@@ -513,13 +528,15 @@ impl InputArgs {
             cost_col: args.cost_column.as_deref().map(ColSel::parse),
             delimiter,
             no_header: args.no_header,
-            strip_port: args.strip_port,
-            key_prefix: args
-                .key_prefix
-                .as_deref()
-                .map(crate::ingest::log::key::parse_prefix)
-                .transpose()
-                .map_err(|e| anyhow!(e))?,
+            key_shape: KeyShape {
+                strip_port: args.strip_port,
+                prefix: args
+                    .key_prefix
+                    .as_deref()
+                    .map(crate::ingest::log::key::parse_prefix)
+                    .transpose()
+                    .map_err(|e| anyhow!(e))?,
+            },
             zone: args
                 .tz
                 .as_deref()

@@ -29,6 +29,7 @@ mod gate;
 mod ingest;
 mod nginx_conf;
 mod pace;
+mod percent;
 mod policy;
 mod progress;
 mod quote;

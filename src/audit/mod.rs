@@ -8,16 +8,17 @@
 //! log's length. Exit status: 0 when every threshold holds, 1 when one is
 //! crossed, 2 for usage or input errors.
 
+mod config;
+mod judge;
+
 use crate::cli::{AuditArgs, Format};
-use crate::engine::conf as nginx;
-use crate::engine::replay::{Replay, Run, Slot};
-use crate::ingest::input::{ColSel, InputSpec, MAX_KEYS, file_name};
+use crate::engine::replay::Replay;
 use crate::ingest::{input, keys, stream, timestamp};
-use crate::policy::{KeyChoice, Spec, parse_spec, parse_specs_file};
 use crate::progress;
-use crate::report::{Crossing, InputInfo, Report, Timeline, plot};
-use crate::time::Nanos;
-use anyhow::{Context, Result, anyhow, bail};
+use crate::report::{InputInfo, Report, Timeline, plot};
+use anyhow::{Context, Result, bail};
+use config::Config;
+use indicatif::ProgressBar;
 use std::io::Write;
 
 /// The replay, fed in time order.
@@ -60,93 +61,6 @@ fn threads_for(runs: usize, cores: usize) -> usize {
     }
 }
 
-/// A threshold as given: for one policy label, or all.
-struct Threshold<T> {
-    label: Option<String>,
-    value: T,
-    text: String,
-}
-
-fn parse_thresholds<T>(
-    flag: &str,
-    given: &[String],
-    labels: &[String],
-    parse: impl Fn(&str) -> Option<T>,
-    example: &str,
-) -> Result<Vec<Threshold<T>>> {
-    given
-        .iter()
-        .map(|g| {
-            let (label, value) = match g.rsplit_once('=') {
-                Some((l, v)) => (Some(l.to_string()), v),
-                None => (None, g.as_str()),
-            };
-            if let Some(l) = &label
-                && !labels.contains(l)
-            {
-                bail!(
-                    "{flag} '{g}': no policy labelled '{l}'; labels are: {}",
-                    labels.join(", ")
-                );
-            }
-            let v = parse(value.trim())
-                .ok_or_else(|| anyhow!("{flag} '{g}': invalid value '{value}'; give {example}"))?;
-            Ok(Threshold {
-                label,
-                value: v,
-                text: value.trim().to_string(),
-            })
-        })
-        .collect()
-}
-
-/// A percentage as an exact fraction: (numerator, denominator) of PCT/100.
-fn parse_pct(s: &str) -> Option<(u128, u128)> {
-    let s = s.strip_suffix('%').unwrap_or(s);
-    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
-    if int.is_empty() && frac.is_empty() || frac.len() > 9 {
-        return None;
-    }
-    if !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let num: u128 = format!("{int}{frac}").parse().ok()?;
-    let den = 100 * 10u128.pow(frac.len() as u32);
-    (num <= den).then_some((num, den))
-}
-
-fn load_specs(args: &AuditArgs) -> Result<Vec<Spec>> {
-    let mut specs = Vec::new();
-    for text in &args.policies {
-        specs.push(parse_spec(text)?);
-    }
-    if let Some(path) = &args.policies_file {
-        let contents = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read --policies file '{}'", path.display()))?;
-        let from_file = parse_specs_file(&contents)
-            .map_err(|(line, e)| anyhow!("{}:{line}: {e}", path.display()))?;
-        if from_file.is_empty() {
-            bail!("{}: no policy specs in the file", path.display());
-        }
-        specs.extend(from_file);
-    }
-    if specs.is_empty() && args.nginx_conf.is_empty() {
-        bail!(
-            "no policy given; add --policy SPEC (e.g. --policy gcra:rate=10/s,burst=20), --policies FILE or --nginx-conf FILE"
-        );
-    }
-    let mut seen = std::collections::HashSet::new();
-    for s in &specs {
-        if !seen.insert(s.label.clone()) {
-            bail!(
-                "two policies are labelled '{}'; give each a distinct label=",
-                s.label
-            );
-        }
-    }
-    Ok(specs)
-}
-
 /// The timeline plot of an audit: a panel per policy, in report order.
 fn audit_plot(
     report: &Report,
@@ -178,243 +92,6 @@ fn audit_plot(
     )
 }
 
-/// Refuses, before anything is opened for writing, a decisions file or a
-/// report that is one of the logs, the policies file, or each other.
-fn check_outputs(args: &AuditArgs, files: &[std::path::PathBuf]) -> Result<()> {
-    use crate::clash::{Endpoint, Place, check_distinct, check_logs_once, logs, named};
-    let mut inputs = logs(files);
-    check_logs_once(&inputs)?;
-    if let Some(p) = &args.policies_file {
-        inputs.push(Endpoint::new(named("--policies", p), Place::Path(p)));
-    }
-    let mut outputs = vec![Endpoint::new("standard output (the report)", Place::Stdout)];
-    match &args.decisions {
-        Some(p) if p.as_os_str() == "-" => {
-            outputs[0] = Endpoint::new("standard output (--decisions -)", Place::Stdout)
-        }
-        Some(p) => outputs.push(Endpoint::new(named("--decisions", p), Place::Path(p))),
-        None => {}
-    }
-    if let Some(p) = &args.plot {
-        outputs.push(Endpoint::new(named("--plot", p), Place::Path(p)));
-    }
-    check_distinct(&inputs, &outputs)
-}
-
-/// The thresholds of a run, checked once the report is built.
-struct Thresholds {
-    max_drop_rate: Vec<Threshold<(u128, u128)>>,
-    max_drops: Vec<Threshold<u64>>,
-    max_wait: Vec<Threshold<Nanos>>,
-    /// `--max-disagree` as a fraction, and as given.
-    max_disagree: ((u128, u128), String),
-}
-
-impl Thresholds {
-    fn from_args(args: &AuditArgs, labels: &[String]) -> Result<Thresholds> {
-        let max_disagree = parse_pct(args.max_disagree.trim()).ok_or_else(|| {
-            anyhow!(
-                "--max-disagree '{}': invalid value; give a percentage from 0 to 100, e.g. 0.5",
-                args.max_disagree
-            )
-        })?;
-        Ok(Thresholds {
-            max_drop_rate: parse_thresholds(
-                "--max-drop-rate",
-                &args.max_drop_rate,
-                labels,
-                parse_pct,
-                "a percentage from 0 to 100, e.g. 5 or api=0.5",
-            )?,
-            max_drops: parse_thresholds(
-                "--max-drops",
-                &args.max_drops,
-                labels,
-                |s| s.parse::<u64>().ok(),
-                "a whole number, e.g. 100",
-            )?,
-            max_wait: parse_thresholds(
-                "--max-wait",
-                &args.max_wait,
-                labels,
-                |s| crate::rate::parse_duration(s).ok(),
-                "a duration, e.g. 2s or api=500ms",
-            )?,
-            max_disagree: (max_disagree, args.max_disagree.trim().to_string()),
-        })
-    }
-
-    /// True when a threshold on drops or waits is given.
-    fn gated(&self) -> bool {
-        !(self.max_drop_rate.is_empty() && self.max_drops.is_empty() && self.max_wait.is_empty())
-    }
-}
-
-/// Everything an audit needs, checked before anything is read or written.
-struct Config {
-    args: AuditArgs,
-    labels: Vec<String>,
-    /// One per policy spec, then one per nginx.conf, in report order.
-    runs: Vec<Run>,
-    /// How the logs are read, the key columns included.
-    input: InputSpec,
-    thresholds: Thresholds,
-    /// Policies given as specs (not nginx.conf): with two or more, keys are
-    /// interned on the reader thread.
-    specs: usize,
-    /// A plot is drawn (`--plot`, or the HTML page).
-    plotting: bool,
-}
-
-impl Config {
-    fn from_args(args: AuditArgs) -> Result<Config> {
-        check_outputs(&args, &args.input.files)?;
-        let specs = load_specs(&args)?;
-        let mut labels: Vec<String> = specs.iter().map(|s| s.label.clone()).collect();
-        // nginx.conf policies: each config is one run, after the specs.
-        let nginx_vars = crate::nginx_conf::setup::parse_vars(&args.nginx_var)?;
-        let confs = crate::nginx_conf::setup::load_confs(&args.nginx_conf, &labels, args.quiet)?;
-        labels.extend(confs.iter().map(|(l, _)| l.clone()));
-        let thresholds = Thresholds::from_args(&args, &labels)?;
-        let mut key_cols = KeyColumns::new(&args);
-        let mut runs = Vec::new();
-        for (i, s) in specs.iter().enumerate() {
-            runs.push(Run::new(s, key_cols.slots(s)?, i));
-        }
-        // The reading options first: a config may tell how its log is written.
-        let mut input = args.input.spec(Vec::new(), args.quiet)?;
-        if let Some((_, conf)) = confs.first() {
-            crate::nginx_conf::setup::adopt_log_format(
-                conf,
-                &mut input,
-                args.verify_column.is_some(),
-                args.quiet,
-            );
-        }
-        conf_runs(&args, &confs, &input, &nginx_vars, &mut key_cols, &mut runs)?;
-        input.key_cols = key_cols.0;
-        if let Some(path) = &args.plot {
-            crate::clash::check_output("--plot", path, "svg")?;
-        }
-        Ok(Config {
-            plotting: args.plot.is_some() || args.format == Format::Html,
-            specs: specs.len(),
-            args,
-            labels,
-            runs,
-            input,
-            thresholds,
-        })
-    }
-
-    /// A timeline whose interval follows the log's span: a plot without
-    /// `--timeline`.
-    fn auto_timeline(&self) -> bool {
-        self.args.timeline.is_none() && self.plotting
-    }
-
-    /// The `--decisions` file, opened, and its name for messages.
-    fn open_decisions(&self) -> Result<Option<(Box<dyn Write + Send>, String)>> {
-        Ok(match &self.args.decisions {
-            None => None,
-            Some(p) if p.as_os_str() == "-" => Some((
-                Box::new(std::io::BufWriter::new(std::io::stdout())),
-                "standard output".into(),
-            )),
-            Some(p) => Some((
-                Box::new(std::io::BufWriter::with_capacity(
-                    1 << 16,
-                    std::fs::File::create(p).with_context(|| {
-                        format!("cannot create --decisions file '{}'", p.display())
-                    })?,
-                )),
-                format!("'{}'", p.display()),
-            )),
-        })
-    }
-}
-
-/// The distinct key columns of a run: the default first, then each
-/// member's `key=` and each nginx.conf's key fields, in order of use.
-struct KeyColumns(Vec<ColSel>, Option<usize>);
-
-impl KeyColumns {
-    fn new(args: &AuditArgs) -> KeyColumns {
-        let mut k = KeyColumns(Vec::new(), None);
-        if let Some(c) = args.input.key_column.as_deref() {
-            // The first column can always be added.
-            k.1 = k.slot(ColSel::parse(c)).ok();
-        }
-        k
-    }
-
-    /// The place of `sel` among the key columns, added if new.
-    fn slot(&mut self, sel: ColSel) -> Result<usize> {
-        if let Some(i) = self.0.iter().position(|c| *c == sel) {
-            return Ok(i);
-        }
-        if self.0.len() == MAX_KEYS {
-            bail!("at most {MAX_KEYS} distinct key columns can be used in one run");
-        }
-        self.0.push(sel);
-        Ok(self.0.len() - 1)
-    }
-
-    /// Where each member of `spec` takes its key from.
-    fn slots(&mut self, spec: &Spec) -> Result<Vec<Slot>> {
-        spec.members
-            .iter()
-            .map(|m| {
-                Ok(match &m.key {
-                    KeyChoice::Default => self.1.map_or(Slot::Global, Slot::Column),
-                    KeyChoice::Global => Slot::Global,
-                    KeyChoice::Column(c) => Slot::Column(self.slot(ColSel::parse(c))?),
-                })
-            })
-            .collect()
-    }
-}
-
-/// Adds a run per nginx.conf, after the specs' runs.
-fn conf_runs(
-    args: &AuditArgs,
-    confs: &[(String, std::sync::Arc<crate::nginx_conf::NginxConf>)],
-    input: &InputSpec,
-    nginx_vars: &std::collections::HashMap<String, String>,
-    key_cols: &mut KeyColumns,
-    runs: &mut Vec<Run>,
-) -> Result<()> {
-    let log_fields = if confs.is_empty() {
-        None
-    } else {
-        crate::ingest::peek::log_fields(input)
-    };
-    let conf_opts = nginx::ConfOptions {
-        log_fields: log_fields.as_deref(),
-        overrides: nginx_vars,
-        location: args.nginx_location.as_deref(),
-        verify: args.verify_column.as_deref(),
-        files: if args.input.files.is_empty() {
-            vec!["<stdin>".into()]
-        } else {
-            args.input.files.iter().map(|f| file_name(f)).collect()
-        },
-    };
-    for (label, conf) in confs {
-        let exec = nginx::ConfExec::new(conf.clone(), &conf_opts, args.quiet, &mut |f| {
-            key_cols.slot(ColSel::Name(f.to_string()))
-        })?;
-        let order = runs.len();
-        runs.push(Run::nginx(
-            exec,
-            label.clone(),
-            crate::nginx_conf::setup::describe(conf),
-            order,
-        ));
-    }
-    Ok(())
-}
-
 /// What the replay of the logs produced, before thresholds.
 struct Replayed {
     report: Report,
@@ -436,9 +113,10 @@ fn tune_allocator() {
     }
 }
 
-/// Reads the logs in time order through every policy and builds the report
-/// (without threshold crossings).
-fn replay(config: &mut Config) -> Result<Replayed> {
+/// The replay of every policy, set up: the `--decisions` file opened, the
+/// timeline and comparison asked for, the runs spread over threads; with
+/// the progress bar that reading will move.
+fn start_replay(config: &mut Config) -> Result<(Replay, ProgressBar)> {
     tune_allocator();
     let args = &config.args;
     let decisions = config.open_decisions()?;
@@ -448,21 +126,8 @@ fn replay(config: &mut Config) -> Result<Replayed> {
     if config.auto_timeline() {
         replay.auto_timeline();
     }
-    let show_progress = progress::Wanted {
-        quiet: args.quiet,
-        no_progress: args.no_progress,
-        progress: args.progress,
-    }
-    .show();
+    let show_progress = args.progress.wanted(args.quiet).show();
     let bar = progress::bytes_read(show_progress, &config.input.files);
-    // Interning keys costs about as much as deciding one policy: with one
-    // policy it balances the two threads on the replay's side, with more on
-    // the reader's.
-    let reader_interns = (config.specs > 1).then(|| {
-        (0..key_columns)
-            .map(|_| keys::Interner::default())
-            .collect()
-    });
     if args.compare {
         if config.labels.len() < 2 {
             bail!(
@@ -476,14 +141,28 @@ fn replay(config: &mut Config) -> Result<Replayed> {
         args.threads
             .map_or_else(|| default_threads(runs), usize::from),
     )?;
+    Ok((replay, bar))
+}
+
+/// Reads the logs in time order through every policy; an input without
+/// rows is an error when thresholds are given, else a note.
+fn read_logs(config: &Config, replay: &mut Replay, bar: &ProgressBar) -> Result<stream::Read> {
+    let args = &config.args;
+    let key_columns = config.input.key_cols.len();
+    // Interning keys costs about as much as deciding one policy: with one
+    // policy it balances the two threads on the replay's side, with more on
+    // the reader's.
+    let reader_interns = (config.specs > 1).then(|| {
+        (0..key_columns)
+            .map(|_| keys::Interner::default())
+            .collect()
+    });
     let read = stream::read_ordered(
         &config.input,
         args.input.reorder_window,
         reader_interns,
-        &bar,
-        &mut Feed {
-            replay: &mut replay,
-        },
+        bar,
+        &mut Feed { replay },
     )?;
     if read.summary.rows == 0 && config.thresholds.gated() {
         // Every gate would pass on nothing: a CI check must not.
@@ -494,7 +173,7 @@ fn replay(config: &mut Config) -> Result<Replayed> {
     if read.summary.rows == 0 && !args.quiet {
         crate::say!("drip: the input has no rows; every count in the report is zero");
     }
-    build_report(config, replay, read)
+    Ok(read)
 }
 
 /// The report of a finished replay, and the timeline to plot.
@@ -559,81 +238,6 @@ fn plotted_timeline(
     }
 }
 
-/// Every threshold the report crosses, policy by policy.
-fn thresholds(t: &Thresholds, report: &Report) -> Vec<Crossing> {
-    let applies = |label: &Option<String>, p: &str| label.as_deref().is_none_or(|l| l == p);
-    let mut crossings = Vec::new();
-    for p in &report.policies {
-        for t in &t.max_drop_rate {
-            let (num, den) = t.value;
-            // dropped/requests > num/den, exactly
-            if applies(&t.label, &p.label)
-                && u128::from(p.dropped) * den > num * u128::from(p.requests)
-            {
-                crossings.push(Crossing {
-                    policy: p.label.clone(),
-                    threshold: "--max-drop-rate".into(),
-                    limit: format!("{}%", t.text.trim_end_matches('%')),
-                    measured: format!(
-                        "{}% ({} of {})",
-                        crate::report::pct(p.drop_pct),
-                        p.dropped,
-                        p.requests
-                    ),
-                });
-            }
-        }
-        for t in &t.max_drops {
-            if applies(&t.label, &p.label) && p.dropped > t.value {
-                crossings.push(Crossing {
-                    policy: p.label.clone(),
-                    threshold: "--max-drops".into(),
-                    limit: t.value.to_string(),
-                    measured: p.dropped.to_string(),
-                });
-            }
-        }
-        for t in &t.max_wait {
-            let max = p.wait.map_or(0, |w| w.max_ns);
-            if applies(&t.label, &p.label) && max > t.value.0 {
-                crossings.push(Crossing {
-                    policy: p.label.clone(),
-                    threshold: "--max-wait".into(),
-                    limit: t.text.clone(),
-                    measured: Nanos(max).to_string(),
-                });
-            }
-        }
-    }
-    crossings.extend(disagreements(t, report));
-    crossings
-}
-
-/// The nginx.conf runs whose verified rows disagree more than
-/// `--max-disagree` allows.
-fn disagreements(t: &Thresholds, report: &Report) -> Vec<Crossing> {
-    let ((num, den), text) = &t.max_disagree;
-    report
-        .policies
-        .iter()
-        .filter_map(|p| {
-            let v = p.nginx.as_ref()?.verify.as_ref()?;
-            (u128::from(v.disagreed) * den > num * u128::from(v.rows)).then(|| Crossing {
-                policy: p.label.clone(),
-                threshold: "--max-disagree".into(),
-                limit: format!("{}%", text.trim_end_matches('%')),
-                measured: format!(
-                    "{}% ({} of {} rows disagree with column '{}')",
-                    crate::report::pct(100.0 - v.agreement_pct),
-                    v.disagreed,
-                    v.rows,
-                    v.column
-                ),
-            })
-        })
-        .collect()
-}
-
 /// Writes the report (unless the decisions go to stdout) and the plot,
 /// says each crossing, and gives the exit status.
 fn render(config: &Config, report: &Report, plotted: Option<&Timeline>) -> Result<u8> {
@@ -678,15 +282,18 @@ fn render(config: &Config, report: &Report, plotted: Option<&Timeline>) -> Resul
     }
 }
 
-/// `drip audit`: the arguments checked, the logs replayed, the thresholds
-/// checked, the report written.
+/// `drip audit`: the arguments checked, the logs read through the replay
+/// of every policy, the report built and judged against the thresholds,
+/// and rendered.
 pub fn run(args: AuditArgs) -> Result<u8> {
     let mut config = Config::from_args(args)?;
+    let (mut replay, bar) = start_replay(&mut config)?;
+    let read = read_logs(&config, &mut replay, &bar)?;
     let Replayed {
         mut report,
         plotted,
-    } = replay(&mut config)?;
-    report.crossings = thresholds(&config.thresholds, &report);
+    } = build_report(&config, replay, read)?;
+    report.crossings = judge::crossings(&config.thresholds, &report);
     render(&config, &report, plotted.as_ref())
 }
 

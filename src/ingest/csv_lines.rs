@@ -29,14 +29,12 @@ pub struct CsvLines<R> {
     /// How far into the guard's ready bytes this reader has parsed.
     off: usize,
     eof: bool,
-    core: csv_core::Reader,
+    core: Core,
     delimiter: u8,
     /// The record's fields: ranges of the guard's ready bytes (a plain
-    /// line) or of `out` (a record parsed by `csv_core`).
+    /// line) or of `core.out` (a record parsed by `csv_core`).
     bounds: Vec<(usize, usize)>,
     in_guard: bool,
-    out: Vec<u8>,
-    out_ends: Vec<usize>,
     /// Newlines consumed so far.
     newlines: u64,
     /// A `\r\n` line whose `\n` the crate would consume with the next
@@ -53,6 +51,16 @@ pub struct CsvLines<R> {
     /// marks `marks`; `usize::MAX`: none yet since the last refill.
     block: usize,
     marks: Marks,
+}
+
+/// The `csv_core` parser, for the records a plain split does not take, and
+/// the fields it writes out.
+struct Core {
+    reader: csv_core::Reader,
+    /// The record's fields, back to back.
+    out: Vec<u8>,
+    /// Where each field ends in `out`.
+    ends: Vec<usize>,
 }
 
 /// What splitting the next line found.
@@ -73,12 +81,14 @@ impl<R: Read> CsvLines<R> {
             guard,
             off: 0,
             eof: false,
-            core: csv_core::ReaderBuilder::new().delimiter(delimiter).build(),
+            core: Core {
+                reader: csv_core::ReaderBuilder::new().delimiter(delimiter).build(),
+                out: vec![0; 1024],
+                ends: vec![0; 64],
+            },
             delimiter,
             bounds: Vec::new(),
             in_guard: true,
-            out: vec![0; 1024],
-            out_ends: vec![0; 64],
             newlines: 0,
             pending_lf: false,
             record_line: 0,
@@ -106,7 +116,7 @@ impl<R: Read> CsvLines<R> {
         Some(if self.in_guard {
             &self.guard.ready()[s..e]
         } else {
-            &self.out[s..e]
+            &self.core.out[s..e]
         })
     }
 
@@ -241,9 +251,10 @@ impl<R: Read> CsvLines<R> {
                 self.refill()?;
             }
             let input = &self.guard.ready()[self.off..];
+            let core = &mut self.core;
             let (res, nin, nout, nend) =
-                self.core
-                    .read_record(input, &mut self.out[outlen..], &mut self.out_ends[endlen..]);
+                core.reader
+                    .read_record(input, &mut core.out[outlen..], &mut core.ends[endlen..]);
             self.newlines += memchr::memchr_iter(b'\n', &input[..nin]).count() as u64;
             self.off += nin;
             outlen += nout;
@@ -251,17 +262,17 @@ impl<R: Read> CsvLines<R> {
             match res {
                 InputEmpty => {}
                 OutputFull => {
-                    let n = self.out.len() * 2;
-                    self.out.resize(n, 0);
+                    let n = self.core.out.len() * 2;
+                    self.core.out.resize(n, 0);
                 }
                 OutputEndsFull => {
-                    let n = self.out_ends.len() * 2;
-                    self.out_ends.resize(n, 0);
+                    let n = self.core.ends.len() * 2;
+                    self.core.ends.resize(n, 0);
                 }
                 Record => {
                     self.bounds.clear();
                     let mut from = 0;
-                    for &e in &self.out_ends[..endlen] {
+                    for &e in &self.core.ends[..endlen] {
                         self.bounds.push((from, e));
                         from = e;
                     }

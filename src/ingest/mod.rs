@@ -2,13 +2,19 @@
 //! Files and compression, CSV and line formats (`log`), timestamps, keys,
 //! re-sorting and merging. Nothing here imports a command or the CLI.
 
+pub mod batch;
+mod columns;
 pub mod csv_lines;
 pub mod input;
 pub mod keys;
+mod line_rows;
 pub mod log;
 pub mod marks;
+pub mod open;
 pub mod order;
 pub mod peek;
 pub mod quotes;
+pub mod reader;
+mod rows;
 pub mod stream;
 pub mod timestamp;

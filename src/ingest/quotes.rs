@@ -338,6 +338,14 @@ mod tests {
         Ok((out, g.skipped()))
     }
 
+    /// The stray quote an error reports.
+    fn unclosed(e: io::Error) -> UnclosedQuote {
+        e.into_inner()
+            .and_then(|i| i.downcast::<UnclosedQuote>().ok())
+            .map(|q| *q)
+            .expect("an unclosed quote")
+    }
+
     #[test]
     fn well_quoted_input_passes_unchanged() {
         let data = b"ts,ua\r\n1,\"a,\"\"b\"\"\nc\"\n2,x\"y\n3,\"\"\n4,\"end\"";
@@ -350,34 +358,28 @@ mod tests {
     fn a_quote_open_at_the_end_names_its_line() {
         let data = b"ts,ua\n1,a\n2,\"oops\n3,b\n4,c\n";
         for step in [1, 5, 1 << 16] {
-            let e = pass(data, false, step).unwrap_err();
-            let q = e
-                .get_ref()
-                .unwrap()
-                .downcast_ref::<UnclosedQuote>()
-                .unwrap();
+            let q = unclosed(pass(data, false, step).unwrap_err());
             assert_eq!((q.line, q.too_long), (3, false));
         }
     }
 
     #[test]
     fn skipping_blanks_the_line_and_resumes_after_it() {
-        // (Any later quote would close the stray one.)
-        let data = b"ts,ua\n1,a\n2,\"oops\r\n3,b\n4,c\n";
-        for step in [1, 4, 1 << 16] {
-            let (out, skipped) = pass(data, true, step).unwrap();
-            assert_eq!(out, b"ts,ua\n1,a\n\n3,b\n4,c\n");
-            assert_eq!(skipped, 1);
-        }
-    }
-
-    #[test]
-    fn a_last_line_without_a_newline_after_a_skipped_one_is_kept() {
-        let data = b"ts,ip\n1,a\n2,\"b\n3,c";
-        for step in [1, 4, 1 << 16] {
-            let (out, skipped) = pass(data, true, step).unwrap();
-            assert_eq!(out, b"ts,ip\n1,a\n\n3,c");
-            assert_eq!(skipped, 1);
+        let cases: [(&[u8], &[u8]); 2] = [
+            // (Any later quote would close the stray one.)
+            (
+                b"ts,ua\n1,a\n2,\"oops\r\n3,b\n4,c\n",
+                b"ts,ua\n1,a\n\n3,b\n4,c\n",
+            ),
+            // A last line without a newline after a skipped one is kept.
+            (b"ts,ip\n1,a\n2,\"b\n3,c", b"ts,ip\n1,a\n\n3,c"),
+        ];
+        for (data, want) in cases {
+            for step in [1, 4, 1 << 16] {
+                let (out, skipped) = pass(data, true, step).unwrap();
+                assert_eq!(out, want);
+                assert_eq!(skipped, 1);
+            }
         }
     }
 
@@ -387,12 +389,7 @@ mod tests {
         for i in 0..(MAX_SPAN / 8) {
             data.extend_from_slice(format!("{i},ok\n").as_bytes());
         }
-        let e = pass(&data, false, 1 << 16).unwrap_err();
-        let q = e
-            .get_ref()
-            .unwrap()
-            .downcast_ref::<UnclosedQuote>()
-            .unwrap();
+        let q = unclosed(pass(&data, false, 1 << 16).unwrap_err());
         assert_eq!((q.line, q.too_long), (2, true));
         let (out, skipped) = pass(&data, true, 1 << 16).unwrap();
         assert_eq!(skipped, 1);

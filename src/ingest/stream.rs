@@ -10,9 +10,12 @@
 //! across files (ties: file order, then line order) into batches numbered
 //! in merged order. Memory is a window of rows and a few batches per file.
 
-use super::input::{self, BATCH, Batch, Event, InputSpec, InputSummary, file_name};
+use super::batch::{BATCH, Batch, Event, InputSummary};
+use super::input::InputSpec;
 use super::keys::Interner;
+use super::open::file_name;
 use super::order::Reorder;
+use super::reader::{self, Notes};
 use crate::time::Nanos;
 use anyhow::{Context, Result, anyhow, bail};
 use indicatif::ProgressBar;
@@ -54,106 +57,29 @@ pub fn read_ordered(
     bar: &ProgressBar,
     sink: &mut impl Sink,
 ) -> Result<Read> {
-    let files = &spec.files;
     let bytes = Arc::new(AtomicU64::new(0));
     let (tx, rx) = mpsc::sync_channel::<Batch>(8);
     // Batches go back to the reader empty, to be filled again: at most as
     // many as can be on their way here (any more are dropped).
     let (back, recycled) = mpsc::sync_channel::<Batch>(8);
-    let names: Vec<String> = if files.is_empty() {
-        vec!["<stdin>".into()]
-    } else {
-        files.iter().map(|f| file_name(f)).collect()
+    let names = display_names(&spec.files);
+    let merge = spec.merge && spec.files.len() > 1;
+    let reader = spawn_reader(
+        spec,
+        reorder_window,
+        reader_interns,
+        &names,
+        &bytes,
+        tx,
+        recycled,
+    )?;
+    let shown = Shown {
+        bar,
+        bytes: &bytes,
+        started: std::time::Instant::now(),
     };
-    let merge = spec.merge && files.len() > 1;
-    let reader = {
-        let bytes = bytes.clone();
-        let spec = spec.clone();
-        let names = names.clone();
-        std::thread::Builder::new()
-            .name("drip-reader".into())
-            .spawn(move || {
-                if merge {
-                    merge_files(&spec, reorder_window, &bytes, reader_interns, &names, tx)
-                } else {
-                    input::read_all(&spec, &bytes, reader_interns, recycled, |b| {
-                        tx.send(b).is_ok()
-                    })
-                    .map(|summary| Merged {
-                        summary,
-                        reordered: 0,
-                        max_behind: Nanos::ZERO,
-                    })
-                }
-            })
-            .context("cannot start the reader thread")?
-    };
-    let started = std::time::Instant::now();
-    let mut order = Reorder::new(reorder_window);
-    let mut chunk: Vec<Event> = Vec::with_capacity(CHUNK);
-    let mut rows_seen = 0u64;
-    // Far-future rows taken back with --skip-bad.
-    let mut out_of_place = 0u64;
-    let replayed: Result<()> = (|| {
-        for mut batch in rx.iter() {
-            sink.learn(&mut batch);
-            rows_seen += batch.events.len() as u64;
-            let mut rest = batch.events.as_slice();
-            while !rest.is_empty() {
-                if merge {
-                    // Merged rows come in time order.
-                    let n = rest.len().min(CHUNK - chunk.len());
-                    chunk.extend_from_slice(&rest[..n]);
-                    rest = &rest[n..];
-                } else {
-                    // Rows in time order are held in bulk; any other row
-                    // one at a time.
-                    let n = order.push_in_order(rest);
-                    rest = &rest[n..];
-                    if n == 0 {
-                        out_of_place += hold(
-                            &mut order,
-                            rest[0],
-                            reorder_window,
-                            spec.skip_bad,
-                            &names,
-                            spec.merge,
-                        )?;
-                        rest = &rest[1..];
-                    }
-                    // Ready rows, a chunk at a time: short of a full
-                    // chunk, none is left ready.
-                    loop {
-                        let room = CHUNK - chunk.len();
-                        if order.pop_ready_into(&mut chunk, room) < room {
-                            break;
-                        }
-                        sink.take(&chunk)?;
-                        chunk.clear();
-                    }
-                }
-                if chunk.len() == CHUNK {
-                    sink.take(&chunk)?;
-                    chunk.clear();
-                }
-            }
-            if !merge {
-                batch.recycle();
-                // The reader takes one back per batch it sends; when it is
-                // done (or none is wanted), the batch is simply dropped.
-                let _ = back.try_send(batch);
-            }
-            let done = bytes.load(Ordering::Relaxed);
-            bar.set_position(done);
-            let secs = started.elapsed().as_secs_f64().max(1e-3);
-            bar.set_message(format!("{:.0} rows/s", rows_seen as f64 / secs));
-        }
-        chunk.extend(std::iter::from_fn(|| order.pop_any()));
-        sink.take(&chunk)?;
-        chunk.clear();
-        Ok(())
-    })();
-    if let Err(e) = replayed {
+    let mut sorter = Sorter::new(spec, reorder_window, merge);
+    if let Err(e) = sorter.feed(&rx, &back, &names, &shown, sink) {
         // Fail now: the reader may be blocked reading an input that is
         // still open (a pipe); it stops at its next batch, or with the
         // process.
@@ -165,15 +91,185 @@ pub fn read_ordered(
         .join()
         .map_err(|_| anyhow!("the reader thread failed"))?;
     bar.finish_and_clear();
+    conclude(spec, reorder_window, read?, &sorter, names)
+}
+
+/// The input's display names, in order (`<stdin>` for standard input).
+fn display_names(files: &[std::path::PathBuf]) -> Vec<String> {
+    if files.is_empty() {
+        vec!["<stdin>".into()]
+    } else {
+        files.iter().map(|f| file_name(f)).collect()
+    }
+}
+
+/// Starts the reader thread: every file in order, or (merging) each file
+/// on a thread of its own, merged by time.
+fn spawn_reader(
+    spec: &InputSpec,
+    reorder_window: Nanos,
+    reader_interns: Option<Vec<Interner>>,
+    names: &[String],
+    bytes: &Arc<AtomicU64>,
+    tx: mpsc::SyncSender<Batch>,
+    recycled: mpsc::Receiver<Batch>,
+) -> Result<JoinHandle<Result<Merged>>> {
+    let merge = spec.merge && spec.files.len() > 1;
+    let bytes = bytes.clone();
+    let spec = spec.clone();
+    let names = names.to_vec();
+    std::thread::Builder::new()
+        .name("drip-reader".into())
+        .spawn(move || {
+            if merge {
+                merge_files(&spec, reorder_window, &bytes, reader_interns, &names, tx)
+            } else {
+                reader::read_all(&spec, &bytes, reader_interns, recycled, |b| {
+                    tx.send(b).is_ok()
+                })
+                .map(|summary| Merged {
+                    summary,
+                    reordered: 0,
+                    max_behind: Nanos::ZERO,
+                })
+            }
+        })
+        .context("cannot start the reader thread")
+}
+
+/// The progress bar: bytes read and rows per second.
+struct Shown<'a> {
+    bar: &'a ProgressBar,
+    bytes: &'a AtomicU64,
+    started: std::time::Instant,
+}
+
+/// Rows re-sorted within the window on this thread, handed on in chunks.
+struct Sorter {
+    order: Reorder<Event>,
+    chunk: Vec<Event>,
+    rows_seen: u64,
+    /// Far-future rows taken back with --skip-bad.
+    out_of_place: u64,
+    /// Rows come merged, in time order already.
+    merge: bool,
+    window: Nanos,
+    skip_bad: bool,
+    /// `--merge` was given (with one file or more).
+    merging: bool,
+}
+
+impl Sorter {
+    fn new(spec: &InputSpec, window: Nanos, merge: bool) -> Sorter {
+        Sorter {
+            order: Reorder::new(window),
+            chunk: Vec::with_capacity(CHUNK),
+            rows_seen: 0,
+            out_of_place: 0,
+            merge,
+            window,
+            skip_bad: spec.skip_bad,
+            merging: spec.merge,
+        }
+    }
+
+    /// Takes every batch the reader sends, then the rows still held.
+    fn feed(
+        &mut self,
+        rx: &mpsc::Receiver<Batch>,
+        back: &mpsc::SyncSender<Batch>,
+        names: &[String],
+        shown: &Shown,
+        sink: &mut impl Sink,
+    ) -> Result<()> {
+        for mut batch in rx.iter() {
+            sink.learn(&mut batch);
+            self.rows_seen += batch.events.len() as u64;
+            self.take(&batch.events, names, sink)?;
+            if !self.merge {
+                batch.recycle();
+                // The reader takes one back per batch it sends; when it is
+                // done (or none is wanted), the batch is simply dropped.
+                let _ = back.try_send(batch);
+            }
+            let done = shown.bytes.load(Ordering::Relaxed);
+            shown.bar.set_position(done);
+            let secs = shown.started.elapsed().as_secs_f64().max(1e-3);
+            shown
+                .bar
+                .set_message(format!("{:.0} rows/s", self.rows_seen as f64 / secs));
+        }
+        self.chunk
+            .extend(std::iter::from_fn(|| self.order.pop_any()));
+        sink.take(&self.chunk)?;
+        self.chunk.clear();
+        Ok(())
+    }
+
+    /// Takes one batch's rows, handing on each chunk that fills.
+    fn take(&mut self, mut rest: &[Event], names: &[String], sink: &mut impl Sink) -> Result<()> {
+        let chunk = &mut self.chunk;
+        while !rest.is_empty() {
+            if self.merge {
+                // Merged rows come in time order.
+                let n = rest.len().min(CHUNK - chunk.len());
+                chunk.extend_from_slice(&rest[..n]);
+                rest = &rest[n..];
+            } else {
+                // Rows in time order are held in bulk; any other row
+                // one at a time.
+                let order = &mut self.order;
+                let n = order.push_in_order(rest);
+                rest = &rest[n..];
+                if n == 0 {
+                    self.out_of_place += hold(
+                        order,
+                        rest[0],
+                        self.window,
+                        self.skip_bad,
+                        names,
+                        self.merging,
+                    )?;
+                    rest = &rest[1..];
+                }
+                // Ready rows, a chunk at a time: short of a full
+                // chunk, none is left ready.
+                loop {
+                    let room = CHUNK - chunk.len();
+                    if order.pop_ready_into(chunk, room) < room {
+                        break;
+                    }
+                    sink.take(chunk)?;
+                    chunk.clear();
+                }
+            }
+            if chunk.len() == CHUNK {
+                sink.take(chunk)?;
+                chunk.clear();
+            }
+        }
+        Ok(())
+    }
+}
+
+/// What reading found, the rows re-sorted on both threads counted, and
+/// said: no rows but bad ones is an error, rows re-sorted a note.
+fn conclude(
+    spec: &InputSpec,
+    reorder_window: Nanos,
+    read: Merged,
+    sorter: &Sorter,
+    names: Vec<String>,
+) -> Result<Read> {
     let Merged {
         mut summary,
         reordered,
         max_behind,
-    } = read?;
-    let reordered = order.reordered + reordered;
-    let max_behind = order.max_behind.max(max_behind);
-    summary.rows -= out_of_place;
-    summary.bad_rows += out_of_place;
+    } = read;
+    let reordered = sorter.order.reordered + reordered;
+    let max_behind = sorter.order.max_behind.max(max_behind);
+    summary.rows -= sorter.out_of_place;
+    summary.bad_rows += sorter.out_of_place;
     if summary.rows == 0 && summary.bad_rows > 0 {
         bail!(
             "all {} rows were bad and skipped, nothing was replayed; check --time-column and --time-format (drop --skip-bad to see the first bad row)",
@@ -181,7 +277,7 @@ pub fn read_ordered(
         );
     }
     if reordered > 0 && !spec.quiet {
-        let within = if spec.merge && files.len() > 1 {
+        let within = if spec.merge && spec.files.len() > 1 {
             " within their files"
         } else {
             ""
@@ -299,7 +395,7 @@ fn sort_file(
     idx: usize,
     window: Nanos,
     bytes: &Arc<AtomicU64>,
-    said: input::Notes,
+    said: Notes,
     names: &[String],
     tx: mpsc::SyncSender<Batch>,
 ) -> Result<Merged> {
@@ -312,7 +408,7 @@ fn sort_file(
         copy_row(row.ev, &row.batch, row.at as usize, cols, out);
         out.events.len() < BATCH || tx.send(std::mem::take(out)).is_ok()
     };
-    let read = input::read_one(spec, idx, bytes, said, |batch| {
+    let read = reader::read_one(spec, idx, bytes, said, |batch| {
         let batch = Rc::new(batch);
         for (at, ev) in batch.events.iter().enumerate() {
             let row = Waiting {
@@ -404,7 +500,7 @@ fn merge_files(
     names: &[String],
     tx: mpsc::SyncSender<Batch>,
 ) -> Result<Merged> {
-    let said = input::Notes::default();
+    let said = Notes::default();
     let mut sources = Vec::with_capacity(spec.files.len());
     for idx in 0..spec.files.len() {
         let (file_tx, rx) = mpsc::sync_channel::<Batch>(4);

@@ -489,8 +489,8 @@ pub fn run(args: SizeArgs) -> Result<u8> {
     let spec = args.input.spec(key_cols, args.quiet)?;
     let show_progress = progress::Wanted {
         quiet: args.quiet,
-        no_progress: args.no_progress,
-        progress: args.progress,
+        no_progress: args.progress.no_progress,
+        progress: args.progress.progress,
     }
     .show();
     let bar = progress::bytes_read(show_progress, &spec.files);

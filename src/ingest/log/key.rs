@@ -175,4 +175,22 @@ mod tests {
         s.append_joined([&b""[..], b" "].into_iter(), &mut out);
         assert!(out.is_empty());
     }
+
+    #[test]
+    fn ports_are_stripped_from_addresses_only() {
+        let cases: [(&str, &str); 9] = [
+            ("10.0.0.1:2817", "10.0.0.1"),
+            ("[2001:db8::1]:443", "2001:db8::1"),
+            ("[2001:db8::1]", "2001:db8::1"),
+            ("2001:db8::1", "2001:db8::1"),
+            ("10.0.0.1", "10.0.0.1"),
+            ("host.example:80", "host.example"),
+            ("user:name", "user:name"),
+            ("10.0.0.1:", "10.0.0.1:"),
+            ("[bad:1]x", "[bad:1]x"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(strip_port(input.as_bytes()), want.as_bytes(), "{input}");
+        }
+    }
 }

@@ -1,0 +1,279 @@
+//! An audit's configuration: the arguments checked once into policies
+//! (specs and nginx.conf runs), labels, key columns, reading options and
+//! thresholds, before anything is read or written.
+
+use super::judge::Thresholds;
+use crate::cli::{AuditArgs, Format};
+use crate::engine::conf as nginx;
+use crate::engine::replay::{Run, Slot};
+use crate::ingest::input::{ColSel, InputSpec, MAX_KEYS, file_name};
+use crate::nginx_conf::NginxConf;
+use crate::policy::{KeyChoice, Spec, parse_spec, parse_specs_file};
+use anyhow::{Context, Result, anyhow, bail};
+use std::collections::HashMap;
+use std::io::Write;
+use std::sync::Arc;
+
+fn load_specs(args: &AuditArgs) -> Result<Vec<Spec>> {
+    let mut specs = Vec::new();
+    for text in &args.policies {
+        specs.push(parse_spec(text)?);
+    }
+    if let Some(path) = &args.policies_file {
+        let contents = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read --policies file '{}'", path.display()))?;
+        let from_file = parse_specs_file(&contents)
+            .map_err(|(line, e)| anyhow!("{}:{line}: {e}", path.display()))?;
+        if from_file.is_empty() {
+            bail!("{}: no policy specs in the file", path.display());
+        }
+        specs.extend(from_file);
+    }
+    if specs.is_empty() && args.nginx_conf.is_empty() {
+        bail!(
+            "no policy given; add --policy SPEC (e.g. --policy gcra:rate=10/s,burst=20), --policies FILE or --nginx-conf FILE"
+        );
+    }
+    let mut seen = std::collections::HashSet::new();
+    for s in &specs {
+        if !seen.insert(s.label.clone()) {
+            bail!(
+                "two policies are labelled '{}'; give each a distinct label=",
+                s.label
+            );
+        }
+    }
+    Ok(specs)
+}
+
+/// Refuses, before anything is opened for writing, a decisions file or a
+/// report that is one of the logs, the policies file, or each other.
+fn check_outputs(args: &AuditArgs, files: &[std::path::PathBuf]) -> Result<()> {
+    use crate::clash::{Endpoint, Place, check_distinct, check_logs_once, logs, named};
+    let mut inputs = logs(files);
+    check_logs_once(&inputs)?;
+    if let Some(p) = &args.policies_file {
+        inputs.push(Endpoint::new(named("--policies", p), Place::Path(p)));
+    }
+    let mut outputs = vec![Endpoint::new("standard output (the report)", Place::Stdout)];
+    match &args.decisions {
+        Some(p) if p.as_os_str() == "-" => {
+            outputs[0] = Endpoint::new("standard output (--decisions -)", Place::Stdout)
+        }
+        Some(p) => outputs.push(Endpoint::new(named("--decisions", p), Place::Path(p))),
+        None => {}
+    }
+    if let Some(p) = &args.plot {
+        outputs.push(Endpoint::new(named("--plot", p), Place::Path(p)));
+    }
+    check_distinct(&inputs, &outputs)
+}
+
+/// Everything an audit needs, checked before anything is read or written.
+pub(super) struct Config {
+    pub(super) args: AuditArgs,
+    pub(super) labels: Vec<String>,
+    /// One per policy spec, then one per nginx.conf, in report order.
+    pub(super) runs: Vec<Run>,
+    /// How the logs are read, the key columns included.
+    pub(super) input: InputSpec,
+    pub(super) thresholds: Thresholds,
+    /// Policies given as specs (not nginx.conf): with two or more, keys are
+    /// interned on the reader thread.
+    pub(super) specs: usize,
+    /// A plot is drawn (`--plot`, or the HTML page).
+    pub(super) plotting: bool,
+}
+
+/// The policies given: specs, then nginx.conf files, with their labels.
+struct Policies {
+    specs: Vec<Spec>,
+    /// Each config with its label: one run each, after the specs.
+    confs: Vec<(String, Arc<NginxConf>)>,
+    /// `--nginx-var NAME=FIELD`.
+    nginx_vars: HashMap<String, String>,
+    /// The specs' labels, then the configs'.
+    labels: Vec<String>,
+}
+
+impl Policies {
+    fn load(args: &AuditArgs) -> Result<Policies> {
+        let specs = load_specs(args)?;
+        let mut labels: Vec<String> = specs.iter().map(|s| s.label.clone()).collect();
+        let nginx_vars = crate::nginx_conf::setup::parse_vars(&args.nginx_var)?;
+        let confs = crate::nginx_conf::setup::load_confs(&args.nginx_conf, &labels, args.quiet)?;
+        labels.extend(confs.iter().map(|(l, _)| l.clone()));
+        Ok(Policies {
+            specs,
+            confs,
+            nginx_vars,
+            labels,
+        })
+    }
+}
+
+impl Config {
+    /// Checks the outputs, loads the policies and thresholds, gives each
+    /// run its key columns, and settles how the logs are read.
+    pub(super) fn from_args(args: AuditArgs) -> Result<Config> {
+        check_outputs(&args, &args.input.files)?;
+        let policies = Policies::load(&args)?;
+        let thresholds = Thresholds::from_args(&args, &policies.labels)?;
+        let mut key_cols = KeyColumns::new(&args);
+        let mut runs = spec_runs(&policies.specs, &mut key_cols)?;
+        // The reading options first: a config may tell how its log is written.
+        let mut input = reading_options(&args, &policies.confs)?;
+        conf_runs(
+            &args,
+            &policies.confs,
+            &input,
+            &policies.nginx_vars,
+            &mut key_cols,
+            &mut runs,
+        )?;
+        input.key_cols = key_cols.0;
+        if let Some(path) = &args.plot {
+            crate::clash::check_output("--plot", path, "svg")?;
+        }
+        Ok(Config {
+            plotting: args.plot.is_some() || args.format == Format::Html,
+            specs: policies.specs.len(),
+            args,
+            labels: policies.labels,
+            runs,
+            input,
+            thresholds,
+        })
+    }
+
+    /// A timeline whose interval follows the log's span: a plot without
+    /// `--timeline`.
+    pub(super) fn auto_timeline(&self) -> bool {
+        self.args.timeline.is_none() && self.plotting
+    }
+
+    /// The `--decisions` file, opened, and its name for messages.
+    pub(super) fn open_decisions(&self) -> Result<Option<(Box<dyn Write + Send>, String)>> {
+        Ok(match &self.args.decisions {
+            None => None,
+            Some(p) if p.as_os_str() == "-" => Some((
+                Box::new(std::io::BufWriter::new(std::io::stdout())),
+                "standard output".into(),
+            )),
+            Some(p) => Some((
+                Box::new(std::io::BufWriter::with_capacity(
+                    1 << 16,
+                    std::fs::File::create(p).with_context(|| {
+                        format!("cannot create --decisions file '{}'", p.display())
+                    })?,
+                )),
+                format!("'{}'", p.display()),
+            )),
+        })
+    }
+}
+
+/// The distinct key columns of a run: the default first, then each
+/// member's `key=` and each nginx.conf's key fields, in order of use.
+struct KeyColumns(Vec<ColSel>, Option<usize>);
+
+impl KeyColumns {
+    fn new(args: &AuditArgs) -> KeyColumns {
+        let mut k = KeyColumns(Vec::new(), None);
+        if let Some(c) = args.input.key_column.as_deref() {
+            // The first column can always be added.
+            k.1 = k.slot(ColSel::parse(c)).ok();
+        }
+        k
+    }
+
+    /// The place of `sel` among the key columns, added if new.
+    fn slot(&mut self, sel: ColSel) -> Result<usize> {
+        if let Some(i) = self.0.iter().position(|c| *c == sel) {
+            return Ok(i);
+        }
+        if self.0.len() == MAX_KEYS {
+            bail!("at most {MAX_KEYS} distinct key columns can be used in one run");
+        }
+        self.0.push(sel);
+        Ok(self.0.len() - 1)
+    }
+
+    /// Where each member of `spec` takes its key from.
+    fn slots(&mut self, spec: &Spec) -> Result<Vec<Slot>> {
+        spec.members
+            .iter()
+            .map(|m| {
+                Ok(match &m.key {
+                    KeyChoice::Default => self.1.map_or(Slot::Global, Slot::Column),
+                    KeyChoice::Global => Slot::Global,
+                    KeyChoice::Column(c) => Slot::Column(self.slot(ColSel::parse(c))?),
+                })
+            })
+            .collect()
+    }
+}
+
+/// A run per policy spec, in order, each member keyed by its column.
+fn spec_runs(specs: &[Spec], key_cols: &mut KeyColumns) -> Result<Vec<Run>> {
+    let mut runs = Vec::new();
+    for (i, s) in specs.iter().enumerate() {
+        runs.push(Run::new(s, key_cols.slots(s)?, i));
+    }
+    Ok(runs)
+}
+
+/// How the logs are read: the options given, with the `log_format` of the
+/// first nginx.conf's access log when the options leave it open.
+fn reading_options(args: &AuditArgs, confs: &[(String, Arc<NginxConf>)]) -> Result<InputSpec> {
+    let mut input = args.input.spec(Vec::new(), args.quiet)?;
+    if let Some((_, conf)) = confs.first() {
+        crate::nginx_conf::setup::adopt_log_format(
+            conf,
+            &mut input,
+            args.verify_column.is_some(),
+            args.quiet,
+        );
+    }
+    Ok(input)
+}
+
+/// Adds a run per nginx.conf, after the specs' runs.
+fn conf_runs(
+    args: &AuditArgs,
+    confs: &[(String, Arc<NginxConf>)],
+    input: &InputSpec,
+    nginx_vars: &HashMap<String, String>,
+    key_cols: &mut KeyColumns,
+    runs: &mut Vec<Run>,
+) -> Result<()> {
+    let log_fields = if confs.is_empty() {
+        None
+    } else {
+        crate::ingest::peek::log_fields(input)
+    };
+    let conf_opts = nginx::ConfOptions {
+        log_fields: log_fields.as_deref(),
+        overrides: nginx_vars,
+        location: args.nginx_location.as_deref(),
+        verify: args.verify_column.as_deref(),
+        files: if args.input.files.is_empty() {
+            vec!["<stdin>".into()]
+        } else {
+            args.input.files.iter().map(|f| file_name(f)).collect()
+        },
+    };
+    for (label, conf) in confs {
+        let exec = nginx::ConfExec::new(conf.clone(), &conf_opts, args.quiet, &mut |f| {
+            key_cols.slot(ColSel::Name(f.to_string()))
+        })?;
+        let order = runs.len();
+        runs.push(Run::nginx(
+            exec,
+            label.clone(),
+            crate::nginx_conf::setup::describe(conf),
+            order,
+        ));
+    }
+    Ok(())
+}

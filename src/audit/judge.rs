@@ -1,0 +1,169 @@
+//! Judging a report: the thresholds of a run (`--max-drop-rate`,
+//! `--max-drops`, `--max-wait`, `--max-disagree`), checked once when given
+//! and again against the finished report, each crossing worded for a line.
+
+use crate::cli::AuditArgs;
+use crate::percent::Percent;
+use crate::report::{Crossing, Report};
+use crate::time::Nanos;
+use anyhow::{Result, anyhow, bail};
+
+/// A threshold as given: for one policy label, or all.
+struct Threshold<T> {
+    label: Option<String>,
+    value: T,
+    text: String,
+}
+
+fn parse_thresholds<T>(
+    flag: &str,
+    given: &[String],
+    labels: &[String],
+    parse: impl Fn(&str) -> Option<T>,
+    example: &str,
+) -> Result<Vec<Threshold<T>>> {
+    given
+        .iter()
+        .map(|g| {
+            let (label, value) = match g.rsplit_once('=') {
+                Some((l, v)) => (Some(l.to_string()), v),
+                None => (None, g.as_str()),
+            };
+            if let Some(l) = &label
+                && !labels.contains(l)
+            {
+                bail!(
+                    "{flag} '{g}': no policy labelled '{l}'; labels are: {}",
+                    labels.join(", ")
+                );
+            }
+            let v = parse(value.trim())
+                .ok_or_else(|| anyhow!("{flag} '{g}': invalid value '{value}'; give {example}"))?;
+            Ok(Threshold {
+                label,
+                value: v,
+                text: value.trim().to_string(),
+            })
+        })
+        .collect()
+}
+
+/// The thresholds of a run, checked once the report is built.
+pub(super) struct Thresholds {
+    max_drop_rate: Vec<Threshold<Percent>>,
+    max_drops: Vec<Threshold<u64>>,
+    max_wait: Vec<Threshold<Nanos>>,
+    /// `--max-disagree`, and as given.
+    max_disagree: (Percent, String),
+}
+
+impl Thresholds {
+    pub(super) fn from_args(args: &AuditArgs, labels: &[String]) -> Result<Thresholds> {
+        let max_disagree = Percent::parse(args.max_disagree.trim()).ok_or_else(|| {
+            anyhow!(
+                "--max-disagree '{}': invalid value; give a percentage from 0 to 100, e.g. 0.5",
+                args.max_disagree
+            )
+        })?;
+        Ok(Thresholds {
+            max_drop_rate: parse_thresholds(
+                "--max-drop-rate",
+                &args.max_drop_rate,
+                labels,
+                Percent::parse,
+                "a percentage from 0 to 100, e.g. 5 or api=0.5",
+            )?,
+            max_drops: parse_thresholds(
+                "--max-drops",
+                &args.max_drops,
+                labels,
+                |s| s.parse::<u64>().ok(),
+                "a whole number, e.g. 100",
+            )?,
+            max_wait: parse_thresholds(
+                "--max-wait",
+                &args.max_wait,
+                labels,
+                |s| crate::rate::parse_duration(s).ok(),
+                "a duration, e.g. 2s or api=500ms",
+            )?,
+            max_disagree: (max_disagree, args.max_disagree.trim().to_string()),
+        })
+    }
+
+    /// True when a threshold on drops or waits is given.
+    pub(super) fn gated(&self) -> bool {
+        !(self.max_drop_rate.is_empty() && self.max_drops.is_empty() && self.max_wait.is_empty())
+    }
+}
+
+/// Every threshold the report crosses, policy by policy.
+pub(super) fn crossings(t: &Thresholds, report: &Report) -> Vec<Crossing> {
+    let applies = |label: &Option<String>, p: &str| label.as_deref().is_none_or(|l| l == p);
+    let mut crossings = Vec::new();
+    for p in &report.policies {
+        for t in &t.max_drop_rate {
+            if applies(&t.label, &p.label) && t.value.exceeded_by(p.dropped, p.requests) {
+                crossings.push(Crossing {
+                    policy: p.label.clone(),
+                    threshold: "--max-drop-rate".into(),
+                    limit: format!("{}%", t.text.trim_end_matches('%')),
+                    measured: format!(
+                        "{}% ({} of {})",
+                        crate::report::pct(p.drop_pct),
+                        p.dropped,
+                        p.requests
+                    ),
+                });
+            }
+        }
+        for t in &t.max_drops {
+            if applies(&t.label, &p.label) && p.dropped > t.value {
+                crossings.push(Crossing {
+                    policy: p.label.clone(),
+                    threshold: "--max-drops".into(),
+                    limit: t.value.to_string(),
+                    measured: p.dropped.to_string(),
+                });
+            }
+        }
+        for t in &t.max_wait {
+            let max = p.wait.map_or(0, |w| w.max_ns);
+            if applies(&t.label, &p.label) && max > t.value.0 {
+                crossings.push(Crossing {
+                    policy: p.label.clone(),
+                    threshold: "--max-wait".into(),
+                    limit: t.text.clone(),
+                    measured: Nanos(max).to_string(),
+                });
+            }
+        }
+    }
+    crossings.extend(disagreements(t, report));
+    crossings
+}
+
+/// The nginx.conf runs whose verified rows disagree more than
+/// `--max-disagree` allows.
+fn disagreements(t: &Thresholds, report: &Report) -> Vec<Crossing> {
+    let (max, text) = &t.max_disagree;
+    report
+        .policies
+        .iter()
+        .filter_map(|p| {
+            let v = p.nginx.as_ref()?.verify.as_ref()?;
+            max.exceeded_by(v.disagreed, v.rows).then(|| Crossing {
+                policy: p.label.clone(),
+                threshold: "--max-disagree".into(),
+                limit: format!("{}%", text.trim_end_matches('%')),
+                measured: format!(
+                    "{}% ({} of {} rows disagree with column '{}')",
+                    crate::report::pct(100.0 - v.agreement_pct),
+                    v.disagreed,
+                    v.rows,
+                    v.column
+                ),
+            })
+        })
+        .collect()
+}

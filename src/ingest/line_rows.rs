@@ -1,0 +1,184 @@
+//! Lines of an access-log format (`ingest::log`) read as rows: the
+//! format's fields named and found for the reader, a line that is not in
+//! the format said plainly.
+
+use super::input::{ColSel, pick_time_column};
+use super::rows::Rows;
+use crate::quote::shown_str;
+use anyhow::{Context, Result, anyhow, bail};
+use std::io::BufRead;
+
+/// Lines of an access-log format.
+pub(super) struct LineRows<R> {
+    lines: crate::ingest::log::Lines<R>,
+    parser: Box<dyn crate::ingest::log::LineParser>,
+    fields: crate::ingest::log::Fields,
+    /// The line in `lines.buf` is read but not yet parsed.
+    pub(super) pending: Option<crate::ingest::log::Line>,
+    dash_is_empty: bool,
+    quiet: bool,
+}
+
+impl<R: BufRead> LineRows<R> {
+    /// Reads up to the first request line, so the format knows its field
+    /// names (a W3C `#Fields:` line, a JSON line's paths).
+    pub(super) fn new(
+        reader: R,
+        mut parser: Box<dyn crate::ingest::log::LineParser>,
+        name: &str,
+        quiet: bool,
+    ) -> Result<Self> {
+        use crate::ingest::log::Line;
+        let mut lines = crate::ingest::log::Lines::new(reader);
+        let pending = loop {
+            let l = lines
+                .next_line()
+                .with_context(|| format!("{name}: cannot read the log"))?;
+            match l {
+                Line::Ok if lines.buf.trim_ascii().is_empty() => continue,
+                Line::Ok if parser.learn(&lines.buf) => continue,
+                Line::End => break None,
+                l => break Some(l),
+            }
+        };
+        Ok(LineRows {
+            lines,
+            dash_is_empty: parser.dash_is_empty(),
+            parser,
+            fields: crate::ingest::log::Fields::default(),
+            pending,
+            quiet,
+        })
+    }
+}
+
+impl<R: BufRead> Rows for LineRows<R> {
+    fn header(&self) -> Option<&[String]> {
+        self.parser.names()
+    }
+
+    fn column(&mut self, sel: &ColSel, what: &str, file: &str) -> Result<usize> {
+        let fields = || {
+            // Fields named by position are summed up by the first of them.
+            let names = self.parser.names().unwrap_or_default();
+            let positional = |n: &String| {
+                n.strip_prefix("field")
+                    .is_some_and(|d| !d.is_empty() && d.bytes().all(|b| b.is_ascii_digit()))
+            };
+            let mut list: Vec<String> = names.iter().filter(|n| !positional(n)).cloned().collect();
+            if let Some(first) = names.iter().find(|n| positional(n)) {
+                list.push(format!("{first}… (further fields by position)"));
+            }
+            crate::quote::names(&list)
+        };
+        let format = self.parser.format();
+        match sel {
+            ColSel::Index(i) => {
+                let listing = fields();
+                self.parser.field_at(*i).ok_or_else(|| {
+                    anyhow!("{file}: {format} lines have no {what} field #{i}; the fields are: {listing}")
+                })
+            }
+            ColSel::Name(n) => {
+                let listing = fields();
+                let known = self
+                    .parser
+                    .names()
+                    .is_some_and(|names| names.iter().any(|x| x == n));
+                let i = self.parser.field(n).ok_or_else(|| {
+                    anyhow!(
+                        "{file}: {format} lines have no {what} field '{}'; the fields are: {listing}",
+                        shown_str(n)
+                    )
+                })?;
+                if !known && !self.quiet && format == "ndjson" {
+                    crate::say!(
+                        "drip: the first line of {file} has no field '{n}'; lines without it have an empty {what}"
+                    );
+                }
+                Ok(i)
+            }
+        }
+    }
+
+    fn default_time(&mut self, file: &str) -> Result<(usize, Option<usize>)> {
+        match self.parser.default_time() {
+            Some(t) => Ok(t),
+            None if self.parser.names().is_none() => bail!(
+                "{file}: a request line comes before any #Fields: line, which names the fields; give the log with its header lines"
+            ),
+            None => {
+                let t = pick_time_column(self.parser.names(), file)?;
+                self.parser.field_at(t);
+                Ok((t, None))
+            }
+        }
+    }
+
+    fn advance(&mut self) -> Result<Option<Result<(), String>>> {
+        use crate::ingest::log::{Line, Parsed};
+        loop {
+            let l = match self.pending.take() {
+                Some(l) => l,
+                None => self.lines.next_line().context("cannot read the log")?,
+            };
+            match l {
+                Line::End => return Ok(None),
+                Line::TooLong => {
+                    return Ok(Some(Err(format!(
+                        "the line is longer than {} bytes",
+                        crate::ingest::log::MAX_LINE
+                    ))));
+                }
+                Line::Ok if self.lines.buf.trim_ascii().is_empty() => continue,
+                Line::Ok => {
+                    self.fields.clear();
+                    match self.parser.parse(&self.lines.buf, &mut self.fields) {
+                        Ok(Parsed::Record) => return Ok(Some(Ok(()))),
+                        Ok(Parsed::Skip) => continue,
+                        Err(e) => return Ok(Some(Err(e))),
+                    }
+                }
+            }
+        }
+    }
+
+    fn line(&self) -> u64 {
+        self.lines.line
+    }
+
+    fn len(&self) -> usize {
+        self.fields.spans.len()
+    }
+
+    #[inline]
+    fn get(&self, i: usize) -> Option<&[u8]> {
+        match self.fields.get(&self.lines.buf, i) {
+            Some(b"-") if self.dash_is_empty => Some(b""),
+            v => v,
+        }
+    }
+
+    fn format(&self) -> Option<&'static str> {
+        Some(self.parser.format())
+    }
+
+    fn check_start(&mut self, file: &str) -> Result<()> {
+        // Only a format that learns its names from the first line (JSON)
+        // knows none when that line is not in it.
+        if !self.parser.names().is_some_and(<[String]>::is_empty)
+            || !matches!(self.pending, Some(crate::ingest::log::Line::Ok))
+        {
+            return Ok(());
+        }
+        let mut fields = crate::ingest::log::Fields::default();
+        match self.parser.parse(&self.lines.buf, &mut fields) {
+            Err(e) => bail!(
+                "{file}:{}: {} line: {e}; is the log in this format? Set --input-format to its format, or leave it out to detect it",
+                self.lines.line,
+                self.parser.format()
+            ),
+            Ok(_) => Ok(()),
+        }
+    }
+}
