@@ -72,6 +72,7 @@ fn compile(
 }
 
 /// Appends the value of `parts` for the row to `out`.
+#[inline]
 fn eval(parts: &[CPart], ev: &Event, names: &[KeyNames], out: &mut Vec<u8>) {
     for p in parts {
         match p {

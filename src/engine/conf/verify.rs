@@ -100,6 +100,7 @@ impl Verify {
     }
 
     /// Queues a row decided at `now_ms` against the zone keys `keys`.
+    #[inline]
     fn push(&mut self, mut p: Pending, keys: impl Iterator<Item = (u32, u32)>, now_ms: i64) {
         if now_ms != self.group_ms {
             self.flush();
