@@ -187,9 +187,11 @@ impl ConfExec {
         let cost = u64::from(ev.cost);
         let l = self.router.location(&self.conf, ev, names);
         self.applied.clear();
-        let refused = match self.locs[l].returns {
-            true => None,
-            false => self.check(l, ev, names, now_ms),
+        // A `return` answers before `limit_req` runs.
+        let refused = if self.locs[l].returns {
+            None
+        } else {
+            self.check(l, ev, names, now_ms)
         };
         let dry = self.locs[l].dry_run;
         let (decision, status) = if let Some((d, _)) = refused {
