@@ -55,33 +55,30 @@ impl Exec {
         Exec::Member(spec.members[0].config.with(Joined(records)))
     }
 
+    /// What reports need of the run's policy: from its table entry, or,
+    /// for an nginx.conf, from its `limit_req` lines (levels only).
+    fn facts(&self) -> (bool, u64, LevelKind) {
+        let info = match self {
+            Exec::One(one) => *one.info(),
+            Exec::Member(m) => *m.info(),
+            Exec::Stack(s) => s.info(),
+            Exec::Conf(c) => return (c.shapes(), c.max_level(), LevelKind::Level),
+        };
+        (info.shapes, info.max_level, info.level_kind)
+    }
+
     /// True when admitted requests may be delayed.
     pub fn shapes(&self) -> bool {
-        match self {
-            Exec::One(one) => one.info().shapes,
-            Exec::Member(m) => m.info().shapes,
-            Exec::Stack(s) => s.info().shapes,
-            Exec::Conf(c) => c.shapes(),
-        }
+        self.facts().0
     }
 
     /// The highest level the run can reach (`u64::MAX`: no bound).
     pub fn max_level(&self) -> u64 {
-        match self {
-            Exec::One(one) => one.info().max_level,
-            Exec::Member(m) => m.info().max_level,
-            Exec::Stack(s) => s.info().max_level,
-            Exec::Conf(c) => c.max_level(),
-        }
+        self.facts().1
     }
 
     /// What the run's level measures.
     pub fn level_kind(&self) -> LevelKind {
-        match self {
-            Exec::One(one) => one.info().level_kind,
-            Exec::Member(m) => m.info().level_kind,
-            Exec::Stack(s) => s.info().level_kind,
-            Exec::Conf(_) => LevelKind::Level,
-        }
+        self.facts().2
     }
 }

@@ -2,7 +2,7 @@
 //! the runs split by key, every row of the others), fed by the main thread.
 
 use super::exec::Exec;
-use super::replay::Run;
+use super::run::Run;
 use super::tally::{AUTO_BINS, AUTO_STEPS, Share};
 use crate::ingest::input::Event;
 use crate::ingest::keys::KeyNames;

@@ -9,4 +9,5 @@ mod lanes;
 pub mod loops;
 pub mod outcome;
 pub mod replay;
+pub mod run;
 pub mod tally;

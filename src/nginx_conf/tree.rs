@@ -58,11 +58,6 @@ enum Token {
 
 /// Splits one file's text into tokens with their line numbers.
 fn tokens(text: &str, file: &Arc<Path>) -> Result<Vec<(Token, usize)>, ConfError> {
-    let err = |line: usize, msg: String| ConfError {
-        file: file.to_path_buf(),
-        line,
-        msg,
-    };
     let b: Vec<char> = text.chars().collect();
     let mut out = Vec::new();
     let mut i = 0;
@@ -94,76 +89,97 @@ fn tokens(text: &str, file: &Arc<Path>) -> Result<Vec<(Token, usize)>, ConfError
             }
             '"' | '\'' => {
                 let start = line;
-                let mut w = String::new();
-                i += 1;
-                loop {
-                    let Some(&ch) = b.get(i) else {
-                        return Err(err(
-                            start,
-                            format!(
-                                "unexpected end of file: a {c}…{c} string opened here is never closed"
-                            ),
-                        ));
-                    };
-                    if ch == '\\' && i + 1 < b.len() {
-                        unescape(b[i + 1], &mut w);
-                        if b[i + 1] == '\n' {
-                            line += 1;
-                        }
-                        i += 2;
-                        continue;
-                    }
-                    i += 1;
-                    if ch == c {
-                        break;
-                    }
-                    if ch == '\n' {
-                        line += 1;
-                    }
-                    w.push(ch);
-                }
-                if let Some(&next) = b.get(i)
-                    && !(next.is_whitespace() || matches!(next, ';' | '{' | '}'))
-                {
-                    return Err(err(
-                        line,
-                        format!(
-                            "unexpected '{next}' right after the quoted string \"{w}\"; put a space or ';' after it"
-                        ),
-                    ));
-                }
+                let w = quoted(&b, &mut i, &mut line, file)?;
                 out.push((Token::Word(w), start));
             }
-            _ => {
-                let start = line;
-                let mut w = String::new();
-                let mut after_dollar = false;
-                while let Some(&ch) = b.get(i) {
-                    if ch == '{' && after_dollar {
-                        // `${name}`: the braces belong to the word.
-                        w.push(ch);
-                        i += 1;
-                        after_dollar = false;
-                        continue;
-                    }
-                    if ch.is_whitespace() || ch == ';' || ch == '{' {
-                        break;
-                    }
-                    if ch == '\\' && i + 1 < b.len() {
-                        unescape(b[i + 1], &mut w);
-                        i += 2;
-                        after_dollar = false;
-                        continue;
-                    }
-                    after_dollar = ch == '$';
-                    w.push(ch);
-                    i += 1;
-                }
-                out.push((Token::Word(w), start));
-            }
+            _ => out.push((Token::Word(bare(&b, &mut i)), line)),
         }
     }
     Ok(out)
+}
+
+/// The quoted word whose opening quote is `b[*i]`, unescaped: moves `i`
+/// past its closing quote, counting in `line` the lines it spans. The
+/// quote must be closed, and followed by a blank, `;`, `{` or `}`.
+fn quoted(
+    b: &[char],
+    i: &mut usize,
+    line: &mut usize,
+    file: &Arc<Path>,
+) -> Result<String, ConfError> {
+    let err = |line: usize, msg: String| ConfError {
+        file: file.to_path_buf(),
+        line,
+        msg,
+    };
+    let c = b[*i];
+    let start = *line;
+    let mut w = String::new();
+    *i += 1;
+    loop {
+        let Some(&ch) = b.get(*i) else {
+            return Err(err(
+                start,
+                format!("unexpected end of file: a {c}…{c} string opened here is never closed"),
+            ));
+        };
+        if ch == '\\' && *i + 1 < b.len() {
+            unescape(b[*i + 1], &mut w);
+            if b[*i + 1] == '\n' {
+                *line += 1;
+            }
+            *i += 2;
+            continue;
+        }
+        *i += 1;
+        if ch == c {
+            break;
+        }
+        if ch == '\n' {
+            *line += 1;
+        }
+        w.push(ch);
+    }
+    if let Some(&next) = b.get(*i)
+        && !(next.is_whitespace() || matches!(next, ';' | '{' | '}'))
+    {
+        return Err(err(
+            *line,
+            format!(
+                "unexpected '{next}' right after the quoted string \"{w}\"; put a space or ';' after it"
+            ),
+        ));
+    }
+    Ok(w)
+}
+
+/// The unquoted word starting at `b[*i]`, unescaped: moves `i` to the
+/// blank, `;` or `{` that ends it (a `{` right after `$` belongs to it).
+fn bare(b: &[char], i: &mut usize) -> String {
+    let mut w = String::new();
+    let mut after_dollar = false;
+    while let Some(&ch) = b.get(*i) {
+        if ch == '{' && after_dollar {
+            // `${name}`: the braces belong to the word.
+            w.push(ch);
+            *i += 1;
+            after_dollar = false;
+            continue;
+        }
+        if ch.is_whitespace() || ch == ';' || ch == '{' {
+            break;
+        }
+        if ch == '\\' && *i + 1 < b.len() {
+            unescape(b[*i + 1], &mut w);
+            *i += 2;
+            after_dollar = false;
+            continue;
+        }
+        after_dollar = ch == '$';
+        w.push(ch);
+        *i += 1;
+    }
+    w
 }
 
 fn unescape(ch: char, w: &mut String) {

@@ -1,0 +1,334 @@
+//! Zone keys per row: where each zone's key comes from (one field as it
+//! stands, or an expression of fields, constants and maps compiled per
+//! server and interned here), and the keys each zone holds active.
+
+use super::LogFields;
+use crate::ingest::input::Event;
+use crate::ingest::keys::{EMPTY_KEY, Interner, KeyNames};
+use crate::nginx_conf::{NginxConf, VarSource};
+use crate::policy::nginx::NginxState;
+use anyhow::{Result, anyhow, bail};
+use std::collections::{HashMap, VecDeque};
+
+/// Where a zone's key comes from for each row.
+enum KeyPlan {
+    /// One field, as it stands: the column's own ids are the keys.
+    Field(usize),
+    /// An expression (maps, concatenation, constants), evaluated per row
+    /// and interned here.
+    Expr,
+}
+
+/// A key expression compiled for one server: text, field slots and maps,
+/// evaluated per row without looking names up.
+enum CPart {
+    Lit(Vec<u8>),
+    Field(usize),
+    /// A variable that reads nothing (a field no key column holds).
+    Absent,
+    Map(Box<CMap>),
+}
+
+struct CMap {
+    source: Vec<CPart>,
+    /// Keys lowercased, as nginx compares them.
+    entries: HashMap<Vec<u8>, Vec<CPart>>,
+    default: Vec<CPart>,
+}
+
+fn compile(
+    conf: &NginxConf,
+    e: &crate::nginx_conf::expr::Expr,
+    server: usize,
+    overrides: &HashMap<String, String>,
+    fields: &HashMap<String, usize>,
+) -> Vec<CPart> {
+    use crate::nginx_conf::expr::Part;
+    e.parts
+        .iter()
+        .map(|p| match p {
+            Part::Lit(l) => CPart::Lit(l.as_bytes().to_vec()),
+            Part::Var(v) => match conf.var_source(v, server, overrides) {
+                Ok(VarSource::Field(f)) => {
+                    fields.get(&f).map_or(CPart::Absent, |&s| CPart::Field(s))
+                }
+                Ok(VarSource::Const(c)) => CPart::Lit(c.into_bytes()),
+                Ok(VarSource::Map(m)) => {
+                    let m = &conf.maps[m];
+                    CPart::Map(Box::new(CMap {
+                        source: compile(conf, &m.source, server, overrides, fields),
+                        entries: m
+                            .entries
+                            .iter()
+                            .map(|(k, x)| (k.clone(), compile(conf, x, server, overrides, fields)))
+                            .collect(),
+                        default: compile(conf, &m.default, server, overrides, fields),
+                    }))
+                }
+                Err(_) => CPart::Absent,
+            },
+        })
+        .collect()
+}
+
+/// Appends the value of `parts` for the row to `out`.
+#[inline]
+fn eval(parts: &[CPart], ev: &Event, names: &[KeyNames], out: &mut Vec<u8>) {
+    for p in parts {
+        match p {
+            CPart::Lit(l) => out.extend_from_slice(l),
+            CPart::Field(s) => {
+                if ev.keys[*s] != EMPTY_KEY {
+                    out.extend_from_slice(names[*s].get(ev.keys[*s]));
+                }
+            }
+            CPart::Absent => {}
+            CPart::Map(m) => {
+                let start = out.len();
+                eval(&m.source, ev, names, out);
+                out[start..].make_ascii_lowercase();
+                let chosen = m.entries.get(&out[start..]).unwrap_or(&m.default);
+                out.truncate(start);
+                eval(chosen, ev, names, out);
+            }
+        }
+    }
+}
+
+pub(super) struct ZoneRun {
+    plan: KeyPlan,
+    /// The key compiled per server (on first use), for `KeyPlan::Expr`.
+    compiled: Vec<Option<Vec<CPart>>>,
+    interner: Interner,
+    pub(super) states: Vec<NginxState>,
+    pub(super) activity: Activity,
+}
+
+/// Keys active within nginx's 60 s eviction horizon.
+#[derive(Default)]
+pub(super) struct Activity {
+    last_hit: Vec<i64>,
+    hits: VecDeque<(i64, u32)>,
+    active: u64,
+    pub(super) peak: u64,
+}
+
+const HORIZON_MS: i64 = 60_000;
+
+impl Activity {
+    #[inline]
+    pub(super) fn hit(&mut self, key: u32, now_ms: i64) {
+        while let Some(&(t, k)) = self.hits.front() {
+            if t > now_ms - HORIZON_MS {
+                break;
+            }
+            self.hits.pop_front();
+            if self.last_hit[k as usize] == t {
+                self.active -= 1;
+                self.last_hit[k as usize] = i64::MIN;
+            }
+        }
+        let i = key as usize;
+        if i >= self.last_hit.len() {
+            self.last_hit.resize(i + 1, i64::MIN);
+        }
+        if self.last_hit[i] == i64::MIN {
+            self.active += 1;
+            self.peak = self.peak.max(self.active);
+        }
+        self.last_hit[i] = now_ms;
+        self.hits.push_back((now_ms, key));
+    }
+}
+
+/// Every zone's keys and states, and what evaluating keys needs.
+pub(super) struct Keys {
+    pub(super) zones: Vec<ZoneRun>,
+    overrides: HashMap<String, String>,
+    /// Key column slot of each field a key reads.
+    fields: HashMap<String, usize>,
+    buf: Vec<u8>,
+    /// The key column drops are counted by (see `ConfExec::report_slot`).
+    pub(super) report: Option<usize>,
+}
+
+impl Keys {
+    /// Plans each zone's key from the locations rows can reach (`forced`:
+    /// the only one), registering the fields keys read through `slot`, in
+    /// the order keys name them.
+    pub(super) fn plan(
+        conf: &NginxConf,
+        overrides: &HashMap<String, String>,
+        log: LogFields,
+        forced: Option<usize>,
+        slot: &mut dyn FnMut(&str) -> Result<usize>,
+    ) -> Result<Keys> {
+        let mut fields = HashMap::new();
+        // Zones used by a location rows can reach, keyed per server.
+        let mut plans: Vec<Option<KeyPlan>> = (0..conf.zones.len()).map(|_| None).collect();
+        let reachable: Vec<usize> = match forced {
+            Some(l) => vec![l],
+            None => (0..conf.locations.len()).collect(),
+        };
+        for &l in &reachable {
+            let loc = &conf.locations[l];
+            if loc.returns {
+                continue;
+            }
+            for lim in &loc.limits {
+                let plan = plan_key(
+                    conf,
+                    lim.zone,
+                    loc.server,
+                    overrides,
+                    log,
+                    &mut fields,
+                    slot,
+                )?;
+                // A key reading `$server_name` differs by server: evaluate it.
+                let plan = match (&plans[lim.zone], plan) {
+                    (Some(KeyPlan::Expr), _) => KeyPlan::Expr,
+                    (Some(KeyPlan::Field(a)), KeyPlan::Field(b)) if *a != b => KeyPlan::Expr,
+                    (_, p) => p,
+                };
+                plans[lim.zone] = Some(plan);
+            }
+        }
+        let report = report_slot(&plans, &fields, overrides);
+        Ok(Keys {
+            zones: plans
+                .into_iter()
+                .map(|p| ZoneRun {
+                    plan: p.unwrap_or(KeyPlan::Expr),
+                    compiled: (0..conf.servers.len()).map(|_| None).collect(),
+                    interner: Interner::default(),
+                    states: Vec::new(),
+                    activity: Activity::default(),
+                })
+                .collect(),
+            overrides: overrides.clone(),
+            fields,
+            buf: Vec::new(),
+            report,
+        })
+    }
+
+    /// The key id of zone `z` for this row of `server`; `None` exempts it.
+    #[inline]
+    pub(super) fn key(
+        &mut self,
+        conf: &NginxConf,
+        z: usize,
+        server: usize,
+        ev: &Event,
+        names: &[KeyNames],
+    ) -> Option<u32> {
+        match self.zones[z].plan {
+            KeyPlan::Field(slot) => {
+                let id = ev.keys[slot];
+                (id != EMPTY_KEY).then_some(id)
+            }
+            KeyPlan::Expr => {
+                let zone = &mut self.zones[z];
+                let parts = zone.compiled[server].get_or_insert_with(|| {
+                    compile(
+                        conf,
+                        &conf.zones[z].key,
+                        server,
+                        &self.overrides,
+                        &self.fields,
+                    )
+                });
+                self.buf.clear();
+                eval(parts, ev, names, &mut self.buf);
+                // nginx exempts empty keys and keys over 65535 bytes.
+                if self.buf.is_empty() || self.buf.len() > 65535 {
+                    return None;
+                }
+                Some(self.zones[z].interner.intern(&self.buf).0)
+            }
+        }
+    }
+}
+
+/// The plan of zone `z`'s key in `server`, registering the fields it reads
+/// (each must be in the log).
+fn plan_key(
+    conf: &NginxConf,
+    z: usize,
+    server: usize,
+    overrides: &HashMap<String, String>,
+    log: LogFields,
+    fields: &mut HashMap<String, usize>,
+    slot: &mut dyn FnMut(&str) -> Result<usize>,
+) -> Result<KeyPlan> {
+    let zone = &conf.zones[z];
+    let mut fs = Vec::new();
+    conf.fields_of(&zone.key, server, overrides, &mut fs)
+        .map_err(|e| anyhow!("{}: zone \"{}\" key {}: {e}", zone.pos, zone.name, zone.key))?;
+    for f in &fs {
+        if !log.has(f) {
+            bail!(
+                "{}: zone \"{}\" key {} reads the field '{f}', which the log does not have (its fields: {}); log that variable, or give --nginx-var {f}=FIELD",
+                zone.pos,
+                zone.name,
+                zone.key,
+                log.listing()
+            );
+        }
+        if !fields.contains_key(f) {
+            fields.insert(f.to_string(), slot(f)?);
+        }
+    }
+    let single = zone
+        .key
+        .single_var()
+        .and_then(|v| match conf.var_source(v, server, overrides) {
+            Ok(VarSource::Field(f)) => Some(f),
+            _ => None,
+        });
+    Ok(match single {
+        Some(f) => KeyPlan::Field(fields[&f]),
+        None => KeyPlan::Expr,
+    })
+}
+
+/// The field the first limiting zone's key is, else the client address
+/// when a key reads it, else the first field a key reads.
+fn report_slot(
+    plans: &[Option<KeyPlan>],
+    fields: &HashMap<String, usize>,
+    overrides: &HashMap<String, String>,
+) -> Option<usize> {
+    let client = overrides
+        .get("remote_addr")
+        .or_else(|| overrides.get("binary_remote_addr"))
+        .map_or("remote_addr", String::as_str);
+    match plans.iter().flatten().next() {
+        Some(KeyPlan::Field(slot)) => Some(*slot),
+        _ => fields
+            .get(client)
+            .or_else(|| fields.values().min())
+            .copied(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keys_active_within_60_s_are_counted() {
+        let mut a = Activity::default();
+        a.hit(0, 0);
+        a.hit(1, 1_000);
+        a.hit(0, 59_999); // key 0 stays active
+        assert_eq!((a.active, a.peak), (2, 2));
+        a.hit(2, 61_000); // key 1 (last seen at 1 s) is 60 s idle: gone
+        assert_eq!((a.active, a.peak), (2, 2));
+        a.hit(3, 61_500);
+        assert_eq!((a.active, a.peak), (3, 3));
+        a.hit(4, 200_000); // everything else idle
+        assert_eq!((a.active, a.peak), (1, 3));
+    }
+}

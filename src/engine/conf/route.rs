@@ -1,0 +1,175 @@
+//! Which location decides a row: the one `--nginx-location` names, else
+//! the server chosen by the row's host (or the one server that can limit,
+//! when the log has no host) and that server's location for the URI, as
+//! nginx chooses them. Each host and URI is looked up once per key id.
+
+use super::{ConfOptions, LogFields};
+use crate::ingest::input::Event;
+use crate::ingest::keys::{EMPTY_KEY, KeyNames};
+use crate::nginx_conf::NginxConf;
+use crate::nginx_conf::location::{Match, Node, normalize};
+use anyhow::{Result, anyhow, bail};
+
+/// Where rows go, and what has been learnt of their hosts and URIs.
+pub(super) struct Router {
+    /// The location of every row (`--nginx-location`).
+    pub(super) forced: Option<usize>,
+    uri_slot: Option<usize>,
+    host_slot: Option<usize>,
+    /// The server of every row when the log has no host field.
+    fixed_server: Option<usize>,
+    /// Location per URI id, per server (`u32::MAX`: not yet known).
+    routes: Vec<Vec<u32>>,
+    /// Server per host id.
+    hosts: Vec<u32>,
+}
+
+/// The location `--nginx-location` names, if it names one.
+pub(super) fn forced(conf: &NginxConf, name: Option<&str>) -> Result<Option<usize>> {
+    let Some(name) = name else {
+        return Ok(None);
+    };
+    let l = conf.location_named(name).ok_or_else(|| {
+        anyhow!(
+            "--nginx-location '{name}': {} has no such location; its locations are: {}",
+            conf.path.display(),
+            conf.locations
+                .iter()
+                .map(|l| l.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })?;
+    Ok(Some(l))
+}
+
+/// A lone `location /` takes every URI: nothing to route.
+fn trivial(tree: &[Node]) -> bool {
+    match tree {
+        [] => true,
+        [n] => n.children.is_empty() && matches!(&n.how, Match::Prefix(u) if u == "/"),
+        _ => false,
+    }
+}
+
+impl Router {
+    /// Plans routing for `conf` (every row to `forced` when given),
+    /// registering the URI field and then the host field through `slot`
+    /// when rows must be routed by them.
+    pub(super) fn new(
+        conf: &NginxConf,
+        opts: &ConfOptions,
+        quiet: bool,
+        forced: Option<usize>,
+        log: LogFields,
+        slot: &mut dyn FnMut(&str) -> Result<usize>,
+    ) -> Result<Router> {
+        let routed = forced.is_none() && conf.servers.iter().any(|s| !trivial(&s.tree));
+        let uri_field = opts
+            .overrides
+            .get("uri")
+            .cloned()
+            .unwrap_or_else(|| "uri".into());
+        if routed && !log.has(&uri_field) {
+            bail!(
+                "{} has locations, and routing rows to them needs the request's URI, but the log has no field '{uri_field}' (its fields: {}); log $uri or $request, give --nginx-var uri=FIELD, or send every row to one location with --nginx-location",
+                conf.path.display(),
+                log.listing()
+            );
+        }
+        let uri_slot = routed.then(|| slot(&uri_field)).transpose()?;
+        let several = forced.is_none() && conf.servers.len() > 1;
+        let host_field = match opts.overrides.get("host") {
+            Some(f) => Some(f.clone()),
+            None => ["host", "http_host", "server_name"]
+                .into_iter()
+                .find(|f| log.named(f))
+                .map(str::to_string)
+                .or_else(|| log.unknown().then(|| "host".to_string())),
+        };
+        let host_slot = match (several, &host_field) {
+            (true, Some(f)) => Some(slot(f)?),
+            _ => None,
+        };
+        let fixed_server = (several && host_slot.is_none()).then(|| fixed_server(conf, quiet));
+        Ok(Router {
+            forced,
+            uri_slot,
+            host_slot,
+            fixed_server,
+            routes: vec![Vec::new(); conf.servers.len()],
+            hosts: Vec::new(),
+        })
+    }
+
+    /// The location entry of `conf` deciding this row.
+    #[inline]
+    pub(super) fn location(&mut self, conf: &NginxConf, ev: &Event, names: &[KeyNames]) -> usize {
+        if let Some(l) = self.forced {
+            return l;
+        }
+        let server = self.server(conf, ev, names);
+        let Some(u) = self.uri_slot else {
+            return conf.route(server, "/");
+        };
+        let id = ev.keys[u];
+        if id == EMPTY_KEY {
+            return conf.route(server, "/");
+        }
+        let routes = &mut self.routes[server];
+        let i = id as usize;
+        if i >= routes.len() {
+            routes.resize(i + 1, u32::MAX);
+        }
+        if routes[i] == u32::MAX {
+            let uri = normalize(&String::from_utf8_lossy(names[u].get(id)));
+            routes[i] = conf.route(server, &uri) as u32;
+        }
+        routes[i] as usize
+    }
+
+    /// The server of `conf` this row goes to.
+    #[inline]
+    fn server(&mut self, conf: &NginxConf, ev: &Event, names: &[KeyNames]) -> usize {
+        let Some(h) = self.host_slot else {
+            return self.fixed_server.unwrap_or_else(|| conf.server_for(None));
+        };
+        let id = ev.keys[h];
+        if id == EMPTY_KEY {
+            return conf.server_for(None);
+        }
+        let i = id as usize;
+        if i >= self.hosts.len() {
+            self.hosts.resize(i + 1, u32::MAX);
+        }
+        if self.hosts[i] == u32::MAX {
+            let host = String::from_utf8_lossy(names[h].get(id));
+            self.hosts[i] = conf.server_for(Some(&host)) as u32;
+        }
+        self.hosts[i] as usize
+    }
+}
+
+/// With several servers and no host in the log: the server that can
+/// limit, if only one can (a plain-HTTP server that only redirects
+/// cannot), else the default one; said on stderr unless `quiet`.
+fn fixed_server(conf: &NginxConf, quiet: bool) -> usize {
+    let limiting: Vec<usize> = (0..conf.servers.len())
+        .filter(|&s| !conf.locations[conf.servers[s].fallback].returns)
+        .collect();
+    let chosen = match limiting.as_slice() {
+        [one] => *one,
+        _ => conf.server_for(None),
+    };
+    if !quiet {
+        let s = &conf.servers[chosen];
+        eprintln!(
+            "drip: {} has {} server blocks and the log has no host field: every row goes to the one at {} ({}); give --nginx-var host=FIELD to route by host",
+            conf.path.display(),
+            conf.servers.len(),
+            s.pos,
+            s.names.first().map_or("no server_name", |n| n.as_str())
+        );
+    }
+    chosen
+}

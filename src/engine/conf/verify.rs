@@ -1,0 +1,303 @@
+//! `--verify-column`: each row's `$limit_req_status` against the one nginx
+//! logged. A log does not say in which order nginx saw requests of the
+//! same millisecond at the same location, so such a group is compared as a
+//! multiset (the same statuses in any order).
+
+use crate::engine::outcome::{VerifyReport, VerifyRow};
+use crate::ingest::input::Event;
+use crate::ingest::keys::{EMPTY_KEY, KeyNames};
+use crate::nginx_conf::Status;
+use anyhow::{Result, bail};
+use std::collections::HashMap;
+
+/// A row waiting for its same-millisecond group to be complete.
+struct Pending {
+    loc: u32,
+    /// The (zone, key id) pairs the row was counted against: `keys[from..to]`
+    /// of the verifier.
+    from: u32,
+    to: u32,
+    emulated: Status,
+    logged: Status,
+    file: u32,
+    line: u64,
+}
+
+/// What verification has counted.
+pub(super) struct Verify {
+    slot: usize,
+    column: String,
+    group_ms: i64,
+    pending: Vec<Pending>,
+    /// The zone keys of the pending rows.
+    keys: Vec<(u32, u32)>,
+    rows: u64,
+    agreed: u64,
+    confusion: HashMap<(Status, Status), u64>,
+    first: Vec<VerifyRow>,
+    files: Vec<String>,
+}
+
+/// Disagreements listed in the report.
+const FIRST_DISAGREEMENTS: usize = 10;
+
+impl Verify {
+    /// Compares the statuses in key column `slot` (the log's `column`);
+    /// `files`: the logs' names, to say where a row is.
+    pub(super) fn new(slot: usize, column: &str, files: Vec<String>) -> Verify {
+        Verify {
+            slot,
+            column: column.to_string(),
+            group_ms: i64::MIN,
+            pending: Vec::new(),
+            keys: Vec::new(),
+            rows: 0,
+            agreed: 0,
+            confusion: HashMap::new(),
+            first: Vec::new(),
+            files,
+        }
+    }
+
+    /// Reads the status nginx logged for `ev` and queues the row, decided
+    /// at `now_ms` in location `loc` as `emulated` against the zone keys
+    /// `keys`.
+    #[inline]
+    pub(super) fn record(
+        &mut self,
+        ev: &Event,
+        names: &[KeyNames],
+        (loc, emulated): (usize, Status),
+        keys: impl Iterator<Item = (u32, u32)>,
+        now_ms: i64,
+    ) -> Result<()> {
+        let id = ev.keys[self.slot];
+        let text = if id == EMPTY_KEY {
+            &b""[..]
+        } else {
+            names[self.slot].get(id)
+        };
+        let Some(logged) = Status::parse(text) else {
+            bail!(
+                "{}:{}: the logged $limit_req_status '{}' in column '{}' is not PASSED, DELAYED, REJECTED, DELAYED_DRY_RUN, REJECTED_DRY_RUN or '-'; check --verify-column",
+                self.files[ev.file as usize],
+                ev.line,
+                String::from_utf8_lossy(text),
+                self.column
+            );
+        };
+        let p = Pending {
+            loc: loc as u32,
+            from: 0,
+            to: 0,
+            emulated,
+            logged,
+            file: ev.file,
+            line: ev.line,
+        };
+        self.push(p, keys, now_ms);
+        Ok(())
+    }
+
+    /// Queues a row decided at `now_ms` against the zone keys `keys`.
+    #[inline]
+    fn push(&mut self, mut p: Pending, keys: impl Iterator<Item = (u32, u32)>, now_ms: i64) {
+        if now_ms != self.group_ms {
+            self.flush();
+            self.group_ms = now_ms;
+        }
+        p.from = self.keys.len() as u32;
+        self.keys.extend(keys);
+        p.to = self.keys.len() as u32;
+        self.pending.push(p);
+    }
+
+    /// Compares each group of same-ms rows as a multiset of statuses: rows
+    /// of one location sharing a zone key (their order can change their
+    /// decisions; the order of rows with no key in common cannot), so a
+    /// disagreement is blamed on a row of the key drip decided that way.
+    fn flush(&mut self) {
+        let rows = std::mem::take(&mut self.pending);
+        let keys = std::mem::take(&mut self.keys);
+        // Union-find over the rows: joined when they share a zone key.
+        let mut parent: Vec<usize> = (0..rows.len()).collect();
+        fn root(parent: &mut [usize], mut i: usize) -> usize {
+            while parent[i] != i {
+                parent[i] = parent[parent[i]];
+                i = parent[i];
+            }
+            i
+        }
+        let mut owner: HashMap<(u32, u32, u32), usize> = HashMap::new();
+        for (i, p) in rows.iter().enumerate() {
+            for &(z, k) in &keys[p.from as usize..p.to as usize] {
+                match owner.entry((p.loc, z, k)) {
+                    std::collections::hash_map::Entry::Occupied(o) => {
+                        let (a, b) = (root(&mut parent, *o.get()), root(&mut parent, i));
+                        parent[a.max(b)] = a.min(b);
+                    }
+                    std::collections::hash_map::Entry::Vacant(v) => {
+                        v.insert(i);
+                    }
+                }
+            }
+        }
+        let mut order: Vec<(usize, usize)> =
+            (0..rows.len()).map(|i| (root(&mut parent, i), i)).collect();
+        order.sort_unstable();
+        let mut rows: Vec<Option<Pending>> = rows.into_iter().map(Some).collect();
+        let mut grouped: Vec<(usize, Pending)> = Vec::with_capacity(rows.len());
+        for (g, i) in order {
+            grouped.push((g, rows[i].take().expect("each row once")));
+        }
+        for group in grouped.chunk_by(|a, b| a.0 == b.0) {
+            let group: Vec<&Pending> = group.iter().map(|(_, p)| p).collect();
+            let n = group.len();
+            let mut emu: Vec<Status> = group.iter().map(|p| p.emulated).collect();
+            let mut log: Vec<(Status, usize)> = group
+                .iter()
+                .enumerate()
+                .map(|(i, p)| (p.logged, i))
+                .collect();
+            emu.sort();
+            log.sort();
+            // Match equal statuses; what is left on each side disagrees.
+            let (mut i, mut j) = (0, 0);
+            let mut left_e = Vec::new();
+            let mut left_l = Vec::new();
+            while i < n || j < n {
+                if i < n && j < n && emu[i] == log[j].0 {
+                    *self.confusion.entry((emu[i], emu[i])).or_default() += 1;
+                    self.agreed += 1;
+                    i += 1;
+                    j += 1;
+                } else if j >= n || (i < n && emu[i] < log[j].0) {
+                    left_e.push(emu[i]);
+                    i += 1;
+                } else {
+                    left_l.push(log[j]);
+                    j += 1;
+                }
+            }
+            for (e, (l, at)) in left_e.into_iter().zip(left_l) {
+                *self.confusion.entry((e, l)).or_default() += 1;
+                if self.first.len() < FIRST_DISAGREEMENTS {
+                    let p = group[at];
+                    let emulated = if n == 1 {
+                        e.text().to_string()
+                    } else {
+                        format!("{} (in a group of {n} same-ms rows)", e.text())
+                    };
+                    self.first.push(VerifyRow {
+                        at: format!("{}:{}", self.files[p.file as usize], p.line),
+                        emulated,
+                        logged: l.text().to_string(),
+                    });
+                }
+            }
+            self.rows += n as u64;
+        }
+    }
+
+    /// What verification found, once every row is decided.
+    pub(super) fn report(&mut self) -> VerifyReport {
+        self.flush();
+        let mut confusion: Vec<(String, String, u64)> = self
+            .confusion
+            .iter()
+            .map(|((e, l), n)| (e.text().to_string(), l.text().to_string(), *n))
+            .collect();
+        let rank = |t: &str| Status::ALL.iter().position(|s| s.text() == t);
+        confusion.sort_by_key(|(e, l, _)| (rank(e), rank(l)));
+        VerifyReport {
+            column: self.column.clone(),
+            rows: self.rows,
+            agreed: self.agreed,
+            disagreed: self.rows - self.agreed,
+            agreement_pct: if self.rows == 0 {
+                100.0
+            } else {
+                self.agreed as f64 * 100.0 / self.rows as f64
+            },
+            confusion,
+            first_disagreements: std::mem::take(&mut self.first),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn statuses_read_as_nginx_logs_them() {
+        assert_eq!(Status::parse(b"PASSED"), Some(Status::Passed));
+        assert_eq!(
+            Status::parse(b" rejected_dry_run "),
+            Some(Status::RejectedDryRun)
+        );
+        assert_eq!(Status::parse(b"-"), Some(Status::None));
+        assert_eq!(Status::parse(b""), Some(Status::None));
+        assert_eq!(Status::parse(b"OK"), None);
+        for s in Status::ALL {
+            assert_eq!(Status::parse(s.text().as_bytes()), Some(s));
+        }
+    }
+
+    fn pending(emulated: Status, logged: Status, line: u64) -> Pending {
+        Pending {
+            loc: 0,
+            from: 0,
+            to: 0,
+            emulated,
+            logged,
+            file: 0,
+            line,
+        }
+    }
+
+    #[test]
+    fn a_same_millisecond_group_is_compared_as_a_multiset() {
+        let mut v = Verify::new(0, "s", vec!["log".into()]);
+        let k = |z: u32, k: u32| std::iter::once((z, k));
+        use Status::*;
+        // Same statuses, another order: all agree.
+        v.push(pending(Passed, Rejected, 1), k(0, 1), 5);
+        v.push(pending(Delayed, Passed, 2), k(0, 1), 5);
+        v.push(pending(Rejected, Delayed, 3), k(0, 1), 5);
+        // The next millisecond: one row, disagreeing.
+        v.push(pending(Rejected, Delayed, 4), k(0, 1), 6);
+        // Two rows: one status in common.
+        v.push(pending(Passed, Passed, 5), k(0, 1), 7);
+        v.push(pending(Rejected, Delayed, 6), k(0, 1), 7);
+        // Two keys in one ms: not pooled, each row blamed on its own.
+        v.push(pending(Rejected, Passed, 7), k(0, 1), 8);
+        v.push(pending(Passed, Rejected, 8), k(0, 2), 8);
+        // No key (no limit applied): alone.
+        v.push(pending(Passed, Passed, 9), std::iter::empty(), 8);
+        v.flush();
+        assert_eq!((v.rows, v.agreed), (9, 5));
+        assert_eq!(v.confusion[&(Rejected, Passed)], 1);
+        assert_eq!(v.confusion[&(Passed, Rejected)], 1);
+        assert_eq!(v.confusion[&(Rejected, Delayed)], 2);
+        assert_eq!(v.confusion[&(Passed, Passed)], 3);
+        let listed: Vec<(&str, &str, &str)> = v
+            .first
+            .iter()
+            .map(|r| (r.at.as_str(), r.emulated.as_str(), r.logged.as_str()))
+            .collect();
+        assert_eq!(
+            listed,
+            [
+                ("log:4", "REJECTED", "DELAYED"),
+                (
+                    "log:6",
+                    "REJECTED (in a group of 2 same-ms rows)",
+                    "DELAYED"
+                ),
+                ("log:7", "REJECTED", "PASSED"),
+                ("log:8", "PASSED", "REJECTED"),
+            ]
+        );
+    }
+}

@@ -1,0 +1,238 @@
+//! The `http`, `server` and `location` blocks → servers and one flat list
+//! of locations, each with its effective settings: a level with any
+//! `limit_req` replaces the whole inherited list, `limit_req_dry_run`
+//! inherits on its own; a `return` leaves its block unlimited. `limit_req`
+//! lines wait in `pending` until every zone is known.
+
+use super::location::{Match, Node};
+use super::tree::{Directive, Pos};
+use super::{ConfError, Level, LimitLine, Location, NginxConf, Server};
+
+impl NginxConf {
+    /// Reads the `http` block: its zones, maps, log formats and servers.
+    pub(super) fn http(
+        &mut self,
+        block: &[Directive],
+        pending: &mut Vec<(usize, Vec<LimitLine>)>,
+    ) -> Result<(), ConfError> {
+        let mut level = Level::default();
+        let mut servers = Vec::new();
+        for d in block {
+            match d.name.as_str() {
+                "limit_req_zone" => self.zone(d)?,
+                "map" => self.map(d)?,
+                "log_format" => self.log_format(d)?,
+                "server" => servers.push(d),
+                "geo" | "split_clients" | "perl_set" | "js_set" | "geoip_country"
+                | "geoip_city" | "geoip2" => {
+                    let var = d
+                        .args
+                        .iter()
+                        .rev()
+                        .find(|a| a.starts_with('$'))
+                        .or_else(|| d.args.get(1))
+                        .cloned()
+                        .unwrap_or_default();
+                    if let Some(v) = var.strip_prefix('$') {
+                        self.unmodelled_vars
+                            .insert(v.to_string(), (d.pos.clone(), d.name.clone()));
+                    }
+                }
+                _ => self.level_directive(d, &mut level, "http")?,
+            }
+        }
+        if servers.is_empty() {
+            // No server: nothing is served; keep the http settings as one.
+            let loc = self.push_location("server".into(), 0, &level, false);
+            self.servers.push(Server {
+                names: Vec::new(),
+                default: true,
+                fallback: loc,
+                tree: Vec::new(),
+                pos: block.first().map_or(
+                    Pos {
+                        file: std::sync::Arc::from(self.path.as_path()),
+                        line: 0,
+                    },
+                    |d| d.pos.clone(),
+                ),
+            });
+            pending.push((loc, level.limits.unwrap_or_default()));
+            return Ok(());
+        }
+        for s in servers {
+            self.server(s, &level, pending)?;
+        }
+        if self.servers.len() > 1 {
+            let names: Vec<String> = self
+                .servers
+                .iter()
+                .map(|s| s.names.first().cloned().unwrap_or_else(|| "\"\"".into()))
+                .collect();
+            for (i, n) in names.iter().enumerate() {
+                let fb = self.servers[i].fallback;
+                self.locations[fb].name = format!("{n} server");
+            }
+            for l in &mut self.locations {
+                if !l.name.ends_with(" server") {
+                    l.name = format!("{} {}", names[l.server], l.name);
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn push_location(
+        &mut self,
+        name: String,
+        server: usize,
+        level: &Level,
+        returns: bool,
+    ) -> usize {
+        self.locations.push(Location {
+            name,
+            server,
+            limits: Vec::new(),
+            dry_run: level.dry_run.unwrap_or(false),
+            returns,
+        });
+        self.locations.len() - 1
+    }
+
+    fn server(
+        &mut self,
+        d: &Directive,
+        http: &Level,
+        pending: &mut Vec<(usize, Vec<LimitLine>)>,
+    ) -> Result<(), ConfError> {
+        let block = d.block.as_deref().unwrap_or_default();
+        let mut own = Level::default();
+        let mut names = Vec::new();
+        let mut default = false;
+        let mut returns = false;
+        for x in block {
+            match x.name.as_str() {
+                "server_name" => names.extend(x.args.iter().cloned()),
+                "listen" => {
+                    default |= x
+                        .args
+                        .iter()
+                        .any(|a| a == "default_server" || a == "default")
+                }
+                "return" => returns = true,
+                "location" => {}
+                _ => self.level_directive(x, &mut own, "server")?,
+            }
+        }
+        let level = own.inherit(http);
+        let si = self.servers.len();
+        let fallback = self.push_location("server".into(), si, &level, returns);
+        pending.push((fallback, level.limits.clone().unwrap_or_default()));
+        let mut tree = Vec::new();
+        for x in block.iter().filter(|x| x.name == "location") {
+            if let Some(n) = self.location(x, si, &level, returns, pending)? {
+                tree.push(n);
+            }
+        }
+        self.servers.push(Server {
+            names,
+            default,
+            fallback,
+            tree,
+            pos: d.pos.clone(),
+        });
+        Ok(())
+    }
+
+    fn location(
+        &mut self,
+        d: &Directive,
+        server: usize,
+        outer: &Level,
+        server_returns: bool,
+        pending: &mut Vec<(usize, Vec<LimitLine>)>,
+    ) -> Result<Option<Node>, ConfError> {
+        let Some(block) = d.block.as_deref() else {
+            return Err(d.pos.err("location needs a block { … }"));
+        };
+        let how = match d.args.as_slice() {
+            [u] if u.starts_with('@') => return Ok(None), // reached by internal redirects only
+            [m, u] if m == "=" => Match::Exact(u.clone()),
+            [m, u] if m == "^~" => Match::NoRegex(u.clone()),
+            [m, u] if m == "~" || m == "~*" => Match::Regex(location_regex(d, u, m == "~*")?),
+            [u] if u.starts_with('=') && u.len() > 1 => Match::Exact(u[1..].to_string()),
+            [u] if u.starts_with("^~") && u.len() > 2 => Match::NoRegex(u[2..].to_string()),
+            [u] if u.starts_with("~*") && u.len() > 2 => {
+                Match::Regex(location_regex(d, &u[2..], true)?)
+            }
+            [u] if u.starts_with('~') && u.len() > 1 => {
+                Match::Regex(location_regex(d, &u[1..], false)?)
+            }
+            [u] => Match::Prefix(u.clone()),
+            _ => {
+                return Err(d
+                    .pos
+                    .err("location takes a modifier (=, ^~, ~, ~*) and a URI, or a URI"));
+            }
+        };
+        let mut own = Level::default();
+        let mut returns = server_returns;
+        let mut try_files: Option<&Directive> = None;
+        for x in block {
+            match x.name.as_str() {
+                "return" => returns = true,
+                "location" => {}
+                "try_files" => try_files = Some(x),
+                _ => self.level_directive(x, &mut own, "location")?,
+            }
+        }
+        let level = own.inherit(outer);
+        let name = format!("location {}", d.args.join(" "));
+        let index = self.push_location(name, server, &level, returns);
+        let limits = level.limits.clone().unwrap_or_default();
+        if let Some(t) = try_files
+            && limits.is_empty()
+            && !returns
+        {
+            self.note(
+                &t.pos,
+                "try_files",
+                "requests it passes to another location are limited there by nginx, and not by drip",
+            );
+        }
+        pending.push((index, limits));
+        let mut children = Vec::new();
+        for x in block.iter().filter(|x| x.name == "location") {
+            if let Some(n) = self.location(x, server, &level, returns, pending)? {
+                children.push(n);
+            }
+        }
+        Ok(Some(Node {
+            how,
+            index,
+            children,
+        }))
+    }
+}
+
+/// A location's regex, as nginx's PCRE would match it; one the regex
+/// engine cannot run (look-around, backreferences) is an error saying
+/// what to do.
+fn location_regex(d: &Directive, u: &str, caseless: bool) -> Result<regex::Regex, ConfError> {
+    let pattern = if caseless {
+        format!("(?i){u}")
+    } else {
+        u.to_string()
+    };
+    regex::Regex::new(&pattern).map_err(|e| {
+        d.pos.err(format!(
+            "location regex '{u}' is not one drip can evaluate ({}); drip cannot run PCRE look-around or backreferences: audit a copy of the config with this regex rewritten without them",
+            e.to_string()
+                .lines()
+                .last()
+                .unwrap_or("invalid")
+                .trim()
+                .trim_start_matches("error: ")
+        ))
+    })
+}
