@@ -535,12 +535,10 @@ mod tests {
 
     /// Sorted arrival times over about `span` seconds, in bursts.
     fn arrivals(n: u64, span: u64) -> Vec<Event> {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rng = crate::testing::Rng(0x2545_f491_4f6c_dd1d);
         let mut times: Vec<u64> = (0..n)
             .map(|_| {
-                x ^= x << 13;
-                x ^= x >> 7;
-                x ^= x << 17;
+                let x = rng.next();
                 // Crowd half the rows into the first tenth of the span.
                 let t = x % (span * 1_000_000_000);
                 if x.is_multiple_of(2) { t / 10 } else { t }
@@ -603,17 +601,12 @@ mod tests {
 
     #[test]
     fn a_share_splits_ids_as_division_does() {
-        let mut x = 0x2545_f491_4f6c_dd1du64;
+        let mut rng = crate::testing::Rng(0x2545_f491_4f6c_dd1d);
         for n in 2..=67u32 {
             for lane in [0, n - 1] {
                 let share = Share::new(lane, n);
                 let edges = [0, 1, n - 1, n, n + 1, u32::MAX - 1, u32::MAX];
-                let random = (0..2000).map(|_| {
-                    x ^= x << 13;
-                    x ^= x >> 7;
-                    x ^= x << 17;
-                    x as u32
-                });
+                let random = (0..2000).map(|_| rng.next() as u32);
                 for id in edges.into_iter().chain(random) {
                     assert_eq!(share.split(id), (id / n, id % n), "{id} / {n}");
                     if id % n == lane {
