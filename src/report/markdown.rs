@@ -3,9 +3,10 @@
 //!
 //! Every text is escaped ([`escape`]) so that what a log or a config holds
 //! shows as the characters it is and never as markup: `&`, `<` and `>`
-//! (HTML tags, autolinks), `[` and `]` (links, images), backticks (code
-//! spans) and `|` (table cells) are written as character references, which
-//! markdown never reads as syntax and a preceding `\` cannot undo; control
+//! (HTML tags, autolinks), `]` (every link, image, reference or footnote
+//! needs one to close its `[`, so `[` alone stays as it is), backticks
+//! (code spans) and `|` (table cells) are written as character references,
+//! which markdown never reads as syntax and a preceding `\` cannot undo; control
 //! characters as `\n` or `\u{1b}`, so a text stays on its line. Emphasis
 //! characters (`*`, `_`, `~`) and `\` are left as they are: at worst they
 //! change how a text is emphasised, and nginx locations (`~ \.gif$`) read
@@ -21,7 +22,6 @@ pub fn escape(s: &str) -> String {
         '&' => out.push_str("&amp;"),
         '<' => out.push_str("&lt;"),
         '>' => out.push_str("&gt;"),
-        '[' => out.push_str("&#91;"),
         ']' => out.push_str("&#93;"),
         '`' => out.push_str("&#96;"),
         '|' => out.push_str("&#124;"),
@@ -102,12 +102,9 @@ mod tests {
             escape("<img src=x onerror=alert(1)>"),
             "&lt;img src=x onerror=alert(1)&gt;"
         );
-        assert_eq!(
-            escape("[click](http://evil)"),
-            "&#91;click&#93;(http://evil)"
-        );
+        assert_eq!(escape("[click](http://evil)"), "[click&#93;(http://evil)");
         assert_eq!(escape("a|b `c` &amp;"), "a&#124;b &#96;c&#96; &amp;amp;");
-        assert_eq!(escape("\\[x\\](y)"), "\\&#91;x\\&#93;(y)");
+        assert_eq!(escape("\\[x\\](y)"), "\\[x\\&#93;(y)");
         assert_eq!(escape("line\nbreak\u{1b}"), "line\\nbreak\\u{1b}");
         assert_eq!(escape("location ~ \\.gif$ a_b"), "location ~ \\.gif$ a_b");
     }
