@@ -27,6 +27,7 @@ pub fn page<'a>(report: &'a Report, plot: Option<&str>) -> Page<'a> {
     super::nginx::add(&mut page, report);
     super::compare::add(&mut page, report);
     add_timeline(&mut page, report, plot);
+    // The terminal hears of crossings on stderr, from the audit itself.
     if !report.crossings.is_empty() {
         page.add(Shown::MARKDOWN, crossed_heading());
         page.add(Shown::MARKDOWN, Block::List(crossed(report)));
