@@ -255,11 +255,11 @@ fn render(config: &Config, report: &Report, plotted: Option<&Timeline>) -> Resul
     let mut out = std::io::BufWriter::new(stdout.lock());
     let written = match args.format {
         _ if decisions_on_stdout => Ok(()),
-        Format::Table => crate::report::table::render(report, &mut out),
-        Format::Json => crate::report::json::render(report, &mut out),
-        Format::Csv => crate::report::csv::render(report, &mut out),
-        Format::Markdown => crate::report::markdown::render(report, &mut out),
-        Format::Html => crate::report::html::render_audit(report, svg.as_deref(), &mut out),
+        Format::Table => crate::report::audit::render_table(report, &mut out),
+        Format::Json => crate::report::audit::render_json(report, &mut out),
+        Format::Csv => crate::report::audit::render_csv(report, &mut out),
+        Format::Markdown => crate::report::audit::render_markdown(report, &mut out),
+        Format::Html => crate::report::audit::render_html(report, svg.as_deref(), &mut out),
     }
     .and_then(|_| out.flush());
     let plot_written = match (&args.plot, &svg) {

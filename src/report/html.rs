@@ -3,76 +3,24 @@
 //! outside the file (no fonts, images or style sheets to fetch), so it reads
 //! the same opened from disk, from a CI artifact, or offline.
 //!
-//! A [`Page`] is plain data (headings, paragraphs, tables, SVG figures);
-//! [`render_audit`] builds the audit's page, and other reports build their
-//! own from the same blocks.
+//! [`write`] writes any [`Page`]; every text is escaped ([`escape`]), and
+//! the figures are SVG documents drawn inline as they are (the plots escape
+//! their own text).
 
-use super::{Column, Human, Report};
-use crate::time::span;
+use super::page::{self, Block, Page, Shown, Table};
 use std::io::{self, Write};
 
-/// A table: headers, which columns are numbers (right-aligned), and cells.
-pub struct Table {
-    pub headers: Vec<String>,
-    pub numeric: Vec<bool>,
-    pub rows: Vec<Vec<String>>,
-}
-
-impl Table {
-    /// The table of `rows` under a shared column list, cells as people read them.
-    pub fn from_columns<T>(cols: &[Column<T>], rows: &[T]) -> Table {
-        Table {
-            headers: cols.iter().map(|c| c.header.to_string()).collect(),
-            numeric: cols.iter().map(|c| c.numeric).collect(),
-            rows: rows
-                .iter()
-                .map(|r| cols.iter().map(|c| (c.cell)(r, Human::Yes)).collect())
-                .collect(),
-        }
-    }
-}
-
-/// One block of a page, in reading order.
-pub enum Block {
-    Heading(String),
-    Paragraph(String),
-    /// Lines that need attention (thresholds crossed), set apart.
-    Alert(Vec<String>),
-    Table(Table),
-    /// A table folded away until opened (no script needed).
-    Folded {
-        summary: String,
-        table: Table,
-    },
-    /// Preformatted lines (configuration to paste).
-    Pre(Vec<String>),
-    /// An SVG document drawn inline, with a caption.
-    Figure {
-        svg: String,
-        caption: String,
-    },
-}
-
-/// A whole report page.
-pub struct Page {
-    pub title: String,
-    pub blocks: Vec<Block>,
-}
-
-/// Text made safe inside an element or a quoted attribute.
+/// Text made safe inside an element or a quoted attribute, control
+/// characters shown as `\n` or `\u{1b}`.
 pub fn escape(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
+    page::escape_with(s, |out, c| match c {
+        '&' => out.push_str("&amp;"),
+        '<' => out.push_str("&lt;"),
+        '>' => out.push_str("&gt;"),
+        '"' => out.push_str("&quot;"),
+        '\'' => out.push_str("&#39;"),
+        c => out.push(c),
+    })
 }
 
 const STYLE: &str = "\
@@ -118,8 +66,46 @@ fn inline_svg(svg: &str) -> &str {
     }
 }
 
+/// One block as HTML.
+fn write_block(out: &mut dyn Write, block: &Block) -> io::Result<()> {
+    let list = |out: &mut dyn Write, class: &str, items: &[String]| -> io::Result<()> {
+        write!(out, "{class}<ul>")?;
+        for l in items {
+            write!(out, "<li>{}</li>", escape(l))?;
+        }
+        let end = if class.is_empty() { "" } else { "</div>" };
+        writeln!(out, "</ul>{end}")
+    };
+    match block {
+        Block::Title(t) => writeln!(out, "<h1>{}</h1>", escape(t)),
+        Block::Heading(h) => writeln!(out, "<h2>{}</h2>", escape(h)),
+        Block::Paragraph(p) => writeln!(out, "<p>{}</p>", escape(p)),
+        Block::List(items) => list(out, "", items),
+        Block::Alert(lines) => list(out, "<div class=\"alert\">", lines),
+        Block::Table(t) => write_table(out, t),
+        Block::Pre(lines) => {
+            let lines: Vec<String> = lines.iter().map(|l| escape(l)).collect();
+            writeln!(out, "<pre>{}</pre>", lines.join("\n"))
+        }
+        Block::Folded { summary, table } => {
+            writeln!(out, "<details><summary>{}</summary>", escape(summary))?;
+            write_table(out, table)?;
+            writeln!(out, "</details>")
+        }
+        Block::Figure { svg, caption } => {
+            writeln!(out, "<figure>")?;
+            writeln!(out, "{}", inline_svg(svg))?;
+            writeln!(
+                out,
+                "<figcaption>{}</figcaption>\n</figure>",
+                escape(caption)
+            )
+        }
+    }
+}
+
 /// Writes `page` as one HTML document.
-pub fn write_page(page: &Page, out: &mut dyn Write) -> io::Result<()> {
+pub fn write(page: &Page, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "<!DOCTYPE html>")?;
     writeln!(out, "<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">")?;
     writeln!(
@@ -128,208 +114,13 @@ pub fn write_page(page: &Page, out: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(out, "<title>{}</title>", escape(&page.title))?;
     writeln!(out, "<style>{STYLE}</style>\n</head>\n<body>")?;
-    writeln!(out, "<h1>{}</h1>", escape(&page.title))?;
-    for block in &page.blocks {
-        match block {
-            Block::Heading(h) => writeln!(out, "<h2>{}</h2>", escape(h))?,
-            Block::Paragraph(p) => writeln!(out, "<p>{}</p>", escape(p))?,
-            Block::Alert(lines) => {
-                write!(out, "<div class=\"alert\"><ul>")?;
-                for l in lines {
-                    write!(out, "<li>{}</li>", escape(l))?;
-                }
-                writeln!(out, "</ul></div>")?;
-            }
-            Block::Table(t) => write_table(out, t)?,
-            Block::Pre(lines) => writeln!(out, "<pre>{}</pre>", escape(&lines.join("\n")))?,
-            Block::Folded { summary, table } => {
-                writeln!(out, "<details><summary>{}</summary>", escape(summary))?;
-                write_table(out, table)?;
-                writeln!(out, "</details>")?;
-            }
-            Block::Figure { svg, caption } => {
-                writeln!(out, "<figure>")?;
-                writeln!(out, "{}", inline_svg(svg))?;
-                writeln!(
-                    out,
-                    "<figcaption>{}</figcaption>\n</figure>",
-                    escape(caption)
-                )?;
-            }
-        }
+    for block in page.blocks_for(Shown::HTML) {
+        write_block(out, block)?;
     }
     writeln!(
         out,
         "<footer>drip {}</footer>\n</body>\n</html>",
         env!("CARGO_PKG_VERSION")
-    )
-}
-
-/// The audit as a page: input, thresholds crossed, the summary, the keys
-/// with the most drops, each nginx.conf's locations and verification, the
-/// comparison with the first policy (`--compare`), the
-/// timeline plot (`plot`, an SVG document), and the timeline table when one
-/// was asked for.
-pub fn render_audit(report: &Report, plot: Option<&str>, out: &mut dyn Write) -> io::Result<()> {
-    let mut blocks = vec![Block::Paragraph(report.input_line())];
-    if !report.crossings.is_empty() {
-        blocks.push(Block::Heading("Thresholds crossed".into()));
-        blocks.push(Block::Alert(
-            report.crossings.iter().map(|c| c.to_string()).collect(),
-        ));
-    }
-    blocks.push(Block::Heading("Policies".into()));
-    blocks.push(Block::Table(Table::from_columns(
-        super::SUMMARY,
-        &report.policies,
-    )));
-    let top = report.top_rows();
-    if !top.is_empty() {
-        blocks.push(Block::Heading("Keys with the most drops".into()));
-        blocks.push(Block::Table(Table::from_columns(super::TOP, &top)));
-    }
-    for p in &report.policies {
-        let Some(n) = &p.nginx else {
-            continue;
-        };
-        blocks.push(Block::Heading(format!(
-            "{}: locations of {}",
-            p.label, n.config
-        )));
-        blocks.push(Block::Table(Table::from_columns(
-            super::nginx::LOCATIONS,
-            &n.locations,
-        )));
-        for note in &n.notes {
-            blocks.push(Block::Paragraph(format!("note: {note}")));
-        }
-        if let Some(v) = &n.verify {
-            blocks.push(Block::Heading(format!(
-                "{}: $limit_req_status against column '{}': {} of {} rows agree ({}%), {} disagree",
-                p.label,
-                v.column,
-                v.agreed,
-                v.rows,
-                super::pct(v.agreement_pct),
-                v.disagreed
-            )));
-            blocks.push(Block::Table(Table::from_columns(
-                super::nginx::CONFUSION,
-                &v.confusion,
-            )));
-            if !v.first_disagreements.is_empty() {
-                blocks.push(Block::Paragraph("First disagreements:".into()));
-                blocks.push(Block::Table(Table::from_columns(
-                    super::nginx::DISAGREEMENTS,
-                    &v.first_disagreements,
-                )));
-            }
-        }
-    }
-    if !report.compare.is_empty() {
-        blocks.push(Block::Heading("Compared with the first policy".into()));
-        blocks.push(Block::Table(Table::from_columns(
-            super::compare::SUMMARY,
-            &report.compare,
-        )));
-        for (title, rows) in [
-            (
-                "Keys newly hurt (no drop before, some now)",
-                super::compare::key_rows(report, |c| &c.top_hurt),
-            ),
-            (
-                "Keys relieved (drops before, none now)",
-                super::compare::key_rows(report, |c| &c.top_relieved),
-            ),
-        ] {
-            if !rows.is_empty() {
-                blocks.push(Block::Heading(title.into()));
-                blocks.push(Block::Table(Table::from_columns(
-                    super::compare::KEYS,
-                    &rows,
-                )));
-            }
-        }
-    }
-    if let Some(svg) = plot {
-        blocks.push(Block::Heading("Timeline".into()));
-        blocks.push(Block::Figure {
-            svg: svg.to_string(),
-            caption: "Per policy: requests arrived, sent (at release) and dropped per interval; \
-                      below, the peak backlog or level against the policy's bound."
-                .into(),
-        });
-    }
-    if let Some(t) = &report.timeline {
-        blocks.push(Block::Folded {
-            summary: format!(
-                "Timeline table, every {} ({} rows)",
-                span(t.interval_ns),
-                t.rows.len()
-            ),
-            table: Table::from_columns(super::TIMELINE, &t.rows),
-        });
-    }
-    let title = if report.input.files.is_empty() {
-        "drip audit".to_string()
-    } else {
-        format!("drip audit: {}", report.input.files.join(", "))
-    };
-    write_page(&Page { title, blocks }, out)
-}
-
-/// A `drip size` report as a page: the verdict when nothing meets the
-/// targets, the recommendation, the frontier, the per-key need, notes and
-/// the sizing plot (`plot`, an SVG document).
-pub fn render_size(
-    r: &super::size::SizeReport,
-    plot: Option<&str>,
-    out: &mut dyn Write,
-) -> io::Result<()> {
-    let mut blocks = vec![Block::Paragraph(super::size::input_line(r))];
-    if let Some(v) = &r.verdict {
-        blocks.push(Block::Alert(vec![v.clone()]));
-    }
-    blocks.push(Block::Heading("Recommendation".into()));
-    blocks.push(Block::Pre(super::size::summary_lines(r)));
-    blocks.push(Block::Heading("Frontier".into()));
-    blocks.push(Block::Table(Table::from_columns(
-        super::size::FRONTIER,
-        &r.frontier,
-    )));
-    for row in r.frontier.iter().filter(|f| f.note.is_some()) {
-        blocks.push(Block::Paragraph(format!(
-            "{}: {}",
-            row.point(),
-            row.note.as_deref().unwrap_or("")
-        )));
-    }
-    if !r.per_key.is_empty() {
-        blocks.push(Block::Heading("Per-key need".into()));
-        blocks.push(Block::Table(Table::from_columns(
-            super::size::NEED,
-            &r.per_key,
-        )));
-    }
-    if let Some(svg) = plot {
-        blocks.push(Block::Heading("Plot".into()));
-        blocks.push(Block::Figure {
-            svg: svg.to_string(),
-            caption: "The smallest size per rate or window that meets the targets (the \
-                      recommendation ringed, misses crossed out); below, the zero-drop size \
-                      of each key as quantiles across keys."
-                .into(),
-        });
-    }
-    for n in &r.notes {
-        blocks.push(Block::Paragraph(format!("note: {n}")));
-    }
-    write_page(
-        &Page {
-            title: super::size::heading(r),
-            blocks,
-        },
-        out,
     )
 }
 
@@ -343,6 +134,7 @@ mod tests {
             escape(r#"<a href="x">'&'</a>"#),
             "&lt;a href=&quot;x&quot;&gt;&#39;&amp;&#39;&lt;/a&gt;"
         );
+        assert_eq!(escape("a\u{1b}[2Jb\n"), "a\\u{1b}[2Jb\\n");
     }
 
     #[test]

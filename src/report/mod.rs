@@ -1,14 +1,20 @@
-//! Reports are data: the audit fills a [`Report`]; each renderer (table,
-//! json, csv, markdown) is a function from `&Report` to a writer. The
-//! text formats share one column list ([`SUMMARY`], [`TOP`], [`TIMELINE`])
-//! so they never drift apart; JSON carries the same fields as numbers.
+//! Reports are data: the audit fills a [`Report`], `drip size` a
+//! [`size::SizeReport`]. Each is written as one [`page::Page`] ([`audit`],
+//! [`size`], with the [`nginx`] and [`compare`] sections), and each format
+//! ([`table`], [`markdown`], [`csv`], [`json`], [`html`]) is a function
+//! from a `&Page` to a writer that escapes the page's text its own way.
+//! The formats share one column list per table ([`SUMMARY`], [`TOP`],
+//! [`TIMELINE`]) so they never drift apart; JSON carries the same fields
+//! as numbers.
 
+pub mod audit;
 pub mod compare;
 pub mod csv;
 pub mod html;
 pub mod json;
 pub mod markdown;
 pub mod nginx;
+pub mod page;
 pub mod plot;
 pub mod size;
 pub mod table;
@@ -18,7 +24,7 @@ use serde::Serialize;
 
 pub use crate::engine::outcome::{
     CompareReport, KeyChange, KeyRow, NginxLocationRow, NginxReport, PolicyReport, Timeline,
-    TimelineRow, VerifyRow, Waits,
+    TimelineRow, VerifyReport, VerifyRow,
 };
 
 /// Everything an audit found.
@@ -82,6 +88,26 @@ pub struct Column<T> {
     pub numeric: bool,
 }
 
+impl<T> Column<T> {
+    /// A column of text, left-aligned.
+    pub const fn text(header: &'static str, cell: fn(&T, Human) -> String) -> Column<T> {
+        Column {
+            header,
+            cell,
+            numeric: false,
+        }
+    }
+
+    /// A column of numbers, right-aligned.
+    pub const fn num(header: &'static str, cell: fn(&T, Human) -> String) -> Column<T> {
+        Column {
+            header,
+            cell,
+            numeric: true,
+        }
+    }
+}
+
 /// How a cell is written: for people (table, markdown) or for machines (csv).
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub enum Human {
@@ -89,161 +115,56 @@ pub enum Human {
     No,
 }
 
-fn wait_cell(w: Option<Waits>, f: fn(Waits) -> u64, h: Human) -> String {
-    match (w, h) {
+/// A wait (ns) for people (`1.5s`, `-` when none) or as decimal
+/// milliseconds, exact (empty when none).
+pub fn wait_cell(ns: Option<u64>, h: Human) -> String {
+    match (ns, h) {
         (None, Human::Yes) => "-".into(),
         (None, Human::No) => String::new(),
-        (Some(w), Human::Yes) => human_wait(f(w)),
-        (Some(w), Human::No) => fmt_millis(Nanos(f(w))),
+        (Some(w), Human::Yes) => human_wait(w),
+        (Some(w), Human::No) => fmt_millis(Nanos(w)),
     }
 }
 
 /// The per-policy summary columns (csv writes waits as decimal ms).
 pub const SUMMARY: &[Column<PolicyReport>] = &[
-    Column {
-        header: "policy",
-        cell: |p, _| p.label.clone(),
-        numeric: false,
-    },
-    Column {
-        header: "requests",
-        cell: |p, _| p.requests.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "admitted",
-        cell: |p, _| p.admitted.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "delayed",
-        cell: |p, _| p.delayed.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "dropped",
-        cell: |p, _| p.dropped.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "drop_pct",
-        cell: |p, _| pct(p.drop_pct),
-        numeric: true,
-    },
-    Column {
-        header: "wait_p50",
-        cell: |p, h| wait_cell(p.wait, |w| w.p50_ns, h),
-        numeric: true,
-    },
-    Column {
-        header: "wait_p95",
-        cell: |p, h| wait_cell(p.wait, |w| w.p95_ns, h),
-        numeric: true,
-    },
-    Column {
-        header: "wait_p99",
-        cell: |p, h| wait_cell(p.wait, |w| w.p99_ns, h),
-        numeric: true,
-    },
-    Column {
-        header: "wait_max",
-        cell: |p, h| wait_cell(p.wait, |w| w.max_ns, h),
-        numeric: true,
-    },
-    Column {
-        header: "peak",
-        cell: |p, _| p.peak.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "peak_kind",
-        cell: |p, _| p.peak_kind.to_string(),
-        numeric: false,
-    },
-    Column {
-        header: "keys",
-        cell: |p, _| p.keys_seen.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "keys_with_drops",
-        cell: |p, _| p.keys_with_drops.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "skipped_bad",
-        cell: |p, _| p.skipped_bad.to_string(),
-        numeric: true,
-    },
+    Column::text("policy", |p, _| p.label.clone()),
+    Column::num("requests", |p, _| p.requests.to_string()),
+    Column::num("admitted", |p, _| p.admitted.to_string()),
+    Column::num("delayed", |p, _| p.delayed.to_string()),
+    Column::num("dropped", |p, _| p.dropped.to_string()),
+    Column::num("drop_pct", |p, _| pct(p.drop_pct)),
+    Column::num("wait_p50", |p, h| wait_cell(p.wait.map(|w| w.p50_ns), h)),
+    Column::num("wait_p95", |p, h| wait_cell(p.wait.map(|w| w.p95_ns), h)),
+    Column::num("wait_p99", |p, h| wait_cell(p.wait.map(|w| w.p99_ns), h)),
+    Column::num("wait_max", |p, h| wait_cell(p.wait.map(|w| w.max_ns), h)),
+    Column::num("peak", |p, _| p.peak.to_string()),
+    Column::text("peak_kind", |p, _| p.peak_kind.to_string()),
+    Column::num("keys", |p, _| p.keys_seen.to_string()),
+    Column::num("keys_with_drops", |p, _| p.keys_with_drops.to_string()),
+    Column::num("skipped_bad", |p, _| p.skipped_bad.to_string()),
 ];
 
 /// The top-keys columns; a row is (policy label, key row).
 pub const TOP: &[Column<(String, KeyRow)>] = &[
-    Column {
-        header: "policy",
-        cell: |(p, _), _| p.clone(),
-        numeric: false,
-    },
-    Column {
-        header: "key",
-        cell: |(_, k), _| k.key.clone(),
-        numeric: false,
-    },
-    Column {
-        header: "requests",
-        cell: |(_, k), _| k.requests.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "dropped",
-        cell: |(_, k), _| k.dropped.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "drop_pct",
-        cell: |(_, k), _| pct(k.drop_pct),
-        numeric: true,
-    },
+    Column::text("policy", |(p, _), _| p.clone()),
+    Column::text("key", |(_, k), _| k.key.clone()),
+    Column::num("requests", |(_, k), _| k.requests.to_string()),
+    Column::num("dropped", |(_, k), _| k.dropped.to_string()),
+    Column::num("drop_pct", |(_, k), _| pct(k.drop_pct)),
 ];
 
 /// The timeline columns.
 pub const TIMELINE: &[Column<TimelineRow>] = &[
-    Column {
-        header: "interval_start",
-        cell: |r, h| {
-            if h == Human::Yes {
-                instant(r.start_ns)
-            } else {
-                r.start_ns.to_string()
-            }
-        },
-        numeric: false,
-    },
-    Column {
-        header: "policy",
-        cell: |r, _| r.policy.clone(),
-        numeric: false,
-    },
-    Column {
-        header: "arrived",
-        cell: |r, _| r.arrived.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "sent",
-        cell: |r, _| r.sent.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "dropped",
-        cell: |r, _| r.dropped.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "level",
-        cell: |r, _| r.level.to_string(),
-        numeric: true,
-    },
+    Column::text("interval_start", |r, h| match h {
+        Human::Yes => instant(r.start_ns),
+        Human::No => r.start_ns.to_string(),
+    }),
+    Column::text("policy", |r, _| r.policy.clone()),
+    Column::num("arrived", |r, _| r.arrived.to_string()),
+    Column::num("sent", |r, _| r.sent.to_string()),
+    Column::num("dropped", |r, _| r.dropped.to_string()),
+    Column::num("level", |r, _| r.level.to_string()),
 ];
 
 impl Report {
@@ -254,17 +175,18 @@ impl Report {
             .flat_map(|p| p.top_keys.iter().map(|k| (p.label.clone(), k.clone())))
             .collect()
     }
+}
 
-    /// A one-line description of the input.
-    pub fn input_line(&self) -> String {
-        let i = &self.input;
-        let span = match (i.first_ns, i.last_ns) {
+impl InputInfo {
+    /// Rows, span and rows skipped or re-sorted, on one line.
+    pub fn line(&self) -> String {
+        let span = match (self.first_ns, self.last_ns) {
             (Some(a), Some(b)) => format!(", {} to {}", instant(a), instant(b)),
             _ => String::new(),
         };
         format!(
             "{} rows{span}; {} skipped as bad, {} re-sorted",
-            i.rows, i.bad_rows_skipped, i.rows_reordered
+            self.rows, self.bad_rows_skipped, self.rows_reordered
         )
     }
 }

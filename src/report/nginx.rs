@@ -1,133 +1,116 @@
-//! The nginx.conf sections of a report (table and markdown): per location,
-//! then the verification against the logged `$limit_req_status`.
+//! The nginx.conf sections of an audit's page: per config, its locations,
+//! then the verification against the logged `$limit_req_status`. Scripts
+//! get each kind of table once for every config, with a leading `policy`
+//! column.
 
-use super::{Column, NginxLocationRow, Report, VerifyRow};
-use std::io::{self, Write};
+use super::page::{Block, Page, Shown, Table};
+use super::{Column, Human, NginxLocationRow, NginxReport, Report, VerifyReport, VerifyRow, pct};
 
 pub const LOCATIONS: &[Column<NginxLocationRow>] = &[
-    Column {
-        header: "location",
-        numeric: false,
-        cell: |r, _| r.location.clone(),
-    },
-    Column {
-        header: "limit_req",
-        numeric: false,
-        cell: |r, _| r.limits.clone(),
-    },
-    Column {
-        header: "requests",
-        numeric: true,
-        cell: |r, _| r.requests.to_string(),
-    },
-    Column {
-        header: "passed",
-        numeric: true,
-        cell: |r, _| r.passed.to_string(),
-    },
-    Column {
-        header: "delayed",
-        numeric: true,
-        cell: |r, _| r.delayed.to_string(),
-    },
-    Column {
-        header: "rejected",
-        numeric: true,
-        cell: |r, _| r.rejected.to_string(),
-    },
-    Column {
-        header: "no limit",
-        numeric: true,
-        cell: |r, _| r.unlimited.to_string(),
-    },
+    Column::text("location", |r, _| r.location.clone()),
+    Column::text("limit_req", |r, _| r.limits.clone()),
+    Column::num("requests", |r, _| r.requests.to_string()),
+    Column::num("passed", |r, _| r.passed.to_string()),
+    Column::num("delayed", |r, _| r.delayed.to_string()),
+    Column::num("rejected", |r, _| r.rejected.to_string()),
+    Column::num("no limit", |r, _| r.unlimited.to_string()),
 ];
 
 /// A confusion-table row: drip's status, the logged one, rows.
 pub const CONFUSION: &[Column<(String, String, u64)>] = &[
-    Column {
-        header: "drip",
-        numeric: false,
-        cell: |r, _| r.0.clone(),
-    },
-    Column {
-        header: "logged",
-        numeric: false,
-        cell: |r, _| r.1.clone(),
-    },
-    Column {
-        header: "rows",
-        numeric: true,
-        cell: |r, _| r.2.to_string(),
-    },
+    Column::text("drip", |r, _| r.0.clone()),
+    Column::text("logged", |r, _| r.1.clone()),
+    Column::num("rows", |r, _| r.2.to_string()),
 ];
 
 pub const DISAGREEMENTS: &[Column<VerifyRow>] = &[
-    Column {
-        header: "where",
-        numeric: false,
-        cell: |r, _| r.at.clone(),
-    },
-    Column {
-        header: "drip",
-        numeric: false,
-        cell: |r, _| r.emulated.clone(),
-    },
-    Column {
-        header: "logged",
-        numeric: false,
-        cell: |r, _| r.logged.clone(),
-    },
+    Column::text("where", |r, _| r.at.clone()),
+    Column::text("drip", |r, _| r.emulated.clone()),
+    Column::text("logged", |r, _| r.logged.clone()),
 ];
 
-/// Writes the sections as aligned text, or as markdown.
-pub fn render(report: &Report, out: &mut dyn Write, markdown: bool) -> io::Result<()> {
-    fn table<T>(out: &mut dyn Write, cols: &[Column<T>], rows: &[T], md: bool) -> io::Result<()> {
-        if md {
-            super::markdown::write_md(out, cols, rows)
-        } else {
-            super::table::write_table(out, cols, rows)
-        }
+/// The verification's figures, for scripts.
+const VERIFY: &[Column<VerifyReport>] = &[
+    Column::text("verify_column", |v, _| v.column.clone()),
+    Column::num("rows", |v, _| v.rows.to_string()),
+    Column::num("agreed", |v, _| v.agreed.to_string()),
+    Column::num("disagreed", |v, _| v.disagreed.to_string()),
+    Column::num("agreement_pct", |v, _| v.agreement_pct.to_string()),
+];
+
+/// A table for people.
+fn table<T>(cols: &[Column<T>], rows: &[T]) -> Block {
+    Block::Table(Table::from_columns(cols, rows, Human::Yes))
+}
+
+/// Adds a section per nginx.conf audited, and the tables for scripts.
+pub fn add(page: &mut Page, report: &Report) {
+    let configs: Vec<(&str, &NginxReport)> = report
+        .policies
+        .iter()
+        .filter_map(|p| p.nginx.as_ref().map(|n| (p.label.as_str(), n)))
+        .collect();
+    for (label, n) in &configs {
+        add_config(page, label, n);
     }
-    let heading = |out: &mut dyn Write, title: &str| -> io::Result<()> {
-        writeln!(out)?;
-        if markdown {
-            writeln!(out, "#### {}", super::markdown::escape(title))?;
-            writeln!(out)
-        } else {
-            writeln!(out, "{title}")
-        }
+    add_data(page, &configs);
+}
+
+/// One config's locations, notes and verification, for people.
+fn add_config(page: &mut Page, label: &str, n: &NginxReport) {
+    let heading = format!("{label}: locations of {}", n.config);
+    page.add(Shown::ALL, Block::Heading(heading));
+    page.add(Shown::ALL, table(LOCATIONS, &n.locations));
+    for note in &n.notes {
+        page.add(Shown::ALL, Block::Paragraph(format!("note: {note}")));
+    }
+    let Some(v) = &n.verify else {
+        return;
     };
-    for p in &report.policies {
-        let Some(n) = &p.nginx else {
-            continue;
-        };
-        heading(out, &format!("{}: locations of {}", p.label, n.config))?;
-        table(out, LOCATIONS, &n.locations, markdown)?;
-        for note in &n.notes {
-            if markdown {
-                writeln!(out)?;
-            }
-            writeln!(out, "note: {note}")?;
-        }
+    let heading = format!(
+        "{label}: $limit_req_status against column '{}': {} of {} rows agree ({}%), {} disagree",
+        v.column,
+        v.agreed,
+        v.rows,
+        pct(v.agreement_pct),
+        v.disagreed
+    );
+    page.add(Shown::ALL, Block::Heading(heading));
+    page.add(Shown::ALL, table(CONFUSION, &v.confusion));
+    if !v.first_disagreements.is_empty() {
+        let heading = Block::Heading("first disagreements".into());
+        page.add(Shown::TEXT | Shown::MARKDOWN, heading);
+        let paragraph = Block::Paragraph("First disagreements:".into());
+        page.add(Shown::HTML, paragraph);
+        page.add(Shown::ALL, table(DISAGREEMENTS, &v.first_disagreements));
+    }
+}
+
+/// Every config's locations, verifications, confusion tables and first
+/// disagreements, a table of each kind (when there are rows).
+fn add_data(page: &mut Page, configs: &[(&str, &NginxReport)]) {
+    let mut locations = Vec::new();
+    let mut verify = Vec::new();
+    let mut confusion = Vec::new();
+    let mut first = Vec::new();
+    for &(label, n) in configs {
+        locations.extend(n.locations.iter().map(|r| (label, r)));
         if let Some(v) = &n.verify {
-            heading(
-                out,
-                &format!(
-                    "{}: $limit_req_status against column '{}': {} of {} rows agree ({}%), {} disagree",
-                    p.label,
-                    v.column,
-                    v.agreed,
-                    v.rows,
-                    super::pct(v.agreement_pct),
-                    v.disagreed
-                ),
-            )?;
-            table(out, CONFUSION, &v.confusion, markdown)?;
-            if !v.first_disagreements.is_empty() {
-                heading(out, "first disagreements")?;
-                table(out, DISAGREEMENTS, &v.first_disagreements, markdown)?;
-            }
+            verify.push((label, v));
+            confusion.extend(v.confusion.iter().map(|r| (label, r)));
+            first.extend(v.first_disagreements.iter().map(|r| (label, r)));
         }
     }
-    Ok(())
+    if !locations.is_empty() {
+        page.data.push(Table::tagged(LOCATIONS, &locations));
+    }
+    if !verify.is_empty() {
+        page.data.push(Table::tagged(VERIFY, &verify));
+    }
+    if !confusion.is_empty() {
+        page.data.push(Table::tagged(CONFUSION, &confusion));
+    }
+    if !first.is_empty() {
+        page.data.push(Table::tagged(DISAGREEMENTS, &first));
+    }
 }

@@ -1,12 +1,12 @@
 //! What `drip size` found, as data, and its renderers: the frontier (one
 //! row per rate or window: the smallest size meeting the targets and what
 //! it gives), the recommendation, the per-key need, the rule of thumb and
-//! the current config. The text formats share the column lists
-//! ([`FRONTIER`], [`NEED`]) and the writers of the audit report.
+//! the current config, written as one [`Page`] for every format. The
+//! formats share the column lists ([`FRONTIER`], [`NEED`]).
 
-use super::{Column, Human, InputInfo, PolicyReport, pct};
-use crate::time::human_wait;
-use crate::time::{Nanos, fmt_millis};
+use super::page::{Block, Page, Shown, Table};
+use super::{Column, Human, InputInfo, PolicyReport, pct, wait_cell};
+use crate::time::Nanos;
 use serde::Serialize;
 use std::io::{self, Write};
 
@@ -228,15 +228,6 @@ pub struct Current {
     pub change: Vec<String>,
 }
 
-fn opt_wait(w: Option<u64>, h: Human) -> String {
-    match (w, h) {
-        (None, Human::Yes) => "-".into(),
-        (None, Human::No) => String::new(),
-        (Some(w), Human::Yes) => human_wait(w),
-        (Some(w), Human::No) => fmt_millis(Nanos(w)),
-    }
-}
-
 fn opt_need(n: Option<u64>, h: Human) -> String {
     match (n, h) {
         (Some(n), _) => n.to_string(),
@@ -247,134 +238,46 @@ fn opt_need(n: Option<u64>, h: Human) -> String {
 
 /// The frontier columns.
 pub const FRONTIER: &[Column<FrontierRow>] = &[
-    Column {
-        header: "point",
-        cell: |r, _| r.point().to_string(),
-        numeric: false,
-    },
-    Column {
-        header: "size",
-        cell: |r, _| r.size.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "feasible",
-        cell: |r, h| match (r.feasible, h) {
-            (true, Human::Yes) => "yes".into(),
-            (false, Human::Yes) => "NO".into(),
-            (f, Human::No) => f.to_string(),
-        },
-        numeric: false,
-    },
-    Column {
-        header: "requests",
-        cell: |r, _| r.requests.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "admitted",
-        cell: |r, _| r.admitted.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "delayed",
-        cell: |r, _| r.delayed.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "dropped",
-        cell: |r, _| r.dropped.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "drop_pct",
-        cell: |r, _| pct(r.drop_pct),
-        numeric: true,
-    },
-    Column {
-        header: "keys_hurt",
-        cell: |r, _| r.keys_hurt.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "wait_p99",
-        cell: |r, h| opt_wait(r.wait_p99_ns, h),
-        numeric: true,
-    },
-    Column {
-        header: "wait_max",
-        cell: |r, h| opt_wait(r.wait_max_ns, h),
-        numeric: true,
-    },
-    Column {
-        header: "worst_in_horizon",
-        cell: |r, _| r.worst_in_horizon.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "method",
-        cell: |r, _| r.method.to_string(),
-        numeric: false,
-    },
-    Column {
-        header: "spec",
-        cell: |r, _| r.spec.clone(),
-        numeric: false,
-    },
+    Column::text("point", |r, _| r.point().to_string()),
+    Column::num("size", |r, _| r.size.to_string()),
+    Column::text("feasible", |r, h| match (r.feasible, h) {
+        (true, Human::Yes) => "yes".into(),
+        (false, Human::Yes) => "NO".into(),
+        (f, Human::No) => f.to_string(),
+    }),
+    Column::num("requests", |r, _| r.requests.to_string()),
+    Column::num("admitted", |r, _| r.admitted.to_string()),
+    Column::num("delayed", |r, _| r.delayed.to_string()),
+    Column::num("dropped", |r, _| r.dropped.to_string()),
+    Column::num("drop_pct", |r, _| pct(r.drop_pct)),
+    Column::num("keys_hurt", |r, _| r.keys_hurt.to_string()),
+    Column::num("wait_p99", |r, h| wait_cell(r.wait_p99_ns, h)),
+    Column::num("wait_max", |r, h| wait_cell(r.wait_max_ns, h)),
+    Column::num("worst_in_horizon", |r, _| r.worst_in_horizon.to_string()),
+    Column::text("method", |r, _| r.method.to_string()),
+    Column::text("spec", |r, _| r.spec.clone()),
 ];
 
 /// The per-key need columns.
 pub const NEED: &[Column<NeedRow>] = &[
-    Column {
-        header: "point",
-        cell: |r, _| r.point().to_string(),
-        numeric: false,
-    },
-    Column {
-        header: "keys",
-        cell: |r, _| r.keys.to_string(),
-        numeric: true,
-    },
-    Column {
-        header: "p50",
-        cell: |r, h| opt_need(r.p50, h),
-        numeric: true,
-    },
-    Column {
-        header: "p90",
-        cell: |r, h| opt_need(r.p90, h),
-        numeric: true,
-    },
-    Column {
-        header: "p99",
-        cell: |r, h| opt_need(r.p99, h),
-        numeric: true,
-    },
-    Column {
-        header: "p99.9",
-        cell: |r, h| opt_need(r.p99_9, h),
-        numeric: true,
-    },
-    Column {
-        header: "max",
-        cell: |r, h| opt_need(r.max, h),
-        numeric: true,
-    },
-    Column {
-        header: "top_keys",
-        cell: |r, _| {
-            r.top
-                .iter()
-                .map(|k| {
-                    let n = k.need.map_or("never".to_string(), |n| n.to_string());
-                    let x = if k.excluded { " (excluded)" } else { "" };
-                    format!("{} {n}{x}", k.key)
-                })
-                .collect::<Vec<_>>()
-                .join("; ")
-        },
-        numeric: false,
-    },
+    Column::text("point", |r, _| r.point().to_string()),
+    Column::num("keys", |r, _| r.keys.to_string()),
+    Column::num("p50", |r, h| opt_need(r.p50, h)),
+    Column::num("p90", |r, h| opt_need(r.p90, h)),
+    Column::num("p99", |r, h| opt_need(r.p99, h)),
+    Column::num("p99.9", |r, h| opt_need(r.p99_9, h)),
+    Column::num("max", |r, h| opt_need(r.max, h)),
+    Column::text("top_keys", |r, _| {
+        r.top
+            .iter()
+            .map(|k| {
+                let n = k.need.map_or("never".to_string(), |n| n.to_string());
+                let x = if k.excluded { " (excluded)" } else { "" };
+                format!("{} {n}{x}", k.key)
+            })
+            .collect::<Vec<_>>()
+            .join("; ")
+    }),
 ];
 
 /// Lines said under the tables: recommendation, nginx, rule, current.
@@ -485,85 +388,95 @@ pub(crate) fn heading(r: &SizeReport) -> String {
     )
 }
 
-pub(crate) fn input_line(r: &SizeReport) -> String {
-    super::Report {
-        input: r.input.clone(),
-        ..Default::default()
+/// What the sizing plot shows, said under it.
+const PLOT_CAPTION: &str = "The smallest size per rate or window that meets the targets (the \
+                            recommendation ringed, misses crossed out); below, the zero-drop size \
+                            of each key as quantiles across keys.";
+
+/// The report as a page; `plot` is the sizing plot (an SVG document),
+/// drawn in HTML. Its tables for scripts: the frontier, and the per-key
+/// need when there is one.
+pub fn page<'a>(r: &'a SizeReport, plot: Option<&str>) -> Page<'a> {
+    let mut page = Page::new(heading(r), r);
+    page.add(
+        Shown::TEXT | Shown::MARKDOWN,
+        Block::Title(page.title.clone()),
+    );
+    page.add(Shown::HTML, Block::Title(page.title.clone()));
+    page.add(Shown::ALL, Block::Paragraph(r.input.line()));
+    if let Some(v) = &r.verdict {
+        page.add(Shown::HTML, Block::Alert(vec![v.clone()]));
     }
-    .input_line()
+    let recommendation = || Block::Heading("Recommendation".into());
+    page.add(Shown::HTML, recommendation());
+    page.add(Shown::HTML, Block::Pre(summary_lines(r)));
+    page.add(Shown::HTML, Block::Heading("Frontier".into()));
+    add_frontier(&mut page, r);
+    add_need(&mut page, r);
+    page.add(Shown::MARKDOWN, recommendation());
+    page.add(Shown::TEXT | Shown::MARKDOWN, Block::Pre(summary_lines(r)));
+    if let Some(svg) = plot {
+        page.add(Shown::HTML, Block::Heading("Plot".into()));
+        let figure = Block::Figure {
+            svg: svg.to_string(),
+            caption: PLOT_CAPTION.into(),
+        };
+        page.add(Shown::HTML, figure);
+    }
+    for n in &r.notes {
+        page.add(Shown::HTML, Block::Paragraph(format!("note: {n}")));
+    }
+    page
+}
+
+/// The frontier, and why each infeasible point is.
+fn add_frontier(page: &mut Page, r: &SizeReport) {
+    let table = |h| Table::from_columns(FRONTIER, &r.frontier, h);
+    page.add(Shown::ALL, Block::Table(table(Human::Yes)));
+    page.data.push(table(Human::No));
+    for row in r.frontier.iter().filter(|f| f.note.is_some()) {
+        let note = format!("{}: {}", row.point(), row.note.as_deref().unwrap_or(""));
+        page.add(
+            Shown::TEXT | Shown::MARKDOWN,
+            Block::List(vec![note.clone()]),
+        );
+        page.add(Shown::HTML, Block::Paragraph(note));
+    }
+}
+
+/// The per-key need, when the spec is keyed.
+fn add_need(page: &mut Page, r: &SizeReport) {
+    if r.per_key.is_empty() {
+        return;
+    }
+    let long = format!(
+        "per-key need ({} each key needs for no drops)",
+        r.size_param
+    );
+    page.add(Shown::TEXT, Block::Heading(long));
+    let short = Block::Heading("Per-key need".into());
+    page.add(Shown::MARKDOWN | Shown::HTML, short);
+    let table = |h| Table::from_columns(NEED, &r.per_key, h);
+    page.add(Shown::ALL, Block::Table(table(Human::Yes)));
+    page.data.push(table(Human::No));
 }
 
 pub fn render_table(r: &SizeReport, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "{}", heading(r))?;
-    writeln!(out, "{}", input_line(r))?;
-    writeln!(out)?;
-    super::table::write_table(out, FRONTIER, &r.frontier)?;
-    for row in r.frontier.iter().filter(|f| f.note.is_some()) {
-        writeln!(
-            out,
-            "  {}: {}",
-            row.point(),
-            row.note.as_deref().unwrap_or("")
-        )?;
-    }
-    if !r.per_key.is_empty() {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "per-key need ({} each key needs for no drops)",
-            r.size_param
-        )?;
-        super::table::write_table(out, NEED, &r.per_key)?;
-    }
-    writeln!(out)?;
-    for l in summary_lines(r) {
-        writeln!(out, "{l}")?;
-    }
-    Ok(())
+    super::table::write(&page(r, None), out)
 }
 
 pub fn render_markdown(r: &SizeReport, out: &mut dyn Write) -> io::Result<()> {
-    use super::markdown::{escape, write_md};
-    writeln!(out, "### {}", escape(&heading(r)))?;
-    writeln!(out)?;
-    writeln!(out, "{}", escape(&input_line(r)))?;
-    writeln!(out)?;
-    write_md(out, FRONTIER, &r.frontier)?;
-    for row in r.frontier.iter().filter(|f| f.note.is_some()) {
-        writeln!(out)?;
-        writeln!(
-            out,
-            "- {}: {}",
-            escape(row.point()),
-            escape(row.note.as_deref().unwrap_or(""))
-        )?;
-    }
-    if !r.per_key.is_empty() {
-        writeln!(out)?;
-        writeln!(out, "#### Per-key need")?;
-        writeln!(out)?;
-        write_md(out, NEED, &r.per_key)?;
-    }
-    writeln!(out)?;
-    writeln!(out, "#### Recommendation")?;
-    writeln!(out)?;
-    writeln!(out, "```")?;
-    for l in summary_lines(r) {
-        writeln!(out, "{l}")?;
-    }
-    writeln!(out, "```")
+    super::markdown::write(&page(r, None), out)
 }
 
 pub fn render_csv(r: &SizeReport, out: &mut dyn Write) -> io::Result<()> {
-    super::csv::section(out, FRONTIER, &r.frontier)?;
-    if !r.per_key.is_empty() {
-        writeln!(out)?;
-        super::csv::section(out, NEED, &r.per_key)?;
-    }
-    Ok(())
+    super::csv::write(&page(r, None), out)
 }
 
 pub fn render_json(r: &SizeReport, out: &mut dyn Write) -> io::Result<()> {
-    serde_json::to_writer_pretty(&mut *out, r)?;
-    writeln!(out)
+    super::json::write(&page(r, None), out)
+}
+
+pub fn render_html(r: &SizeReport, plot: Option<&str>, out: &mut dyn Write) -> io::Result<()> {
+    super::html::write(&page(r, plot), out)
 }

@@ -1,69 +1,94 @@
-//! The aligned plain-text report, for people.
+//! The aligned plain-text report, for people at a terminal. Every text is
+//! written on one line with nothing hidden ([`page::one_line`]): a label or
+//! a file name holding a terminal escape or a newline shows it as `\u{1b}`
+//! or `\n` instead of acting on the terminal.
+//!
+//! Layout: a heading follows a blank line; a table follows its heading
+//! directly, or a blank line after prose; preformatted lines follow a blank
+//! line; list items are indented two spaces.
 
-use super::{Column, Human, Report};
+use super::page::{self, Block, Page, Shown, Table};
 use std::io::{self, Write};
 
 /// Writes rows under aligned headers: text columns left, numbers right.
-pub fn write_table<T>(out: &mut dyn Write, cols: &[Column<T>], rows: &[T]) -> io::Result<()> {
-    let cells: Vec<Vec<String>> = rows
-        .iter()
-        .map(|r| cols.iter().map(|c| (c.cell)(r, Human::Yes)).collect())
+fn write_table(out: &mut dyn Write, t: &Table) -> io::Result<()> {
+    let cells: Vec<Vec<String>> = std::iter::once(&t.headers)
+        .chain(&t.rows)
+        .map(|r| r.iter().map(|c| page::one_line(c)).collect())
         .collect();
-    let widths: Vec<usize> = cols
-        .iter()
-        .enumerate()
-        .map(|(i, c)| {
+    let widths: Vec<usize> = (0..t.headers.len())
+        .map(|i| {
             cells
                 .iter()
                 .map(|r| r[i].chars().count())
-                .chain([c.header.len()])
                 .max()
                 .unwrap_or(0)
         })
         .collect();
-    let line = |out: &mut dyn Write, texts: &[String]| -> io::Result<()> {
+    for row in &cells {
         let mut s = String::new();
-        for (i, (t, c)) in texts.iter().zip(cols).enumerate() {
+        for (i, text) in row.iter().enumerate() {
             if i > 0 {
                 s.push_str("  ");
             }
-            let pad = widths[i].saturating_sub(t.chars().count());
-            if c.numeric {
-                s.push_str(&" ".repeat(pad));
-                s.push_str(t);
+            let pad = " ".repeat(widths[i].saturating_sub(text.chars().count()));
+            if t.numeric[i] {
+                s.push_str(&pad);
+                s.push_str(text);
             } else {
-                s.push_str(t);
-                if i + 1 < cols.len() {
-                    s.push_str(&" ".repeat(pad));
+                s.push_str(text);
+                if i + 1 < row.len() {
+                    s.push_str(&pad);
                 }
             }
         }
-        writeln!(out, "{}", s.trim_end())
-    };
-    let headers: Vec<String> = cols.iter().map(|c| c.header.to_string()).collect();
-    line(out, &headers)?;
-    for r in &cells {
-        line(out, r)?;
+        writeln!(out, "{}", s.trim_end())?;
     }
     Ok(())
 }
 
-pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "drip audit: {}", report.input_line())?;
-    writeln!(out)?;
-    write_table(out, super::SUMMARY, &report.policies)?;
-    let top = report.top_rows();
-    if !top.is_empty() {
-        writeln!(out)?;
-        writeln!(out, "keys with the most drops")?;
-        write_table(out, super::TOP, &top)?;
-    }
-    super::nginx::render(report, out, false)?;
-    super::compare::render(report, out, false)?;
-    if let Some(t) = &report.timeline {
-        writeln!(out)?;
-        writeln!(out, "timeline, every {}", crate::time::span(t.interval_ns))?;
-        write_table(out, super::TIMELINE, &t.rows)?;
+/// Writes the blocks of `page` the terminal shows.
+pub fn write(page: &Page, out: &mut dyn Write) -> io::Result<()> {
+    let mut after_prose = false;
+    for block in page.blocks_for(Shown::TEXT) {
+        let line = |out: &mut dyn Write, s: &str| writeln!(out, "{}", page::one_line(s));
+        match block {
+            Block::Title(s) | Block::Paragraph(s) => line(out, s)?,
+            Block::Heading(s) => {
+                writeln!(out)?;
+                line(out, s)?;
+            }
+            Block::List(items) => {
+                for i in items {
+                    line(out, &format!("  {i}"))?;
+                }
+            }
+            Block::Alert(lines) => {
+                for l in lines {
+                    line(out, l)?;
+                }
+            }
+            Block::Table(t) => {
+                if after_prose {
+                    writeln!(out)?;
+                }
+                write_table(out, t)?;
+            }
+            Block::Folded { summary, table } => {
+                writeln!(out)?;
+                line(out, summary)?;
+                write_table(out, table)?;
+            }
+            Block::Pre(lines) => {
+                writeln!(out)?;
+                for l in lines {
+                    line(out, l)?;
+                }
+            }
+            // A terminal shows no picture: the --plot file has it.
+            Block::Figure { .. } => {}
+        }
+        after_prose = !matches!(block, Block::Heading(_) | Block::Table(_));
     }
     Ok(())
 }

@@ -917,7 +917,7 @@ pub fn run(args: SizeArgs) -> Result<u8> {
         Format::Json => crate::report::size::render_json(&report, &mut out),
         Format::Csv => crate::report::size::render_csv(&report, &mut out),
         Format::Markdown => crate::report::size::render_markdown(&report, &mut out),
-        Format::Html => crate::report::html::render_size(&report, svg.as_deref(), &mut out),
+        Format::Html => crate::report::size::render_html(&report, svg.as_deref(), &mut out),
     }
     .and_then(|_| out.flush())
     .context("cannot write the report")?;

@@ -1,0 +1,236 @@
+//! Text that comes from logs, configs and the command line (keys, labels,
+//! file and config names) shows as text in every format, never as markup
+//! or as terminal control: markdown holds no tag, link or code span and no
+//! `|` that splits a cell; the table no control character; HTML no element
+//! the text spelled; the SVG plot parses as XML; CSV and JSON keep every
+//! value as found.
+
+use html5gum::{Token, Tokenizer};
+use resvg::usvg;
+use std::path::{Path, PathBuf};
+
+mod common;
+use common::{Out, run, tmpdir};
+
+/// Keys a log may hold: a tag, a link, a cell break with a code span, a
+/// terminal escape.
+const KEYS: [&str; 4] = [
+    "<img src=x onerror=alert(1)>",
+    "[click](http://evil)",
+    "a|b`c`",
+    "x\x1b[2Jy",
+];
+
+/// A label with a terminal escape, a tag, a cell break, a link, a
+/// backtick and a bell.
+const LABEL: &str = "evil\x1b[31m<b>|[x](http://e)`\x07";
+
+/// A log named with a terminal escape and markup, each key twice at one
+/// instant (under burst=1, one drop each).
+fn hostile_log() -> PathBuf {
+    let path = tmpdir().join("log\x1b[7m<i>|[x](e).csv");
+    let mut text = String::from("ts,client\n");
+    for (i, k) in KEYS.iter().enumerate() {
+        for _ in 0..2 {
+            text.push_str(&format!("2024-05-01T12:00:00.{i}00Z,{k}\n"));
+        }
+    }
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn ok(out: Out) -> String {
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    out.stdout
+}
+
+/// `drip audit` of the hostile log under the hostile label.
+fn audit(log: &Path, extra: &[&str]) -> String {
+    let spec = format!("gcra:rate=1/s,burst=1,label={LABEL}");
+    let mut args = vec!["audit", s(log), "--key-column", "client", "-p", &spec, "-q"];
+    args.extend(extra);
+    ok(run(&args, None))
+}
+
+/// No control character but the line ends.
+fn assert_no_controls(format: &str, text: &str) {
+    if let Some(c) = text.chars().find(|&c| c.is_control() && c != '\n') {
+        panic!("{format}: raw control {c:?} in\n{text}");
+    }
+}
+
+/// Outside code blocks (where nothing is markup), no tag, link or code
+/// span, and no row of a table with more cells than its header.
+fn assert_markdown_is_text(text: &str) {
+    assert_no_controls("markdown", text);
+    let mut fence: Option<&str> = None;
+    let mut cells = None;
+    for line in text.lines() {
+        if let Some(f) = fence {
+            if line == f {
+                fence = None;
+            }
+            continue;
+        }
+        if line.starts_with("```") {
+            fence = Some(line);
+            continue;
+        }
+        for bad in ["<", "](", "`"] {
+            assert!(!line.contains(bad), "markdown holds {bad:?}: {line}");
+        }
+        if !line.starts_with('|') {
+            cells = None;
+            continue;
+        }
+        let n = line.matches('|').count() - line.matches("\\|").count();
+        assert_eq!(*cells.get_or_insert(n), n, "a row breaks its cells: {line}");
+    }
+}
+
+fn assert_table_is_text(text: &str) {
+    assert_no_controls("table", text);
+}
+
+/// No parse error, no element that the text spelled, no raw control.
+fn assert_html_is_text(html: &str) {
+    assert_no_controls("html", html);
+    for token in Tokenizer::new(html) {
+        let Ok(token) = token;
+        match token {
+            Token::Error(e) => panic!("HTML parse error: {e:?}"),
+            Token::StartTag(tag) => {
+                let name = String::from_utf8_lossy(&tag.name).into_owned();
+                assert!(
+                    !["img", "b", "i", "a", "script"].contains(&name.as_str()),
+                    "<{name}> in the page"
+                );
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The SVG parses as XML (and as SVG) and holds no raw control.
+fn assert_svg_parses(svg: &str) {
+    assert_no_controls("svg", svg);
+    usvg::roxmltree::Document::parse(svg).expect("the plot is well-formed XML");
+    usvg::Tree::from_str(svg, &usvg::Options::default()).expect("resvg reads the plot");
+}
+
+#[test]
+fn an_audit_shows_hostile_keys_and_labels_as_text() {
+    let log = hostile_log();
+    let table = audit(&log, &[]);
+    assert_table_is_text(&table);
+    assert!(
+        table.contains("evil\\u{1b}[31m<b>|[x](http://e)`\\u{7}"),
+        "{table}"
+    );
+    assert!(
+        table.contains(KEYS[0]) && table.contains("x\\u{1b}[2Jy"),
+        "{table}"
+    );
+
+    let markdown = audit(&log, &["-f", "markdown"]);
+    assert_markdown_is_text(&markdown);
+    assert!(
+        markdown.contains("&lt;img src=x onerror=alert(1)&gt;"),
+        "{markdown}"
+    );
+
+    let plot = tmpdir().join("plot.svg");
+    let html = audit(&log, &["-f", "html", "--plot", s(&plot)]);
+    assert_html_is_text(&html);
+    assert!(
+        html.contains("&lt;img src=x onerror=alert(1)&gt;"),
+        "{html}"
+    );
+    assert_svg_parses(&std::fs::read_to_string(&plot).unwrap());
+}
+
+#[test]
+fn csv_and_json_keep_every_value_as_found() {
+    let log = hostile_log();
+    let csv = audit(&log, &["-f", "csv"]);
+    let fields: Vec<String> = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(csv.as_bytes())
+        .records()
+        .flat_map(|r| r.unwrap().iter().map(String::from).collect::<Vec<_>>())
+        .collect();
+    // Keys as drip names them (control characters already shown as text).
+    for key in [KEYS[0], KEYS[1], KEYS[2], "x\\u{1b}[2Jy"] {
+        assert!(fields.iter().any(|f| f == key), "{key:?} in {csv}");
+    }
+    assert!(fields.iter().any(|f| f == LABEL), "{csv}");
+
+    let json: serde_json::Value = serde_json::from_str(&audit(&log, &["-f", "json"])).unwrap();
+    assert_eq!(json["policies"][0]["label"], LABEL);
+    assert_eq!(json["policies"][0]["top_keys"][0]["key"], KEYS[0]);
+}
+
+#[test]
+fn a_size_report_shows_hostile_keys_as_text() {
+    let log = hostile_log();
+    let size = |format: &str, extra: &[&str]| {
+        let mut args = vec![
+            "size",
+            s(&log),
+            "--key-column",
+            "client",
+            "-p",
+            "gcra",
+            "--max-drop-rate",
+            "0.5",
+            "-q",
+            "-f",
+            format,
+        ];
+        args.extend(extra);
+        ok(run(&args, None))
+    };
+    let table = size("table", &[]);
+    assert_table_is_text(&table);
+    assert!(table.contains("x\\u{1b}[2Jy"), "{table}");
+    let markdown = size("markdown", &[]);
+    assert_markdown_is_text(&markdown);
+    assert!(markdown.contains("[click&#93;(http://evil)"), "{markdown}");
+    let plot = tmpdir().join("size.svg");
+    assert_html_is_text(&size("html", &["--plot", s(&plot)]));
+    assert_svg_parses(&std::fs::read_to_string(&plot).unwrap());
+}
+
+#[test]
+fn an_nginx_config_name_shows_as_text() {
+    let dir = tmpdir();
+    let conf = dir.join("ng\x1b[7m<i>|[x](e)`.conf");
+    std::fs::write(
+        &conf,
+        "http {\n  limit_req_zone $http_x_api_key zone=k:1m rate=1r/s;\n  server { location / { limit_req zone=k; } }\n}\n",
+    )
+    .unwrap();
+    let log = dir.join("log.csv");
+    std::fs::write(
+        &log,
+        "t,uri,http_x_api_key\n1700000000,/,k1\n1700000000,/,k1\n1700000001,/,k2\n",
+    )
+    .unwrap();
+    let audit = |extra: &[&str]| {
+        let mut args = vec!["audit", s(&log), "--nginx-conf", s(&conf), "-q"];
+        args.extend(extra);
+        ok(run(&args, None))
+    };
+    assert_table_is_text(&audit(&[]));
+    let markdown = audit(&["-f", "markdown"]);
+    assert_markdown_is_text(&markdown);
+    assert!(markdown.contains("locations of"), "{markdown}");
+    let plot = dir.join("nginx.svg");
+    assert_html_is_text(&audit(&["-f", "html", "--plot", s(&plot)]));
+    assert_svg_parses(&std::fs::read_to_string(&plot).unwrap());
+}
