@@ -12,7 +12,6 @@ use crate::policy::{Decision, Listed};
 use crate::time::Nanos;
 use anyhow::Result;
 
-
 /// Where a member takes its key from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Slot {

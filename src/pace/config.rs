@@ -4,9 +4,9 @@
 
 use super::share::{Plan, ShareConfig};
 use super::{Config, KeyedConfig, interval_of, keys::KeySource, replay};
+use crate::cli::PaceArgs;
 use crate::ingest::input;
 use crate::ingest::timestamp::Zone;
-use crate::cli::PaceArgs;
 use crate::policy::PolicyConfig;
 use crate::policy::shaper::ShaperBound;
 use crate::policy::spec::{KeyChoice, parse_spec};

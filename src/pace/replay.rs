@@ -17,10 +17,10 @@
 
 use super::schedule::{Offer, Schedule};
 use super::{Inbox, Record};
-use crate::ingest::input::{ColSel, pick_time_column, resolve, shown};
-use crate::ingest::timestamp::{TimeFormat, TimeParser, Zone};
 use crate::cli::InputFormat;
+use crate::ingest::input::{ColSel, pick_time_column, resolve, shown};
 use crate::ingest::log::{Fields, LineParser, Parsed};
+use crate::ingest::timestamp::{TimeFormat, TimeParser, Zone};
 use crate::policy::Decision;
 use crate::time::Nanos;
 use anyhow::{Result, anyhow};
