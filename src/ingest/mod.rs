@@ -5,6 +5,7 @@
 pub mod csv_lines;
 pub mod input;
 pub mod keys;
+pub mod lines;
 pub mod log;
 pub mod marks;
 pub mod order;
