@@ -367,6 +367,25 @@ mod tests {
         }
     }
 
+    impl Run {
+        /// Pushes `lines` (a newline added), all arrived at 0, and decides
+        /// at 0: the step and the lines dropped.
+        fn decide_at_zero<S: AsRef<str>>(&mut self, lines: &[S]) -> (Step, Vec<Vec<u8>>) {
+            for line in lines {
+                let bytes = format!("{}\n", line.as_ref()).into_bytes();
+                self.inbox.push(Nanos::ZERO, bytes);
+            }
+            let mut dropped = Vec::new();
+            let step = self.lanes.decide(
+                &mut self.schedule,
+                &mut self.inbox,
+                Nanos::ZERO,
+                &mut dropped,
+            );
+            (step, dropped)
+        }
+    }
+
     fn text(p: &[u8]) -> String {
         String::from_utf8_lossy(p).trim_end().to_string()
     }
@@ -487,13 +506,8 @@ mod tests {
             OnFull::Block,
             3,
         );
-        for i in 0..6 {
-            r.inbox.push(Nanos::ZERO, format!("a {i}\n").into_bytes());
-        }
-        let mut dropped = Vec::new();
-        let step = r
-            .lanes
-            .decide(&mut r.schedule, &mut r.inbox, Nanos::ZERO, &mut dropped);
+        let lines: Vec<String> = (0..6).map(|i| format!("a {i}")).collect();
+        let (step, dropped) = r.decide_at_zero(&lines);
         assert_eq!(step, Step::Done);
         // Two admitted (burst 1), one waiting; three left unread.
         assert_eq!(r.schedule.backlog(), 2);
@@ -508,13 +522,7 @@ mod tests {
     #[test]
     fn drop_and_fail_refuse_per_key() {
         let mut r = setup("shaper:rate=1/s", 1_000 * MS, false, OnFull::Drop, 3);
-        for line in ["a 1", "a 2", "b 1", "c 1", "d 1"] {
-            r.inbox.push(Nanos::ZERO, format!("{line}\n").into_bytes());
-        }
-        let mut dropped = Vec::new();
-        let step = r
-            .lanes
-            .decide(&mut r.schedule, &mut r.inbox, Nanos::ZERO, &mut dropped);
+        let (step, dropped) = r.decide_at_zero(&["a 1", "a 2", "b 1", "c 1", "d 1"]);
         assert_eq!(step, Step::Done);
         // a 2 is refused by its key; d 1 finds three lines pending.
         let dropped: Vec<String> = dropped.iter().map(|d| text(d)).collect();
@@ -523,13 +531,7 @@ mod tests {
         assert_eq!(r.lanes.keys().seen(), 4);
 
         let mut r = setup("shaper:rate=1/s", 1_000 * MS, false, OnFull::Fail, 10);
-        for line in ["a 1", "b 1", "a 2", "c 1"] {
-            r.inbox.push(Nanos::ZERO, format!("{line}\n").into_bytes());
-        }
-        let mut dropped = Vec::new();
-        let step = r
-            .lanes
-            .decide(&mut r.schedule, &mut r.inbox, Nanos::ZERO, &mut dropped);
+        let (step, _) = r.decide_at_zero(&["a 1", "b 1", "a 2", "c 1"]);
         assert_eq!(step, Step::Full { line: 3 });
         // The refused line is back in front, unsent.
         assert_eq!(r.inbox.records.len(), 2);

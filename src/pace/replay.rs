@@ -429,6 +429,11 @@ mod tests {
             .collect())
     }
 
+    /// The release times (ms) of a replay's lines.
+    fn times(out: &[(String, u64)]) -> Vec<u64> {
+        out.iter().map(|(_, t)| *t).collect()
+    }
+
     #[test]
     fn speeds_are_exact_fractions() {
         assert_eq!(Speed::parse("10"), Ok(Speed { num: 10, den: 1 }));
@@ -462,8 +467,7 @@ mod tests {
         let mut c = cfg("10");
         c.max_gap = Some(Nanos(200 * MS));
         let out = replay(c, &lines).unwrap();
-        let times: Vec<u64> = out.iter().map(|(_, t)| *t).collect();
-        assert_eq!(times, [0, 0, 150, 350]);
+        assert_eq!(times(&out), [0, 0, 150, 350]);
     }
 
     #[test]
@@ -476,8 +480,7 @@ mod tests {
             "/d,2026-01-01T00:00:03Z",
         ];
         let out = replay(cfg("2"), &lines).unwrap();
-        let times: Vec<u64> = out.iter().map(|(_, t)| *t).collect();
-        assert_eq!(times, [0, 0, 1000, 1500]);
+        assert_eq!(times(&out), [0, 0, 1000, 1500]);
         assert_eq!(out[2].0, lines[2]);
     }
 
@@ -523,8 +526,7 @@ mod tests {
             .map(|(l, _)| l.rsplit(',').next().unwrap())
             .collect();
         assert_eq!(order, ["n", "1", "2", "2b", "3", "4"]);
-        let times: Vec<u64> = out.iter().map(|(_, t)| *t).collect();
-        assert_eq!(times, [0, 0, 2000, 2000, 3000, 10000]);
+        assert_eq!(times(&out), [0, 0, 2000, 2000, 3000, 10000]);
         let late = ["t,n", "1700000010,1", "1700000004,2"];
         let e = replay(cfg("1"), &late).unwrap_err().to_string();
         assert!(e.starts_with("stdin:3: "), "{e}");
