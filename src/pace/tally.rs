@@ -69,7 +69,7 @@ impl Tally {
         } = counts;
         format!(
             "drip pace: {lines_in} in, {} out, {} dropped, {waiting} waiting; {rate} over {:.3}s; wait p50 {:.3}ms, p99 {:.3}ms, max {:.3}ms{paused}\n",
-            s.lines_out, s.dropped, s.elapsed_s, s.wait_p50_ms, s.wait_p99_ms, s.wait_max_ms,
+            s.lines_out, s.dropped, s.elapsed_s, s.wait.p50, s.wait.p99, s.wait.max,
         )
     }
 }
