@@ -6,10 +6,8 @@ use crate::time::Nanos;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use std::path::PathBuf;
 
-use crate::ingest::input::{
-    ColSel, InputSpec, input_format, parse_delimiter, parse_time_column, parse_time_format,
-};
 pub use crate::ingest::log::InputFormat;
+use crate::ingest::input::{ColSel, InputSpec, input_format, parse_delimiter, parse_time_column, parse_time_format};
 use anyhow::{Result, anyhow, bail};
 
 /// Pace traffic and audit rate limits, exactly.

@@ -8,16 +8,17 @@
 //! log's length. Exit status: 0 when every threshold holds, 1 when one is
 //! crossed, 2 for usage or input errors.
 
+
 use crate::cli::{AuditArgs, Format};
-use crate::engine::conf as nginx;
-use crate::engine::replay::{Replay, Run, Slot};
-use crate::ingest::input::{ColSel, InputSpec, MAX_KEYS, file_name};
-use crate::ingest::{input, keys, stream, timestamp};
 use crate::policy::{KeyChoice, Spec, parse_spec, parse_specs_file};
 use crate::progress;
 use crate::report::{Crossing, InputInfo, Report, Timeline, plot};
 use crate::time::Nanos;
 use anyhow::{Context, Result, anyhow, bail};
+use crate::engine::replay::{Replay, Run, Slot};
+use crate::ingest::input::{ColSel, InputSpec, MAX_KEYS, file_name};
+use crate::engine::{conf as nginx};
+use crate::ingest::{input, keys, stream, timestamp};
 use std::io::Write;
 
 /// The replay, fed in time order.
@@ -146,6 +147,7 @@ fn load_specs(args: &AuditArgs) -> Result<Vec<Spec>> {
     }
     Ok(specs)
 }
+
 
 /// The timeline plot of an audit: a panel per policy, in report order.
 fn audit_plot(

@@ -4,10 +4,10 @@
 //! keys relieved (drops before, none now), most affected first. This is the
 //! question a change to a limiter config raises: who does it hurt?
 
-use crate::engine::outcome::{CompareReport, KeyChange};
 use crate::ingest::input::Event;
 use crate::ingest::keys::{EMPTY_KEY, KeyNames};
 use crate::policy::Decision;
+use crate::engine::outcome::{CompareReport, KeyChange};
 
 /// Counts for one policy against the first.
 #[derive(Default)]

@@ -13,12 +13,12 @@
 //! same millisecond at the same location, so such a group is compared as a
 //! multiset (the same statuses in any order).
 
-use crate::engine::outcome::{NginxLocationRow, NginxReport, VerifyReport, VerifyRow};
 use crate::ingest::input::Event;
 use crate::ingest::keys::{EMPTY_KEY, Interner, KeyNames};
 use crate::nginx_conf::{NginxConf, Status, location::normalize};
 use crate::policy::nginx::NginxState;
 use crate::policy::{Decision, Listed, NginxLimitReq, Policy};
+use crate::engine::outcome::{NginxLocationRow, NginxReport, VerifyReport, VerifyRow};
 use crate::time::Nanos;
 use anyhow::{Result, bail};
 use std::collections::{HashMap, VecDeque};

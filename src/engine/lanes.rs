@@ -6,11 +6,12 @@ use super::replay::Run;
 use super::tally::{AUTO_BINS, AUTO_STEPS, Share};
 use crate::ingest::input::Event;
 use crate::ingest::keys::KeyNames;
-use crate::policy::Decision;
 use crate::policy::records::Records;
+use crate::policy::Decision;
 use crate::time::Nanos;
 use anyhow::{Context, Result, anyhow};
 use std::sync::{Arc, mpsc};
+
 
 /// Runs decided on one thread. A lane takes part in every chunk: a run
 /// split by key decides only the lane's share of the keys (see [`Share`]),
@@ -28,6 +29,7 @@ pub(super) struct Lane {
     /// (made when the lane starts).
     pub(super) records: Vec<(usize, Records)>,
 }
+
 
 impl Lane {
     pub(super) fn new(

@@ -12,6 +12,7 @@ use crate::policy::{Decision, Listed};
 use crate::time::Nanos;
 use anyhow::Result;
 
+
 /// Where a member takes its key from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Slot {

@@ -7,18 +7,18 @@ use super::lanes::{Lane, Part, Worker};
 use super::loops::PREFETCH_FAR;
 pub use super::loops::Slot;
 use super::tally::{AUTO_STEPS, Share, Tally};
-use crate::engine::outcome::{KeyRow, PolicyReport, TimelineRow, Waits};
 use crate::ingest::input::{Event, MAX_KEYS};
 use crate::ingest::keys::{EMPTY_KEY, Interner, KeyNames};
 use crate::policy::keyed::{KeyId, Levels};
 use crate::policy::records::Records;
 use crate::policy::{Decision, Spec};
+use crate::engine::outcome::{KeyRow, PolicyReport, TimelineRow, Waits};
 use crate::time::{Nanos, fmt_millis};
 use crate::wait_stats::WaitStats;
 use anyhow::{Result, anyhow};
 use std::io::Write;
-use std::sync::Arc;
 use std::sync::atomic::AtomicU64;
+use std::sync::Arc;
 
 /// One policy (or stack) being replayed.
 pub struct Run {
@@ -36,6 +36,7 @@ pub struct Run {
     pub(super) keys: Vec<Option<KeyId>>,
     pub(super) tally: Tally,
 }
+
 
 impl Run {
     /// Decides `events` (in time order) under this run, counting each
@@ -451,11 +452,7 @@ impl Replay {
 
     /// Writes the decisions of a chunk, row by row, each row's runs in
     /// report order (`outcomes`: run after run).
-    pub(super) fn write_decisions(
-        &mut self,
-        events: &[Event],
-        outcomes: &[Decision],
-    ) -> Result<()> {
+    pub(super) fn write_decisions(&mut self, events: &[Event], outcomes: &[Decision]) -> Result<()> {
         let n = events.len();
         let Some(w) = self.decisions.as_mut() else {
             return Ok(());

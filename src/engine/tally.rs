@@ -3,13 +3,14 @@
 
 use crate::ingest::input::{Event, MAX_KEYS};
 use crate::ingest::keys::EMPTY_KEY;
-use crate::policy::Decision;
 use crate::policy::keyed::Levels;
+use crate::policy::Decision;
 use crate::time::Nanos;
 use crate::wait_stats::WaitStats;
 use anyhow::{Result, bail};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
 
 /// Per-interval counts of one policy.
 #[derive(Clone, Copy, Default)]
@@ -44,6 +45,7 @@ pub const AUTO_STEPS: [u64; 12] = [
 /// Most intervals an automatic timeline's arrivals span before it moves
 /// to the next step: fine enough for any later choice of a few hundred.
 pub const AUTO_BINS: u64 = 20_000;
+
 
 /// What one run has counted.
 pub struct Tally {
@@ -221,13 +223,7 @@ impl Tally {
     }
 
     /// Counts a decision in the timeline's intervals.
-    pub(super) fn bin(
-        &mut self,
-        ev: &Event,
-        d: Decision,
-        level: u64,
-        timeline: (Nanos, u64),
-    ) -> Result<()> {
+    pub(super) fn bin(&mut self, ev: &Event, d: Decision, level: u64, timeline: (Nanos, u64)) -> Result<()> {
         let now = ev.at;
         let (interval, t0) = timeline;
         let bin = |t: Nanos| ((t.0 - t0) / interval.0) as usize;

@@ -147,6 +147,7 @@ pub(crate) fn input_format(given: InputFormat, log_format: Option<&str>) -> Resu
     }
 }
 
+
 /// One request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Event {
@@ -1392,8 +1393,8 @@ impl<'s> LogReader<'s> {
 #[cfg(test)]
 mod tests {
     use super::{Batch, Event, MAX_KEYS};
-    use crate::ingest::keys::{EMPTY_KEY, Interner};
     use crate::ingest::log::key::strip_port;
+    use crate::ingest::keys::{EMPTY_KEY, Interner};
     use crate::time::Nanos;
 
     /// A batch of rows with two key columns each, values back to back.

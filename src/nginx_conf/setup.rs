@@ -141,7 +141,12 @@ fn misfit(parser: &mut Nginx, line: &[u8]) -> Option<String> {
 /// `$request_time`, arrival = time − `$request_time` unless
 /// `--duration-column` says otherwise: nginx writes the line when the
 /// request completes, and `limit_req` decided at its arrival.
-pub fn adopt_log_format(conf: &NginxConf, spec: &mut InputSpec, verify: bool, quiet: bool) {
+pub fn adopt_log_format(
+    conf: &NginxConf,
+    spec: &mut InputSpec,
+    verify: bool,
+    quiet: bool,
+) {
     if spec.input_format != InputFormat::Auto || spec.log_format.is_some() {
         return;
     }

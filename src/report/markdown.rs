@@ -42,11 +42,7 @@ pub fn render(report: &Report, out: &mut dyn Write) -> io::Result<()> {
     super::compare::render(report, out, true)?;
     if let Some(t) = &report.timeline {
         writeln!(out)?;
-        writeln!(
-            out,
-            "#### Timeline, every {}",
-            crate::time::span(t.interval_ns)
-        )?;
+        writeln!(out, "#### Timeline, every {}", crate::time::span(t.interval_ns))?;
         writeln!(out)?;
         write_md(out, super::TIMELINE, &t.rows)?;
     }

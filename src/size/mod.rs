@@ -23,10 +23,10 @@ pub mod family;
 pub mod log;
 pub mod probe;
 
-use crate::cli::{Format, SizeArgs};
-use crate::engine::replay::{Replay, Run, Slot};
 use crate::ingest::input::ColSel;
+use crate::engine::replay::{Replay, Run, Slot};
 use crate::ingest::stream::{self, CHUNK};
+use crate::cli::{Format, SizeArgs};
 use crate::policy::{KeyChoice, PolicyConfig, parse_spec};
 use crate::progress;
 use crate::rate::Rate;
@@ -542,8 +542,7 @@ pub fn run(args: SizeArgs) -> Result<u8> {
             let mut shaped = Vec::new();
             if joined {
                 shape.append_joined(
-                    l.split(crate::ingest::log::key::JOIN as char)
-                        .map(str::as_bytes),
+                    l.split(crate::ingest::log::key::JOIN as char).map(str::as_bytes),
                     &mut shaped,
                 );
             } else {

@@ -47,7 +47,11 @@ impl KeyShape {
     #[inline]
     pub fn append(&self, value: &[u8], out: &mut Vec<u8>) {
         let v = value.trim_ascii();
-        let v = if self.strip_port { strip_port(v) } else { v };
+        let v = if self.strip_port {
+            strip_port(v)
+        } else {
+            v
+        };
         if let Some((p4, p6)) = self.prefix
             && let Some(ip) = std::str::from_utf8(v)
                 .ok()
