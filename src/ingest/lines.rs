@@ -355,3 +355,70 @@ fn line_time_columns(spec: &LineSpec, parser: &mut dyn LineParser, name: &str) -
         },
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec() -> LineSpec {
+        LineSpec {
+            time_col: None,
+            time_format: TimeFormat::Auto,
+            zone: None,
+            input_format: InputFormat::Auto,
+            log_format: None,
+            delimiter: None,
+            no_header: false,
+        }
+    }
+
+    /// The times of `lines` (seconds), or the first error.
+    fn times(spec: LineSpec, lines: &[&str]) -> Result<Vec<Option<u64>>> {
+        let mut t = LineTimes::new(spec, "test", true);
+        let mut out = Vec::new();
+        for (n, l) in lines.iter().enumerate() {
+            let bytes = format!("{l}\r\n").into_bytes();
+            out.push(t.time(&bytes, n as u64 + 1)?.map(|t| t.0 / 1_000_000_000));
+        }
+        Ok(out)
+    }
+
+    #[test]
+    fn headers_and_blank_lines_have_no_time() {
+        let out = times(spec(), &["", "n,ts", "1,1700000000", "  ", "2,1700000005"]).unwrap();
+        assert_eq!(
+            out,
+            [None, None, Some(1_700_000_000), None, Some(1_700_000_005)]
+        );
+    }
+
+    #[test]
+    fn a_date_and_a_time_column_are_joined() {
+        let mut s = spec();
+        s.time_col = Some(vec![ColSel::Name("d".into()), ColSel::Name("t".into())]);
+        s.time_format = TimeFormat::parse("%Y-%m-%d %H:%M:%S");
+        let out = times(s, &["d,t", "2026-01-01,00:00:10"]).unwrap();
+        assert_eq!(out[1], Some(1_767_225_610));
+    }
+
+    #[test]
+    fn errors_name_the_line() {
+        let e = times(spec(), &["ts", "1700000000", "soon"]).unwrap_err();
+        assert!(
+            e.to_string().starts_with("test:3: bad timestamp 'soon'"),
+            "{e}"
+        );
+        let e = times(spec(), &["a,ts", "1700000000"]).unwrap_err();
+        assert!(
+            e.to_string().starts_with("test:2: the row has 1 field(s)"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn access_log_lines_are_read_through_their_format() {
+        let line = r#"h1 - - [01/Aug/1995:00:00:01 -0400] "GET / HTTP/1.0" 200 7"#;
+        let out = times(spec(), &[line]).unwrap();
+        assert_eq!(out, [Some(807_249_601)]);
+    }
+}
