@@ -8,6 +8,7 @@ pub mod csv_lines;
 pub mod input;
 pub mod keys;
 mod line_rows;
+pub mod lines;
 pub mod log;
 pub mod marks;
 pub mod open;

@@ -265,6 +265,20 @@ impl<T: AsRef<Event> + Clone> Reorder<T> {
         let late = self.late_first()?;
         self.pop(late)
     }
+
+    /// The next held row, ready or not: the one `pop_any` gives.
+    pub fn peek(&self) -> Option<&T> {
+        if self.late_first()? {
+            self.late.peek().map(|Reverse(h)| &h.ev)
+        } else {
+            self.in_order.front().map(|h| &h.ev)
+        }
+    }
+
+    /// Rows held.
+    pub fn len(&self) -> usize {
+        self.in_order.len() + self.late.len()
+    }
 }
 
 #[cfg(test)]
@@ -301,6 +315,23 @@ mod tests {
         );
         assert_eq!(r.reordered, 3);
         assert_eq!(r.max_behind, Nanos(8));
+    }
+
+    #[test]
+    fn peek_shows_the_row_pop_any_gives() {
+        let mut r = Reorder::<Event>::new(Nanos(10));
+        assert!(r.peek().is_none());
+        for (i, t) in [5u64, 3, 7, 3].into_iter().enumerate() {
+            r.push(ev(t, i as u64)).ok().unwrap();
+        }
+        assert_eq!(r.len(), 4);
+        let mut out = Vec::new();
+        while let Some(&e) = r.peek() {
+            assert_eq!(r.pop_any(), Some(e));
+            out.push(e.row);
+        }
+        assert_eq!(out, [1, 3, 0, 2]);
+        assert_eq!(r.len(), 0);
     }
 
     #[test]

@@ -6,6 +6,7 @@ use super::share::{Plan, ShareConfig};
 use super::{Config, KeyedConfig, interval_of, keys::KeySource, replay};
 use crate::cli::PaceArgs;
 use crate::ingest::input;
+use crate::ingest::lines::LineSpec;
 use crate::ingest::timestamp::Zone;
 use crate::policy::PolicyConfig;
 use crate::policy::shaper::ShaperBound;
@@ -70,7 +71,7 @@ impl Config {
         let time_format = input::parse_time_format(&r.time_format)?;
         let input_format =
             crate::ingest::input::input_format(r.input_format, r.log_format.as_deref())?;
-        let config = replay::ReplayConfig {
+        let lines = LineSpec {
             time_col,
             time_format,
             zone: r
@@ -87,6 +88,9 @@ impl Config {
                 .map(crate::ingest::input::parse_delimiter)
                 .transpose()?,
             no_header: r.no_header,
+        };
+        let config = replay::ReplayConfig {
+            lines,
             speed,
             max_gap: r.max_gap,
             reorder_window: r.reorder_window,

@@ -21,8 +21,10 @@
 //! nothing: a typo must not end a long run. SIGUSR1 prints the stats line
 //! too, as `dd` does, without stopping anything.
 
-use super::{Pacer, Shared};
-use crate::clock::Clock;
+use super::Shared;
+use super::lanes::Lanes;
+use super::schedule::{Schedule, Timing};
+use crate::clock::{Clock, MonotonicClock};
 use crate::policy::PolicyConfig;
 use crate::policy::Shaper;
 use crate::policy::shaper::ShaperBound;
@@ -227,51 +229,84 @@ pub struct Tunable {
     pub shaper: Shaper,
 }
 
-impl Pacer {
-    /// Applies the commands that arrived (`lines_in`, `waiting`: for the
-    /// stats line) and ends a pause whose time has come. Returns the pause
-    /// still in force, and whether the shaper was retuned (a line held for
-    /// the old one's retry time is then offered again at once).
-    pub(super) fn control(
+/// Live control: the pause in force and the shaper `rate` and `burst`
+/// commands retune.
+pub(super) struct Control {
+    pause: Option<Pause>,
+    /// The shaper `rate` and `burst` retune, if any.
+    tunable: Option<Tunable>,
+    /// The retuned shaper, for the summary.
+    retuned: Option<String>,
+    /// The timing keeps half an interval between writes (a lone or global
+    /// shaper), and catches up after a stall: for a retuned timing.
+    gap_keeping: bool,
+    catch_up: bool,
+    /// Removes a FIFO drip created when the run ends.
+    _fifo: Option<Fifo>,
+}
+
+/// What control commands act on.
+pub(super) struct Controlled<'a> {
+    pub(super) schedule: &'a mut Schedule<Vec<u8>>,
+    pub(super) lanes: Option<&'a mut Lanes>,
+    /// The run shares its schedule (`--share`), which cannot be retuned.
+    pub(super) shared: bool,
+    pub(super) clock: &'a MonotonicClock,
+}
+
+impl Control {
+    pub(super) fn new(
+        tunable: Option<Tunable>,
+        gap_keeping: bool,
+        catch_up: bool,
+        fifo: Option<Fifo>,
+    ) -> Control {
+        Control {
+            pause: None,
+            tunable,
+            retuned: None,
+            gap_keeping,
+            catch_up,
+            _fifo: fifo,
+        }
+    }
+
+    /// The pause in force.
+    pub(super) fn pause(&self) -> Option<Pause> {
+        self.pause
+    }
+
+    /// The retuned shaper, for the summary.
+    pub(super) fn retuned(&self) -> Option<&str> {
+        self.retuned.as_deref()
+    }
+
+    /// Applies the commands that arrived at real instant `now` (`stats_line`
+    /// renders the stats line, told whether a pause is in force) and ends
+    /// a pause whose time has come. Returns the pause still in force, and
+    /// whether the shaper was retuned (a line held for the old one's retry
+    /// time is then offered again at once).
+    pub(super) fn apply(
         &mut self,
         commands: Vec<Command>,
-        lines_in: u64,
-        waiting: usize,
+        now: Nanos,
+        mut to: Controlled<'_>,
+        stats_line: impl Fn(&Schedule<Vec<u8>>, bool) -> String,
     ) -> (Option<Pause>, bool) {
-        let now = self.clock.now();
         let mut retuned = false;
         for cmd in commands {
             match cmd {
-                Command::Pause(span) => {
-                    let until = span.map(|d| now.saturating_add(d));
-                    let p = match self.pause {
-                        None => Pause { since: now, until },
-                        // The later end wins; an open pause stays open.
-                        Some(p) => Pause {
-                            since: p.since,
-                            until: match (p.until, until) {
-                                (Some(a), Some(b)) => Some(a.max(b)),
-                                _ => None,
-                            },
-                        },
-                    };
-                    self.pause = Some(p);
-                    let how = match span {
-                        Some(d) => format!("for {}", humantime::format_duration(d.to_duration())),
-                        None => "until resume".to_string(),
-                    };
-                    crate::say!("drip: control: paused {how}");
-                }
+                Command::Pause(span) => self.pause_for(span, now),
                 Command::Resume => {
                     if self.pause.is_some() {
-                        self.end_pause(now);
+                        self.end_pause(now, to.schedule);
                         crate::say!("drip: control: resumed");
                     }
                 }
-                Command::Rate(rate) => retuned |= self.retune(Some(rate), None),
-                Command::Burst(n) => retuned |= self.retune(None, Some(n)),
+                Command::Rate(rate) => retuned |= self.retune(Some(rate), None, &mut to),
+                Command::Burst(n) => retuned |= self.retune(None, Some(n), &mut to),
                 Command::Stats => {
-                    let line = self.stats_line(now, lines_in, waiting);
+                    let line = stats_line(to.schedule, self.pause.is_some());
                     let _ = std::io::stderr().write_all(line.as_bytes());
                 }
             }
@@ -281,24 +316,47 @@ impl Pacer {
         }) = self.pause
             && end <= now
         {
-            self.end_pause(end);
+            self.end_pause(end, to.schedule);
         }
         (self.pause, retuned)
     }
 
+    /// Starts a pause at `now` for `span` (`None`: until `resume`), or
+    /// extends the one in force.
+    fn pause_for(&mut self, span: Option<Nanos>, now: Nanos) {
+        let until = span.map(|d| now.saturating_add(d));
+        let p = match self.pause {
+            None => Pause { since: now, until },
+            // The later end wins; an open pause stays open.
+            Some(p) => Pause {
+                since: p.since,
+                until: match (p.until, until) {
+                    (Some(a), Some(b)) => Some(a.max(b)),
+                    _ => None,
+                },
+            },
+        };
+        self.pause = Some(p);
+        let how = match span {
+            Some(d) => format!("for {}", humantime::format_duration(d.to_duration())),
+            None => "until resume".to_string(),
+        };
+        crate::say!("drip: control: paused {how}");
+    }
+
     /// Ends the pause at real instant `at`: the schedule moves by its length.
-    fn end_pause(&mut self, at: Nanos) {
+    fn end_pause(&mut self, at: Nanos, schedule: &mut Schedule<Vec<u8>>) {
         if let Some(p) = self.pause.take() {
             // Policy time stands still while paused, so retry instants
             // (policy time) stay right.
-            self.schedule.pause(at.saturating_sub(p.since));
+            schedule.pause(at.saturating_sub(p.since));
         }
     }
 
     /// Applies `rate`/`burst` to the shaper that paces every line.
-    fn retune(&mut self, rate: Option<Rate>, burst: Option<u64>) -> bool {
+    fn retune(&mut self, rate: Option<Rate>, burst: Option<u64>, to: &mut Controlled<'_>) -> bool {
         let Some(t) = self.tunable else {
-            if self.share.is_some() {
+            if to.shared {
                 crate::say!(
                     "drip: control: rate and burst cannot change a shared schedule (--share): restart the sharing processes with the new rate"
                 );
@@ -315,20 +373,20 @@ impl Pacer {
             (None, bound) => bound,
         };
         let shaper = Shaper::new(rate, bound);
-        let timing = super::schedule::Timing::new(
+        let timing = Timing::new(
             Some(super::interval_of(rate)),
             self.gap_keeping,
-            self.config.catch_up,
+            self.catch_up,
         );
-        self.schedule
+        to.schedule
             .retune(t.member, PolicyConfig::Shaper(shaper).build(), timing);
         self.tunable = Some(Tunable {
             member: t.member,
             shaper,
         });
         // What waited on the old policy is offered again now.
-        let now = self.schedule.policy_time(self.clock.now());
-        if let Some(lanes) = &mut self.lanes {
+        let now = to.schedule.policy_time(to.clock.now());
+        if let Some(lanes) = &mut to.lanes {
             lanes.retry_all_at(now);
         }
         let text = match bound {
@@ -341,24 +399,6 @@ impl Pacer {
         crate::say!("drip: control: shaper now {text}");
         self.retuned = Some(text);
         true
-    }
-
-    /// One line of counts, like `dd`'s on SIGUSR1.
-    fn stats_line(&self, now: Nanos, lines_in: u64, waiting: usize) -> String {
-        let s = self.stats.summary(
-            now,
-            self.config.target.clone(),
-            super::stats::Ending::Eof,
-            self.schedule.slip(),
-        );
-        let rate = s
-            .rate_per_s
-            .map_or("-".to_string(), |r| format!("{r:.3}/s"));
-        let paused = if self.pause.is_some() { ", paused" } else { "" };
-        format!(
-            "drip pace: {lines_in} in, {} out, {} dropped, {waiting} waiting; {rate} over {:.3}s; wait p50 {:.3}ms, p99 {:.3}ms, max {:.3}ms{paused}\n",
-            s.lines_out, s.dropped, s.elapsed_s, s.wait_p50_ms, s.wait_p99_ms, s.wait_max_ms,
-        )
     }
 }
 

@@ -136,91 +136,117 @@ impl Lanes {
                 .front()
                 .filter(|_| room)
                 .map(|r| schedule.policy_time(r.arrived));
-            match (retry, arrival) {
-                (Some(r), a) if a.is_none_or(|a| r <= a) => {
-                    let Some(Reverse((at, _, lane))) = self.timers.pop() else {
-                        unreachable!("peeked")
-                    };
-                    schedule.settle(at, now);
-                    if let Some(step) = self.offer_lane(schedule, lane, at) {
-                        return step;
-                    }
-                }
+            let step = match (retry, arrival) {
+                (Some(r), a) if a.is_none_or(|a| r <= a) => self.retry_lane(schedule, now),
                 (_, Some(at)) => {
-                    let rec = inbox.records.pop_front().expect("peeked");
-                    inbox.buffered -= rec.bytes.len();
-                    if pending >= self.max_pending {
-                        match self.on_full {
-                            OnFull::Drop => {
-                                self.keys.key_of(&rec.bytes);
-                                dropped.push(rec.bytes);
-                                continue;
-                            }
-                            _ => return Self::put_back(inbox, rec),
-                        }
-                    }
-                    let key = self.keys.key_of(&rec.bytes);
-                    let lane = if self.keep_order { 0 } else { key };
-                    let parked = Parked {
-                        line: rec.line,
-                        key,
-                        arrived: rec.arrived,
-                        bytes: rec.bytes,
-                    };
-                    match self.lanes.get_mut(&lane) {
-                        Some(q) if !q.is_empty() => {
-                            q.push_back(parked);
-                            self.parked += 1;
-                            continue;
-                        }
-                        _ => {}
-                    }
-                    self.set_keys(key);
-                    let offer = schedule.offer_keyed(
-                        at,
-                        parked.arrived,
-                        &self.member_keys,
-                        parked.line,
-                        parked.bytes,
-                    );
-                    let bytes = match offer {
-                        Offer::Queued { .. } => continue,
-                        Offer::Full {
-                            retry_at: None,
-                            item,
-                        } => {
-                            Self::put_back(inbox, restore(parked.line, parked.arrived, item));
-                            return Step::Never;
-                        }
-                        Offer::Full {
-                            retry_at: Some(r),
-                            item,
-                        } => match self.on_full {
-                            OnFull::Block => {
-                                self.timers.push(Reverse((r, parked.line, lane)));
-                                item
-                            }
-                            OnFull::Drop => {
-                                dropped.push(item);
-                                continue;
-                            }
-                            OnFull::Fail => {
-                                return Self::put_back(
-                                    inbox,
-                                    restore(parked.line, parked.arrived, item),
-                                );
-                            }
-                        },
-                    };
-                    self.lanes
-                        .entry(lane)
-                        .or_default()
-                        .push_back(Parked { bytes, ..parked });
-                    self.parked += 1;
+                    let full = pending >= self.max_pending;
+                    self.take_arrival(schedule, inbox, at, full, dropped)
                 }
                 _ => return Step::Done,
+            };
+            if let Some(step) = step {
+                return step;
             }
         }
+    }
+
+    /// Offers again the lane whose retry instant is the first, which has
+    /// come by real instant `now`.
+    fn retry_lane(&mut self, schedule: &mut Schedule<Vec<u8>>, now: Nanos) -> Option<Step> {
+        let Some(Reverse((at, _, lane))) = self.timers.pop() else {
+            unreachable!("peeked")
+        };
+        schedule.settle(at, now);
+        self.offer_lane(schedule, lane, at)
+    }
+
+    /// Takes the inbox's first line, arrived at policy instant `at`, when
+    /// the backlog is `full` or not: it waits behind its lane, or is
+    /// offered. `None`: the next can be decided.
+    fn take_arrival(
+        &mut self,
+        schedule: &mut Schedule<Vec<u8>>,
+        inbox: &mut Inbox,
+        at: Nanos,
+        full: bool,
+        dropped: &mut Vec<Vec<u8>>,
+    ) -> Option<Step> {
+        let rec = inbox.records.pop_front().expect("peeked");
+        inbox.buffered -= rec.bytes.len();
+        if full {
+            match self.on_full {
+                OnFull::Drop => {
+                    self.keys.key_of(&rec.bytes);
+                    dropped.push(rec.bytes);
+                    return None;
+                }
+                _ => return Some(Self::put_back(inbox, rec)),
+            }
+        }
+        let key = self.keys.key_of(&rec.bytes);
+        let lane = if self.keep_order { 0 } else { key };
+        let parked = Parked {
+            line: rec.line,
+            key,
+            arrived: rec.arrived,
+            bytes: rec.bytes,
+        };
+        match self.lanes.get_mut(&lane) {
+            Some(q) if !q.is_empty() => {
+                q.push_back(parked);
+                self.parked += 1;
+                None
+            }
+            _ => self.offer_arrival(schedule, inbox, lane, parked, at, dropped),
+        }
+    }
+
+    /// Offers a line whose lane is empty at policy instant `at`; refused
+    /// for now, it waits at its lane's head (block), is dropped, or ends
+    /// the run (fail).
+    fn offer_arrival(
+        &mut self,
+        schedule: &mut Schedule<Vec<u8>>,
+        inbox: &mut Inbox,
+        lane: KeyId,
+        parked: Parked,
+        at: Nanos,
+        dropped: &mut Vec<Vec<u8>>,
+    ) -> Option<Step> {
+        self.set_keys(parked.key);
+        let offer = schedule.offer_keyed(
+            at,
+            parked.arrived,
+            &self.member_keys,
+            parked.line,
+            parked.bytes,
+        );
+        let (retry_at, item) = match offer {
+            Offer::Queued { .. } => return None,
+            Offer::Full { retry_at, item } => (retry_at, item),
+        };
+        let back = |item| restore(parked.line, parked.arrived, item);
+        let bytes = match (retry_at, self.on_full) {
+            (None, _) => {
+                Self::put_back(inbox, back(item));
+                return Some(Step::Never);
+            }
+            (Some(r), OnFull::Block) => {
+                self.timers.push(Reverse((r, parked.line, lane)));
+                item
+            }
+            (Some(_), OnFull::Drop) => {
+                dropped.push(item);
+                return None;
+            }
+            (Some(_), OnFull::Fail) => return Some(Self::put_back(inbox, back(item))),
+        };
+        self.lanes
+            .entry(lane)
+            .or_default()
+            .push_back(Parked { bytes, ..parked });
+        self.parked += 1;
+        None
     }
 
     /// Offers the lines of `lane` at policy instant `at`, head first, until
@@ -338,6 +364,25 @@ mod tests {
             schedule: Schedule::with_order(spec.build(), timing, order),
             lanes: Lanes::new(keys, per_key, keep_order, on_full, max),
             inbox: Inbox::default(),
+        }
+    }
+
+    impl Run {
+        /// Pushes `lines` (a newline added), all arrived at 0, and decides
+        /// at 0: the step and the lines dropped.
+        fn decide_at_zero<S: AsRef<str>>(&mut self, lines: &[S]) -> (Step, Vec<Vec<u8>>) {
+            for line in lines {
+                let bytes = format!("{}\n", line.as_ref()).into_bytes();
+                self.inbox.push(Nanos::ZERO, bytes);
+            }
+            let mut dropped = Vec::new();
+            let step = self.lanes.decide(
+                &mut self.schedule,
+                &mut self.inbox,
+                Nanos::ZERO,
+                &mut dropped,
+            );
+            (step, dropped)
         }
     }
 
@@ -461,13 +506,8 @@ mod tests {
             OnFull::Block,
             3,
         );
-        for i in 0..6 {
-            r.inbox.push(Nanos::ZERO, format!("a {i}\n").into_bytes());
-        }
-        let mut dropped = Vec::new();
-        let step = r
-            .lanes
-            .decide(&mut r.schedule, &mut r.inbox, Nanos::ZERO, &mut dropped);
+        let lines: Vec<String> = (0..6).map(|i| format!("a {i}")).collect();
+        let (step, dropped) = r.decide_at_zero(&lines);
         assert_eq!(step, Step::Done);
         // Two admitted (burst 1), one waiting; three left unread.
         assert_eq!(r.schedule.backlog(), 2);
@@ -482,13 +522,7 @@ mod tests {
     #[test]
     fn drop_and_fail_refuse_per_key() {
         let mut r = setup("shaper:rate=1/s", 1_000 * MS, false, OnFull::Drop, 3);
-        for line in ["a 1", "a 2", "b 1", "c 1", "d 1"] {
-            r.inbox.push(Nanos::ZERO, format!("{line}\n").into_bytes());
-        }
-        let mut dropped = Vec::new();
-        let step = r
-            .lanes
-            .decide(&mut r.schedule, &mut r.inbox, Nanos::ZERO, &mut dropped);
+        let (step, dropped) = r.decide_at_zero(&["a 1", "a 2", "b 1", "c 1", "d 1"]);
         assert_eq!(step, Step::Done);
         // a 2 is refused by its key; d 1 finds three lines pending.
         let dropped: Vec<String> = dropped.iter().map(|d| text(d)).collect();
@@ -497,13 +531,7 @@ mod tests {
         assert_eq!(r.lanes.keys().seen(), 4);
 
         let mut r = setup("shaper:rate=1/s", 1_000 * MS, false, OnFull::Fail, 10);
-        for line in ["a 1", "b 1", "a 2", "c 1"] {
-            r.inbox.push(Nanos::ZERO, format!("{line}\n").into_bytes());
-        }
-        let mut dropped = Vec::new();
-        let step = r
-            .lanes
-            .decide(&mut r.schedule, &mut r.inbox, Nanos::ZERO, &mut dropped);
+        let (step, _) = r.decide_at_zero(&["a 1", "b 1", "a 2", "c 1"]);
         assert_eq!(step, Step::Full { line: 3 });
         // The refused line is back in front, unsent.
         assert_eq!(r.inbox.records.len(), 2);

@@ -28,23 +28,30 @@
 //!
 //! The run reads as its steps, one file each: [`config`] (the arguments,
 //! checked once), [`start`] (files, schedule and threads), [`reader`]
-//! (stdin into records), [`shaper_loop`] (decide, wait, hand over),
-//! [`writer`] (stdout and the rejects file) and [`end`] (account for every
-//! line, the summary, the exit status).
+//! (stdin into records), [`shaper_loop`] (decide, wait, hand over) and
+//! [`end`] (account for every line, the summary, the exit status). The
+//! state they work on is kept by its owners, one file each: [`intake`]
+//! (lanes, the replay, a held line), [`control`] (pause and retune),
+//! [`sharing`] (the shared schedule), [`writer`] (stdout), [`rejects`]
+//! (the rejects file) and [`tally`] (the counts and the progress line).
 
 mod config;
 pub mod control;
 mod end;
+mod intake;
 pub mod keys;
 mod lanes;
 mod reader;
+mod rejects;
 mod replay;
 pub mod schedule;
 mod shaper_loop;
 pub mod share;
+mod sharing;
 pub mod stamp;
 mod start;
 pub mod stats;
+mod tally;
 mod writer;
 
 use crate::cli::{OnFull, PaceArgs, Stamp, StatsFormat};
@@ -52,17 +59,18 @@ use crate::clock::MonotonicClock;
 use crate::policy::Spec;
 use crate::rate::Rate;
 use crate::time::Nanos;
-use indicatif::ProgressBar;
+use control::Control;
+use intake::Intake;
 use keys::KeySource;
-use lanes::Lanes;
 use reader::{Inbox, Record, Shared};
-use schedule::{Pending, Schedule};
-use share::{Plan, ShareConfig, Sharer};
-use stats::Stats;
-use std::fs::File;
-use std::io::{self, BufWriter};
+use rejects::Rejects;
+use schedule::Schedule;
+use share::{Plan, ShareConfig};
+use sharing::Sharing;
 use std::path::PathBuf;
 use std::sync::Arc;
+use tally::Tally;
+use writer::Output;
 
 /// Keys listed as the busiest in the summary.
 const BUSIEST_KEYS: usize = 5;
@@ -109,55 +117,21 @@ pub fn run(args: PaceArgs) -> anyhow::Result<u8> {
     Pacer::start(config)?.run()
 }
 
-/// A running pace: the configuration, the schedule and what waits in it,
-/// the output ends, and the counts so far.
+/// A running pace: the configuration, the clock and the inbox the other
+/// threads fill, the schedule, and the parts that own the rest: what is
+/// being decided ([`intake::Intake`]), live control ([`control::Control`]),
+/// the shared schedule ([`sharing::Sharing`]), standard output
+/// ([`writer::Output`]), the rejects file ([`rejects::Rejects`]) and the
+/// counts with the progress line ([`tally::Tally`]).
 struct Pacer {
     config: Config,
     clock: MonotonicClock,
     shared: Arc<Shared>,
     schedule: Schedule<Vec<u8>>,
-    /// Lines waiting for their key's turn (per-key pacing only).
-    lanes: Option<Lanes>,
-    /// `--replay`: lines read and sorted into log order.
-    replay: Option<replay::Replay>,
-    /// The pause in force (`--control`).
-    pause: Option<control::Pause>,
-    /// The shaper `rate` and `burst` commands retune, if any.
-    tunable: Option<control::Tunable>,
-    /// The retuned shaper, for the summary.
-    retuned: Option<String>,
-    /// The timing keeps half an interval between writes (a lone or global shaper).
-    gap_keeping: bool,
-    /// Removes a FIFO drip created when the run ends.
-    _fifo: Option<control::Fifo>,
-    output: File,
-    /// Readable once a stop signal has arrived: lets a write that waits on
-    /// a downstream which stopped reading give up between two lines.
-    wake: io::PipeReader,
-    rejects: Option<BufWriter<File>>,
-    /// Why the rejects file was given up: the run then takes no more
-    /// input, sends what was admitted, and ends with an error.
-    rejects_error: Option<io::Error>,
-    stats: Stats,
-    progress: ProgressBar,
-    /// (time, lines out) when the shown rate was last measured.
-    rate_mark: (Nanos, u64),
-    /// Lines per second over the last measured span, for the progress line.
-    shown_rate: f64,
-    /// The shared schedule, with `--share`.
-    /// The shared schedule, with `--share`.
-    share: Option<Sharer>,
-    /// A refused line's retry instant (policy time): it is offered again then.
-    held: Option<Nanos>,
-    /// The input line refused under `--on-full fail`.
-    full_at: Option<u64>,
-    /// Why the shared schedule was given up.
-    share_error: Option<anyhow::Error>,
-    /// Why standard output failed.
-    write_error: Option<io::Error>,
-    /// Lines due in this wake-up, and the bytes of their one write.
-    due: Vec<Pending<Vec<u8>>>,
-    batch: Vec<u8>,
-    /// Lines lanes refused in this turn.
-    dropped: Vec<Vec<u8>>,
+    intake: Intake,
+    control: Control,
+    sharing: Sharing,
+    output: Output,
+    rejects: Rejects,
+    tally: Tally,
 }

@@ -404,6 +404,20 @@ mod tests {
     /// all available at 0, a refused record is re-offered at its retry
     /// time, and the writer sleeps until each deadline. `stall_at` pauses
     /// the process once, before the wake-up for that record index.
+    /// Asserts that no two writes of `sent` came closer than half of a
+    /// 100 ms interval.
+    fn keeps_half_intervals(sent: &[(u32, Nanos)]) {
+        for w in sent.windows(2) {
+            let gap = w[1].1.0 - w[0].1.0;
+            assert!(
+                gap >= 50 * MS,
+                "gap {gap} between {:?} and {:?}",
+                w[0],
+                w[1]
+            );
+        }
+    }
+
     fn run(
         s: &mut Schedule<u32>,
         clock: &ManualClock,
@@ -487,15 +501,7 @@ mod tests {
         // burst 5 so a backlog is queued when the stall hits.
         let mut s = schedule("shaper:rate=10/s,burst=5", Nanos(100 * MS), false);
         let sent = run(&mut s, &clock, 40, Some((10, Nanos(2_000 * MS))));
-        for w in sent.windows(2) {
-            let gap = w[1].1.0 - w[0].1.0;
-            assert!(
-                gap >= 50 * MS,
-                "gap {gap} between {:?} and {:?}",
-                w[0],
-                w[1]
-            );
-        }
+        keeps_half_intervals(&sent);
         // The stall moved the schedule, by about the stall.
         assert!(s.slip() >= Nanos(1_900 * MS), "slip {:?}", s.slip());
     }
@@ -585,15 +591,7 @@ mod tests {
         // 80 ms late once: less than an interval, so not a stall.
         let sent = run(&mut s, &clock, 20, Some((5, Nanos(80 * MS))));
         assert_eq!(s.slip(), Nanos::ZERO);
-        for w in sent.windows(2) {
-            let gap = w[1].1.0 - w[0].1.0;
-            assert!(
-                gap >= 50 * MS,
-                "gap {gap} between {:?} and {:?}",
-                w[0],
-                w[1]
-            );
-        }
+        keeps_half_intervals(&sent);
         // Back on the ideal schedule: 19 intervals.
         assert_eq!(sent[19].1, Nanos(1_900 * MS));
     }

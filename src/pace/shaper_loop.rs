@@ -4,31 +4,20 @@
 //! the schedule and the shared schedule), writes what is due, and sleeps
 //! until the next deadline or news from the other threads.
 
-use super::lanes::{Lanes, Step};
+use super::control::Controlled;
+use super::lanes::Step;
 use super::reader::{Guard, INBOX_BUDGET, Inbox, Record, Shared};
 use super::schedule::Offer;
-use super::share::Answer;
+use super::sharing::Reservation;
 use super::stats::Ending;
+use super::tally::Counts;
 use super::writer::{Stop, Wrote};
-use super::{Pacer, replay};
+use super::{Pacer, Rejects, Tally};
 use crate::cli::OnFull;
 use crate::clock::Clock;
-use crate::policy::Decision;
 use crate::time::Nanos;
 use anyhow::bail;
-use std::io;
 use std::sync::Arc;
-
-/// What the shared schedule said about the next line.
-enum Reservation {
-    /// There is no shared schedule: the local policy decides.
-    NotShared,
-    /// Its decision.
-    Decided(Decision),
-    /// The line waits: for the line before it to be written, for the
-    /// schedule to be reachable again, or for good (it failed).
-    Wait,
-}
 
 impl Pacer {
     /// Runs until the input is done, or a signal, an error or a full
@@ -40,7 +29,7 @@ impl Pacer {
             if let Some(ending) = stopped(&g) {
                 break ending;
             }
-            if !g.control.is_empty() || self.pause.is_some() {
+            if !g.control.is_empty() || self.control.pause().is_some() {
                 let paused;
                 (g, paused) = self.apply_control(g, &shared);
                 if paused {
@@ -50,9 +39,12 @@ impl Pacer {
             let now = self.clock.now();
             // The rejects file failed: nothing more is decided, what was
             // admitted is sent on time, the rest is unsent.
-            if self.rejects_error.is_none() {
+            if !self.rejects.failed() {
                 self.decide_lanes(&mut g, now)?;
-                if !self.decide_replay(&mut g) {
+                if !self
+                    .intake
+                    .decide_replay(&mut self.schedule, &mut g, &self.clock)
+                {
                     continue;
                 }
                 g = self.decide_arrivals(g, &shared, now)?;
@@ -64,7 +56,7 @@ impl Pacer {
                 Some(Then::End(ending)) => break ending,
                 None => {}
             }
-            self.update_progress();
+            self.tally.update(&self.clock, self.schedule.backlog());
             g = match self.next_wake() {
                 None => shared.wait_main(g, None),
                 Some(t) => {
@@ -84,15 +76,28 @@ impl Pacer {
     /// decides and writes nothing this turn.
     fn apply_control<'a>(&mut self, mut g: Guard<'a>, shared: &'a Shared) -> (Guard<'a>, bool) {
         let commands = std::mem::take(&mut g.control);
-        let waiting = g.records.len()
-            + self.schedule.backlog()
-            + self.lanes.as_ref().map_or(0, Lanes::waiting)
-            + self.replay.as_ref().map_or(0, replay::Replay::waiting);
-        let (pause, retuned) = self.control(commands, g.lines_in, waiting);
+        let lines_in = g.lines_in;
+        let waiting = g.records.len() + self.schedule.backlog() + self.intake.waiting();
+        let now = self.clock.now();
+        let (tally, target) = (&self.tally, self.config.target.as_str());
+        let to = Controlled {
+            schedule: &mut self.schedule,
+            lanes: self.intake.lanes_mut(),
+            shared: self.sharing.is_shared(),
+            clock: &self.clock,
+        };
+        let (pause, retuned) = self.control.apply(commands, now, to, |schedule, paused| {
+            let counts = Counts {
+                lines_in,
+                waiting,
+                paused,
+            };
+            tally.line(now, target, schedule.slip(), counts)
+        });
         if retuned {
             // A held line is offered to the new shaper at once.
             let now = self.schedule.policy_time(self.clock.now());
-            self.held = self.held.map(|h| h.min(now));
+            self.intake.retry_held_by(now);
         }
         let Some(p) = pause else {
             return (g, false);
@@ -107,40 +112,19 @@ impl Pacer {
     /// Per key: the lanes decide what has arrived and what waited. Refused
     /// lines are counted and kept at once.
     fn decide_lanes(&mut self, g: &mut Inbox, now: Nanos) -> anyhow::Result<()> {
-        let Some(lanes) = &mut self.lanes else {
-            return Ok(());
-        };
-        let mut dropped = std::mem::take(&mut self.dropped);
-        let step = lanes.decide(&mut self.schedule, g, now, &mut dropped);
-        for item in dropped.drain(..) {
-            self.stats.dropped += 1;
-            // In the file at once: a kill -9 loses nothing refused.
-            self.keep(&item, true);
-        }
-        self.dropped = dropped;
-        match step {
-            Step::Done => {}
-            Step::Full { line } => self.full_at = Some(line),
-            Step::Never => bail!(
+        let (tally, rejects) = (&mut self.tally, &mut self.rejects);
+        let step = self
+            .intake
+            .decide_lanes(&mut self.schedule, g, now, |item| {
+                refused(tally, rejects, item)
+            });
+        if step == Step::Never {
+            bail!(
                 "--policy '{}' can never admit a line; give it a burst or limit of at least 1",
                 self.config.target
-            ),
+            );
         }
         Ok(())
-    }
-
-    /// `--replay`: lines go into the schedule at their logged times. False
-    /// when the log cannot be replayed further; that is then the inbox's
-    /// read error, so what was read and not written is unsent (and in
-    /// `--rejects`).
-    fn decide_replay(&mut self, g: &mut Inbox) -> bool {
-        if let Some(replay) = &mut self.replay
-            && let Err(e) = replay.decide(&mut self.schedule, g, || self.clock.now())
-        {
-            g.read_error = Some(io::Error::new(io::ErrorKind::InvalidData, format!("{e:#}")));
-            return false;
-        }
-        true
     }
 
     /// Without keys or replay: offers the records that arrived to the
@@ -151,11 +135,11 @@ impl Pacer {
         shared: &'a Shared,
         now: Nanos,
     ) -> anyhow::Result<Guard<'a>> {
-        if self.lanes.is_some() || self.replay.is_some() {
+        if !self.intake.in_input_order() {
             return Ok(g);
         }
         while let Some(front) = g.records.front() {
-            let at = match self.held {
+            let at = match self.intake.held {
                 Some(r) if self.schedule.real_time(r) > now => break,
                 Some(r) => {
                     self.schedule.settle(r, now);
@@ -164,11 +148,15 @@ impl Pacer {
                 None => self.schedule.policy_time(front.arrived),
             };
             let reservation;
-            (g, reservation) = self.reserve_shared(g, shared);
+            (g, reservation) = self.sharing.reserve(g, shared, &self.schedule, &self.clock);
             let shared_decision = match reservation {
                 Reservation::NotShared => None,
                 Reservation::Decided(d) => Some(d),
                 Reservation::Wait => break,
+                Reservation::RetryAt(r) => {
+                    self.intake.held = Some(r);
+                    break;
+                }
             };
             let rec = g.records.pop_front().expect("front exists");
             g.buffered -= rec.bytes.len();
@@ -178,7 +166,7 @@ impl Pacer {
             };
             let (retry_at, item) = match offer {
                 Offer::Queued { .. } => {
-                    self.held = None;
+                    self.intake.held = None;
                     continue;
                 }
                 Offer::Full { retry_at, item } => (retry_at, item),
@@ -195,67 +183,39 @@ impl Pacer {
                     self.config.target
                 );
             };
-            match self.config.on_full {
-                OnFull::Block => {
-                    put_back(&mut g, back);
-                    // Offered again at once when `r` has passed.
-                    self.held = Some(r);
-                }
-                OnFull::Drop => {
-                    self.stats.dropped += 1;
-                    // In the file at once: a kill -9 loses nothing refused.
-                    self.keep(&back.bytes, true);
-                    if self.rejects_error.is_some() {
-                        break;
-                    }
-                }
-                OnFull::Fail => {
-                    put_back(&mut g, back);
-                    self.full_at = Some(
-                        self.stats.lines_out
-                            + self.stats.dropped
-                            + self.schedule.backlog() as u64
-                            + 1,
-                    );
-                    break;
-                }
+            if !self.refused_for_now(&mut g, back, r) {
+                break;
             }
         }
         Ok(g)
     }
 
-    /// Asks the shared schedule, with `--share`, for the next line's slot,
-    /// without holding the inbox's lock while it answers. One reservation
-    /// at a time: the next line reserves once this one is written.
-    fn reserve_shared<'a>(&mut self, g: Guard<'a>, shared: &'a Shared) -> (Guard<'a>, Reservation) {
-        let Some(sharer) = &mut self.share else {
-            return (g, Reservation::NotShared);
-        };
-        if self.schedule.backlog() > 0 {
-            return (g, Reservation::Wait);
+    /// A line the policy refused until policy instant `r`, as `--on-full`
+    /// says: back in the inbox to wait for `r` (block), refused (drop), or
+    /// the end of the run (fail). False when no more lines are offered now.
+    fn refused_for_now(&mut self, g: &mut Inbox, back: Record, r: Nanos) -> bool {
+        match self.config.on_full {
+            OnFull::Block => {
+                put_back(g, back);
+                // Offered again at once when `r` has passed.
+                self.intake.held = Some(r);
+                true
+            }
+            OnFull::Drop => {
+                refused(&mut self.tally, &mut self.rejects, &back.bytes);
+                !self.rejects.failed()
+            }
+            OnFull::Fail => {
+                put_back(g, back);
+                self.intake.full_at = Some(
+                    self.tally.stats.lines_out
+                        + self.tally.stats.dropped
+                        + self.schedule.backlog() as u64
+                        + 1,
+                );
+                false
+            }
         }
-        drop(g);
-        let answer = sharer.reserve(self.clock.now());
-        let g = shared.lock();
-        let replied = self.clock.now();
-        let at = |wait| self.schedule.policy_time(replied.saturating_add(wait));
-        let reservation = match answer {
-            Err(e) => {
-                self.share_error = Some(e);
-                Reservation::Wait
-            }
-            Ok(Answer::Unreachable { retry_after }) => {
-                self.held = Some(at(retry_after));
-                Reservation::Wait
-            }
-            Ok(Answer::Go { delay }) => {
-                Reservation::Decided(Decision::Admit { release: at(delay) })
-            }
-            Ok(Answer::Refused { retry_after }) => Reservation::Decided(Decision::Refuse {
-                retry_at: Some(at(retry_after)),
-            }),
-        };
-        (g, reservation)
     }
 
     /// After deciding: ends the run when it must, and writes what is due.
@@ -266,21 +226,21 @@ impl Pacer {
         shared: &'a Shared,
         now: Nanos,
     ) -> (Guard<'a>, Option<Then>) {
-        if self.share_error.is_some() {
+        if self.sharing.failed() {
             return (g, Some(Then::End(Ending::ShareError)));
         }
-        if self.rejects_error.is_some() && !g.stop {
+        if self.rejects.failed() && !g.stop {
             // Read no more: lines read from now on could not be kept.
             g.stop = true;
             self.shared.reader_cv.notify_one();
         }
-        if self.full_at.is_some() {
+        if self.intake.full_at.is_some() {
             // What was due before the refusal still goes out.
             let wrote;
             (g, wrote) = self.write_due(g, shared, now);
             let ending = match wrote {
                 Wrote::Short(Stop::Failed(e)) => {
-                    self.write_error = Some(e);
+                    self.output.failed(e);
                     Ending::WriteError
                 }
                 _ => Ending::Full,
@@ -297,56 +257,86 @@ impl Pacer {
             Wrote::All => Some(Then::Again),
             Wrote::Short(Stop::Closed) => Some(Then::End(Ending::BrokenPipe)),
             Wrote::Short(Stop::Failed(e)) => {
-                self.write_error = Some(e);
+                self.output.failed(e);
                 Some(Then::End(Ending::WriteError))
             }
         };
         (g, then)
     }
 
+    /// Writes the lines due at `now`, without holding the inbox's lock
+    /// while writing.
+    fn write_due<'a>(
+        &mut self,
+        g: Guard<'a>,
+        shared: &'a Shared,
+        now: Nanos,
+    ) -> (Guard<'a>, Wrote) {
+        if !self.output.take_due(&mut self.schedule, now) {
+            return (g, Wrote::Nothing);
+        }
+        drop(g);
+        let stop = self.send();
+        let g = shared.lock();
+        (g, stop.map_or(Wrote::All, Wrote::Short))
+    }
+
+    /// Writes the lines due in one write and counts them. Lines that did
+    /// not go out whole are counted as unsent: those after the last whole
+    /// line written when downstream closed, stdout failed, or a stop signal
+    /// came while downstream was not reading (then `None`; the main loop
+    /// stops).
+    fn send(&mut self) -> Option<Stop> {
+        let w = self.output.write(&self.clock);
+        self.tally.stats.partial_bytes = w.partial;
+        self.schedule.wrote(self.clock.now());
+        for p in self.output.sent(w.lines) {
+            self.tally.stats.sent(p.arrived, w.at);
+        }
+        self.tally.update(&self.clock, self.schedule.backlog());
+        for item in self.output.drain_unsent(w.lines) {
+            unsent(&mut self.tally, &mut self.rejects, &item);
+        }
+        w.stop
+    }
+
     /// With nothing written this turn: whether the run is over, because
     /// the rejects file failed and the backlog is gone, or because the
     /// input ended and every line is out.
     fn finished(&self, g: &Inbox) -> Option<Ending> {
-        if self.rejects_error.is_some() && self.schedule.backlog() == 0 {
+        if self.rejects.failed() && self.schedule.backlog() == 0 {
             return Some(Ending::RejectsError);
         }
-        let done = g.eof
-            && g.records.is_empty()
-            && self.schedule.backlog() == 0
-            && self.lanes.as_ref().is_none_or(Lanes::is_empty)
-            && self.replay.as_ref().is_none_or(|r| r.waiting() == 0);
+        let done =
+            g.eof && g.records.is_empty() && self.schedule.backlog() == 0 && self.intake.is_empty();
         done.then_some(Ending::Eof)
     }
 
-    /// When to wake next (real time): the next write, a held line's retry
-    /// instant, a lane's retry, the next replayed line. `None`: only news
-    /// from another thread.
+    /// When to wake next (real time): the next write, or a line waiting
+    /// in the intake. `None`: only news from another thread.
     fn next_wake(&self) -> Option<Nanos> {
-        // A held record is offered at its retry instant whenever we wake,
-        // so waking for it before the next write may happen would only
-        // cost a wake-up.
         [
             self.schedule.next_due(),
-            self.held.map(|r| {
-                self.schedule
-                    .real_time(r)
-                    .max(self.schedule.earliest_write())
-            }),
-            self.lanes.as_ref().and_then(Lanes::next_retry).map(|r| {
-                self.schedule
-                    .real_time(r)
-                    .max(self.schedule.earliest_write())
-            }),
-            self.replay
-                .as_ref()
-                .and_then(replay::Replay::next_wake)
-                .map(|r| self.schedule.real_time(r)),
+            self.intake.next_wake(&self.schedule),
         ]
         .into_iter()
         .flatten()
         .min()
     }
+}
+
+/// A line refused: counted, and in the rejects file at once (a kill -9
+/// loses nothing refused).
+pub(super) fn refused(tally: &mut Tally, rejects: &mut Rejects, item: &[u8]) {
+    tally.stats.dropped += 1;
+    rejects.keep(item, true);
+}
+
+/// A line read and not written: counted, and kept in the rejects file
+/// when there is one.
+pub(super) fn unsent(tally: &mut Tally, rejects: &mut Rejects, item: &[u8]) {
+    tally.stats.unsent += 1;
+    rejects.keep(item, false);
 }
 
 /// What the loop does after handing over.

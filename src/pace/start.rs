@@ -6,25 +6,21 @@ use super::keys::Keys;
 use super::lanes::Lanes;
 use super::reader::{self, Shared};
 use super::schedule::{Order, Schedule, Timing};
-use super::share::Sharer;
-use super::stats::Stats;
-use super::{Config, Pacer, control, replay};
-use crate::clock::{Clock, MonotonicClock};
+use super::{Config, Control, Intake, Output, Pacer, Rejects, Sharing, Tally, control, replay};
+use crate::clock::MonotonicClock;
 use crate::policy::PolicyConfig;
 use crate::policy::keyed::Stack;
 use crate::policy::spec::KeyChoice;
-use crate::progress;
-use crate::time::Nanos;
 use anyhow::Context;
 use std::fs::File;
-use std::io::{self, BufWriter, Write};
+use std::io::{self, Write};
 use std::os::fd::{AsFd, OwnedFd};
 use std::sync::Arc;
 
 impl Pacer {
     pub(super) fn start(config: Config) -> anyhow::Result<Pacer> {
         check_endpoints(&config)?;
-        let rejects = open_rejects(&config)?;
+        let rejects = Rejects::open(config.rejects.as_deref())?;
         let output = io::stdout()
             .as_fd()
             .try_clone_to_owned()
@@ -37,7 +33,7 @@ impl Pacer {
         let gap_keeping = keeps_gap(&config);
         let mut timing = Timing::new(config.interval, gap_keeping, config.catch_up);
         let clock = MonotonicClock::new();
-        let share = start_share(&config, &mut timing, clock)?;
+        let sharing = Sharing::start(&config, &mut timing, clock)?;
         let tunable = tunable(&config);
         let (schedule, lanes) = schedule_and_lanes(&config, stack, timing);
         let shared = Arc::new(Shared::new());
@@ -46,35 +42,18 @@ impl Pacer {
         let fifo = start_control(&config, &shared)?;
         start_reader(input, &shared, clock, config.separator)?;
         let replay = config.replay.clone().map(|c| replay::Replay::new(c, false));
-        let progress = progress::status_line(config.progress);
+        let tally = Tally::new(config.progress);
         Ok(Pacer {
-            config,
             clock,
             shared,
             schedule,
-            lanes,
-            replay,
-            pause: None,
-            tunable,
-            retuned: None,
-            gap_keeping,
-            _fifo: fifo,
-            output: File::from(output),
-            wake,
+            intake: Intake::new(lanes, replay),
+            control: Control::new(tunable, gap_keeping, config.catch_up, fifo),
+            sharing,
+            output: Output::new(File::from(output), wake, config.stamp),
             rejects,
-            rejects_error: None,
-            stats: Stats::new(),
-            progress,
-            rate_mark: (Nanos::ZERO, 0),
-            shown_rate: 0.0,
-            share,
-            held: None,
-            full_at: None,
-            share_error: None,
-            write_error: None,
-            due: Vec::new(),
-            batch: Vec::new(),
-            dropped: Vec::new(),
+            tally,
+            config,
         })
     }
 }
@@ -87,15 +66,6 @@ fn check_endpoints(config: &Config) -> anyhow::Result<()> {
         outputs.push(Endpoint::new(named("--rejects", p), Place::Path(p)));
     }
     check_distinct(&[Endpoint::new("standard input", Place::Stdin)], &outputs)
-}
-
-fn open_rejects(config: &Config) -> anyhow::Result<Option<BufWriter<File>>> {
-    Ok(match &config.rejects {
-        Some(path) => Some(BufWriter::new(File::create(path).with_context(|| {
-            format!("cannot create the rejects file '{}'", path.display())
-        })?)),
-        None => None,
-    })
 }
 
 /// Whether the timing keeps half an interval between writes: a lone
@@ -114,25 +84,6 @@ fn keeps_gap(config: &Config) -> bool {
             .iter()
             .any(|m| m.key == KeyChoice::Global && matches!(m.config, PolicyConfig::Shaper(_))),
     }
-}
-
-/// Joins the shared schedule, with `--share`.
-fn start_share(
-    config: &Config,
-    timing: &mut Timing,
-    clock: MonotonicClock,
-) -> anyhow::Result<Option<Sharer>> {
-    Ok(match &config.share {
-        Some((c, plan)) => {
-            // One line is reserved at a time and goes at its slot:
-            // slots are already an interval apart, and batching would
-            // hold a line past the slot it reserved.
-            timing.min_gap = None;
-            timing.quantum = Nanos::ZERO;
-            Some(Sharer::start(c.clone(), *plan, clock.now())?)
-        }
-        None => None,
-    })
 }
 
 /// The shaper the control commands `rate` and `burst` retune, if any.

@@ -66,9 +66,9 @@ pub struct Summary {
     /// Lines per second between the first and the last write.
     pub rate_per_s: Option<f64>,
     pub target: String,
-    pub wait_p50_ms: f64,
-    pub wait_p99_ms: f64,
-    pub wait_max_ms: f64,
+    /// The waits from arrival to write.
+    #[serde(flatten)]
+    pub wait: WaitsMs,
     pub ended: Ending,
     /// Total time the schedule was moved back after stalls, ms.
     pub rebased_ms: f64,
@@ -80,6 +80,18 @@ pub struct Summary {
     /// With `--share`: the schedule's reservations, refusals and errors.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub share: Option<crate::pace::share::ShareSummary>,
+}
+
+/// Waits from arrival to write, ms: nearest-rank p50 and p99, and the
+/// longest.
+#[derive(Debug, Serialize)]
+pub struct WaitsMs {
+    #[serde(rename = "wait_p50_ms")]
+    pub p50: f64,
+    #[serde(rename = "wait_p99_ms")]
+    pub p99: f64,
+    #[serde(rename = "wait_max_ms")]
+    pub max: f64,
 }
 
 impl Default for Stats {
@@ -130,9 +142,11 @@ impl Stats {
             elapsed_s: now.0 as f64 / 1e9,
             rate_per_s,
             target,
-            wait_p50_ms: ms(waits.p50),
-            wait_p99_ms: ms(waits.p99),
-            wait_max_ms: ms(waits.max),
+            wait: WaitsMs {
+                p50: ms(waits.p50),
+                p99: ms(waits.p99),
+                max: ms(waits.max),
+            },
             ended,
             rebased_ms: rebased.0 as f64 / 1e6,
             paused_ms: 0.0,
@@ -191,9 +205,9 @@ impl Summary {
             self.unsent,
             self.elapsed_s,
             self.target,
-            self.wait_p50_ms,
-            self.wait_p99_ms,
-            self.wait_max_ms,
+            self.wait.p50,
+            self.wait.p99,
+            self.wait.max,
         )
     }
 
@@ -224,9 +238,9 @@ mod tests {
         assert_eq!(sum.lines_out, 3);
         assert_eq!(sum.rate_per_s, Some(2.0));
         // Nearest rank of three: p50 is the 2nd wait, p99 the 3rd, exactly.
-        assert_eq!(sum.wait_p50_ms, 10.0, "{sum:?}");
-        assert_eq!(sum.wait_p99_ms, 20.0, "{sum:?}");
-        assert_eq!(sum.wait_max_ms, 20.0);
+        assert_eq!(sum.wait.p50, 10.0, "{sum:?}");
+        assert_eq!(sum.wait.p99, 20.0, "{sum:?}");
+        assert_eq!(sum.wait.max, 20.0);
         let v: serde_json::Value = serde_json::from_str(&sum.to_json()).unwrap();
         assert_eq!(v["ended"], "eof");
         assert_eq!(v["lines_in"], 5);
@@ -234,10 +248,27 @@ mod tests {
     }
 
     #[test]
+    fn the_json_summary_keeps_its_fields_and_order() {
+        let mut s = Stats::new();
+        s.lines_in = 2;
+        s.sent(Nanos(0), Nanos(1_500_000));
+        s.sent(Nanos(0), Nanos(500_000_000));
+        let mut sum = s.summary(
+            Nanos(2_000_000_000),
+            "2/s".into(),
+            Ending::Eof,
+            Nanos(3_000_000),
+        );
+        sum.paused_ms = 1.5;
+        let want = r#"{"lines_in":2,"lines_out":2,"dropped":0,"unsent":0,"partial_bytes":0,"elapsed_s":2.0,"rate_per_s":2.0060180541624875,"target":"2/s","wait_p50_ms":1.5,"wait_p99_ms":500.0,"wait_max_ms":500.0,"ended":"eof","rebased_ms":3.0,"paused_ms":1.5}"#;
+        assert_eq!(sum.to_json(), format!("{want}\n"));
+    }
+
+    #[test]
     fn no_rate_without_two_writes() {
         let s = Stats::new();
         let sum = s.summary(Nanos(1), "1/s".into(), Ending::Sigint, Nanos::ZERO);
         assert_eq!(sum.rate_per_s, None);
-        assert_eq!(sum.wait_max_ms, 0.0);
+        assert_eq!(sum.wait.max, 0.0);
     }
 }

@@ -1,12 +1,11 @@
 //! The writer: what the shaper loop releases goes to stdout in one write
 //! per wake-up, stamped if asked; a line counts as sent once the pipe took
-//! all of it. What is refused or left unsent goes to the rejects file.
+//! all of it. What is left unsent is the loop's to account for.
 
-use super::Pacer;
-use super::reader::{Guard, Shared};
-use super::schedule::Pending;
+use super::schedule::{Pending, Schedule};
 use super::stamp;
-use crate::clock::Clock;
+use crate::cli::Stamp;
+use crate::clock::{Clock, MonotonicClock};
 use crate::time::Nanos;
 use std::fs::File;
 use std::io::{self, Write};
@@ -21,138 +20,104 @@ pub(super) enum Wrote {
     Short(Stop),
 }
 
-impl Pacer {
-    /// Writes the lines due at `now`, without holding the inbox's lock
-    /// while writing.
-    pub(super) fn write_due<'a>(
-        &mut self,
-        g: Guard<'a>,
-        shared: &'a Shared,
-        now: Nanos,
-    ) -> (Guard<'a>, Wrote) {
-        let mut due = std::mem::take(&mut self.due);
-        due.clear();
-        if self.schedule.take_due(now, &mut due) == 0 {
-            self.due = due;
-            return (g, Wrote::Nothing);
+/// Standard output, the lines due in this wake-up and the bytes of their
+/// one write.
+pub(super) struct Output {
+    file: File,
+    /// Readable once a stop signal has arrived: lets a write that waits on
+    /// a downstream which stopped reading give up between two lines.
+    wake: io::PipeReader,
+    stamp: Option<Stamp>,
+    due: Vec<Pending<Vec<u8>>>,
+    batch: Vec<u8>,
+    /// Why standard output failed.
+    error: Option<io::Error>,
+}
+
+/// What one write did: when it started, the lines that went out whole,
+/// the bytes of a line cut after them, and why it stopped short, if it did.
+pub(super) struct Written {
+    pub(super) at: Nanos,
+    pub(super) lines: usize,
+    pub(super) partial: u64,
+    pub(super) stop: Option<Stop>,
+}
+
+impl Output {
+    pub(super) fn new(file: File, wake: io::PipeReader, stamp: Option<Stamp>) -> Output {
+        Output {
+            file,
+            wake,
+            stamp,
+            due: Vec::new(),
+            batch: Vec::new(),
+            error: None,
         }
-        drop(g);
-        let mut batch = std::mem::take(&mut self.batch);
-        let stop = self.send(&mut due, &mut batch);
-        (self.due, self.batch) = (due, batch);
-        let g = shared.lock();
-        (g, stop.map_or(Wrote::All, Wrote::Short))
     }
 
-    /// Writes `due` in one write. Lines that did not go out whole are
-    /// counted as unsent: those after the last whole line written when
-    /// downstream closed, stdout failed, or a stop signal came while
-    /// downstream was not reading (then `None`; the main loop stops).
-    fn send(&mut self, due: &mut Vec<Pending<Vec<u8>>>, batch: &mut Vec<u8>) -> Option<Stop> {
-        let (sent, stop) = self.write(due, batch);
-        for p in due.drain(..).skip(sent) {
-            self.unsent(&p.item);
-        }
-        stop
+    /// Takes the lines due at `now` from the schedule; false when none is.
+    pub(super) fn take_due(&mut self, schedule: &mut Schedule<Vec<u8>>, now: Nanos) -> bool {
+        self.due.clear();
+        schedule.take_due(now, &mut self.due) > 0
     }
 
-    /// Writes one batch (stamped if asked) in one write, as far as it goes:
-    /// the lines written whole, and why it stopped short, if it did.
-    fn write(&mut self, due: &[Pending<Vec<u8>>], batch: &mut Vec<u8>) -> (usize, Option<Stop>) {
-        let ends = self.fill(due, batch);
-        let at = self.clock.now();
-        let (written, result) = write_until_stopped(&self.output, &self.wake, batch, &ends);
-        let lines = self.count_sent(due, &ends, written, at);
-        self.update_progress();
+    /// Writes the lines taken (stamped if asked) in one write, as far as
+    /// it goes. A line counts as written once the pipe took all of it,
+    /// even when it then closed; the bytes of a cut line are noted.
+    pub(super) fn write(&mut self, clock: &MonotonicClock) -> Written {
+        let ends = self.fill();
+        let at = clock.now();
+        let (written, result) = write_until_stopped(&self.file, &self.wake, &self.batch, &ends);
+        let lines = ends.iter().take_while(|&&end| end <= written).count();
+        let line_start = lines.checked_sub(1).map_or(0, |l| ends[l]);
         let stop = match result {
             Ok(()) => None,
             Err(e) if e.kind() == io::ErrorKind::BrokenPipe => Some(Stop::Closed),
             Err(e) => Some(Stop::Failed(e)),
         };
-        (lines, stop)
+        Written {
+            at,
+            lines,
+            partial: (written - line_start) as u64,
+            stop,
+        }
     }
 
-    /// Puts the lines of `due` into `batch`, each after its stamp when one
+    /// The first `lines` lines taken: those a write sent.
+    pub(super) fn sent(&self, lines: usize) -> &[Pending<Vec<u8>>] {
+        &self.due[..lines]
+    }
+
+    /// Empties the lines taken, giving those after the first `lines` (not
+    /// written whole).
+    pub(super) fn drain_unsent(&mut self, lines: usize) -> impl Iterator<Item = Vec<u8>> + '_ {
+        self.due.drain(..).skip(lines).map(|p| p.item)
+    }
+
+    /// Puts the lines taken into the batch, each after its stamp when one
     /// is asked for; returns the offset just past each line.
-    fn fill(&self, due: &[Pending<Vec<u8>>], batch: &mut Vec<u8>) -> Vec<usize> {
-        batch.clear();
-        let mut ends = Vec::with_capacity(due.len());
-        let wall = self.config.stamp.map(|_| stamp::wall_now());
-        for p in due {
-            if let (Some(format), Some(wall)) = (self.config.stamp, wall) {
-                stamp::write_stamp(batch, format, wall);
+    fn fill(&mut self) -> Vec<usize> {
+        self.batch.clear();
+        let mut ends = Vec::with_capacity(self.due.len());
+        let wall = self.stamp.map(|_| stamp::wall_now());
+        for p in &self.due {
+            if let (Some(format), Some(wall)) = (self.stamp, wall) {
+                stamp::write_stamp(&mut self.batch, format, wall);
             }
-            batch.extend_from_slice(&p.item);
-            ends.push(batch.len());
+            self.batch.extend_from_slice(&p.item);
+            ends.push(self.batch.len());
         }
         ends
     }
 
-    /// Counts the lines of a write that went out `written` bytes (started
-    /// at `at`): those the pipe took whole are sent, even when it then
-    /// closed, and the bytes of a cut line are noted. Returns how many.
-    fn count_sent(
-        &mut self,
-        due: &[Pending<Vec<u8>>],
-        ends: &[usize],
-        written: usize,
-        at: Nanos,
-    ) -> usize {
-        let lines = ends.iter().take_while(|&&end| end <= written).count();
-        let line_start = lines.checked_sub(1).map_or(0, |l| ends[l]);
-        self.stats.partial_bytes = (written - line_start) as u64;
-        self.schedule.wrote(self.clock.now());
-        for p in &due[..lines] {
-            self.stats.sent(p.arrived, at);
-        }
-        lines
+    /// Keeps why standard output failed.
+    pub(super) fn failed(&mut self, e: io::Error) {
+        self.error = Some(e);
     }
 
-    /// Accounts for a line read and not written: counted, and kept in the
-    /// rejects file when there is one.
-    pub(super) fn unsent(&mut self, item: &[u8]) {
-        self.stats.unsent += 1;
-        self.keep(item, false);
-    }
-
-    /// Writes a line to the rejects file, if there is one (and flushes it
-    /// when `flush`). When that fails the file is given up and the error
-    /// kept: the run then stops taking input and ends with it.
-    pub(super) fn keep(&mut self, item: &[u8], flush: bool) {
-        if let Some(w) = &mut self.rejects {
-            let result = w
-                .write_all(item)
-                .and_then(|()| if flush { w.flush() } else { Ok(()) });
-            if let Err(e) = result {
-                self.rejects = None;
-                self.rejects_error = Some(e);
-            }
-        }
-    }
-
-    /// Redraws the progress line (indicatif limits the redraw rate). The
-    /// current rate is measured over the last second or more of writes;
-    /// nothing wakes up just to redraw.
-    pub(super) fn update_progress(&mut self) {
-        if self.progress.is_hidden() {
-            return;
-        }
-        let now = self.clock.now();
-        let (at, out) = self.rate_mark;
-        let span = now.saturating_sub(at);
-        if span >= Nanos::from_secs(1) {
-            // Display only: a float is fine here.
-            self.shown_rate = (self.stats.lines_out - out) as f64 * 1e9 / span.0 as f64;
-            self.rate_mark = (now, self.stats.lines_out);
-        }
-        self.progress.set_message(format!(
-            "{} sent, {} dropped, {} waiting, {:.1}/s",
-            self.stats.lines_out,
-            self.stats.dropped,
-            self.schedule.backlog(),
-            self.shown_rate
-        ));
-        self.progress.tick();
+    /// Why standard output failed, if it did.
+    pub(super) fn take_error(&mut self) -> Option<io::Error> {
+        self.error.take()
     }
 }
 

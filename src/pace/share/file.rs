@@ -261,13 +261,8 @@ impl Backend for FileBackend {
 
 #[cfg(test)]
 mod tests {
+    use super::super::reserve::tests::P;
     use super::*;
-
-    const P: Params = Params {
-        interval: 5_000,
-        max_delay: 40_000,
-        slots: 1,
-    };
 
     fn temp(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("drip-share-{}-{name}", std::process::id()));

@@ -428,24 +428,11 @@ impl Sharer {
                         self.summary.schedule
                     );
                 }
-                Ok(match outcome {
-                    Outcome::Granted { delay } => {
-                        self.summary.reservations += 1;
-                        Answer::Go {
-                            delay: if self.plan.waits {
-                                Nanos(delay.saturating_mul(MICROS))
-                            } else {
-                                Nanos::ZERO
-                            },
-                        }
-                    }
-                    Outcome::Refused { retry_after } => {
-                        self.summary.refusals += 1;
-                        Answer::Refused {
-                            retry_after: Nanos(retry_after.saturating_mul(MICROS)),
-                        }
-                    }
-                })
+                match outcome {
+                    Outcome::Granted { .. } => self.summary.reservations += 1,
+                    Outcome::Refused { .. } => self.summary.refusals += 1,
+                }
+                Ok(self.answer(outcome))
             }
             Err(e) => {
                 self.summary.errors += 1;
@@ -554,22 +541,26 @@ impl Sharer {
         let (s, outcome) = reserve::reserve(*state, now.0 / MICROS, *params);
         *state = s;
         match outcome {
-            Outcome::Granted { delay } => {
-                self.summary.fallback_grants += 1;
-                Answer::Go {
-                    delay: if self.plan.waits {
-                        Nanos(delay.saturating_mul(MICROS))
-                    } else {
-                        Nanos::ZERO
-                    },
-                }
-            }
-            Outcome::Refused { retry_after } => {
-                self.summary.fallback_refusals += 1;
-                Answer::Refused {
-                    retry_after: Nanos(retry_after.saturating_mul(MICROS)),
-                }
-            }
+            Outcome::Granted { .. } => self.summary.fallback_grants += 1,
+            Outcome::Refused { .. } => self.summary.fallback_refusals += 1,
+        }
+        self.answer(outcome)
+    }
+
+    /// The answer for a schedule's outcome (µs): a grant's delay is waited
+    /// only by a policy that waits for its slot.
+    fn answer(&self, outcome: Outcome) -> Answer {
+        match outcome {
+            Outcome::Granted { delay } => Answer::Go {
+                delay: if self.plan.waits {
+                    Nanos(delay.saturating_mul(MICROS))
+                } else {
+                    Nanos::ZERO
+                },
+            },
+            Outcome::Refused { retry_after } => Answer::Refused {
+                retry_after: Nanos(retry_after.saturating_mul(MICROS)),
+            },
         }
     }
 }

@@ -67,11 +67,12 @@ pub fn reserve(state: u64, now: u64, params: Params) -> (u64, Outcome) {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::testing::Rng;
 
-    const P: Params = Params {
+    /// The plan the tests reserve with: 5 ms slots, up to 40 ms ahead.
+    pub(in crate::pace::share) const P: Params = Params {
         interval: 5_000,
         max_delay: 40_000,
         slots: 1,
