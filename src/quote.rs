@@ -58,17 +58,20 @@ pub fn shown_str(value: &str) -> String {
     shown(value.as_bytes())
 }
 
+/// Controls (C0, DEL, C1), and the invisible characters that reorder or
+/// hide text on a terminal: what no output shows as it is.
+pub fn hides(c: char) -> bool {
+    c.is_control()
+        || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
+}
+
 fn push_char(out: &mut String, c: char) {
     match c {
         '\t' => out.push_str("\\t"),
         '\n' => out.push_str("\\n"),
         '\r' => out.push_str("\\r"),
         '\0' => out.push_str("\\0"),
-        // Controls (C0, DEL, C1), and the invisible characters that
-        // reorder or hide text on a terminal.
-        c if c.is_control()
-            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}') =>
-        {
+        c if hides(c) => {
             let _ = write!(out, "\\u{{{:x}}}", u32::from(c));
         }
         c => out.push(c),

@@ -234,3 +234,26 @@ fn an_nginx_config_name_shows_as_text() {
     assert_html_is_text(&audit(&["-f", "html", "--plot", s(&plot)]));
     assert_svg_parses(&std::fs::read_to_string(&plot).unwrap());
 }
+
+#[test]
+fn a_crossed_threshold_names_a_hostile_label_without_its_controls() {
+    let log = hostile_log();
+    let spec = format!("gcra:rate=1/s,burst=1,label={LABEL}");
+    let out = run(
+        &[
+            "audit",
+            s(&log),
+            "--key-column",
+            "client",
+            "-p",
+            &spec,
+            "-q",
+            "--max-drops",
+            "0",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 1, "stderr: {}", out.stderr);
+    assert!(out.stderr.contains("crossed"), "{}", out.stderr);
+    assert_no_controls("stderr", &out.stderr);
+}

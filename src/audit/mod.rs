@@ -271,7 +271,7 @@ fn render(config: &Config, report: &Report, plotted: Option<&Timeline>) -> Resul
     // report: a reader that stopped early (`| head`) must not turn it
     // into a success.
     for c in &report.crossings {
-        crate::say!("drip: {c}");
+        crate::say!("drip: {}", crate::report::page::one_line(&c.to_string()));
     }
     plot_written?;
     match written {

@@ -169,11 +169,7 @@ pub fn visible(c: char) -> Option<String> {
         '\n' => Some("\\n".into()),
         '\r' => Some("\\r".into()),
         '\t' => Some("\\t".into()),
-        c if c.is_control()
-            || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}') =>
-        {
-            Some(format!("\\u{{{:x}}}", u32::from(c)))
-        }
+        c if crate::quote::hides(c) => Some(format!("\\u{{{:x}}}", u32::from(c))),
         _ => None,
     }
 }
