@@ -16,9 +16,10 @@
 //!
 //! Spec: `gcra:rate=RATE[,burst=N]`, burst 1 by default.
 
-use super::keyed::Prefetch;
-use super::spec::Params;
-use super::table::{Info, Listed};
+use super::rule::{
+    AxisPoint, Info, Listed, Params, Prefetch, Shared, Sizing, positive, rate_point, refill_within,
+    saturate,
+};
 use super::{Decision, Policy};
 use crate::rate::Rate;
 use crate::time::Nanos;
@@ -37,12 +38,6 @@ impl Gcra {
             burst: burst.get(),
         }
     }
-    pub fn rate(&self) -> Rate {
-        self.rate
-    }
-    pub fn burst(&self) -> u64 {
-        self.burst
-    }
 }
 
 /// Theoretical arrival time in scaled units; 0 for a key never seen.
@@ -60,6 +55,7 @@ impl Prefetch for GcraState {
 impl Listed for Gcra {
     const NAME: &'static str = "gcra";
     const PARAMS: &'static [&'static str] = &["rate", "burst"];
+    const SIZING: Sizing = Sizing::rates("burst");
 
     fn parse(p: &mut Params<'_>) -> Result<Self, String> {
         let rate = p.rate()?;
@@ -68,6 +64,26 @@ impl Listed for Gcra {
 
     fn info(&self) -> Info {
         Info::bounded(self.burst)
+    }
+
+    fn resized(&self, at: AxisPoint, size: u64) -> Result<Self, String> {
+        Ok(Gcra::new(
+            rate_point(Self::NAME, at)?,
+            positive("burst", size)?,
+        ))
+    }
+
+    /// The burst, then ⌊rate · h⌋ refilled.
+    fn worst_within(&self, h: Nanos) -> u64 {
+        saturate(u128::from(self.burst) + refill_within(self.rate, h))
+    }
+
+    fn shared(&self) -> Option<Shared> {
+        Some(Shared::meter(self.rate, self.burst))
+    }
+
+    fn pace_rate(&self) -> Option<Rate> {
+        Some(self.rate)
     }
 }
 

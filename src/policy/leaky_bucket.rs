@@ -12,9 +12,10 @@
 //!
 //! Spec: `leaky-bucket:rate=RATE[,capacity=N]`, capacity 1 by default.
 
-use super::keyed::Prefetch;
-use super::spec::Params;
-use super::table::{Info, Listed};
+use super::rule::{
+    AxisPoint, Info, Listed, Params, Prefetch, Shared, Sizing, positive, rate_point, refill_within,
+    saturate,
+};
 use super::{Decision, Policy};
 use crate::rate::Rate;
 use crate::time::Nanos;
@@ -32,12 +33,6 @@ impl LeakyBucket {
             rate,
             capacity: capacity.get(),
         }
-    }
-    pub fn rate(&self) -> Rate {
-        self.rate
-    }
-    pub fn capacity(&self) -> u64 {
-        self.capacity
     }
 
     fn level_at(&self, s: &LeakyBucketState, now: Nanos) -> u128 {
@@ -62,6 +57,7 @@ impl Prefetch for LeakyBucketState {
 impl Listed for LeakyBucket {
     const NAME: &'static str = "leaky-bucket";
     const PARAMS: &'static [&'static str] = &["rate", "capacity"];
+    const SIZING: Sizing = Sizing::rates("capacity");
 
     fn parse(p: &mut Params<'_>) -> Result<Self, String> {
         let rate = p.rate()?;
@@ -70,6 +66,20 @@ impl Listed for LeakyBucket {
 
     fn info(&self) -> Info {
         Info::bounded(self.capacity)
+    }
+
+    fn resized(&self, at: AxisPoint, size: u64) -> Result<Self, String> {
+        let rate = rate_point(Self::NAME, at)?;
+        Ok(LeakyBucket::new(rate, positive("capacity", size)?))
+    }
+
+    /// An empty bucket filled, then ⌊rate · h⌋ drained.
+    fn worst_within(&self, h: Nanos) -> u64 {
+        saturate(u128::from(self.capacity) + refill_within(self.rate, h))
+    }
+
+    fn shared(&self) -> Option<Shared> {
+        Some(Shared::meter(self.rate, self.capacity))
     }
 }
 

@@ -16,6 +16,7 @@ pub mod keyed;
 pub mod leaky_bucket;
 pub mod nginx;
 pub mod records;
+pub mod rule;
 pub mod shaper;
 pub mod sliding_log;
 pub mod sliding_window;

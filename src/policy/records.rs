@@ -22,8 +22,8 @@
 //! [`Records::column`], not per access): that is what lets the typed
 //! accesses trust the bytes at a field's offset to be its state.
 
-use super::keyed::{Decides, KeyId, Levels, MIN_SWEEP, Prefetch, prefetch_line};
-use super::table::{Info, Listed};
+use super::keyed::{Decides, KeyId, Levels, MIN_SWEEP};
+use super::rule::{Info, Listed, Prefetch, prefetch_line};
 use super::{Checked, Decision, Policy};
 use crate::time::Nanos;
 use std::alloc::Layout;
@@ -391,9 +391,9 @@ impl<P: Listed> Decides for Column<'_, P> {
 mod tests {
     use super::*;
     use crate::policy::keyed::{Decides, Store};
+    use crate::policy::rule::{AxisPoint, Params, Sizing};
     use crate::policy::sliding_log::SlidingLog;
-    use crate::policy::spec::Params;
-    use crate::policy::table::{Variant, WithPolicy};
+    use crate::policy::table::WithPolicy;
     use crate::policy::{PolicyConfig, parse_spec};
     use crate::testing::Rng;
     use std::sync::atomic::AtomicIsize;
@@ -659,15 +659,10 @@ mod tests {
         }
     }
 
-    impl Variant for Counting {
-        fn from_config(_: &PolicyConfig) -> Option<Counting> {
-            None
-        }
-    }
-
     impl Listed for Counting {
         const NAME: &'static str = "counting";
         const PARAMS: &'static [&'static str] = &[];
+        const SIZING: Sizing = Sizing::WINDOWS;
         fn parse(_: &mut Params<'_>) -> Result<Counting, String> {
             Ok(Counting)
         }
@@ -676,6 +671,12 @@ mod tests {
                 holds_memory: true,
                 ..Info::bounded(u64::MAX)
             }
+        }
+        fn resized(&self, _: AxisPoint, _: u64) -> Result<Counting, String> {
+            Ok(Counting)
+        }
+        fn worst_within(&self, _: Nanos) -> u64 {
+            u64::MAX
         }
     }
 

@@ -13,9 +13,9 @@
 //!
 //! Spec: `sliding-window:limit=N,window=DURATION`.
 
-use super::keyed::Prefetch;
-use super::spec::Params;
-use super::table::{Info, Listed};
+use super::rule::{
+    AxisPoint, Info, Listed, Params, Prefetch, Sizing, positive, saturate, window_point,
+};
 use super::{Decision, Policy, Window};
 use crate::time::Nanos;
 use std::num::NonZeroU64;
@@ -82,6 +82,7 @@ impl Prefetch for SlidingWindowState {
 impl Listed for SlidingWindow {
     const NAME: &'static str = "sliding-window";
     const PARAMS: &'static [&'static str] = &["limit", "window"];
+    const SIZING: Sizing = Sizing::WINDOWS;
 
     fn parse(p: &mut Params<'_>) -> Result<Self, String> {
         let (limit, window) = p.limit_window()?;
@@ -90,6 +91,17 @@ impl Listed for SlidingWindow {
 
     fn info(&self) -> Info {
         Info::bounded(self.limit)
+    }
+
+    fn resized(&self, at: AxisPoint, size: u64) -> Result<Self, String> {
+        let window = window_point(Self::NAME, at)?;
+        Ok(SlidingWindow::new(positive("limit", size)?, window))
+    }
+
+    /// `limit` in each window `h` touches, and one more before them.
+    fn worst_within(&self, h: Nanos) -> u64 {
+        let windows = u128::from(h.0.div_ceil(self.window.0));
+        saturate(u128::from(self.limit) * (windows + 1))
     }
 }
 

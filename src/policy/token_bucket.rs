@@ -8,9 +8,10 @@
 //!
 //! Spec: `token-bucket:rate=RATE[,burst=N]`, burst 1 by default.
 
-use super::keyed::Prefetch;
-use super::spec::Params;
-use super::table::{Info, Listed};
+use super::rule::{
+    AxisPoint, Info, Listed, Params, Prefetch, Shared, Sizing, positive, rate_point, refill_within,
+    saturate,
+};
 use super::{Decision, Policy};
 use crate::rate::Rate;
 use crate::time::Nanos;
@@ -28,12 +29,6 @@ impl TokenBucket {
             rate,
             burst: burst.get(),
         }
-    }
-    pub fn rate(&self) -> Rate {
-        self.rate
-    }
-    pub fn burst(&self) -> u64 {
-        self.burst
     }
 
     fn tokens_at(&self, s: &TokenBucketState, now: Nanos) -> u128 {
@@ -63,6 +58,7 @@ impl Prefetch for TokenBucketState {
 impl Listed for TokenBucket {
     const NAME: &'static str = "token-bucket";
     const PARAMS: &'static [&'static str] = &["rate", "burst"];
+    const SIZING: Sizing = Sizing::rates("burst");
 
     fn parse(p: &mut Params<'_>) -> Result<Self, String> {
         let rate = p.rate()?;
@@ -71,6 +67,20 @@ impl Listed for TokenBucket {
 
     fn info(&self) -> Info {
         Info::bounded(self.burst)
+    }
+
+    fn resized(&self, at: AxisPoint, size: u64) -> Result<Self, String> {
+        let rate = rate_point(Self::NAME, at)?;
+        Ok(TokenBucket::new(rate, positive("burst", size)?))
+    }
+
+    /// A full bucket, then ⌊rate · h⌋ refilled.
+    fn worst_within(&self, h: Nanos) -> u64 {
+        saturate(u128::from(self.burst) + refill_within(self.rate, h))
+    }
+
+    fn shared(&self) -> Option<Shared> {
+        Some(Shared::meter(self.rate, self.burst))
     }
 }
 
