@@ -15,9 +15,7 @@
 //! Spec: `fixed-window:limit=N,window=DURATION[,align=epoch|first-hit]
 //! [,count=admitted|all]`.
 
-use super::rule::{
-    AxisPoint, Info, Listed, Params, Prefetch, Sizing, positive, saturate, window_point,
-};
+use super::rule::{AxisPoint, Info, Listed, Params, Sizing, positive, saturate, window_point};
 use super::{Decision, Policy, Window};
 use crate::time::Nanos;
 use std::num::NonZeroU64;
@@ -72,11 +70,7 @@ pub struct FixedWindowState {
     pub count: u64,
 }
 
-impl Prefetch for FixedWindowState {
-    fn owns(&self) -> bool {
-        false
-    }
-}
+super::rule::plain_state!(FixedWindowState);
 
 impl Listed for FixedWindow {
     const NAME: &'static str = "fixed-window";

@@ -16,29 +16,13 @@
 //!
 //! Spec: `gcra:rate=RATE[,burst=N]`, burst 1 by default.
 
-use super::rule::{
-    AxisPoint, Info, Listed, Params, Prefetch, Shared, Sizing, positive, rate_point, refill_within,
-    saturate,
-};
 use super::{Decision, Policy};
-use crate::rate::Rate;
 use crate::time::Nanos;
-use std::num::NonZeroU64;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Gcra {
-    rate: Rate,
-    burst: u64,
-}
-
-impl Gcra {
-    pub fn new(rate: Rate, burst: NonZeroU64) -> Gcra {
-        Gcra {
-            rate,
-            burst: burst.get(),
-        }
-    }
-}
+super::meter::meter!(
+    /// GCRA at `rate` with a burst of `burst` units.
+    Gcra, "gcra", burst, paces: true
+);
 
 /// Theoretical arrival time in scaled units; 0 for a key never seen.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -46,46 +30,7 @@ pub struct GcraState {
     pub tat: u128,
 }
 
-impl Prefetch for GcraState {
-    fn owns(&self) -> bool {
-        false
-    }
-}
-
-impl Listed for Gcra {
-    const NAME: &'static str = "gcra";
-    const PARAMS: &'static [&'static str] = &["rate", "burst"];
-    const SIZING: Sizing = Sizing::rates("burst");
-
-    fn parse(p: &mut Params<'_>) -> Result<Self, String> {
-        let rate = p.rate()?;
-        Ok(Gcra::new(rate, p.positive("burst", Some(1))?))
-    }
-
-    fn info(&self) -> Info {
-        Info::bounded(self.burst)
-    }
-
-    fn resized(&self, at: AxisPoint, size: u64) -> Result<Self, String> {
-        Ok(Gcra::new(
-            rate_point(Self::NAME, at)?,
-            positive("burst", size)?,
-        ))
-    }
-
-    /// The burst, then ⌊rate · h⌋ refilled.
-    fn worst_within(&self, h: Nanos) -> u64 {
-        saturate(u128::from(self.burst) + refill_within(self.rate, h))
-    }
-
-    fn shared(&self) -> Option<Shared> {
-        Some(Shared::meter(self.rate, self.burst))
-    }
-
-    fn pace_rate(&self) -> Option<Rate> {
-        Some(self.rate)
-    }
-}
+super::rule::plain_state!(GcraState);
 
 impl Policy for Gcra {
     type State = GcraState;

@@ -129,6 +129,35 @@ pub enum Levels {
     All,
 }
 
+/// [`Decides`]' `deep`, `decide_level` and `decide_level_no_retry` for a
+/// type with per-key states of one policy `P` and an inherent
+/// `decide_as::<RETRY>`, each decision marked `#[$inline]`.
+macro_rules! decides_through_decide_as {
+    ($inline:meta) => {
+        #[inline(always)]
+        fn deep(&self) -> bool {
+            <P::State as $crate::policy::rule::Prefetch>::DEEP
+        }
+
+        decides_through_decide_as!(@one $inline, decide_level, true);
+        decides_through_decide_as!(@one $inline, decide_level_no_retry, false);
+    };
+    (@one $inline:meta, $method:ident, $retry:literal) => {
+        #[$inline]
+        fn $method(
+            &mut self,
+            key: KeyId,
+            now: Nanos,
+            cost: u64,
+            levels: Levels,
+        ) -> (Decision, u64) {
+            self.decide_as::<$retry>(key, now, cost, levels)
+        }
+    };
+}
+
+pub(super) use decides_through_decide_as;
+
 /// Policies of one kind with their per-key states in a vector indexed by
 /// key id (see the module's contract): one policy for a driver's member,
 /// or a row of candidates, each key's states side by side.
@@ -301,32 +330,7 @@ impl<P: Listed> Limiter for Store<P> {
 }
 
 impl<P: Listed> Decides for Store<P> {
-    #[inline(always)]
-    fn deep(&self) -> bool {
-        <P::State as Prefetch>::DEEP
-    }
-
-    #[inline]
-    fn decide_level(
-        &mut self,
-        key: KeyId,
-        now: Nanos,
-        cost: u64,
-        levels: Levels,
-    ) -> (Decision, u64) {
-        self.decide_as::<true>(key, now, cost, levels)
-    }
-
-    #[inline]
-    fn decide_level_no_retry(
-        &mut self,
-        key: KeyId,
-        now: Nanos,
-        cost: u64,
-        levels: Levels,
-    ) -> (Decision, u64) {
-        self.decide_as::<false>(key, now, cost, levels)
-    }
+    decides_through_decide_as!(inline);
 
     #[inline]
     fn prefetch(&self, key: KeyId, deep: bool) {

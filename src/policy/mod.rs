@@ -14,6 +14,7 @@ pub mod fixed_window;
 pub mod gcra;
 pub mod keyed;
 pub mod leaky_bucket;
+mod meter;
 pub mod nginx;
 pub mod records;
 pub mod rule;

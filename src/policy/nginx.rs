@@ -33,7 +33,7 @@
 //! and delay 0 by default.
 
 use super::rule::{
-    AxisPoint, Info, LevelKind, Listed, Params, Prefetch, RateForm, Sizing, rate_point, saturate,
+    AxisPoint, Info, LevelKind, Listed, Params, RateForm, Sizing, rate_point, saturate,
 };
 use super::{Decision, Policy};
 use crate::rate::Rate;
@@ -234,11 +234,7 @@ impl NginxState {
     }
 }
 
-impl Prefetch for NginxState {
-    fn owns(&self) -> bool {
-        false
-    }
-}
+super::rule::plain_state!(NginxState);
 
 impl Listed for NginxLimitReq {
     const NAME: &'static str = "nginx";

@@ -22,7 +22,7 @@
 //! [`Records::column`], not per access): that is what lets the typed
 //! accesses trust the bytes at a field's offset to be its state.
 
-use super::keyed::{Decides, KeyId, Levels, MIN_SWEEP};
+use super::keyed::{Decides, KeyId, Levels, MIN_SWEEP, decides_through_decide_as};
 use super::rule::{Info, Listed, Prefetch, prefetch_line};
 use super::{Checked, Decision, Policy};
 use crate::time::Nanos;
@@ -342,32 +342,7 @@ impl<P: Listed> Column<'_, P> {
 
 /// A column decides as a store does, on the records' states.
 impl<P: Listed> Decides for Column<'_, P> {
-    #[inline(always)]
-    fn deep(&self) -> bool {
-        <P::State as Prefetch>::DEEP
-    }
-
-    #[inline(always)]
-    fn decide_level(
-        &mut self,
-        key: KeyId,
-        now: Nanos,
-        cost: u64,
-        levels: Levels,
-    ) -> (Decision, u64) {
-        self.decide_as::<true>(key, now, cost, levels)
-    }
-
-    #[inline(always)]
-    fn decide_level_no_retry(
-        &mut self,
-        key: KeyId,
-        now: Nanos,
-        cost: u64,
-        levels: Levels,
-    ) -> (Decision, u64) {
-        self.decide_as::<false>(key, now, cost, levels)
-    }
+    decides_through_decide_as!(inline(always));
 
     /// A hint that `key` will be decided soon: start loading its state's
     /// line (`deep`: what the state points to). Changes nothing.

@@ -282,6 +282,20 @@ pub trait Prefetch {
     fn compact(&mut self) {}
 }
 
+/// [`Prefetch`] for a state that holds no memory of its own and points to
+/// nothing (every state but the sliding log's).
+macro_rules! plain_state {
+    ($state:ty) => {
+        impl $crate::policy::rule::Prefetch for $state {
+            fn owns(&self) -> bool {
+                false
+            }
+        }
+    };
+}
+
+pub(super) use plain_state;
+
 /// A member's parameters as written, taken one by one by its policy's
 /// parser; whatever is left over is an unknown parameter.
 pub struct Params<'a> {

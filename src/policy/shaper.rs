@@ -23,7 +23,7 @@
 //! default.
 
 use super::rule::{
-    AxisPoint, Info, LevelKind, Listed, Params, Prefetch, Shared, SharedDelay, Sizing, rate_point,
+    AxisPoint, Info, LevelKind, Listed, Params, Shared, SharedDelay, Sizing, rate_point,
     refill_within, saturate,
 };
 use super::{Decision, Policy};
@@ -70,11 +70,7 @@ pub struct ShaperState {
     pub next_free: u128,
 }
 
-impl Prefetch for ShaperState {
-    fn owns(&self) -> bool {
-        false
-    }
-}
+super::rule::plain_state!(ShaperState);
 
 impl Listed for Shaper {
     const NAME: &'static str = "shaper";

@@ -13,9 +13,7 @@
 //!
 //! Spec: `sliding-window:limit=N,window=DURATION`.
 
-use super::rule::{
-    AxisPoint, Info, Listed, Params, Prefetch, Sizing, positive, saturate, window_point,
-};
+use super::rule::{AxisPoint, Info, Listed, Params, Sizing, positive, saturate, window_point};
 use super::{Decision, Policy, Window};
 use crate::time::Nanos;
 use std::num::NonZeroU64;
@@ -73,11 +71,7 @@ pub struct SlidingWindowState {
     pub prev: u64,
 }
 
-impl Prefetch for SlidingWindowState {
-    fn owns(&self) -> bool {
-        false
-    }
-}
+super::rule::plain_state!(SlidingWindowState);
 
 impl Listed for SlidingWindow {
     const NAME: &'static str = "sliding-window";

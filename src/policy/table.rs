@@ -44,6 +44,17 @@ pub trait WithPolicies {
     fn run<P: Listed>(self, policies: &[P]) -> Self::Out;
 }
 
+impl PolicyConfig {
+    /// The policy when it is nginx's `limit_req` (whose directives only
+    /// it can be written as).
+    pub fn nginx(&self) -> Option<NginxLimitReq> {
+        match self {
+            PolicyConfig::Nginx(n) => Some(*n),
+            _ => None,
+        }
+    }
+}
+
 macro_rules! policies {
     ($($(#[$attr:meta])* $variant:ident($ty:ty)),* $(,)?) => {
         /// One validated policy, of any kind.

@@ -99,10 +99,7 @@ impl Family {
     /// The swept policy when it is nginx's, whose directives the report
     /// writes.
     pub fn nginx(&self) -> Option<NginxLimitReq> {
-        match self.base {
-            PolicyConfig::Nginx(n) => Some(n),
-            _ => None,
-        }
+        self.base.nginx()
     }
 
     /// The complete spec at one axis point and size.
