@@ -15,7 +15,9 @@
 //! Spec: `fixed-window:limit=N,window=DURATION[,align=epoch|first-hit]
 //! [,count=admitted|all]`.
 
-use super::rule::{AxisPoint, Info, Listed, Params, Sizing, positive, saturate, window_point};
+use super::rule::{
+    AxisPoint, Info, Listed, Params, Sizing, limit_per_window, positive, window_point,
+};
 use super::{Decision, Policy, Window};
 use crate::time::Nanos;
 use std::num::NonZeroU64;
@@ -121,8 +123,7 @@ impl Listed for FixedWindow {
 
     /// `limit` in each window `h` touches, and one more before them.
     fn worst_within(&self, h: Nanos) -> u64 {
-        let windows = u128::from(h.0.div_ceil(self.window.0));
-        saturate(u128::from(self.limit) * (windows + 1))
+        limit_per_window(self.limit, self.window, h, 1)
     }
 }
 

@@ -237,6 +237,13 @@ pub fn refill_within(rate: Rate, h: Nanos) -> u128 {
     u128::from(h.0) * u128::from(rate.count()) / u128::from(rate.per().0)
 }
 
+/// `limit` in each of the ⌈h / window⌉ windows a span `h` touches, and in
+/// `more` windows besides: what a window family lets through within `h`.
+pub fn limit_per_window(limit: u64, window: Nanos, h: Nanos, more: u64) -> u64 {
+    let windows = u128::from(h.0.div_ceil(window.0)) + u128::from(more);
+    saturate(u128::from(limit) * windows)
+}
+
 /// `v` as a `u64`, saturated.
 pub fn saturate(v: u128) -> u64 {
     u64::try_from(v).unwrap_or(u64::MAX)

@@ -12,7 +12,7 @@
 //! Spec: `sliding-log:limit=N,window=DURATION`.
 
 use super::rule::{
-    AxisPoint, Info, Listed, Params, Prefetch, Sizing, positive, prefetch_line, saturate,
+    AxisPoint, Info, Listed, Params, Prefetch, Sizing, limit_per_window, positive, prefetch_line,
     window_point,
 };
 use super::{Decision, Policy, Window};
@@ -259,8 +259,7 @@ impl Listed for SlidingLog {
 
     /// `limit` in each window of `h`, exactly.
     fn worst_within(&self, h: Nanos) -> u64 {
-        let windows = u128::from(h.0.div_ceil(self.window.0));
-        saturate(u128::from(self.limit) * windows)
+        limit_per_window(self.limit, self.window, h, 0)
     }
 }
 

@@ -131,10 +131,11 @@ macro_rules! policies {
             }
         }
 
-        /// How `size` sweeps policy `name`; `None` for an unknown name.
-        pub fn sizing_of(name: &str) -> Option<Sizing> {
+        /// Policy `name` as listed, and how `size` sweeps it; `None` for an
+        /// unknown name.
+        pub fn sizing_of(name: &str) -> Option<(&'static str, Sizing)> {
             $($(#[$attr])* if name == <$ty as Listed>::NAME {
-                return Some(<$ty as Listed>::SIZING);
+                return Some((<$ty as Listed>::NAME, <$ty as Listed>::SIZING));
             })*
             None
         }

@@ -50,11 +50,7 @@ impl Family {
         }
         let (name, rest) = text.split_once(':').unwrap_or((text, ""));
         let name = name.trim();
-        let Some((name, sizing)) = POLICY_NAMES
-            .iter()
-            .find(|n| **n == name)
-            .and_then(|n| Some((*n, sizing_of(n)?)))
-        else {
+        let Some((name, sizing)) = sizing_of(name) else {
             // The core's message lists the valid names.
             parse_spec(text)?;
             bail!("invalid policy '{text}': unknown policy '{name}'");
@@ -201,7 +197,7 @@ impl Family {
             }
             (Axis::Rate, RateForm::NginxWhole) => {
                 let rate = parse_rate(text).map_err(|e| anyhow!("{flag}: {e}"))?;
-                let text = nginx_rate_text(rate).ok_or_else(|| {
+                let text = NginxRate::spell(rate).ok_or_else(|| {
                     anyhow!(
                         "{flag}: nginx takes a whole number of requests per second or per minute; '{text}' is neither (e.g. 10r/s, 30r/m)"
                     )
@@ -340,17 +336,11 @@ pub fn per_sec_cmp(a: Rate, b: Rate) -> std::cmp::Ordering {
         .cmp(&(u128::from(b.count()) * u128::from(a.per().0)))
 }
 
-/// A rate in nginx's spelling when it is a whole number per second or per
-/// minute.
-pub fn nginx_rate_text(r: Rate) -> Option<String> {
-    NginxRate::spell(r)
-}
-
 /// The names of the policies swept along `axis`, in the table's order.
 fn names_on(axis: Axis) -> String {
     POLICY_NAMES
         .iter()
-        .filter(|n| sizing_of(n).is_some_and(|s| s.axis == axis))
+        .filter(|n| sizing_of(n).is_some_and(|(_, s)| s.axis == axis))
         .copied()
         .collect::<Vec<_>>()
         .join(", ")

@@ -269,14 +269,10 @@ mod tests {
                     "{family}:rate={rate},{param}={}",
                     super::super::family::CAP
                 ));
-                let offset = u64::from(family == "nginx");
+                let (_, sizing) = crate::policy::table::sizing_of(family).unwrap();
+                let offset = sizing.level_over_size;
                 let need = dispatch(&[big], NeedJob { log: &l, offset }).of(0, 0);
-                let lo = if family == "nginx" || family == "shaper" {
-                    0
-                } else {
-                    1
-                };
-                for b in lo..need + 3 {
+                for b in sizing.min_size..need + 3 {
                     let t = dispatch(
                         &[config(&format!("{family}:rate={rate},{param}={b}"))],
                         ProbeJob {
