@@ -217,18 +217,14 @@ fn policy_of(args: &PaceArgs) -> anyhow::Result<(Spec, String)> {
     })
 }
 
-/// The shaping interval (the shortest of the shapers' and GCRAs'); with
-/// `keyed`, that of the global members first.
+/// The shaping interval (the shortest of the members' pace rates: the
+/// shapers' and GCRAs'); with `keyed`, that of the global members first.
 fn interval_of_spec(spec: &Spec, keyed: bool) -> Option<Nanos> {
     let interval_among = |global_only: bool| {
         spec.members
             .iter()
             .filter(|m| !global_only || m.key == KeyChoice::Global)
-            .filter_map(|m| match m.config {
-                PolicyConfig::Shaper(s) => Some(interval_of(s.rate())),
-                PolicyConfig::Gcra(g) => Some(interval_of(g.rate())),
-                _ => None,
-            })
+            .filter_map(|m| m.config.pace_rate().map(interval_of))
             .min()
     };
     // Per key, the global members' interval is the one all lines keep.

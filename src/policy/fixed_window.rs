@@ -15,9 +15,9 @@
 //! Spec: `fixed-window:limit=N,window=DURATION[,align=epoch|first-hit]
 //! [,count=admitted|all]`.
 
-use super::keyed::Prefetch;
-use super::spec::Params;
-use super::table::{Info, Listed};
+use super::rule::{
+    AxisPoint, Info, Listed, Params, Sizing, limit_per_window, positive, window_point,
+};
 use super::{Decision, Policy, Window};
 use crate::time::Nanos;
 use std::num::NonZeroU64;
@@ -72,15 +72,12 @@ pub struct FixedWindowState {
     pub count: u64,
 }
 
-impl Prefetch for FixedWindowState {
-    fn owns(&self) -> bool {
-        false
-    }
-}
+super::rule::plain_state!(FixedWindowState);
 
 impl Listed for FixedWindow {
     const NAME: &'static str = "fixed-window";
     const PARAMS: &'static [&'static str] = &["limit", "window", "align", "count"];
+    const SIZING: Sizing = Sizing::WINDOWS;
 
     fn parse(p: &mut Params<'_>) -> Result<Self, String> {
         let (limit, window) = p.limit_window()?;
@@ -112,6 +109,21 @@ impl Listed for FixedWindow {
             },
             ..Info::bounded(self.limit)
         }
+    }
+
+    fn resized(&self, at: AxisPoint, size: u64) -> Result<Self, String> {
+        let window = window_point(Self::NAME, at)?;
+        Ok(FixedWindow::new(
+            positive("limit", size)?,
+            window,
+            self.align,
+            self.count,
+        ))
+    }
+
+    /// `limit` in each window `h` touches, and one more before them.
+    fn worst_within(&self, h: Nanos) -> u64 {
+        limit_per_window(self.limit, self.window, h, 1)
     }
 }
 

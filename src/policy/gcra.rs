@@ -16,34 +16,13 @@
 //!
 //! Spec: `gcra:rate=RATE[,burst=N]`, burst 1 by default.
 
-use super::keyed::Prefetch;
-use super::spec::Params;
-use super::table::{Info, Listed};
 use super::{Decision, Policy};
-use crate::rate::Rate;
 use crate::time::Nanos;
-use std::num::NonZeroU64;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Gcra {
-    rate: Rate,
-    burst: u64,
-}
-
-impl Gcra {
-    pub fn new(rate: Rate, burst: NonZeroU64) -> Gcra {
-        Gcra {
-            rate,
-            burst: burst.get(),
-        }
-    }
-    pub fn rate(&self) -> Rate {
-        self.rate
-    }
-    pub fn burst(&self) -> u64 {
-        self.burst
-    }
-}
+super::meter::meter!(
+    /// GCRA at `rate` with a burst of `burst` units.
+    Gcra, "gcra", burst, paces: true
+);
 
 /// Theoretical arrival time in scaled units; 0 for a key never seen.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -51,25 +30,7 @@ pub struct GcraState {
     pub tat: u128,
 }
 
-impl Prefetch for GcraState {
-    fn owns(&self) -> bool {
-        false
-    }
-}
-
-impl Listed for Gcra {
-    const NAME: &'static str = "gcra";
-    const PARAMS: &'static [&'static str] = &["rate", "burst"];
-
-    fn parse(p: &mut Params<'_>) -> Result<Self, String> {
-        let rate = p.rate()?;
-        Ok(Gcra::new(rate, p.positive("burst", Some(1))?))
-    }
-
-    fn info(&self) -> Info {
-        Info::bounded(self.burst)
-    }
-}
+super::rule::plain_state!(GcraState);
 
 impl Policy for Gcra {
     type State = GcraState;

@@ -13,7 +13,9 @@
 //! decisions, so that memory follows the keys active within the policy's
 //! horizon at amortised O(1) per decision.
 
-use super::table::{Info, LevelKind, Listed, WithPolicy};
+pub use super::rule::prefetch_line;
+use super::rule::{Info, LevelKind, Listed, Prefetch};
+use super::table::WithPolicy;
 use super::{Checked, Decision, Policy, PolicyConfig};
 use crate::time::Nanos;
 use std::collections::HashMap;
@@ -94,71 +96,6 @@ pub trait Limiter: Decides + Send {
     fn info(&self) -> &Info;
 }
 
-/// Asks the CPU to start loading the cache line at `p`.
-#[inline(always)]
-pub fn prefetch_line<T>(p: *const T) {
-    #[cfg(target_arch = "x86_64")]
-    // SAFETY: a prefetch is a hint; it never faults, even on a bad address.
-    unsafe {
-        std::arch::x86_64::_mm_prefetch(p.cast::<i8>(), std::arch::x86_64::_MM_HINT_T0);
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    let _ = p;
-}
-
-/// What stores need of a policy's state besides the rule: speed hooks
-/// (start loading what the state points to, the sliding log's oldest
-/// entry, so that a replay can ask a few rows ahead; whether a sweep may
-/// skip it) and the memory contract of sweeps (which states hold memory of
-/// their own, and giving back what they hold beyond their needs).
-pub trait Prefetch {
-    #[inline(always)]
-    fn prefetch_deep(&self) {}
-    /// Whether `prefetch_deep` loads anything.
-    const DEEP: bool = false;
-    /// True when the state is as a new one (resetting it would change
-    /// nothing), so that a sweep need not write it; false when unsure.
-    #[inline(always)]
-    fn is_clear(&self) -> bool {
-        false
-    }
-    /// True when the state holds memory of its own, which a sweep gives
-    /// back by resetting it once neutral. Every state says (no default): a
-    /// state of a policy whose [`Info::holds_memory`] is set must, since
-    /// records sweep only the states that took memory. A state holding
-    /// memory keeps holding it until a sweep resets or compacts it.
-    fn owns(&self) -> bool;
-    /// Gives back what the state holds beyond what its contents need (a
-    /// sweep calls it on the states it keeps); changes no decision.
-    #[inline(always)]
-    fn compact(&mut self) {}
-}
-
-impl Prefetch for super::sliding_log::SlidingLogState {
-    const DEEP: bool = true;
-
-    #[inline(always)]
-    fn is_clear(&self) -> bool {
-        self.entries.is_empty() && self.entries.queue().is_none()
-    }
-
-    #[inline(always)]
-    fn owns(&self) -> bool {
-        self.entries.queue().is_some()
-    }
-
-    fn compact(&mut self) {
-        self.entries.compact();
-    }
-
-    #[inline(always)]
-    fn prefetch_deep(&self) {
-        if let Some(queue) = self.entries.queue() {
-            prefetch_line(queue);
-        }
-    }
-}
-
 /// `policy.decide_retry::<RETRY>` on `state`, and the level just after as
 /// far as `levels` asks (0 where it does not); `refusal_counts`: a refusal
 /// can raise it.
@@ -191,6 +128,35 @@ pub enum Levels {
     /// After every decision (a timeline's per-interval level).
     All,
 }
+
+/// [`Decides`]' `deep`, `decide_level` and `decide_level_no_retry` for a
+/// type with per-key states of one policy `P` and an inherent
+/// `decide_as::<RETRY>`, each decision marked `#[$inline]`.
+macro_rules! decides_through_decide_as {
+    ($inline:meta) => {
+        #[inline(always)]
+        fn deep(&self) -> bool {
+            <P::State as $crate::policy::rule::Prefetch>::DEEP
+        }
+
+        decides_through_decide_as!(@one $inline, decide_level, true);
+        decides_through_decide_as!(@one $inline, decide_level_no_retry, false);
+    };
+    (@one $inline:meta, $method:ident, $retry:literal) => {
+        #[$inline]
+        fn $method(
+            &mut self,
+            key: KeyId,
+            now: Nanos,
+            cost: u64,
+            levels: Levels,
+        ) -> (Decision, u64) {
+            self.decide_as::<$retry>(key, now, cost, levels)
+        }
+    };
+}
+
+pub(super) use decides_through_decide_as;
 
 /// Policies of one kind with their per-key states in a vector indexed by
 /// key id (see the module's contract): one policy for a driver's member,
@@ -364,32 +330,7 @@ impl<P: Listed> Limiter for Store<P> {
 }
 
 impl<P: Listed> Decides for Store<P> {
-    #[inline(always)]
-    fn deep(&self) -> bool {
-        <P::State as Prefetch>::DEEP
-    }
-
-    #[inline]
-    fn decide_level(
-        &mut self,
-        key: KeyId,
-        now: Nanos,
-        cost: u64,
-        levels: Levels,
-    ) -> (Decision, u64) {
-        self.decide_as::<true>(key, now, cost, levels)
-    }
-
-    #[inline]
-    fn decide_level_no_retry(
-        &mut self,
-        key: KeyId,
-        now: Nanos,
-        cost: u64,
-        levels: Levels,
-    ) -> (Decision, u64) {
-        self.decide_as::<false>(key, now, cost, levels)
-    }
+    decides_through_decide_as!(inline);
 
     #[inline]
     fn prefetch(&self, key: KeyId, deep: bool) {

@@ -12,34 +12,15 @@
 //!
 //! Spec: `leaky-bucket:rate=RATE[,capacity=N]`, capacity 1 by default.
 
-use super::keyed::Prefetch;
-use super::spec::Params;
-use super::table::{Info, Listed};
 use super::{Decision, Policy};
-use crate::rate::Rate;
 use crate::time::Nanos;
-use std::num::NonZeroU64;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct LeakyBucket {
-    rate: Rate,
-    capacity: u64,
-}
+super::meter::meter!(
+    /// A leaky meter of `capacity` units, drained at `rate`.
+    LeakyBucket, "leaky-bucket", capacity, paces: false
+);
 
 impl LeakyBucket {
-    pub fn new(rate: Rate, capacity: NonZeroU64) -> LeakyBucket {
-        LeakyBucket {
-            rate,
-            capacity: capacity.get(),
-        }
-    }
-    pub fn rate(&self) -> Rate {
-        self.rate
-    }
-    pub fn capacity(&self) -> u64 {
-        self.capacity
-    }
-
     fn level_at(&self, s: &LeakyBucketState, now: Nanos) -> u128 {
         let elapsed = now.saturating_sub(s.last);
         s.level.saturating_sub(self.rate.scale(elapsed))
@@ -53,25 +34,7 @@ pub struct LeakyBucketState {
     pub last: Nanos,
 }
 
-impl Prefetch for LeakyBucketState {
-    fn owns(&self) -> bool {
-        false
-    }
-}
-
-impl Listed for LeakyBucket {
-    const NAME: &'static str = "leaky-bucket";
-    const PARAMS: &'static [&'static str] = &["rate", "capacity"];
-
-    fn parse(p: &mut Params<'_>) -> Result<Self, String> {
-        let rate = p.rate()?;
-        Ok(LeakyBucket::new(rate, p.positive("capacity", Some(1))?))
-    }
-
-    fn info(&self) -> Info {
-        Info::bounded(self.capacity)
-    }
-}
+super::rule::plain_state!(LeakyBucketState);
 
 impl Policy for LeakyBucket {
     type State = LeakyBucketState;

@@ -32,10 +32,11 @@
 //! Spec: `nginx:rate=Nr/s|Nr/m|N[,burst=N][,delay=N | ,nodelay]`, burst 0
 //! and delay 0 by default.
 
-use super::keyed::Prefetch;
-use super::spec::Params;
-use super::table::{Info, LevelKind, Listed};
+use super::rule::{
+    AxisPoint, Info, LevelKind, Listed, Params, RateForm, Sizing, rate_point, saturate,
+};
 use super::{Decision, Policy};
+use crate::rate::Rate;
 use crate::time::Nanos;
 use std::fmt;
 
@@ -77,8 +78,14 @@ impl NginxLimitReq {
     }
 
     /// nginx's `rate` in thousandths of a request per second.
+    #[cfg(test)]
     pub fn rate_m(&self) -> u64 {
         self.rate_m
+    }
+
+    /// `delay=` as configured (0 when not given); `None` for `nodelay`.
+    pub fn delay(&self) -> Option<u64> {
+        (self.delay_m != u64::MAX).then_some(self.delay_m / 1000)
     }
 
     /// The excess `e` (thousandths) this request would reach, from the state.
@@ -124,6 +131,44 @@ impl fmt::Display for NginxLimitReq {
 pub enum NginxRate {
     PerSec(u64),
     PerMin(u64),
+}
+
+impl NginxRate {
+    /// `rate` as a whole number of requests per second (`false`) or per
+    /// minute (`true`), if it is either.
+    fn whole(rate: Rate) -> Option<(u128, bool)> {
+        let per_sec = u128::from(rate.count()) * u128::from(Nanos::PER_SEC);
+        let per = u128::from(rate.per().0);
+        if per_sec.is_multiple_of(per) {
+            return Some((per_sec / per, false));
+        }
+        let per_min = per_sec * 60;
+        per_min.is_multiple_of(per).then(|| (per_min / per, true))
+    }
+
+    /// `rate` in nginx's spelling (`10r/s`, `30r/m`), when it is a whole
+    /// number of requests per second or per minute.
+    pub fn spell(rate: Rate) -> Option<String> {
+        let (n, per_min) = NginxRate::whole(rate)?;
+        Some(format!("{n}r/{}", if per_min { 'm' } else { 's' }))
+    }
+
+    /// `rate` as nginx takes it, with [`parse_nginx_rate`]'s errors.
+    pub fn of(rate: Rate) -> Result<NginxRate, String> {
+        let Some((n, per_min)) = NginxRate::whole(rate) else {
+            return Err(format!(
+                "nginx takes a whole number of requests per second or per minute; {rate} is neither"
+            ));
+        };
+        match u64::try_from(n) {
+            Ok(n) if n <= 1_000_000_000 && per_min => Ok(NginxRate::PerMin(n)),
+            Ok(n) if n <= 1_000_000_000 => Ok(NginxRate::PerSec(n)),
+            _ => Err(format!(
+                "invalid nginx rate '{}': too large",
+                NginxRate::spell(rate).unwrap_or_default()
+            )),
+        }
+    }
 }
 
 /// Parses nginx's `rate=` value: `Nr/s`, `Nr/m` or bare `N` (r/s), N a
@@ -189,15 +234,17 @@ impl NginxState {
     }
 }
 
-impl Prefetch for NginxState {
-    fn owns(&self) -> bool {
-        false
-    }
-}
+super::rule::plain_state!(NginxState);
 
 impl Listed for NginxLimitReq {
     const NAME: &'static str = "nginx";
     const PARAMS: &'static [&'static str] = &["rate", "burst", "delay", "nodelay"];
+    const SIZING: Sizing = Sizing {
+        rate_form: RateForm::NginxWhole,
+        min_size: 0,
+        level_over_size: 1,
+        ..Sizing::rates("burst")
+    };
 
     fn parse(p: &mut Params<'_>) -> Result<Self, String> {
         let v = p.required("rate", "nginx:rate=10r/s,burst=5")?;
@@ -231,6 +278,26 @@ impl Listed for NginxLimitReq {
             refusal_counts: false,
             holds_memory: false,
         }
+    }
+
+    /// At a whole number of requests per second or minute (nginx's own
+    /// reading of it, `r/m` truncated); `delay=` or `nodelay` kept.
+    fn resized(&self, at: AxisPoint, size: u64) -> Result<Self, String> {
+        let rate = rate_point(Self::NAME, at)?;
+        let whole = NginxRate::of(rate)?;
+        Ok(NginxLimitReq::new(whole, size, self.delay()))
+    }
+
+    /// The burst and the admitted request (the delay threshold when
+    /// nginx delays: the rest is released on nginx's rate), then nginx's
+    /// rate over `h`.
+    fn worst_within(&self, h: Nanos) -> u64 {
+        let refill = u128::from(self.rate_m) * u128::from(h.0) / 1_000_000_000_000;
+        let first = match self.delay() {
+            Some(d) => d.min(self.burst),
+            None => self.burst,
+        };
+        saturate(u128::from(first) + 1 + refill)
     }
 }
 

@@ -22,8 +22,8 @@
 //! [`Records::column`], not per access): that is what lets the typed
 //! accesses trust the bytes at a field's offset to be its state.
 
-use super::keyed::{Decides, KeyId, Levels, MIN_SWEEP, Prefetch, prefetch_line};
-use super::table::{Info, Listed};
+use super::keyed::{Decides, KeyId, Levels, MIN_SWEEP, decides_through_decide_as};
+use super::rule::{Info, Listed, Prefetch, prefetch_line};
 use super::{Checked, Decision, Policy};
 use crate::time::Nanos;
 use std::alloc::Layout;
@@ -342,32 +342,7 @@ impl<P: Listed> Column<'_, P> {
 
 /// A column decides as a store does, on the records' states.
 impl<P: Listed> Decides for Column<'_, P> {
-    #[inline(always)]
-    fn deep(&self) -> bool {
-        <P::State as Prefetch>::DEEP
-    }
-
-    #[inline(always)]
-    fn decide_level(
-        &mut self,
-        key: KeyId,
-        now: Nanos,
-        cost: u64,
-        levels: Levels,
-    ) -> (Decision, u64) {
-        self.decide_as::<true>(key, now, cost, levels)
-    }
-
-    #[inline(always)]
-    fn decide_level_no_retry(
-        &mut self,
-        key: KeyId,
-        now: Nanos,
-        cost: u64,
-        levels: Levels,
-    ) -> (Decision, u64) {
-        self.decide_as::<false>(key, now, cost, levels)
-    }
+    decides_through_decide_as!(inline(always));
 
     /// A hint that `key` will be decided soon: start loading its state's
     /// line (`deep`: what the state points to). Changes nothing.
@@ -391,9 +366,9 @@ impl<P: Listed> Decides for Column<'_, P> {
 mod tests {
     use super::*;
     use crate::policy::keyed::{Decides, Store};
+    use crate::policy::rule::{AxisPoint, Params, Sizing};
     use crate::policy::sliding_log::SlidingLog;
-    use crate::policy::spec::Params;
-    use crate::policy::table::{Variant, WithPolicy};
+    use crate::policy::table::WithPolicy;
     use crate::policy::{PolicyConfig, parse_spec};
     use crate::testing::Rng;
     use std::sync::atomic::AtomicIsize;
@@ -659,15 +634,10 @@ mod tests {
         }
     }
 
-    impl Variant for Counting {
-        fn from_config(_: &PolicyConfig) -> Option<Counting> {
-            None
-        }
-    }
-
     impl Listed for Counting {
         const NAME: &'static str = "counting";
         const PARAMS: &'static [&'static str] = &[];
+        const SIZING: Sizing = Sizing::WINDOWS;
         fn parse(_: &mut Params<'_>) -> Result<Counting, String> {
             Ok(Counting)
         }
@@ -676,6 +646,12 @@ mod tests {
                 holds_memory: true,
                 ..Info::bounded(u64::MAX)
             }
+        }
+        fn resized(&self, _: AxisPoint, _: u64) -> Result<Counting, String> {
+            Ok(Counting)
+        }
+        fn worst_within(&self, _: Nanos) -> u64 {
+            u64::MAX
         }
     }
 

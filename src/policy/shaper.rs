@@ -22,9 +22,10 @@
 //! Spec: `shaper:rate=RATE[,burst=N | ,max-wait=DURATION]`, burst 0 by
 //! default.
 
-use super::keyed::Prefetch;
-use super::spec::Params;
-use super::table::{Info, LevelKind, Listed};
+use super::rule::{
+    AxisPoint, Info, LevelKind, Listed, Params, Shared, SharedDelay, Sizing, rate_point,
+    refill_within, saturate,
+};
 use super::{Decision, Policy};
 use crate::rate::Rate;
 use crate::time::Nanos;
@@ -69,15 +70,19 @@ pub struct ShaperState {
     pub next_free: u128,
 }
 
-impl Prefetch for ShaperState {
-    fn owns(&self) -> bool {
-        false
-    }
-}
+super::rule::plain_state!(ShaperState);
 
 impl Listed for Shaper {
     const NAME: &'static str = "shaper";
     const PARAMS: &'static [&'static str] = &["rate", "burst", "max-wait"];
+    const SIZING: Sizing = Sizing {
+        min_size: 0,
+        refused: &[(
+            "max-wait",
+            "size finds the shaper's burst; give the longest acceptable wait as the target --max-wait instead of max-wait=",
+        )],
+        ..Sizing::rates("burst")
+    };
 
     fn parse(p: &mut Params<'_>) -> Result<Self, String> {
         let rate = p.rate()?;
@@ -104,6 +109,31 @@ impl Listed for Shaper {
             refusal_counts: false,
             holds_memory: false,
         }
+    }
+
+    fn resized(&self, at: AxisPoint, size: u64) -> Result<Self, String> {
+        let rate = rate_point(Self::NAME, at)?;
+        Ok(Shaper::new(rate, ShaperBound::Burst(size)))
+    }
+
+    /// Releases are `T` apart whatever the burst: one, then ⌊rate · h⌋.
+    fn worst_within(&self, h: Nanos) -> u64 {
+        saturate(1 + refill_within(self.rate, h))
+    }
+
+    fn shared(&self) -> Option<Shared> {
+        Some(Shared {
+            rate: self.rate,
+            max_delay: match self.bound {
+                ShaperBound::Burst(b) => SharedDelay::Intervals(b),
+                ShaperBound::MaxWait(w) => SharedDelay::Span(w),
+            },
+            waits: true,
+        })
+    }
+
+    fn pace_rate(&self) -> Option<Rate> {
+        Some(self.rate)
     }
 }
 

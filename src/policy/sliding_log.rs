@@ -11,8 +11,10 @@
 //!
 //! Spec: `sliding-log:limit=N,window=DURATION`.
 
-use super::spec::Params;
-use super::table::{Info, Listed};
+use super::rule::{
+    AxisPoint, Info, Listed, Params, Prefetch, Sizing, limit_per_window, positive, prefetch_line,
+    window_point,
+};
 use super::{Decision, Policy, Window};
 use crate::time::Nanos;
 use std::collections::VecDeque;
@@ -208,9 +210,35 @@ impl Entries {
     }
 }
 
+impl Prefetch for SlidingLogState {
+    const DEEP: bool = true;
+
+    #[inline(always)]
+    fn is_clear(&self) -> bool {
+        self.entries.is_empty() && self.entries.queue().is_none()
+    }
+
+    #[inline(always)]
+    fn owns(&self) -> bool {
+        self.entries.queue().is_some()
+    }
+
+    fn compact(&mut self) {
+        self.entries.compact();
+    }
+
+    #[inline(always)]
+    fn prefetch_deep(&self) {
+        if let Some(queue) = self.entries.queue() {
+            prefetch_line(queue);
+        }
+    }
+}
+
 impl Listed for SlidingLog {
     const NAME: &'static str = "sliding-log";
     const PARAMS: &'static [&'static str] = &["limit", "window"];
+    const SIZING: Sizing = Sizing::WINDOWS;
 
     fn parse(p: &mut Params<'_>) -> Result<Self, String> {
         let (limit, window) = p.limit_window()?;
@@ -222,6 +250,16 @@ impl Listed for SlidingLog {
             holds_memory: true,
             ..Info::bounded(self.limit)
         }
+    }
+
+    fn resized(&self, at: AxisPoint, size: u64) -> Result<Self, String> {
+        let window = window_point(Self::NAME, at)?;
+        Ok(SlidingLog::new(positive("limit", size)?, window))
+    }
+
+    /// `limit` in each window of `h`, exactly.
+    fn worst_within(&self, h: Nanos) -> u64 {
+        limit_per_window(self.limit, self.window, h, 0)
     }
 }
 

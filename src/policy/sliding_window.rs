@@ -13,9 +13,9 @@
 //!
 //! Spec: `sliding-window:limit=N,window=DURATION`.
 
-use super::keyed::Prefetch;
-use super::spec::Params;
-use super::table::{Info, Listed};
+use super::rule::{
+    AxisPoint, Info, Listed, Params, Sizing, limit_per_window, positive, window_point,
+};
 use super::{Decision, Policy, Window};
 use crate::time::Nanos;
 use std::num::NonZeroU64;
@@ -73,15 +73,12 @@ pub struct SlidingWindowState {
     pub prev: u64,
 }
 
-impl Prefetch for SlidingWindowState {
-    fn owns(&self) -> bool {
-        false
-    }
-}
+super::rule::plain_state!(SlidingWindowState);
 
 impl Listed for SlidingWindow {
     const NAME: &'static str = "sliding-window";
     const PARAMS: &'static [&'static str] = &["limit", "window"];
+    const SIZING: Sizing = Sizing::WINDOWS;
 
     fn parse(p: &mut Params<'_>) -> Result<Self, String> {
         let (limit, window) = p.limit_window()?;
@@ -90,6 +87,16 @@ impl Listed for SlidingWindow {
 
     fn info(&self) -> Info {
         Info::bounded(self.limit)
+    }
+
+    fn resized(&self, at: AxisPoint, size: u64) -> Result<Self, String> {
+        let window = window_point(Self::NAME, at)?;
+        Ok(SlidingWindow::new(positive("limit", size)?, window))
+    }
+
+    /// `limit` in each window `h` touches, and one more before them.
+    fn worst_within(&self, h: Nanos) -> u64 {
+        limit_per_window(self.limit, self.window, h, 1)
     }
 }
 

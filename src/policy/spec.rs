@@ -3,13 +3,10 @@
 //! and specs joined with `+` form one [`Stack`]. A spec that parses builds a
 //! valid policy: every error names the bad part and lists what is valid.
 
-use super::Window;
 use super::keyed::Stack;
+pub use super::rule::Params;
 use super::table::{POLICY_NAMES, PolicyConfig, params_of, parse_config};
-use crate::rate::{Rate, parse_duration, parse_rate};
-use crate::time::Nanos;
 use std::fmt;
-use std::num::NonZeroU64;
 
 /// A spec error: which part of which spec, and what to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -121,102 +118,16 @@ pub fn parse_specs_file(contents: &str) -> Result<Vec<Spec>, (usize, SpecError)>
     Ok(specs)
 }
 
-/// A member's parameters as written, taken one by one by its policy's
-/// parser; whatever is left over is an unknown parameter.
-pub struct Params<'a> {
-    name: &'a str,
-    values: Vec<(&'a str, Option<&'a str>)>,
-}
-
-impl<'a> Params<'a> {
-    /// The parameter `key` if given: `Some(None)` for a bare flag.
-    pub fn take(&mut self, key: &str) -> Option<Option<&'a str>> {
-        let i = self.values.iter().position(|(k, _)| *k == key)?;
-        Some(self.values.remove(i).1)
+/// Refuses the parameters no parser took, listing the valid ones.
+fn finish(p: &Params<'_>) -> Result<(), String> {
+    if let Some(k) = p.leftover() {
+        return Err(format!(
+            "unknown parameter '{k}' for {}; valid: {}, label, key",
+            p.name(),
+            params_of(p.name()).join(", ")
+        ));
     }
-
-    /// True when `key` is given (and not yet taken).
-    pub fn has(&self, key: &str) -> bool {
-        self.values.iter().any(|(k, _)| *k == key)
-    }
-
-    /// The value of `key` if given; a bare `key` is an error.
-    pub fn value(&mut self, key: &str) -> Result<Option<&'a str>, String> {
-        match self.take(key) {
-            None => Ok(None),
-            Some(Some(v)) => Ok(Some(v)),
-            Some(None) => Err(format!("'{key}' needs a value: {key}=VALUE")),
-        }
-    }
-
-    /// The value of `key`, which must be given.
-    pub fn required(&mut self, key: &str, example: &str) -> Result<&'a str, String> {
-        self.value(key)?
-            .ok_or_else(|| format!("{} needs {key}= (for example {example})", self.name))
-    }
-
-    /// `rate=`, required.
-    pub fn rate(&mut self) -> Result<Rate, String> {
-        let v = self.required("rate", &format!("{}:rate=5/s", self.name))?;
-        parse_rate(v).map_err(|e| e.to_string())
-    }
-
-    /// A whole number from 0 to 10⁹; `default` when not given (`None`:
-    /// required).
-    pub fn count(&mut self, key: &str, default: Option<u64>) -> Result<u64, String> {
-        let v = match self.value(key)? {
-            Some(v) => v,
-            None => {
-                return default
-                    .ok_or_else(|| format!("{} needs {key}= (for example {key}=10)", self.name));
-            }
-        };
-        v.parse::<u64>()
-            .ok()
-            .filter(|n| *n <= 1_000_000_000)
-            .ok_or_else(|| format!("{key}='{v}' is not a whole number from 0 to 1000000000"))
-    }
-
-    /// A [`count`](Self::count) of at least 1.
-    pub fn positive(&mut self, key: &str, default: Option<u64>) -> Result<NonZeroU64, String> {
-        NonZeroU64::new(self.count(key, default)?)
-            .ok_or_else(|| format!("{key} must be at least 1"))
-    }
-
-    /// A duration, if given.
-    pub fn duration(&mut self, key: &str) -> Result<Option<Nanos>, String> {
-        self.value(key)?
-            .map(|v| parse_duration(v).map_err(|e| format!("{key}: {e}")))
-            .transpose()
-    }
-
-    /// `limit=` (at least 1) and `window=`, both required, for the window
-    /// family; the window's length is checked by [`window`](Self::window)
-    /// once the policy's other parameters are read.
-    pub fn limit_window(&mut self) -> Result<(NonZeroU64, Nanos), String> {
-        let limit = self.positive("limit", None)?;
-        let name = self.name;
-        let window = self.duration("window")?.ok_or_else(|| {
-            format!("{name} needs window= (for example {name}:limit=100,window=1m)")
-        })?;
-        Ok((limit, window))
-    }
-
-    /// A window's length, longer than zero.
-    pub fn window(span: Nanos) -> Result<Window, String> {
-        Window::new(span).ok_or_else(|| "window must be longer than zero".to_string())
-    }
-
-    fn finish(self) -> Result<(), String> {
-        if let Some((k, _)) = self.values.first() {
-            return Err(format!(
-                "unknown parameter '{k}' for {}; valid: {}, label, key",
-                self.name,
-                params_of(self.name).join(", ")
-            ));
-        }
-        Ok(())
-    }
+    Ok(())
 }
 
 fn parse_member(text: &str) -> Result<(Member, Option<String>), String> {
@@ -242,7 +153,7 @@ fn parse_member(text: &str) -> Result<(Member, Option<String>), String> {
         }
         values.push((k, v));
     }
-    let mut p = Params { name, values };
+    let mut p = Params::new(name, values);
     let label = p.value("label")?.map(str::to_string);
     if label.as_deref() == Some("") {
         return Err("label= needs a name".into());
@@ -254,7 +165,7 @@ fn parse_member(text: &str) -> Result<(Member, Option<String>), String> {
         Some(c) => KeyChoice::Column(c.to_string()),
     };
     let config = parse_config(name, &mut p).expect("name checked against POLICY_NAMES")?;
-    p.finish()?;
+    finish(&p)?;
     Ok((
         Member {
             config,
@@ -269,6 +180,7 @@ fn parse_member(text: &str) -> Result<(Member, Option<String>), String> {
 mod tests {
     use super::*;
     use crate::policy::shaper::ShaperBound;
+    use crate::time::Nanos;
 
     fn err(t: &str) -> String {
         parse_spec(t).unwrap_err().to_string()

@@ -8,34 +8,15 @@
 //!
 //! Spec: `token-bucket:rate=RATE[,burst=N]`, burst 1 by default.
 
-use super::keyed::Prefetch;
-use super::spec::Params;
-use super::table::{Info, Listed};
 use super::{Decision, Policy};
-use crate::rate::Rate;
 use crate::time::Nanos;
-use std::num::NonZeroU64;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct TokenBucket {
-    rate: Rate,
-    burst: u64,
-}
+super::meter::meter!(
+    /// A token bucket of `burst` tokens, refilled at `rate`.
+    TokenBucket, "token-bucket", burst, paces: false
+);
 
 impl TokenBucket {
-    pub fn new(rate: Rate, burst: NonZeroU64) -> TokenBucket {
-        TokenBucket {
-            rate,
-            burst: burst.get(),
-        }
-    }
-    pub fn rate(&self) -> Rate {
-        self.rate
-    }
-    pub fn burst(&self) -> u64 {
-        self.burst
-    }
-
     fn tokens_at(&self, s: &TokenBucketState, now: Nanos) -> u128 {
         let full = self.rate.intervals(self.burst);
         if !s.seen {
@@ -54,25 +35,7 @@ pub struct TokenBucketState {
     pub seen: bool,
 }
 
-impl Prefetch for TokenBucketState {
-    fn owns(&self) -> bool {
-        false
-    }
-}
-
-impl Listed for TokenBucket {
-    const NAME: &'static str = "token-bucket";
-    const PARAMS: &'static [&'static str] = &["rate", "burst"];
-
-    fn parse(p: &mut Params<'_>) -> Result<Self, String> {
-        let rate = p.rate()?;
-        Ok(TokenBucket::new(rate, p.positive("burst", Some(1))?))
-    }
-
-    fn info(&self) -> Info {
-        Info::bounded(self.burst)
-    }
-}
+super::rule::plain_state!(TokenBucketState);
 
 impl Policy for TokenBucket {
     type State = TokenBucketState;

@@ -1,33 +1,30 @@
 //! What `size` sweeps: a policy spec with its swept parameters left out
 //! (`gcra`, `nginx:nodelay`, `fixed-window:align=first-hit,count=all`),
 //! the axis it is swept along (rates for the bucket families, windows for
-//! the window families), and the complete spec of every (axis point, size)
-//! pair — text that `drip audit -p` accepts as it is.
+//! the window families, as the policy declares in its [`Sizing`]), each
+//! candidate as a policy value at one (axis point, size) pair, and its
+//! complete spec — text that `drip audit -p` accepts as it is.
 
-use crate::policy::{KeyChoice, PolicyConfig, parse_spec};
+use crate::policy::nginx::NginxRate;
+use crate::policy::rule::{Axis, AxisPoint, RateForm, Sizing};
+use crate::policy::table::{POLICY_NAMES, sizing_of};
+use crate::policy::{KeyChoice, NginxLimitReq, PolicyConfig, parse_spec};
 use crate::rate::{Rate, parse_duration, parse_rate};
 use crate::time::Nanos;
-use anyhow::{Result, bail};
+use anyhow::{Result, anyhow, bail};
 
 /// The largest size a spec accepts (burst, capacity or limit).
 pub const CAP: u64 = 1_000_000_000;
-
-/// Bucket families are swept along rates, window families along windows.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Axis {
-    Rate,
-    Window,
-}
 
 /// A policy with its swept parameters left out.
 #[derive(Clone, Debug)]
 pub struct Family {
     pub name: &'static str,
-    pub axis: Axis,
-    /// `burst`, `capacity` or `limit`.
-    pub size_param: &'static str,
-    /// The smallest size the spec accepts (0 for a shaper's or nginx's burst).
-    pub min_size: u64,
+    /// How the policy is swept: its axis, size parameter and smallest size.
+    pub sizing: Sizing,
+    /// The policy as given, at a probe point and its smallest size: every
+    /// candidate is this, resized.
+    base: PolicyConfig,
     /// Every other parameter, as written.
     kept: Vec<String>,
     /// `rate=` or `window=` given in the spec: the one axis point.
@@ -39,13 +36,7 @@ pub struct Family {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Point {
     pub text: String,
-    pub value: PointValue,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PointValue {
-    Rate(Rate),
-    Window(Nanos),
+    pub value: AxisPoint,
 }
 
 impl Family {
@@ -59,123 +50,75 @@ impl Family {
         }
         let (name, rest) = text.split_once(':').unwrap_or((text, ""));
         let name = name.trim();
-        let (name, axis, size_param, min_size): (&'static str, _, _, _) = match name {
-            "token-bucket" => ("token-bucket", Axis::Rate, "burst", 1),
-            "gcra" => ("gcra", Axis::Rate, "burst", 1),
-            "leaky-bucket" => ("leaky-bucket", Axis::Rate, "capacity", 1),
-            "shaper" => ("shaper", Axis::Rate, "burst", 0),
-            "nginx" => ("nginx", Axis::Rate, "burst", 0),
-            "fixed-window" => ("fixed-window", Axis::Window, "limit", 1),
-            "sliding-window" => ("sliding-window", Axis::Window, "limit", 1),
-            "sliding-log" => ("sliding-log", Axis::Window, "limit", 1),
-            _ => {
-                // The core's message lists the valid names.
-                parse_spec(text)?;
-                bail!("invalid policy '{text}': unknown policy '{name}'");
-            }
+        let Some((name, sizing)) = sizing_of(name) else {
+            // The core's message lists the valid names.
+            parse_spec(text)?;
+            bail!("invalid policy '{text}': unknown policy '{name}'");
         };
-        let axis_param = match axis {
-            Axis::Rate => "rate",
-            Axis::Window => "window",
+        let (kept, fixed) = split_params(text, name, rest, &sizing)?;
+        // Any other mistake in the spec, in the core's words.
+        let probe = match (sizing.axis, sizing.rate_form) {
+            (Axis::Rate, RateForm::NginxWhole) => "1r/s",
+            (Axis::Rate, RateForm::Any) => "1/s",
+            (Axis::Window, _) => "1s",
         };
-        let mut kept = Vec::new();
-        let mut fixed = None;
-        for item in rest.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (k, v) = match item.split_once('=') {
-                Some((k, v)) => (k.trim(), Some(v.trim())),
-                None => (item, None),
-            };
-            if k == size_param {
-                bail!(
-                    "invalid policy '{text}': {size_param}= is what size finds; leave it out (-p {name}{})",
-                    strip_param(rest, k)
-                );
-            }
-            if name == "shaper" && k == "max-wait" {
-                bail!(
-                    "invalid policy '{text}': size finds the shaper's burst; give the longest acceptable wait as the target --max-wait instead of max-wait="
-                );
-            }
-            if k == axis_param {
-                fixed = v.map(str::to_string);
-                continue;
-            }
-            kept.push(item.to_string());
-        }
-        let mut family = Family {
+        let axis_text = fixed.as_deref().unwrap_or(probe);
+        let whole = parse_spec(&spec_text(
             name,
-            axis,
-            size_param,
-            min_size,
+            &sizing,
+            &kept,
+            axis_text,
+            sizing.min_size.max(1),
+        ))?;
+        let member = &whole.members[0];
+        Ok(Family {
+            name,
+            sizing,
+            base: member.config,
             kept,
             fixed,
-            key: KeyChoice::Default,
-        };
-        // Any other mistake in the spec, in the core's words.
-        let probe = match axis {
-            Axis::Rate if name == "nginx" => "1r/s",
-            Axis::Rate => "1/s",
-            Axis::Window => "1s",
-        };
-        let axis_text = family.fixed.clone().unwrap_or_else(|| probe.to_string());
-        let whole = parse_spec(&family.spec(&axis_text, family.min_size.max(1)))?;
-        family.key = whole.members[0].key.clone();
-        Ok(family)
+            key: member.key.clone(),
+        })
     }
 
     /// True for the families swept along rates.
     pub fn is_bucket(&self) -> bool {
-        self.axis == Axis::Rate
+        self.sizing.axis == Axis::Rate
     }
 
-    pub fn is_nginx(&self) -> bool {
-        self.name == "nginx"
+    /// True when the policy delays admitted requests (a shaper, nginx
+    /// without `nodelay`): waits are measured.
+    pub fn shapes(&self) -> bool {
+        self.base.info().shapes
     }
 
-    /// True when nginx delays (no `nodelay`): admitted requests may wait.
-    pub fn nginx_delays(&self) -> bool {
-        self.is_nginx() && !self.kept.iter().any(|k| k == "nodelay")
-    }
-
-    /// nginx's `delay=` as given (0 when absent).
-    pub fn nginx_delay(&self) -> u64 {
-        self.kept
-            .iter()
-            .find_map(|k| k.strip_prefix("delay="))
-            .and_then(|v| v.trim().parse().ok())
-            .unwrap_or(0)
+    /// The swept policy when it is nginx's, whose directives the report
+    /// writes.
+    pub fn nginx(&self) -> Option<NginxLimitReq> {
+        self.base.nginx()
     }
 
     /// The complete spec at one axis point and size.
     pub fn spec(&self, axis_text: &str, size: u64) -> String {
-        let axis_param = match self.axis {
-            Axis::Rate => "rate",
-            Axis::Window => "window",
-        };
-        let mut s = format!(
-            "{}:{axis_param}={axis_text},{}={size}",
-            self.name, self.size_param
-        );
-        for k in &self.kept {
-            s.push(',');
-            s.push_str(k);
-        }
-        s
+        spec_text(self.name, &self.sizing, &self.kept, axis_text, size)
     }
 
     /// The policy at one axis point and size.
-    pub fn config(&self, axis_text: &str, size: u64) -> Result<PolicyConfig> {
-        let spec = parse_spec(&self.spec(axis_text, size))?;
-        Ok(spec.members[0].config)
+    pub fn config(&self, point: &Point, size: u64) -> Result<PolicyConfig> {
+        self.base
+            .resized(point.value, size)
+            .map_err(|e| anyhow!("invalid policy '{}': {e}", self.spec(&point.text, size)))
     }
 
     /// The axis points from `--rate`/`--window`, or the spec's own one.
     pub fn points(&self, rate: Option<&str>, window: Option<&str>) -> Result<Option<Vec<Point>>> {
-        let given = match self.axis {
+        let axis = self.sizing.axis;
+        let given = match axis {
             Axis::Rate => {
                 if window.is_some() {
                     bail!(
-                        "--window applies to the window families (fixed-window, sliding-window, sliding-log); {} is swept along --rate",
+                        "--window applies to the window families ({}); {} is swept along --rate",
+                        names_on(Axis::Window),
                         self.name
                     );
                 }
@@ -184,25 +127,21 @@ impl Family {
             Axis::Window => {
                 if rate.is_some() {
                     bail!(
-                        "--rate applies to the bucket families (token-bucket, leaky-bucket, gcra, shaper, nginx); {} is swept along --window",
+                        "--rate applies to the bucket families ({}); {} is swept along --window",
+                        names_on(Axis::Rate),
                         self.name
                     );
                 }
                 window
             }
         };
-        let flag = match self.axis {
-            Axis::Rate => "--rate",
-            Axis::Window => "--window",
-        };
+        let flag = format!("--{}", axis.param());
+        let flag = flag.as_str();
         if let Some(f) = &self.fixed {
             if given.is_some() {
                 bail!(
                     "the spec gives {}={f} and {flag} is given too; give one",
-                    match self.axis {
-                        Axis::Rate => "rate",
-                        Axis::Window => "window",
-                    }
+                    axis.param()
                 );
             }
             return Ok(Some(vec![self.point(f, flag)?]));
@@ -211,11 +150,11 @@ impl Family {
             return Ok(None);
         };
         if let Some((a, b)) = given.split_once("..") {
-            if self.axis == Axis::Window {
+            if axis == Axis::Window {
                 bail!("invalid --window '{given}': give a list such as 1s,10s,1m");
             }
             let (a, b) = (self.point(a, flag)?, self.point(b, flag)?);
-            let (PointValue::Rate(ra), PointValue::Rate(rb)) = (a.value, b.value) else {
+            let (AxisPoint::Rate(ra), AxisPoint::Rate(rb)) = (a.value, b.value) else {
                 unreachable!("rates on the rate axis")
             };
             if per_sec_cmp(ra, rb) == std::cmp::Ordering::Greater {
@@ -245,36 +184,37 @@ impl Family {
     /// One axis point as written.
     fn point(&self, text: &str, flag: &str) -> Result<Point> {
         let text = text.trim();
-        match self.axis {
-            Axis::Window => {
-                let w = parse_duration(text).map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
+        match (self.sizing.axis, self.sizing.rate_form) {
+            (Axis::Window, _) => {
+                let w = parse_duration(text).map_err(|e| anyhow!("{flag}: {e}"))?;
                 if w == Nanos::ZERO {
                     bail!("{flag}: the window '{text}' is zero; give a length such as 1s or 1m");
                 }
                 Ok(Point {
                     text: text.to_string(),
-                    value: PointValue::Window(w),
+                    value: AxisPoint::Window(w),
                 })
             }
-            Axis::Rate if self.is_nginx() => {
-                let rate = parse_rate(text).map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
-                let text = nginx_rate_text(rate).ok_or_else(|| {
-                    anyhow::anyhow!(
+            (Axis::Rate, RateForm::NginxWhole) => {
+                let rate = parse_rate(text).map_err(|e| anyhow!("{flag}: {e}"))?;
+                let text = NginxRate::spell(rate).ok_or_else(|| {
+                    anyhow!(
                         "{flag}: nginx takes a whole number of requests per second or per minute; '{text}' is neither (e.g. 10r/s, 30r/m)"
                     )
                 })?;
-                // nginx's own reading of it (r/m truncation included).
-                let value = self.config(&text, 0).map(|_| rate)?;
-                Ok(Point {
+                let point = Point {
                     text,
-                    value: PointValue::Rate(value),
-                })
+                    value: AxisPoint::Rate(rate),
+                };
+                // nginx's own reading of it (r/m truncation included).
+                self.config(&point, self.sizing.min_size)?;
+                Ok(point)
             }
-            Axis::Rate => {
-                let rate = parse_rate(text).map_err(|e| anyhow::anyhow!("{flag}: {e}"))?;
+            (Axis::Rate, RateForm::Any) => {
+                let rate = parse_rate(text).map_err(|e| anyhow!("{flag}: {e}"))?;
                 Ok(Point {
                     text: text.to_string(),
-                    value: PointValue::Rate(rate),
+                    value: AxisPoint::Rate(rate),
                 })
             }
         }
@@ -286,18 +226,19 @@ impl Family {
     /// or `r/m`, so its ladder stops at one a minute.
     pub fn ladder(&self, lo: Rate, hi: Rate) -> Vec<Point> {
         let mut all: Vec<(u64, u64, &str)> = Vec::new(); // (count, period s, unit)
-        if !self.is_nginx() {
+        let nginx = self.sizing.rate_form == RateForm::NginxWhole;
+        if !nginx {
             for n in [1, 2, 5, 10, 20, 50] {
                 all.push((n, 3600, "h"));
             }
         }
         for n in [1, 2, 5, 10, 20, 50] {
-            all.push((n, 60, if self.is_nginx() { "r/m" } else { "min" }));
+            all.push((n, 60, if nginx { "r/m" } else { "min" }));
         }
         let mut n = 1u64;
         while n <= CAP {
             for m in [1, 2, 5] {
-                all.push((n * m, 1, if self.is_nginx() { "r/s" } else { "s" }));
+                all.push((n * m, 1, if nginx { "r/s" } else { "s" }));
             }
             n *= 10;
         }
@@ -312,7 +253,7 @@ impl Family {
                     } else {
                         format!("{n}/{unit}")
                     },
-                    value: PointValue::Rate(rate),
+                    value: AxisPoint::Rate(rate),
                 })
             })
             .collect()
@@ -323,6 +264,56 @@ impl Family {
         let top = Rate::new(CAP, Nanos::from_secs(1)).ok()?;
         self.ladder(r, top).into_iter().next()
     }
+}
+
+/// The complete spec of policy `name` at one axis point and size, with
+/// the `kept` parameters.
+fn spec_text(name: &str, sizing: &Sizing, kept: &[String], axis_text: &str, size: u64) -> String {
+    let mut s = format!(
+        "{name}:{}={axis_text},{}={size}",
+        sizing.axis.param(),
+        sizing.size_param
+    );
+    for k in kept {
+        s.push(',');
+        s.push_str(k);
+    }
+    s
+}
+
+/// The parameters of `-p SPEC` (`rest`, after `name:`) other than the
+/// swept ones, and the axis point if given; the size parameter and the
+/// parameters the policy's sizing refuses are errors.
+fn split_params(
+    text: &str,
+    name: &str,
+    rest: &str,
+    sizing: &Sizing,
+) -> Result<(Vec<String>, Option<String>)> {
+    let mut kept = Vec::new();
+    let mut fixed = None;
+    for item in rest.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let (k, v) = match item.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(v.trim())),
+            None => (item, None),
+        };
+        if k == sizing.size_param {
+            bail!(
+                "invalid policy '{text}': {}= is what size finds; leave it out (-p {name}{})",
+                sizing.size_param,
+                strip_param(rest, k)
+            );
+        }
+        if let Some((_, instead)) = sizing.refused.iter().find(|(p, _)| *p == k) {
+            bail!("invalid policy '{text}': {instead}");
+        }
+        if k == sizing.axis.param() {
+            fixed = v.map(str::to_string);
+            continue;
+        }
+        kept.push(item.to_string());
+    }
+    Ok((kept, fixed))
 }
 
 /// The spec's text without `param=...`, for a message's suggestion.
@@ -345,18 +336,14 @@ pub fn per_sec_cmp(a: Rate, b: Rate) -> std::cmp::Ordering {
         .cmp(&(u128::from(b.count()) * u128::from(a.per().0)))
 }
 
-/// A rate in nginx's spelling when it is a whole number per second or per
-/// minute.
-pub fn nginx_rate_text(r: Rate) -> Option<String> {
-    let per_sec = u128::from(r.count()) * u128::from(Nanos::PER_SEC);
-    if per_sec.is_multiple_of(u128::from(r.per().0)) {
-        return Some(format!("{}r/s", per_sec / u128::from(r.per().0)));
-    }
-    let per_min = per_sec * 60;
-    if per_min.is_multiple_of(u128::from(r.per().0)) {
-        return Some(format!("{}r/m", per_min / u128::from(r.per().0)));
-    }
-    None
+/// The names of the policies swept along `axis`, in the table's order.
+fn names_on(axis: Axis) -> String {
+    POLICY_NAMES
+        .iter()
+        .filter(|n| sizing_of(n).is_some_and(|(_, s)| s.axis == axis))
+        .copied()
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 #[cfg(test)]
@@ -382,7 +369,7 @@ mod tests {
         assert!(parse_spec(&f.spec("1m", 100)).is_ok());
         let f = Family::parse("shaper:key=none").unwrap();
         assert_eq!(f.key, KeyChoice::Global);
-        assert_eq!(f.min_size, 0);
+        assert_eq!(f.sizing.min_size, 0);
     }
 
     #[test]

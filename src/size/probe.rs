@@ -14,7 +14,7 @@
 use super::log::Log;
 use crate::ingest::keys::EMPTY_KEY;
 use crate::policy::keyed::Store;
-use crate::policy::{Decision, Listed, Policy, PolicyConfig, WithPolicy};
+use crate::policy::{Decision, Listed, Policy, PolicyConfig};
 use crate::time::Nanos;
 
 /// Most candidates one probe carries (a key's drop flags fit in a `u32`).
@@ -22,26 +22,11 @@ pub const MAX_K: usize = 32;
 
 /// Work done with the candidates as their own type, so the replay loop is
 /// compiled per policy.
-pub trait Job {
-    type Out;
-    fn run<P: Listed>(self, policies: &[P]) -> Self::Out;
-}
+pub use crate::policy::table::WithPolicies as Job;
 
 /// Runs `job` on `configs` (all of one policy type).
 pub fn dispatch<J: Job>(configs: &[PolicyConfig], job: J) -> J::Out {
-    struct All<'a, J>(&'a [PolicyConfig], J);
-    impl<J: Job> WithPolicy for All<'_, J> {
-        type Out = J::Out;
-        fn run<P: Listed>(self, _: &P) -> J::Out {
-            let policies: Vec<P> = self
-                .0
-                .iter()
-                .map(|c| P::from_config(c).expect("candidates of one policy type"))
-                .collect();
-            self.1.run(&policies)
-        }
-    }
-    configs[0].with(All(configs, job))
+    PolicyConfig::with_all(configs, job)
 }
 
 /// The zero-drop size of every key under each candidate (unbounded).
@@ -284,14 +269,10 @@ mod tests {
                     "{family}:rate={rate},{param}={}",
                     super::super::family::CAP
                 ));
-                let offset = u64::from(family == "nginx");
+                let (_, sizing) = crate::policy::table::sizing_of(family).unwrap();
+                let offset = sizing.level_over_size;
                 let need = dispatch(&[big], NeedJob { log: &l, offset }).of(0, 0);
-                let lo = if family == "nginx" || family == "shaper" {
-                    0
-                } else {
-                    1
-                };
-                for b in lo..need + 3 {
+                for b in sizing.min_size..need + 3 {
                     let t = dispatch(
                         &[config(&format!("{family}:rate={rate},{param}={b}"))],
                         ProbeJob {

@@ -19,7 +19,7 @@ pub mod reserve;
 
 use crate::cli::{OnShareError, ShareArgs};
 use crate::policy::PolicyConfig;
-use crate::policy::shaper::ShaperBound;
+use crate::policy::rule::SharedDelay;
 use crate::rate::Rate;
 use crate::time::Nanos;
 use anyhow::bail;
@@ -165,42 +165,24 @@ pub fn interval_micros(rate: Rate) -> u64 {
 impl Plan {
     /// The plan for a policy, or why it cannot be shared.
     pub fn of(config: &PolicyConfig) -> Result<Plan, String> {
-        let bucket = |rate: Rate, burst: u64| {
-            let interval = interval_micros(rate);
-            Plan {
-                params: Params {
-                    interval,
-                    max_delay: interval.saturating_mul(burst.saturating_sub(1)),
-                    slots: 1,
-                },
-                waits: false,
-            }
+        let Some(shared) = config.shared() else {
+            return Err(
+                "only the shaper (--rate) and the bucket family (gcra, token-bucket, leaky-bucket) can be shared: their state is one number"
+                    .into(),
+            );
         };
-        Ok(match config {
-            PolicyConfig::Shaper(s) => {
-                let interval = interval_micros(s.rate());
-                let max_delay = match s.bound() {
-                    ShaperBound::Burst(b) => interval.saturating_mul(b),
-                    ShaperBound::MaxWait(w) => w.0 / MICROS,
-                };
-                Plan {
-                    params: Params {
-                        interval,
-                        max_delay,
-                        slots: 1,
-                    },
-                    waits: true,
-                }
-            }
-            PolicyConfig::Gcra(g) => bucket(g.rate(), g.burst()),
-            PolicyConfig::TokenBucket(t) => bucket(t.rate(), t.burst()),
-            PolicyConfig::LeakyBucket(l) => bucket(l.rate(), l.capacity()),
-            _ => {
-                return Err(
-                    "only the shaper (--rate) and the bucket family (gcra, token-bucket, leaky-bucket) can be shared: their state is one number"
-                        .into(),
-                );
-            }
+        let interval = interval_micros(shared.rate);
+        let max_delay = match shared.max_delay {
+            SharedDelay::Intervals(n) => interval.saturating_mul(n),
+            SharedDelay::Span(w) => w.0 / MICROS,
+        };
+        Ok(Plan {
+            params: Params {
+                interval,
+                max_delay,
+                slots: 1,
+            },
+            waits: shared.waits,
         })
     }
 }

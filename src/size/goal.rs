@@ -1,0 +1,124 @@
+//! The targets `size` meets, read from the command line as exact
+//! fractions and counts, and the test of a candidate's tally against them.
+
+use super::probe::Tally;
+use crate::cli::SizeArgs;
+use crate::time::Nanos;
+use anyhow::{Result, anyhow, bail};
+
+/// Keys-hurt target: a count or a share of the counted keys.
+#[derive(Clone, Copy, Debug)]
+pub enum KeysHurt {
+    Count(u64),
+    /// numerator, denominator of the fraction.
+    Share(u128, u128),
+}
+
+/// The targets, exact.
+#[derive(Clone, Debug)]
+pub struct Goal {
+    pub drop_rate: Option<(u128, u128)>,
+    pub drops: Option<u64>,
+    pub keys_hurt: Option<KeysHurt>,
+    pub max_wait: Option<Nanos>,
+    /// Requests and keys the targets count (known once the log is read).
+    pub requests: u64,
+    pub keys: u64,
+}
+
+impl Goal {
+    /// The targets of `args` (at least one drop target), counting nothing
+    /// yet.
+    pub fn from_args(args: &SizeArgs) -> Result<Goal> {
+        if args.max_drop_rate.is_none() && args.max_drops.is_none() && args.max_keys_hurt.is_none()
+        {
+            bail!(
+                "no target given; add --max-drop-rate PCT, --max-drops N or --max-keys-hurt PCT%|N (e.g. --max-drop-rate 0.1)"
+            );
+        }
+        let drop_rate = args
+            .max_drop_rate
+            .as_deref()
+            .map(|t| {
+                parse_pct(t).ok_or_else(|| {
+                    anyhow!(
+                        "invalid --max-drop-rate '{t}': give a percentage from 0 to 100, e.g. 0.5"
+                    )
+                })
+            })
+            .transpose()?;
+        let keys_hurt = args.max_keys_hurt.as_deref().map(keys_hurt).transpose()?;
+        Ok(Goal {
+            drop_rate,
+            drops: args.max_drops,
+            keys_hurt,
+            max_wait: args.max_wait,
+            requests: 0,
+            keys: 0,
+        })
+    }
+
+    /// The drop targets (drop rate, drops, keys hurt) hold.
+    pub fn drops_ok(&self, t: &Tally) -> bool {
+        self.drop_rate
+            .is_none_or(|(n, d)| u128::from(t.dropped) * d <= n * u128::from(self.requests))
+            && self.drops.is_none_or(|m| t.dropped <= m)
+            && self.keys_hurt.is_none_or(|k| match k {
+                KeysHurt::Count(m) => t.keys_hurt <= m,
+                KeysHurt::Share(n, d) => u128::from(t.keys_hurt) * d <= n * u128::from(self.keys),
+            })
+    }
+
+    pub fn wait_ok(&self, t: &Tally) -> bool {
+        self.max_wait.is_none_or(|w| t.max_wait <= w.0)
+    }
+
+    pub fn ok(&self, t: &Tally) -> bool {
+        self.drops_ok(t) && self.wait_ok(t)
+    }
+
+    /// True when some drop target allows no drop at all.
+    pub fn zero_drops(&self) -> bool {
+        self.drop_rate.is_some_and(|(n, _)| n == 0)
+            || self.drops == Some(0)
+            || matches!(
+                self.keys_hurt,
+                Some(KeysHurt::Count(0)) | Some(KeysHurt::Share(0, _))
+            )
+    }
+}
+
+/// `--max-keys-hurt`: a count, or a percentage of keys with `%`.
+fn keys_hurt(t: &str) -> Result<KeysHurt> {
+    let bad = || {
+        anyhow!(
+            "invalid --max-keys-hurt '{t}': give a count of keys (e.g. 3) or a percentage of keys with '%' (e.g. 1%)"
+        )
+    };
+    if t.trim().ends_with('%') {
+        parse_pct(t)
+            .map(|(n, d)| KeysHurt::Share(n, d))
+            .ok_or_else(bad)
+    } else {
+        t.trim()
+            .parse::<u64>()
+            .map(KeysHurt::Count)
+            .map_err(|_| bad())
+    }
+}
+
+/// A percentage as an exact fraction of 1: (numerator, denominator).
+fn parse_pct(s: &str) -> Option<(u128, u128)> {
+    let s = s.trim();
+    let s = s.strip_suffix('%').unwrap_or(s);
+    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
+    if int.is_empty() && frac.is_empty() || frac.len() > 9 {
+        return None;
+    }
+    if !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let num: u128 = format!("{int}{frac}").parse().ok()?;
+    let den = 100 * 10u128.pow(frac.len() as u32);
+    (num <= den).then_some((num, den))
+}

@@ -1,0 +1,203 @@
+//! The reading step of `size`: which key the swept policy counts by,
+//! `--current` checked against it, the log read once into columns, and
+//! the keys `--exclude-keys` leaves out of the targets.
+
+use super::family::Family;
+use super::goal::Goal;
+use super::log::Log;
+use crate::cli::SizeArgs;
+use crate::ingest::input::ColSel;
+use crate::ingest::log::key::{JOIN, KeyShape, parse_prefix};
+use crate::ingest::stream::{self, Read};
+use crate::policy::{KeyChoice, parse_spec};
+use crate::progress;
+use crate::report::size::Targets;
+use anyhow::{Context, Result, anyhow, bail};
+use std::collections::HashMap;
+use std::path::Path;
+
+/// The log as read, and what the targets count of it.
+pub struct Input {
+    pub log: Log,
+    pub read: Read,
+    /// By key id: false for keys left out of the targets (empty: all count).
+    pub counted: Vec<bool>,
+    pub targets: Targets,
+    /// Notes for the report, found while reading.
+    pub notes: Vec<String>,
+    pub show_progress: bool,
+}
+
+impl Input {
+    /// True when the targets count key `id`.
+    pub fn is_counted(&self, id: usize) -> bool {
+        self.counted.is_empty() || self.counted[id]
+    }
+}
+
+/// The key column the swept policy counts by (`None`: one bucket), read
+/// as audit reads it.
+pub fn key_column(args: &SizeArgs, family: &Family) -> Result<Option<String>> {
+    let key_col = match &family.key {
+        KeyChoice::Default => args.input.key_column.clone(),
+        KeyChoice::Column(c) => Some(c.clone()),
+        KeyChoice::Global => None,
+    };
+    if args.exclude_keys.is_some() && key_col.is_none() {
+        bail!(
+            "--exclude-keys needs a keyed policy: give --key-column COLUMN (or key= in the spec)"
+        );
+    }
+    Ok(key_col)
+}
+
+/// `--current`'s spec as written, once every member counts by the swept
+/// policy's key.
+pub fn current_spec(args: &SizeArgs, key_col: Option<&str>) -> Result<Option<String>> {
+    let Some(c) = args.current.as_deref() else {
+        return Ok(None);
+    };
+    let spec = parse_spec(c)?;
+    for m in &spec.members {
+        let same = match &m.key {
+            KeyChoice::Column(a) => key_col == Some(a.as_str()),
+            KeyChoice::Global => key_col.is_none(),
+            KeyChoice::Default => args.input.key_column.as_deref() == key_col,
+        };
+        if !same {
+            bail!("--current '{c}' counts by another key than -p; give it the same key= (or none)");
+        }
+    }
+    Ok(Some(spec.text))
+}
+
+/// Reads the log, and the keys `--exclude-keys` leaves out; sets the
+/// requests and keys `goal` counts.
+pub fn read(args: &SizeArgs, key_col: Option<&str>, goal: &mut Goal) -> Result<Input> {
+    let keyed = key_col.is_some();
+    let key_cols: Vec<ColSel> = key_col.map(ColSel::parse).into_iter().collect();
+    let spec = args.input.spec(key_cols, args.quiet)?;
+    let show_progress = progress::Wanted {
+        quiet: args.quiet,
+        no_progress: args.progress.no_progress,
+        progress: args.progress.progress,
+    }
+    .show();
+    let bar = progress::bytes_read(show_progress, &spec.files);
+    let mut log = Log::new(keyed, args.input.cost_column.is_some());
+    let read = stream::read_ordered(&spec, args.input.reorder_window, None, &bar, &mut log)?;
+    if read.summary.rows == 0 && !args.quiet {
+        crate::say!("drip: the input has no rows; every size is the smallest");
+    }
+    let mut input = Input {
+        log,
+        read,
+        counted: Vec::new(),
+        targets: Targets {
+            max_drop_rate_pct: args
+                .max_drop_rate
+                .as_deref()
+                .map(|t| t.trim().trim_end_matches('%').to_string()),
+            max_drops: args.max_drops,
+            max_keys_hurt: args.max_keys_hurt.as_deref().map(|t| t.trim().to_string()),
+            max_wait_ns: args.max_wait.map(|w| w.0),
+            ..Targets::default()
+        },
+        notes: Vec::new(),
+        show_progress,
+    };
+    if let Some(path) = &args.exclude_keys {
+        exclude_keys(args, path, key_col, &mut input)?;
+    }
+    goal.keys = (0..input.log.keys())
+        .filter(|&k| input.is_counted(k))
+        .count() as u64;
+    // Every request counts, as audit counts them (rows with an empty key
+    // are admitted unlimited), except those of excluded keys.
+    goal.requests = input.log.len() as u64 - input.targets.excluded_requests;
+    Ok(input)
+}
+
+/// Leaves the keys listed in `path` out of the targets, and notes the
+/// lines naming no key of the log.
+fn exclude_keys(
+    args: &SizeArgs,
+    path: &Path,
+    key_col: Option<&str>,
+    input: &mut Input,
+) -> Result<()> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read --exclude-keys file '{}'", path.display()))?;
+    // A line names a key as the report shows it (`10.1.2.0/24`,
+    // `/api|alice`) or as logged (`10.1.2.3:4711`): the logged form is
+    // shaped as the log's keys are (port, prefix, joined parts).
+    let shape = KeyShape {
+        strip_port: args.input.strip_port,
+        prefix: args
+            .input
+            .key_prefix
+            .as_deref()
+            .map(parse_prefix)
+            .transpose()
+            .map_err(|e| anyhow!(e))?,
+    };
+    let joined = key_col.is_some_and(|c| c.contains(','));
+    let (mut lines, forms) = key_forms(&text, &shape, joined);
+    let log = &input.log;
+    input.counted = vec![true; log.keys()];
+    for (id, c) in input.counted.iter_mut().enumerate() {
+        if let Some(at) = forms.get(log.names.get(id as u32)) {
+            *c = false;
+            for &n in at {
+                lines[n] = true;
+            }
+            input.targets.excluded_keys += 1;
+            input.targets.excluded_requests += log.requests_by_key[id];
+        }
+    }
+    let missing = lines.iter().filter(|f| !**f).count();
+    if missing > 0 {
+        let note = format!(
+            "{missing} of the {} keys in '{}' do not appear in the log",
+            lines.len(),
+            path.display()
+        );
+        if !args.quiet {
+            crate::say!("drip: {note}");
+        }
+        input.notes.push(note);
+    }
+    Ok(())
+}
+
+/// Each key line of `text` (one flag per line: found in the log yet), and
+/// every form a line may take in the log, with the lines that give it.
+fn key_forms(
+    text: &str,
+    shape: &KeyShape,
+    joined: bool,
+) -> (Vec<bool>, HashMap<Vec<u8>, Vec<usize>>) {
+    let mut lines: Vec<bool> = Vec::new();
+    let mut forms: HashMap<Vec<u8>, Vec<usize>> = HashMap::new();
+    for line in text.lines() {
+        let l = line.trim();
+        if l.is_empty() || l.starts_with('#') {
+            continue;
+        }
+        let n = lines.len();
+        lines.push(false);
+        let mut shaped = Vec::new();
+        if joined {
+            shape.append_joined(l.split(JOIN as char).map(str::as_bytes), &mut shaped);
+        } else {
+            shape.append(l.as_bytes(), &mut shaped);
+        }
+        for form in [l.as_bytes().to_vec(), shaped] {
+            let at = forms.entry(form).or_default();
+            if !at.contains(&n) {
+                at.push(n);
+            }
+        }
+    }
+    (lines, forms)
+}

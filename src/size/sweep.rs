@@ -1,0 +1,518 @@
+//! The sweep step of `size`: the axis points, each key's zero-drop size
+//! at every point (one unbounded replay for many points), and at each
+//! point the smallest size meeting the targets, found by replays of
+//! candidate policies built as values, then replayed as audit replays its
+//! complete spec.
+
+use super::family::{CAP, Family, Point, per_sec_cmp};
+use super::goal::Goal;
+use super::log::Log;
+use super::probe::{self, NeedJob, Needs, ProbeJob, Tally, dispatch};
+use super::shape::Shape;
+use crate::engine::replay::{Replay, Run, Slot};
+use crate::ingest::stream::CHUNK;
+use crate::policy::rule::{Axis, AxisPoint};
+use crate::policy::{PolicyConfig, parse_spec};
+use crate::progress;
+use crate::rate::Rate;
+use crate::report::PolicyReport;
+use crate::report::size::FrontierRow;
+use crate::time::Nanos;
+use anyhow::{Result, anyhow, bail};
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+/// Candidates per probe replay in a search. Each replay costs about its
+/// active rows times K decisions and narrows the range K + 1 times, so a
+/// small K decides less in all; a larger one replays fewer times. 3, 7
+/// and 15 measured alike within the noise of a shared host.
+const K: usize = 7;
+/// Most sizes tried one by one when costs vary.
+pub const MAX_SCAN: u64 = 2048;
+/// Windows tried when none are given.
+const DEFAULT_WINDOWS: [&str; 5] = ["1s", "10s", "1m", "10m", "1h"];
+
+/// The points given, or by default: the windows of [`DEFAULT_WINDOWS`],
+/// or the round rates from the log's average to its busiest second.
+pub fn axis_points(
+    family: &Family,
+    given: Option<Vec<Point>>,
+    shape: &Shape,
+    keyed: bool,
+) -> Result<Vec<Point>> {
+    if let Some(p) = given {
+        return Ok(p);
+    }
+    if family.sizing.axis == Axis::Window {
+        return DEFAULT_WINDOWS
+            .iter()
+            .map(|w| {
+                Ok(Point {
+                    text: (*w).to_string(),
+                    value: AxisPoint::Window(
+                        crate::rate::parse_duration(w).map_err(|e| anyhow!(e))?,
+                    ),
+                })
+            })
+            .collect();
+    }
+    let lo = shape.mean_rate(keyed);
+    let hi = Rate::new(shape.busiest.max(1), Nanos::from_secs(1)).map_err(|e| anyhow!(e))?;
+    let hi = family.round_up(hi).map(|p| p.value);
+    let lo = lo.and_then(|r| family.round_up(r)).map(|p| p.value);
+    Ok(match (lo, hi) {
+        (Some(AxisPoint::Rate(lo)), Some(AxisPoint::Rate(hi))) => {
+            let hi = if per_sec_cmp(lo, hi).is_gt() { lo } else { hi };
+            family.ladder(lo, hi)
+        }
+        _ => family.ladder(
+            Rate::new(1, Nanos::from_secs(1)).map_err(|e| anyhow!(e))?,
+            Rate::new(1, Nanos::from_secs(1)).map_err(|e| anyhow!(e))?,
+        ),
+    })
+}
+
+/// Replay threads for `points`.
+pub fn threads(points: &[Point]) -> usize {
+    std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(points.len())
+        .max(1)
+}
+
+/// Each key's zero-drop size at every point.
+pub struct KeyNeeds {
+    needs: Vec<Needs>,
+    /// Points per replay.
+    group: usize,
+}
+
+impl KeyNeeds {
+    /// Key `key`'s zero-drop size at point `pi` (`u64::MAX`: never fits).
+    pub fn of(&self, pi: usize, key: usize) -> u64 {
+        self.needs[pi / self.group].of(key, pi % self.group)
+    }
+
+    /// Replays the log through every point's unbounded policy: one replay
+    /// for up to [`probe::MAX_K`] points, spread over `threads`.
+    pub fn replay(
+        family: &Family,
+        points: &[Point],
+        log: &Log,
+        threads: usize,
+    ) -> Result<KeyNeeds> {
+        let offset = family.sizing.level_over_size;
+        let group = points.len().div_ceil(threads).clamp(1, probe::MAX_K);
+        let configs: Vec<Vec<PolicyConfig>> = points
+            .chunks(group)
+            .map(|g| g.iter().map(|p| family.config(p, CAP)).collect())
+            .collect::<Result<_>>()?;
+        let needs: Vec<Needs> = std::thread::scope(|s| {
+            let handles: Vec<_> = configs
+                .iter()
+                .map(|c| s.spawn(|| dispatch(c, NeedJob { log, offset })))
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().map_err(|_| anyhow!("a replay thread failed")))
+                .collect::<Result<_>>()
+        })?;
+        Ok(KeyNeeds { needs, group })
+    }
+}
+
+/// What the search found at one axis point.
+struct Found {
+    size: u64,
+    feasible: bool,
+    method: &'static str,
+    replays: u32,
+    note: Option<String>,
+}
+
+/// The sweep's shared inputs.
+pub struct Sweep<'a> {
+    pub family: &'a Family,
+    pub log: &'a Log,
+    pub goal: &'a Goal,
+    /// By key id: false for keys left out of the targets (empty: all count).
+    pub counted: &'a [bool],
+    pub costs_vary: bool,
+    pub keyed: bool,
+    /// The span the recommendation ranks by.
+    pub horizon: Nanos,
+}
+
+/// The tallies tried so far at one point, and the replays that tried them.
+struct Tried<'a> {
+    sweep: &'a Sweep<'a>,
+    point: &'a Point,
+    key_need: &'a [u64],
+    seen: HashMap<u64, Tally>,
+    replays: u32,
+}
+
+impl Tried<'_> {
+    /// Replays the sizes not tried yet, in one replay.
+    fn run(&mut self, sizes: &[u64]) -> Result<()> {
+        let fresh: Vec<u64> = sizes
+            .iter()
+            .copied()
+            .filter(|s| !self.seen.contains_key(s))
+            .collect();
+        if fresh.is_empty() {
+            return Ok(());
+        }
+        self.replays += 1;
+        let tallies = self.sweep.probe(self.point, self.key_need, &fresh)?;
+        for (s, t) in fresh.iter().zip(tallies) {
+            self.seen.insert(*s, t);
+        }
+        Ok(())
+    }
+
+    fn at(&self, size: u64) -> Tally {
+        self.seen[&size]
+    }
+}
+
+impl Sweep<'_> {
+    /// The frontier: each point's row, points spread over `threads`.
+    pub fn frontier(
+        &self,
+        points: &[Point],
+        needs: &KeyNeeds,
+        threads: usize,
+        show_progress: bool,
+    ) -> Result<Vec<FrontierRow>> {
+        let what = if self.family.is_bucket() {
+            "rates"
+        } else {
+            "windows"
+        };
+        let bar = progress::steps(show_progress, points.len() as u64, what);
+        let next = AtomicUsize::new(0);
+        let results: Mutex<Vec<Option<Result<FrontierRow>>>> =
+            Mutex::new((0..points.len()).map(|_| None).collect());
+        std::thread::scope(|s| {
+            for _ in 0..threads {
+                s.spawn(|| {
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        if i >= points.len() {
+                            break;
+                        }
+                        let row = self.row(&points[i], |k| needs.of(i, k));
+                        results.lock().expect("no panics hold the lock")[i] = Some(row);
+                        bar.inc(1);
+                    }
+                });
+            }
+        });
+        bar.finish_and_clear();
+        let mut frontier = Vec::new();
+        for r in results.into_inner().expect("no panics hold the lock") {
+            frontier.push(r.expect("every point swept")?);
+        }
+        Ok(frontier)
+    }
+
+    /// The frontier row at `point`: the size found, with the figures of its
+    /// audit replay; `need_of(key)`: the key's zero-drop size there.
+    fn row(&self, point: &Point, need_of: impl Fn(usize) -> u64) -> Result<FrontierRow> {
+        let keys = self.log.keys();
+        let key_need: Vec<u64> = (0..keys).map(need_of).collect();
+        let need = (0..keys)
+            .filter(|&k| self.counted.is_empty() || self.counted[k])
+            .map(|k| key_need[k])
+            .max()
+            .unwrap_or(0);
+        let found = self.search(point, &key_need, need)?;
+        let spec = self.family.spec(&point.text, found.size);
+        let report = audit(self.log, &spec, self.keyed, 0)?;
+        let worst = self
+            .family
+            .config(point, found.size)?
+            .worst_within(self.horizon);
+        let bucket = self.family.is_bucket();
+        let mut row = FrontierRow {
+            rate: bucket.then(|| point.text.clone()),
+            window: (!bucket).then(|| point.text.clone()),
+            spec,
+            size: found.size,
+            feasible: found.feasible,
+            worst_in_horizon: worst,
+            method: found.method,
+            replays: found.replays,
+            note: found.note,
+            ..FrontierRow::default()
+        };
+        row.fill(&report);
+        Ok(row)
+    }
+
+    /// Tallies of `sizes` at `point`, one replay; `key_need`: each key's
+    /// zero-drop size at this point.
+    fn probe(&self, point: &Point, key_need: &[u64], sizes: &[u64]) -> Result<Vec<Tally>> {
+        let configs = sizes
+            .iter()
+            .map(|&s| self.family.config(point, s))
+            .collect::<Result<Vec<PolicyConfig>>>()?;
+        // Waits are measured on every key; drops only happen to keys that
+        // need more than the size.
+        let waits = self.goal.max_wait.is_some() && self.family.shapes();
+        let smallest = sizes.iter().copied().min().unwrap_or(0);
+        Ok(dispatch(
+            &configs,
+            ProbeJob {
+                log: self.log,
+                counted: self.counted,
+                settled: (!waits).then_some((key_need, smallest)),
+            },
+        ))
+    }
+
+    /// The smallest size meeting the targets at `point`; `need`: the
+    /// largest zero-drop size over the counted keys (`u64::MAX`: some
+    /// request never fits).
+    fn search(&self, point: &Point, key_need: &[u64], need: u64) -> Result<Found> {
+        let min = self.family.sizing.min_size;
+        let mut tried = Tried {
+            sweep: self,
+            point,
+            key_need,
+            seen: HashMap::new(),
+            replays: 0,
+        };
+        // The largest size known to meet the drop targets.
+        let mut hi = if need == u64::MAX {
+            tried.run(&[CAP])?;
+            if !self.goal.drops_ok(&tried.at(CAP)) {
+                return Ok(Found {
+                    size: CAP,
+                    feasible: false,
+                    method: "search",
+                    replays: tried.replays + 1,
+                    note: Some(format!(
+                        "some requests cost more than any {} up to {CAP} admits, and the drop targets are missed even at {CAP}",
+                        self.family.sizing.size_param
+                    )),
+                });
+            }
+            CAP
+        } else {
+            need.max(min)
+        };
+        let method;
+        if self.costs_vary && hi - min < MAX_SCAN {
+            method = "scan";
+            let Some(s) = self.scan(&mut tried, min, hi)? else {
+                return Ok(Found {
+                    size: hi,
+                    feasible: false,
+                    method,
+                    replays: tried.replays + 1,
+                    note: Some(self.wait_note(hi, &tried.at(hi))),
+                });
+            };
+            hi = s;
+        } else {
+            method = if self.costs_vary {
+                "search-unproven"
+            } else if self.goal.zero_drops() && need != u64::MAX {
+                "zero-drop"
+            } else {
+                "search"
+            };
+            if method != "zero-drop" {
+                hi = self.narrow(&mut tried, min, hi)?;
+            }
+        }
+        self.confirm(&mut tried, min, hi, method)
+    }
+
+    /// Drops may rise with the size: tries every size from `min` to `hi`,
+    /// lowest first; the first meeting the targets.
+    fn scan(&self, tried: &mut Tried<'_>, min: u64, hi: u64) -> Result<Option<u64>> {
+        let mut from = min;
+        while from <= hi {
+            let to = (from + probe::MAX_K as u64 - 1).min(hi);
+            let sizes: Vec<u64> = (from..=to).collect();
+            tried.run(&sizes)?;
+            if let Some(s) = sizes.iter().copied().find(|s| self.goal.ok(&tried.at(*s))) {
+                return Ok(Some(s));
+            }
+            from = to + 1;
+        }
+        Ok(None)
+    }
+
+    /// A K-ary search between `lo`, below which sizes miss the drop
+    /// targets, and `hi`, which meets them: the smallest that meets them.
+    fn narrow(&self, tried: &mut Tried<'_>, mut lo: u64, mut hi: u64) -> Result<u64> {
+        while lo < hi {
+            let span = hi - lo;
+            let sizes: Vec<u64> = if span as usize <= K {
+                (lo..hi).collect()
+            } else {
+                let mut v: Vec<u64> = (1..=K as u64)
+                    .map(|j| lo + (u128::from(span) * u128::from(j) / (K as u128 + 1)) as u64)
+                    .collect();
+                v.dedup();
+                v
+            };
+            tried.run(&sizes)?;
+            for &s in &sizes {
+                if self.goal.drops_ok(&tried.at(s)) {
+                    hi = hi.min(s);
+                }
+            }
+            for &s in &sizes {
+                if s < hi && !self.goal.drops_ok(&tried.at(s)) {
+                    lo = lo.max(s + 1);
+                }
+            }
+        }
+        Ok(hi)
+    }
+
+    /// The answer `hi` and the size below it, replayed directly: `hi` must
+    /// meet the drop targets and (unless unproven) the size below miss.
+    fn confirm(
+        &self,
+        tried: &mut Tried<'_>,
+        min: u64,
+        hi: u64,
+        method: &'static str,
+    ) -> Result<Found> {
+        let check: Vec<u64> = if hi > min { vec![hi - 1, hi] } else { vec![hi] };
+        tried.run(&check)?;
+        let at = tried.at(hi);
+        let (size_param, point) = (self.family.sizing.size_param, &tried.point.text);
+        if !self.goal.drops_ok(&at) {
+            bail!(
+                "internal check failed: {size_param} {hi} at {point} misses the drop targets it was found to meet (please report it)"
+            );
+        }
+        if hi > min && method != "search-unproven" && self.goal.ok(&tried.at(hi - 1)) {
+            bail!(
+                "internal check failed: {size_param} {} at {point} meets the targets below the size found (please report it)",
+                hi - 1
+            );
+        }
+        let feasible = self.goal.wait_ok(&at);
+        Ok(Found {
+            size: hi,
+            feasible,
+            method,
+            replays: tried.replays + 1,
+            note: (!feasible).then(|| self.wait_note(hi, &at)),
+        })
+    }
+
+    fn wait_note(&self, size: u64, t: &Tally) -> String {
+        let size_param = self.family.sizing.size_param;
+        match self.goal.max_wait {
+            Some(w) if t.max_wait > w.0 => format!(
+                "the drop targets need {size_param} {size} or more here, and at {size} a request waits {} (over --max-wait {})",
+                Nanos(t.max_wait),
+                w
+            ),
+            _ => format!("no {size_param} up to {size} meets the targets"),
+        }
+    }
+}
+
+/// The audit replay of one spec over the in-memory log: the figures
+/// `drip audit -p SPEC` reports.
+pub fn audit(log: &Log, spec_text: &str, keyed: bool, top: usize) -> Result<PolicyReport> {
+    let spec = parse_spec(spec_text)?;
+    let slot = if keyed { Slot::Column(0) } else { Slot::Global };
+    let run = Run::new(&spec, vec![slot; spec.members.len()], 0);
+    let mut replay = Replay::new(vec![run], usize::from(keyed), None, None, top)?;
+    if keyed {
+        for id in 0..log.names.len() {
+            replay.learn_key(0, log.names.get(id as u32));
+        }
+    }
+    let mut buf = Vec::with_capacity(CHUNK);
+    let mut start = 0;
+    while start < log.len() {
+        log.events(start, CHUNK, &mut buf);
+        replay.decide_chunk(&buf)?;
+        start += CHUNK;
+    }
+    let (mut reports, _) = replay.finish()?;
+    Ok(reports.remove(0))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::policy::Decision;
+
+    /// No window of the horizon lets more requests through than the bound
+    /// the recommendation ranks by (releases, for the policies that delay).
+    #[test]
+    fn worst_in_horizon_bounds_every_window() {
+        let cases = [
+            ("gcra", "2/s"),
+            ("token-bucket", "3/s"),
+            ("leaky-bucket", "1/s"),
+            ("shaper", "2/s"),
+            ("nginx:nodelay", "2r/s"),
+            ("nginx", "2r/s"),
+            ("nginx:delay=2", "20r/m"),
+            ("fixed-window", "2s"),
+            ("fixed-window:align=first-hit,count=all", "3s"),
+            ("sliding-window", "2s"),
+            ("sliding-log", "2s"),
+        ];
+        let mut seed = 11u64;
+        let mut next = || {
+            seed = seed
+                .wrapping_mul(6364136223846793005)
+                .wrapping_add(1442695040888963407);
+            seed >> 33
+        };
+        for (policy, point) in cases {
+            let family = Family::parse(policy).unwrap();
+            let p = family.points(
+                family.is_bucket().then_some(point),
+                (!family.is_bucket()).then_some(point),
+            );
+            let p = p.unwrap().unwrap().remove(0);
+            for size in [family.sizing.min_size, 1, 3, 7] {
+                let spec = parse_spec(&family.spec(&p.text, size)).unwrap();
+                for h in [Nanos::from_millis(700), Nanos::from_secs(5)] {
+                    let bound = family.config(&p, size).unwrap().worst_within(h);
+                    for _ in 0..20 {
+                        let mut stack = spec.build();
+                        let mut out = Vec::new();
+                        let mut t = 0u64;
+                        for _ in 0..300 {
+                            t += next() % 400;
+                            let now = Nanos::from_millis(t);
+                            if let Decision::Admit { release } = stack.decide(&[Some(0)], now, 1) {
+                                out.push(release.0);
+                            }
+                        }
+                        out.sort_unstable();
+                        let mut tail = 0;
+                        for (i, &r) in out.iter().enumerate() {
+                            while out[tail] + h.0 <= r {
+                                tail += 1;
+                            }
+                            let through = (i + 1 - tail) as u64;
+                            assert!(
+                                through <= bound,
+                                "{policy} at {point}, size {size}: {through} in {h} > {bound}"
+                            );
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
