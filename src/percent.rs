@@ -26,6 +26,11 @@ impl Percent {
         (num <= den).then_some(Percent { num, den })
     }
 
+    /// True for 0 %: nothing is allowed.
+    pub fn is_zero(self) -> bool {
+        self.num == 0
+    }
+
     /// Whether `part` of `whole` is more than this percentage, exactly:
     /// `part / whole > num / den`.
     pub fn exceeded_by(self, part: u64, whole: u64) -> bool {

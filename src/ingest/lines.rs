@@ -30,6 +30,22 @@ pub struct LineSpec {
     pub no_header: bool,
 }
 
+#[cfg(test)]
+impl LineSpec {
+    /// Everything detected: format, time column and time format.
+    pub fn detected() -> LineSpec {
+        LineSpec {
+            time_col: None,
+            time_format: TimeFormat::Auto,
+            zone: None,
+            input_format: InputFormat::Auto,
+            log_format: None,
+            delimiter: None,
+            no_header: false,
+        }
+    }
+}
+
 /// The time column(s) of a log: one, or a date and a time to join.
 type TimeCols = (usize, Option<usize>);
 
@@ -361,15 +377,7 @@ mod tests {
     use super::*;
 
     fn spec() -> LineSpec {
-        LineSpec {
-            time_col: None,
-            time_format: TimeFormat::Auto,
-            zone: None,
-            input_format: InputFormat::Auto,
-            log_format: None,
-            delimiter: None,
-            no_header: false,
-        }
+        LineSpec::detected()
     }
 
     /// The times of `lines` (seconds), or the first error.

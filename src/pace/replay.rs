@@ -360,7 +360,6 @@ fn refuse_non_text(first: &[u8]) -> Result<()> {
 mod tests {
     use super::*;
     use crate::ingest::input::ColSel;
-    use crate::ingest::log::InputFormat;
     use crate::ingest::timestamp::TimeFormat;
     use crate::pace::schedule::{Order, Pending, Timing};
     use crate::policy::keyed::Stack;
@@ -369,15 +368,7 @@ mod tests {
 
     fn cfg(speed: &str) -> ReplayConfig {
         ReplayConfig {
-            lines: LineSpec {
-                time_col: None,
-                time_format: TimeFormat::Auto,
-                zone: None,
-                input_format: InputFormat::Auto,
-                log_format: None,
-                delimiter: None,
-                no_header: false,
-            },
+            lines: LineSpec::detected(),
             speed: Speed::parse(speed).unwrap(),
             max_gap: None,
             reorder_window: Nanos::from_secs(5),

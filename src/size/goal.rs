@@ -3,6 +3,7 @@
 
 use super::probe::Tally;
 use crate::cli::SizeArgs;
+use crate::percent::Percent;
 use crate::time::Nanos;
 use anyhow::{Result, anyhow, bail};
 
@@ -10,14 +11,13 @@ use anyhow::{Result, anyhow, bail};
 #[derive(Clone, Copy, Debug)]
 pub enum KeysHurt {
     Count(u64),
-    /// numerator, denominator of the fraction.
-    Share(u128, u128),
+    Share(Percent),
 }
 
 /// The targets, exact.
 #[derive(Clone, Debug)]
 pub struct Goal {
-    pub drop_rate: Option<(u128, u128)>,
+    pub drop_rate: Option<Percent>,
     pub drops: Option<u64>,
     pub keys_hurt: Option<KeysHurt>,
     pub max_wait: Option<Nanos>,
@@ -40,7 +40,7 @@ impl Goal {
             .max_drop_rate
             .as_deref()
             .map(|t| {
-                parse_pct(t).ok_or_else(|| {
+                Percent::parse(t).ok_or_else(|| {
                     anyhow!(
                         "invalid --max-drop-rate '{t}': give a percentage from 0 to 100, e.g. 0.5"
                     )
@@ -61,11 +61,11 @@ impl Goal {
     /// The drop targets (drop rate, drops, keys hurt) hold.
     pub fn drops_ok(&self, t: &Tally) -> bool {
         self.drop_rate
-            .is_none_or(|(n, d)| u128::from(t.dropped) * d <= n * u128::from(self.requests))
+            .is_none_or(|p| !p.exceeded_by(t.dropped, self.requests))
             && self.drops.is_none_or(|m| t.dropped <= m)
             && self.keys_hurt.is_none_or(|k| match k {
                 KeysHurt::Count(m) => t.keys_hurt <= m,
-                KeysHurt::Share(n, d) => u128::from(t.keys_hurt) * d <= n * u128::from(self.keys),
+                KeysHurt::Share(p) => !p.exceeded_by(t.keys_hurt, self.keys),
             })
     }
 
@@ -79,12 +79,13 @@ impl Goal {
 
     /// True when some drop target allows no drop at all.
     pub fn zero_drops(&self) -> bool {
-        self.drop_rate.is_some_and(|(n, _)| n == 0)
+        self.drop_rate.is_some_and(Percent::is_zero)
             || self.drops == Some(0)
-            || matches!(
-                self.keys_hurt,
-                Some(KeysHurt::Count(0)) | Some(KeysHurt::Share(0, _))
-            )
+            || match self.keys_hurt {
+                Some(KeysHurt::Count(n)) => n == 0,
+                Some(KeysHurt::Share(p)) => p.is_zero(),
+                None => false,
+            }
     }
 }
 
@@ -96,29 +97,11 @@ fn keys_hurt(t: &str) -> Result<KeysHurt> {
         )
     };
     if t.trim().ends_with('%') {
-        parse_pct(t)
-            .map(|(n, d)| KeysHurt::Share(n, d))
-            .ok_or_else(bad)
+        Percent::parse(t).map(KeysHurt::Share).ok_or_else(bad)
     } else {
         t.trim()
             .parse::<u64>()
             .map(KeysHurt::Count)
             .map_err(|_| bad())
     }
-}
-
-/// A percentage as an exact fraction of 1: (numerator, denominator).
-fn parse_pct(s: &str) -> Option<(u128, u128)> {
-    let s = s.trim();
-    let s = s.strip_suffix('%').unwrap_or(s);
-    let (int, frac) = s.split_once('.').unwrap_or((s, ""));
-    if int.is_empty() && frac.is_empty() || frac.len() > 9 {
-        return None;
-    }
-    if !int.bytes().chain(frac.bytes()).all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    let num: u128 = format!("{int}{frac}").parse().ok()?;
-    let den = 100 * 10u128.pow(frac.len() as u32);
-    (num <= den).then_some((num, den))
 }
