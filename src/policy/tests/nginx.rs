@@ -145,6 +145,17 @@ fn nginx_stack_max_not_sum_and_no_charge_on_refusal() {
     assert_eq!(go(b, 400), ("DELAYED", 500));
 }
 
+/// The next gap in ms for an nginx rate whose interval is about `t` ms:
+/// none, up to one interval, about one interval, or up to three.
+fn ms_gap(rng: &mut Rng, t: u64) -> u64 {
+    match rng.below(4) {
+        0 => 0,
+        1 => rng.below(t + 1),
+        2 => t - 1 + rng.below(3),
+        _ => rng.below(3 * t + 1),
+    }
+}
+
 #[test]
 fn nginx_nodelay_admits_as_leaky_bucket_of_burst_plus_one() {
     let mut rng = Rng(0x5eed_0005);
@@ -158,12 +169,7 @@ fn nginx_nodelay_admits_as_leaky_bucket_of_burst_plus_one() {
         let mut ms = 1_700_000_000_000 + rng.below(1000);
         let t = 1000 / n + 1;
         for _ in 0..130 {
-            ms += match rng.below(4) {
-                0 => 0,
-                1 => rng.below(t + 1),
-                2 => t - 1 + rng.below(3),
-                _ => rng.below(3 * t + 1),
-            };
+            ms += ms_gap(&mut rng, t);
             let a = ng.decide(&mut sn, Nanos(ms * MS), 1);
             let e = lb.decide(&mut sl, Nanos(ms * MS), 1);
             assert_eq!(a.is_admit(), e.is_admit(), "{n}r/s burst={b} at {ms}");
@@ -187,12 +193,7 @@ fn nginx_delays_as_the_shaper_to_the_truncated_ms() {
         let mut ms = rng.below(1000);
         let t = 1000 / n + 1;
         for _ in 0..130 {
-            ms += match rng.below(4) {
-                0 => 0,
-                1 => rng.below(t + 1),
-                2 => t - 1 + rng.below(3),
-                _ => rng.below(3 * t + 1),
-            };
+            ms += ms_gap(&mut rng, t);
             let now = Nanos(ms * MS);
             let a = ng.decide(&mut sn, now, 1);
             let e = sh.decide(&mut ss, now, 1);

@@ -3,14 +3,21 @@
 
 use super::*;
 
+/// The spec's one policy, of variant `$v`, checked.
+macro_rules! checked {
+    ($spec:expr, $v:ident) => {
+        match parse_spec($spec).unwrap().members[0].config {
+            PolicyConfig::$v(f) => Checked::new(f),
+            _ => unreachable!(),
+        }
+    };
+}
+
 // ---- window policies: hand-worked boundaries -----------------------------
 
 #[test]
 fn fixed_window_boundaries() {
-    let spec = |t: &str| match parse_spec(t).unwrap().members[0].config {
-        PolicyConfig::FixedWindow(f) => Checked::new(f),
-        _ => unreachable!(),
-    };
+    let spec = |t: &str| checked!(t, FixedWindow);
     // epoch windows of 10 s, limit 2
     let f = spec("fixed-window:limit=2,window=10s");
     let ds = run(
@@ -99,14 +106,7 @@ use crate::policy::fixed_window::FixedWindowState;
 
 #[test]
 fn sliding_window_floor_rule() {
-    let f = match parse_spec("sliding-window:limit=10,window=10s")
-        .unwrap()
-        .members[0]
-        .config
-    {
-        PolicyConfig::SlidingWindow(f) => Checked::new(f),
-        _ => unreachable!(),
-    };
+    let f = checked!("sliding-window:limit=10,window=10s", SlidingWindow);
     // 10 admitted in window [0,10 s).
     let mut reqs: Vec<(u64, u64)> = (0..10).map(|i| (i * S / 2, 1)).collect();
     // At 10 s (e = 0) the previous window weighs fully: floor(10·10/10) = 10.
@@ -136,14 +136,7 @@ fn sliding_window_floor_rule() {
 
 #[test]
 fn sliding_log_entry_exactly_w_old_still_counts() {
-    let f = match parse_spec("sliding-log:limit=2,window=10s")
-        .unwrap()
-        .members[0]
-        .config
-    {
-        PolicyConfig::SlidingLog(f) => Checked::new(f),
-        _ => unreachable!(),
-    };
+    let f = checked!("sliding-log:limit=2,window=10s", SlidingLog);
     let ds = run(
         &f,
         &[
