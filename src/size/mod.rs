@@ -885,6 +885,7 @@ pub fn run(args: SizeArgs) -> Result<u8> {
             files: read.names,
             rows: read.summary.rows,
             bad_rows_skipped: read.summary.bad_rows,
+            truncated: read.summary.truncated,
             rows_reordered: read.reordered,
             time_column: read.summary.time_column,
             time_format: read.summary.time_format,
