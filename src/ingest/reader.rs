@@ -257,10 +257,10 @@ impl<'s> LogReader<'s> {
         let cols = Columns::resolve(rows, self.spec, name).map_err(|e| {
             if rows.format().is_none() && self.spec.input_format == InputFormat::Auto {
                 // Say why the file was read as CSV, and how to choose.
-                e.context(format!(
-                    "{name} was read as CSV: its first lines are none of {}; set --input-format FORMAT, or --log-format 'FORMAT' for an nginx log_format or Apache LogFormat",
+                anyhow!(
+                    "{e:#}; it was read as CSV, its first lines being none of {}; set --input-format FORMAT, or --log-format 'FORMAT' for an nginx log_format or Apache LogFormat",
                     crate::ingest::log::detected_names()
-                ))
+                )
             } else {
                 e
             }
