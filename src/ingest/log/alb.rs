@@ -10,11 +10,11 @@
 //! time is `request_creation_time`, when the balancer received the request;
 //! `time` is when it sent the response.
 
-use super::clf::tokens;
+use super::tokens::tokens;
 use super::{Fields, LineParser, Parsed, split_request};
 
 /// AWS's field names, in line order.
-const NAMES: [&str; 30] = [
+pub const NAMES: [&str; 30] = [
     "type",
     "time",
     "elb",

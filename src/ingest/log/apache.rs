@@ -28,48 +28,64 @@ pub fn is_apache(format: &str) -> bool {
     percent && !dollar
 }
 
+/// Directives and the names they get, whatever their argument.
+const PLAIN: [(char, &str); 24] = [
+    ('h', "remote_addr"),
+    ('A', "server_addr"),
+    ('b', "body_bytes_sent"),
+    ('B', "response_size"),
+    ('D', "request_time_us"),
+    ('f', "filename"),
+    ('H', "server_protocol"),
+    ('I', "bytes_received"),
+    ('k', "keepalive_requests"),
+    ('l', "ident"),
+    ('L', "log_id"),
+    ('m', "request_method"),
+    ('O', "bytes_sent"),
+    ('P', "pid"),
+    ('q', "query_string"),
+    ('r', "request"),
+    ('R', "handler"),
+    ('s', "status"),
+    ('S', "bytes_transferred"),
+    ('u', "remote_user"),
+    ('U', "url_path"),
+    ('v', "server_name"),
+    ('V', "canonical_server_name"),
+    ('X', "connection_status"),
+];
+
+/// Directives whose argument names a header, cookie, variable or note:
+/// the prefix of its name (`%{X-Api-Key}i` → `http_x_api_key`).
+const NAMED: [(char, &str); 6] = [
+    ('C', "cookie_"),
+    ('e', "env_"),
+    ('i', "http_"),
+    ('n', "note_"),
+    ('o', "sent_http_"),
+    ('p', "server_port_"),
+];
+
 /// The nginx name of a directive `%{arg}c`.
 fn name(c: char, arg: Option<&str>) -> Result<String> {
-    let header =
-        |prefix: &str, a: &str| format!("{prefix}{}", a.to_ascii_lowercase().replace('-', "_"));
+    if let Some((_, n)) = PLAIN.iter().find(|(d, _)| *d == c) {
+        return Ok(n.to_string());
+    }
+    if let (Some((_, prefix)), Some(a)) = (NAMED.iter().find(|(d, _)| *d == c), arg) {
+        return Ok(format!(
+            "{prefix}{}",
+            a.to_ascii_lowercase().replace('-', "_")
+        ));
+    }
     Ok(match (c, arg) {
-        ('h', _) => "remote_addr".into(),
         ('a', Some("c")) => "peer_addr".into(),
         ('a', _) => "client_addr".into(),
-        ('A', _) => "server_addr".into(),
-        ('b', _) => "body_bytes_sent".into(),
-        ('B', _) => "response_size".into(),
-        ('C', Some(a)) => header("cookie_", a),
-        ('D', _) => "request_time_us".into(),
-        ('e', Some(a)) => header("env_", a),
-        ('f', _) => "filename".into(),
-        ('H', _) => "server_protocol".into(),
-        ('i', Some(a)) => header("http_", a),
-        ('I', _) => "bytes_received".into(),
-        ('k', _) => "keepalive_requests".into(),
-        ('l', _) => "ident".into(),
-        ('L', _) => "log_id".into(),
-        ('m', _) => "request_method".into(),
-        ('n', Some(a)) => header("note_", a),
-        ('o', Some(a)) => header("sent_http_", a),
-        ('O', _) => "bytes_sent".into(),
         ('p', None) => "server_port".into(),
-        ('p', Some(a)) => header("server_port_", a),
-        ('P', _) => "pid".into(),
-        ('q', _) => "query_string".into(),
-        ('r', _) => "request".into(),
-        ('R', _) => "handler".into(),
-        ('s', _) => "status".into(),
-        ('S', _) => "bytes_transferred".into(),
         ('t', a) => time_name(a.unwrap_or(""))?,
         ('T', None | Some("s")) => "request_time".into(),
         ('T', Some("ms")) => "request_time_ms".into(),
         ('T', Some("us")) => "request_time_us".into(),
-        ('u', _) => "remote_user".into(),
-        ('U', _) => "url_path".into(),
-        ('v', _) => "server_name".into(),
-        ('V', _) => "canonical_server_name".into(),
-        ('X', _) => "connection_status".into(),
         _ => bail!(
             "invalid --log-format: the Apache directive %{}{c} is not one drip reads",
             arg.map_or(String::new(), |a| format!("{{{a}}}"))

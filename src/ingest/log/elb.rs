@@ -11,7 +11,8 @@
 
 use super::fixed::Layout;
 
-const NAMES: [&str; 15] = [
+/// The fields before those ALB logs name the same.
+const HEAD: &[&str] = &[
     "timestamp",
     "elb",
     "client:port",
@@ -21,22 +22,14 @@ const NAMES: [&str; 15] = [
     "response_processing_time",
     "elb_status_code",
     "backend_status_code",
-    "received_bytes",
-    "sent_bytes",
-    "request",
-    "user_agent",
-    "ssl_cipher",
-    "ssl_protocol",
 ];
 
-pub static ELB: Layout = Layout {
-    format: "elb",
-    names: &NAMES,
-    least: 12,
-    time: 0,
-    ports: &[(2, "client"), (3, "backend")],
-    request: Some(11),
-};
+/// `received_bytes` to `ssl_protocol`, as in ALB logs.
+const TAIL: &[&str] = super::alb::NAMES.split_at(10).1.split_at(6).0;
+
+pub static ELB: Layout = Layout::new("elb", &[HEAD, TAIL], 12, 0)
+    .ports(&[(2, "client"), (3, "backend")])
+    .request(11);
 
 /// Whether a tokenised line is a Classic ELB line: an RFC 3339 time, a
 /// balancer name, an `ip:port` client and a quoted request.
@@ -45,25 +38,26 @@ pub fn looks_like(line: &[u8], f: &super::Fields) -> bool {
     f.spans.len() >= 12
         && crate::ingest::timestamp::parse_rfc3339(tok(0)).is_ok()
         && super::key::strip_port(tok(2)).len() < tok(2).len()
-        && super::clf::wrapped(line, f, 11, b'"')
+        && super::tokens::wrapped(line, f, 11, b'"')
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixed::named;
+    use super::super::fixed::assert_fields;
     use super::*;
 
     #[test]
     fn elb_lines_carry_aws_names() {
-        let f = named(
+        assert_fields(
             &ELB,
             r#"2015-05-13T23:39:43.945958Z my-loadbalancer 192.168.131.39:2817 - -1 -1 -1 503 - 0 0 "GET http://www.example.com:80/ HTTP/1.1" "curl/7.38.0" - -"#,
-        )
-        .unwrap();
-        let get = |n: &str| f.iter().find(|(k, _)| k == n).unwrap().1.clone();
-        assert_eq!(get("client"), "192.168.131.39");
-        assert_eq!(get("backend:port"), "-");
-        assert_eq!(get("elb_status_code"), "503");
-        assert_eq!(get("uri"), "http://www.example.com:80/");
+            &[
+                ("client", "192.168.131.39"),
+                ("backend:port", "-"),
+                ("elb_status_code", "503"),
+                ("ssl_protocol", "-"),
+                ("uri", "http://www.example.com:80/"),
+            ],
+        );
     }
 }

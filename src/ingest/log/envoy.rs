@@ -11,7 +11,11 @@
 
 use super::fixed::Layout;
 
-const NAMES: [&str; 14] = [
+/// The default format's fields; fields a configuration appends are read by
+/// position (`field16`, ...).
+pub static ENVOY: Layout = Layout::new("envoy", &[&NAMES], 13, 0).request(1);
+
+const NAMES: [&str; 13] = [
     "start_time",
     "request",
     "response_code",
@@ -25,47 +29,36 @@ const NAMES: [&str; 14] = [
     "request_id",
     "authority",
     "upstream_host",
-    "upstream_cluster",
 ];
-
-pub static ENVOY: Layout = Layout {
-    format: "envoy",
-    names: &NAMES,
-    least: 13,
-    time: 0,
-    ports: &[],
-    request: Some(1),
-};
 
 /// Whether a tokenised line is an Envoy line: a bracketed RFC 3339 time,
 /// a quoted request, then a status.
 pub fn looks_like(line: &[u8], f: &super::Fields) -> bool {
-    use super::clf::wrapped;
     let status = f.in_line(line, 2);
-    f.spans.len() >= 13
-        && wrapped(line, f, 0, b'[')
-        && crate::ingest::timestamp::parse_rfc3339(f.in_line(line, 0)).is_ok()
-        && wrapped(line, f, 1, b'"')
-        && !status.is_empty()
-        && status.iter().all(u8::is_ascii_digit)
+    let is_status = !status.is_empty() && status.iter().all(u8::is_ascii_digit);
+    let rfc3339 = crate::ingest::timestamp::parse_rfc3339;
+    is_status
+        && f.spans.len() >= 13
+        && super::tokens::bracketed_time(line, f, 0, rfc3339)
+        && super::tokens::wrapped(line, f, 1, b'"')
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixed::named;
+    use super::super::fixed::assert_fields;
     use super::*;
 
     #[test]
     fn envoy_fields_are_named_after_the_operators() {
-        let f = named(
+        assert_fields(
             &ENVOY,
             r#"[2016-04-15T20:17:00.310Z] "POST /api/v1/locations HTTP/2" 204 - 154 0 226 100 "10.0.35.28" "nsq2http" "cc21d9b0-cf5c-432b-8c7e-98aeb7988cd2" "locations" "tcp://10.0.2.1:80""#,
-        )
-        .unwrap();
-        let get = |n: &str| f.iter().find(|(k, _)| k == n).unwrap().1.clone();
-        assert_eq!(get("start_time"), "2016-04-15T20:17:00.310Z");
-        assert_eq!(get("duration_ms"), "226");
-        assert_eq!(get("x_forwarded_for"), "10.0.35.28");
-        assert_eq!(get("uri"), "/api/v1/locations");
+            &[
+                ("start_time", "2016-04-15T20:17:00.310Z"),
+                ("duration_ms", "226"),
+                ("x_forwarded_for", "10.0.35.28"),
+                ("uri", "/api/v1/locations"),
+            ],
+        );
     }
 }

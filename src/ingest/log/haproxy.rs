@@ -15,10 +15,12 @@
 //! arrived, with ms and **no zone**: the box's local time, read with
 //! `--tz` (UTC without it, with a note). The client is `client`.
 
-use super::clf::{Token, tokens, wrapped};
-use super::{Fields, LineParser, Parsed, split_request};
+use super::fixed::{Fixed, Layout};
+use super::tokens::{Token, bracketed_time, tokens, wrapped};
+use super::{Fields, LineParser, Parsed};
 
-const NAMES: [&str; 12] = [
+/// The fields read, in this order, wherever they stand on the line.
+const NAMES: [&str; 8] = [
     "client:port",
     "accept_date",
     "frontend_name",
@@ -27,18 +29,17 @@ const NAMES: [&str; 12] = [
     "status_code",
     "bytes_read",
     "request",
-    "client",
-    "method",
-    "uri",
-    "protocol",
 ];
+
+static HAPROXY: Layout = Layout::new("haproxy", &[&NAMES], 8, 1)
+    .ports(&[(0, "client")])
+    .request(7);
 
 /// The token holding the accept date: bracketed, a CLF time, after the
 /// client's `ip:port`.
 fn accept_date(line: &[u8], f: &Fields) -> Option<usize> {
-    (1..f.spans.len()).find(|&i| {
-        wrapped(line, f, i, b'[') && crate::ingest::timestamp::parse_clf(f.in_line(line, i)).is_ok()
-    })
+    let clf = crate::ingest::timestamp::parse_clf;
+    (1..f.spans.len()).find(|&i| bracketed_time(line, f, i, clf))
 }
 
 /// The timers after `from`: five numbers (or `-1`) joined by `/`.
@@ -59,32 +60,40 @@ pub fn looks_like(line: &[u8], f: &Fields) -> bool {
     })
 }
 
-#[derive(Default)]
+/// httplog lines: the fields found on the line, then laid out as a
+/// [`Fixed`] layout lays out its own.
 pub struct Haproxy {
-    names: Vec<String>,
+    fixed: Fixed,
     tokens: Fields,
+    /// The tokens of the named fields, in their order.
+    picked: Fields,
 }
 
 impl Haproxy {
-    pub fn new() -> Haproxy {
+    pub fn httplog() -> Haproxy {
         Haproxy {
-            names: NAMES.iter().map(|s| s.to_string()).collect(),
+            fixed: Fixed::new(&HAPROXY),
             tokens: Fields::default(),
+            picked: Fields::default(),
         }
     }
 }
 
 impl LineParser for Haproxy {
     fn format(&self) -> &'static str {
-        "haproxy"
+        self.fixed.format()
     }
 
     fn names(&self) -> Option<&[String]> {
-        Some(&self.names)
+        self.fixed.names()
+    }
+
+    fn field(&mut self, name: &str) -> Option<usize> {
+        self.fixed.field(name)
     }
 
     fn default_time(&mut self) -> Option<(usize, Option<usize>)> {
-        Some((1, None))
+        self.fixed.default_time()
     }
 
     fn parse(&mut self, line: &[u8], out: &mut Fields) -> Result<Parsed, String> {
@@ -111,14 +120,11 @@ impl LineParser for Haproxy {
                     .into(),
             );
         }
+        self.picked.clear();
         for i in [a - 1, a, a + 1, a + 2, tm, tm + 1, tm + 2, n - 1] {
-            out.spans.push(t.spans[i]);
+            self.picked.spans.push(t.spans[i]);
         }
-        let client = super::key::strip_port(t.in_line(line, a - 1));
-        let (m, u, p) = split_request(t.in_line(line, n - 1));
-        for v in [client, m, u, p] {
-            out.push_sub(line, v);
-        }
+        self.fixed.lay_out(line, &self.picked, out)?;
         out.cut = cut;
         Ok(Parsed::Record)
     }
@@ -131,17 +137,22 @@ mod tests {
     #[test]
     fn httplog_with_a_syslog_prefix_and_captures() {
         let line = r#"Jul 30 09:03:52 localhost haproxy[32450]: 1.2.3.4:38862 [30/Jul/2018:09:03:52.726] incoming~ docs_microservice/docs 0/0/1/0/2 304 168 - - ---- 6/6/0/0/0 0/0 {docs.example.internal||} {|||} "GET /component.js HTTP/1.1""#;
-        let mut p = Haproxy::new();
+        let mut p = Haproxy::httplog();
         let mut f = Fields::default();
         p.parse(line.as_bytes(), &mut f).unwrap();
-        let get = |n: &str| {
-            let i = NAMES.iter().position(|x| *x == n).unwrap();
-            String::from_utf8_lossy(f.get(line.as_bytes(), i).unwrap()).into_owned()
-        };
-        assert_eq!(get("client"), "1.2.3.4");
-        assert_eq!(get("accept_date"), "30/Jul/2018:09:03:52.726");
-        assert_eq!(get("status_code"), "304");
-        assert_eq!(get("uri"), "/component.js");
+        for (name, want) in [
+            ("client", "1.2.3.4"),
+            ("accept_date", "30/Jul/2018:09:03:52.726"),
+            ("status_code", "304"),
+            ("uri", "/component.js"),
+        ] {
+            let i = p.field(name).unwrap();
+            assert_eq!(
+                f.get(line.as_bytes(), i).unwrap(),
+                want.as_bytes(),
+                "{name}"
+            );
+        }
         let mut t = Fields::default();
         tokens(line.as_bytes(), &mut t, &[]).unwrap();
         assert!(looks_like(line.as_bytes(), &t));

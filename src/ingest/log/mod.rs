@@ -38,6 +38,7 @@ pub mod ndjson;
 pub mod nginx;
 pub mod s3;
 pub mod squid;
+pub mod tokens;
 pub mod traefik;
 pub mod vhost;
 pub mod w3c;
@@ -351,7 +352,7 @@ const DETECTED: [(InputFormat, LooksLike); 9] = [
 /// The format of one line: one of [`DETECTED`], combined or common.
 pub fn detect_line(line: &[u8]) -> Option<InputFormat> {
     let mut f = Fields::default();
-    if clf::tokens(line, &mut f, &[]).is_err() {
+    if tokens::tokens(line, &mut f, &[]).is_err() {
         return None;
     }
     if let Some((format, _)) = DETECTED.iter().find(|(_, looks)| looks(line, &f)) {
@@ -425,7 +426,7 @@ pub fn parser(
         InputFormat::S3 => Box::new(Fixed::new(&s3::S3)),
         InputFormat::Squid => Box::new(Fixed::new(&squid::SQUID)),
         InputFormat::Envoy => Box::new(Fixed::new(&envoy::ENVOY)),
-        InputFormat::Haproxy => Box::new(haproxy::Haproxy::new()),
+        InputFormat::Haproxy => Box::new(haproxy::Haproxy::httplog()),
         InputFormat::Nginx => {
             let Some(f) = log_format else {
                 anyhow::bail!(

@@ -178,7 +178,7 @@ const TIMES: [&str; 10] = [
 ];
 
 /// The first `"` at or after `from` not escaped by a backslash.
-fn closing_quote(line: &[u8], mut from: usize) -> Option<usize> {
+pub(super) fn closing_quote(line: &[u8], mut from: usize) -> Option<usize> {
     loop {
         let k = memchr::memchr2(b'"', b'\\', line.get(from..)?)?;
         if line[from + k] == b'\\' {

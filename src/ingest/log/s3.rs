@@ -41,45 +41,37 @@ const NAMES: [&str; 26] = [
     "acl_required",
 ];
 
-pub static S3: Layout = Layout {
-    format: "s3",
-    names: &NAMES,
-    least: 17,
-    time: 2,
-    ports: &[],
-    request: Some(8),
-};
+pub static S3: Layout = Layout::new("s3", &[&NAMES], 17, 2).request(8);
 
 /// Whether a tokenised line is an S3 access log line: a bucket owner, a
 /// bucket, a bracketed CLF time, an operation such as `REST.GET.OBJECT`
 /// and a quoted request.
 pub fn looks_like(line: &[u8], f: &super::Fields) -> bool {
-    use super::clf::wrapped;
+    use super::tokens::{bracketed_time, wrapped};
     let op = f.in_line(line, 6);
     f.spans.len() >= 17
-        && wrapped(line, f, 2, b'[')
-        && crate::ingest::timestamp::parse_clf(f.in_line(line, 2)).is_ok()
+        && bracketed_time(line, f, 2, crate::ingest::timestamp::parse_clf)
         && op.iter().filter(|&&b| b == b'.').count() >= 2
         && wrapped(line, f, 8, b'"')
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixed::named;
+    use super::super::fixed::assert_fields;
     use super::*;
 
     #[test]
     fn s3_lines_carry_aws_names() {
-        let f = named(
+        assert_fields(
             &S3,
             r#"79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be DOC-EXAMPLE-BUCKET1 [06/Feb/2019:00:00:38 +0000] 192.0.2.3 79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be 3E57427F3EXAMPLE REST.GET.VERSIONING - "GET /DOC-EXAMPLE-BUCKET1?versioning HTTP/1.1" 200 - 113 - 7 - "-" "S3Console/0.4" - s9lzHYrFp76ZVxRcpX9+5cjAnEH2ROuNkd2BHfIa6UkFVdtjf5mKR3/eTPFvsiP/XV/VLi31234= SigV2 ECDHE-RSA-AES128-GCM-SHA256 AuthHeader DOC-EXAMPLE-BUCKET1.s3.us-west-1.amazonaws.com TLSV1.2 - -"#,
-        )
-        .unwrap();
-        let get = |n: &str| f.iter().find(|(k, _)| k == n).unwrap().1.clone();
-        assert_eq!(get("time"), "06/Feb/2019:00:00:38 +0000");
-        assert_eq!(get("remote_ip"), "192.0.2.3");
-        assert_eq!(get("operation"), "REST.GET.VERSIONING");
-        assert_eq!(get("tls_version"), "TLSV1.2");
-        assert_eq!(get("method"), "GET");
+            &[
+                ("time", "06/Feb/2019:00:00:38 +0000"),
+                ("remote_ip", "192.0.2.3"),
+                ("operation", "REST.GET.VERSIONING"),
+                ("tls_version", "TLSV1.2"),
+                ("method", "GET"),
+            ],
+        );
     }
 }

@@ -23,14 +23,7 @@ const NAMES: [&str; 10] = [
     "content_type",
 ];
 
-pub static SQUID: Layout = Layout {
-    format: "squid",
-    names: &NAMES,
-    least: 7,
-    time: 0,
-    ports: &[],
-    request: None,
-};
+pub static SQUID: Layout = Layout::new("squid", &[&NAMES], 7, 0);
 
 /// Whether a tokenised line is a Squid line: epoch seconds with ms, a
 /// whole number of ms, a client and a `RESULT/status` code.
@@ -52,19 +45,19 @@ pub fn looks_like(line: &[u8], f: &super::Fields) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixed::named;
+    use super::super::fixed::assert_fields;
     use super::*;
 
     #[test]
     fn squid_fields_are_split_on_runs_of_spaces() {
-        let f = named(
+        assert_fields(
             &SQUID,
             "1157689321.315      1 10.105.21.199 TCP_HIT/200 1464 GET http://www.goonernews.com/styles.css badeyek NONE/- text/css",
-        )
-        .unwrap();
-        let get = |n: &str| f.iter().find(|(k, _)| k == n).unwrap().1.clone();
-        assert_eq!(get("elapsed_ms"), "1");
-        assert_eq!(get("client"), "10.105.21.199");
-        assert_eq!(get("content_type"), "text/css");
+            &[
+                ("elapsed_ms", "1"),
+                ("client", "10.105.21.199"),
+                ("content_type", "text/css"),
+            ],
+        );
     }
 }

@@ -9,32 +9,13 @@
 //! the request arrived (Traefik writes its start time); the client is
 //! `remote_addr`. Traefik's JSON log is read as ndjson, from `StartUTC`.
 
+use super::clf::NAMES;
 use super::fixed::Layout;
 
-const NAMES: [&str; 13] = [
-    "remote_addr",
-    "ident",
-    "remote_user",
-    "time_local",
-    "request",
-    "status",
-    "body_bytes_sent",
-    "http_referer",
-    "http_user_agent",
-    "request_count",
-    "router_name",
-    "server_url",
-    "duration",
-];
+/// What Traefik writes after the Combined fields.
+const AFTER: &[&str] = &["request_count", "router_name", "server_url", "duration"];
 
-pub static TRAEFIK: Layout = Layout {
-    format: "traefik",
-    names: &NAMES,
-    least: 9,
-    time: 3,
-    ports: &[],
-    request: Some(4),
-};
+pub static TRAEFIK: Layout = Layout::new("traefik", &[&NAMES, AFTER], 9, 3).request(4);
 
 /// Whether a tokenised line is a Traefik CLF line: CLF-shaped, a request
 /// count after the user agent and a duration in ms last.
@@ -51,19 +32,23 @@ pub fn looks_like(line: &[u8], f: &super::Fields) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::super::fixed::named;
+    use super::super::fixed::assert_fields;
     use super::*;
 
     #[test]
     fn traefik_fields_follow_the_combined_ones() {
         let line = r#"192.168.33.1 - - [02/Oct/2017:20:22:07 +0000] "GET /ui/favicons/favicon-16x16.png HTTP/1.1" 304 0 - "Mozilla/5.0" 262 "Host-host-1" "http://172.19.0.3:5601" 2ms"#;
-        let f = named(&TRAEFIK, line).unwrap();
-        let get = |n: &str| f.iter().find(|(k, _)| k == n).unwrap().1.clone();
-        assert_eq!(get("http_referer"), "-");
-        assert_eq!(get("router_name"), "Host-host-1");
-        assert_eq!(get("duration"), "2ms");
+        assert_fields(
+            &TRAEFIK,
+            line,
+            &[
+                ("http_referer", "-"),
+                ("router_name", "Host-host-1"),
+                ("duration", "2ms"),
+            ],
+        );
         let mut t = super::super::Fields::default();
-        super::super::clf::tokens(line.as_bytes(), &mut t, &[]).unwrap();
+        super::super::tokens::tokens(line.as_bytes(), &mut t, &[]).unwrap();
         assert!(looks_like(line.as_bytes(), &t));
     }
 }
