@@ -255,7 +255,10 @@ impl<'s> LogReader<'s> {
     ) -> Result<bool> {
         rows.check_start(name)?;
         let cols = Columns::resolve(rows, self.spec, name).map_err(|e| {
-            if rows.format().is_none() && self.spec.input_format == InputFormat::Auto {
+            if rows.format().is_none()
+                && self.spec.input_format == InputFormat::Auto
+                && log_like(rows.header())
+            {
                 // Say why the file was read as CSV, and how to choose.
                 anyhow!(
                     "{e:#}; it was read as CSV, its first lines being none of {}; set --input-format FORMAT, or --log-format 'FORMAT' for an nginx log_format or Apache LogFormat",
@@ -553,4 +556,13 @@ impl<'s> LogReader<'s> {
         }
         crate::say!("{text}");
     }
+}
+
+/// Whether a CSV header looks like a log line rather than column names: a
+/// field with several spaces, brackets, quotes or slashes.
+fn log_like(header: Option<&[String]>) -> bool {
+    header.is_some_and(|h| {
+        h.iter()
+            .any(|c| c.matches(' ').count() >= 2 || c.contains(['[', '"', '/']))
+    })
 }
