@@ -1217,7 +1217,7 @@ struct Sample {
     keys: &'static [&'static str],
 }
 
-const SAMPLES: [Sample; 19] = [
+const SAMPLES: [Sample; 20] = [
     Sample {
         // Three directive blocks, other #Fields: each time.
         file: "iis.log",
@@ -1262,6 +1262,18 @@ const SAMPLES: [Sample; 19] = [
         truncated: 0,
         first: 1_345_050_000_363_000_000, // 2012-08-15T17:00:00.363Z
         last: 1_345_050_000_675_000_000,
+        key: "c-ip",
+        keys: &["", "173.5.0.0", "70.95.0.0"],
+    },
+    Sample {
+        // The -local pair is local time: --tz places it.
+        file: "w3c_advanced.log",
+        args: &["--tz=-07:00"],
+        rows: 3,
+        bad: 0,
+        truncated: 0,
+        first: 1_345_075_200_363_000_000, // 2012-08-15T17:00:00.363-07:00
+        last: 1_345_075_200_675_000_000,
         key: "c-ip",
         keys: &["", "173.5.0.0", "70.95.0.0"],
     },

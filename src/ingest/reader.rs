@@ -536,8 +536,10 @@ impl<'s> LogReader<'s> {
         }
         if self.times.naive_seen && !self.naive_said {
             self.naive_said = true;
-            // W3C logs are UTC by definition.
-            if self.spec.zone.is_none() && !self.spec.quiet && cols.format != Some("w3c") {
+            // W3C's date and time are UTC by definition; date-local and
+            // time-local are the server's local time.
+            let utc = cols.format == Some("w3c") && !time_name.contains("-local");
+            if self.spec.zone.is_none() && !self.spec.quiet && !utc {
                 self.note(
                     format!("naive {time_name}"),
                     &format!("drip: timestamps in column '{time_name}' have no UTC offset; reading them as UTC (set --tz if they are local times)"),

@@ -14,8 +14,10 @@
 //! The default time is `date` and `time` joined (or `date-local` and
 //! `time-local`); a log of `time` only (IIS FTP) takes its date from the
 //! last `#Date:` directive. `date`/`time` are UTC, as the W3C format
-//! defines them; the `-local` pair is the server's local time, read with
-//! `--tz`. The client is `c-ip` (`x-forwarded-for` behind a proxy).
+//! defines them; the `-local` pair is the server's local time. Both are
+//! written without an offset, so `--tz` reads either in its zone: give it
+//! for the `-local` pair (a note asks for it), leave it out for `date` and
+//! `time`. The client is `c-ip` (`x-forwarded-for` behind a proxy).
 
 use super::{Fields, LineParser, MISSING, Parsed, SCRATCH};
 
