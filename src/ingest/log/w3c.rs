@@ -13,7 +13,8 @@
 //!
 //! The default time is `date` and `time` joined (or `date-local` and
 //! `time-local`); a log of `time` only (IIS FTP) takes its date from the
-//! last `#Date:` directive. `date`/`time` are UTC, as the W3C format
+//! last `#Date:` directive (the next day once a time is more than twelve
+//! hours before the line above it). `date`/`time` are UTC, as the W3C format
 //! defines them; the `-local` pair is the server's local time. Both are
 //! written without an offset, so `--tz` reads either in its zone: give it
 //! for the `-local` pair (a note asks for it), leave it out for `date` and
@@ -39,8 +40,12 @@ pub struct W3c {
     columns: Vec<usize>,
     /// The date of the last `#Date:` directive, for logs of `time` only.
     date: Vec<u8>,
-    /// The index of `date` when the current block does not write it.
-    date_from_directive: Option<usize>,
+    /// The index of `date` when the current block does not write it, and
+    /// the block's column of `time`.
+    date_from_directive: Option<(usize, usize)>,
+    /// The time of day of the last line of a log of time only, in seconds:
+    /// a line hours earlier has passed midnight.
+    last_time: u32,
     /// The values of one line, before they are put in name order.
     values: Vec<(u32, u32)>,
 }
@@ -55,6 +60,7 @@ impl W3c {
                 .next()
                 .unwrap_or_default();
             self.date = d.to_vec();
+            self.last_time = 0;
             return;
         }
         let Some(rest) = line.strip_prefix(b"#Fields:") else {
@@ -73,9 +79,10 @@ impl W3c {
             }
         };
         self.columns = block.iter().map(|n| index(n)).collect();
-        self.date_from_directive = (block.iter().any(|n| n == "time")
-            && !block.iter().any(|n| n == "date"))
-        .then(|| index("date"));
+        let time = block.iter().position(|n| n == "time");
+        self.date_from_directive = time
+            .filter(|_| !block.iter().any(|n| n == "date"))
+            .map(|t| (index("date"), t));
     }
 
     /// Splits a request line into `self.values`: on tabs when it has
@@ -114,6 +121,31 @@ impl W3c {
             }
             self.values.push((start as u32, i as u32));
         }
+    }
+}
+
+impl W3c {
+    /// Moves the date of a log of time only to the next day when `time`
+    /// is more than twelve hours before the line above it (past midnight).
+    fn roll_over(&mut self, time: &[u8]) {
+        let secs = |t: &[u8]| -> Option<u32> {
+            let n = |r: std::ops::Range<usize>| {
+                std::str::from_utf8(t.get(r)?).ok()?.parse::<u32>().ok()
+            };
+            Some(n(0..2)? * 3600 + n(3..5)? * 60 + n(6..8)?)
+        };
+        let Some(now) = secs(time) else {
+            return;
+        };
+        if now + 12 * 3600 < self.last_time
+            && let Some(next) = std::str::from_utf8(&self.date)
+                .ok()
+                .and_then(|d| d.parse::<jiff::civil::Date>().ok())
+                .and_then(|d| d.tomorrow().ok())
+        {
+            self.date = next.to_string().into_bytes();
+        }
+        self.last_time = now;
     }
 }
 
@@ -165,10 +197,12 @@ impl LineParser for W3c {
         for (&c, &v) in self.columns.iter().zip(&self.values) {
             out.spans[c] = v;
         }
-        if let Some(d) = self.date_from_directive {
+        if let Some((d, t)) = self.date_from_directive {
             if self.date.is_empty() {
                 return Err("a log of time only needs a #Date: line above it, for the date".into());
             }
+            let (s, e) = self.values[t];
+            self.roll_over(&line[s as usize..e as usize]);
             let s = out.scratch.len() as u32;
             out.scratch.extend_from_slice(&self.date);
             out.spans[d] = (s | SCRATCH, out.scratch.len() as u32 | SCRATCH);
@@ -265,5 +299,11 @@ mod tests {
             .unwrap();
         let v = values(&mut p, "00:00:01 1.1.1.1 [2]QUIT - 226");
         assert_eq!(v[5], "2000-10-10");
+        // Past midnight without a new #Date: the next day.
+        values(&mut p, "23:59:58 1.1.1.1 [2]USER anonymous 331");
+        let v = values(&mut p, "00:00:02 1.1.1.1 [2]PASS - 230");
+        assert_eq!(v[5], "2000-10-11");
+        let v = values(&mut p, "00:00:01 1.1.1.1 [2]QUIT - 226");
+        assert_eq!(v[5], "2000-10-11");
     }
 }
