@@ -1579,6 +1579,35 @@ fn messages_name_the_shape_of_a_line() {
         out.stderr
     );
     assert!(!out.stderr.contains("bad timestamp"), "{}", out.stderr);
+    // A line of another layout is named before its time is read.
+    for (file, given, want) in [
+        (
+            "squid.log",
+            "combined",
+            "squid.log:1: this is not a combined line: it reads as a squid line; set --input-format squid",
+        ),
+        (
+            "elb.log",
+            "alb",
+            "elb.log:1: this is not an alb line: it reads as an elb line; set --input-format elb",
+        ),
+        (
+            "s3.log",
+            "common",
+            "s3.log:1: this is not a common line: it reads as an s3 line; set --input-format s3",
+        ),
+    ] {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/formats")
+            .join(file);
+        let out = drip(
+            &[s(&path), "--input-format", given, "-p", "gcra:rate=1/s"],
+            None,
+        );
+        assert_eq!(out.code, 2);
+        assert!(out.stderr.contains(want), "{}", out.stderr);
+        assert!(!out.stderr.contains("time format"), "{}", out.stderr);
+    }
     // Text of no known shape falls through to CSV, and says so.
     let e = fails(
         b"Mozilla/5.0 (Windows NT 6.1; Win64; x64) hello\nmore text; here\n",

@@ -63,7 +63,10 @@ impl<R> LineRows<R> {
     fn shaped(&self, e: String) -> String {
         let format = self.parser.format();
         match crate::ingest::log::shape_hint(&self.lines.buf, format) {
-            Some(hint) => format!("this is not a {format} line: {hint}"),
+            Some(hint) => format!(
+                "this is not {} {format} line: {hint}",
+                crate::ingest::log::article(format)
+            ),
             None => e,
         }
     }

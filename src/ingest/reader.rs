@@ -200,6 +200,8 @@ impl<'s> LogReader<'s> {
                 (f, detected),
                 (InputFormat::Common, InputFormat::Combined)
                     | (InputFormat::Combined, InputFormat::Common)
+                    | (InputFormat::Vcommon, InputFormat::Vcombined)
+                    | (InputFormat::Vcombined, InputFormat::Vcommon)
             );
         if !sample.is_empty() && detected != InputFormat::Csv && !alike {
             bail!(
@@ -280,7 +282,7 @@ impl<'s> LogReader<'s> {
             let bad = |what: String| -> anyhow::Error {
                 let thing = cols.thing();
                 // A line of another shape names it: `this is not a combined line: ...`.
-                let kind = if what.starts_with("this is not a ") {
+                let kind = if what.starts_with("this is not ") {
                     ""
                 } else {
                     &kind

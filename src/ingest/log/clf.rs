@@ -17,10 +17,14 @@ use super::fixed::Layout;
 use super::tokens::wrapped;
 
 /// NCSA Combined: Apache's `combined`, nginx's default.
-pub static COMBINED: Layout = Layout::new("combined", &[&NAMES], 9, 3).request(4);
+pub static COMBINED: Layout = Layout::new("combined", &[&NAMES], 9, 3)
+    .bracketed()
+    .request(4);
 
 /// NCSA Common: Combined without referer and user agent.
-pub static COMMON: Layout = Layout::new("common", &[NAMES.split_at(7).0], 7, 3).request(4);
+pub static COMMON: Layout = Layout::new("common", &[NAMES.split_at(7).0], 7, 3)
+    .bracketed()
+    .request(4);
 
 /// The fields of a Combined line, as nginx names them.
 pub const NAMES: [&str; 9] = [

@@ -13,7 +13,9 @@ use super::fixed::Layout;
 
 /// The default format's fields; fields a configuration appends are read by
 /// position (`field16`, ...).
-pub static ENVOY: Layout = Layout::new("envoy", &[&NAMES], 13, 0).request(1);
+pub static ENVOY: Layout = Layout::new("envoy", &[&NAMES], 13, 0)
+    .bracketed()
+    .request(1);
 
 const NAMES: [&str; 13] = [
     "start_time",

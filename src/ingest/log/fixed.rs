@@ -27,6 +27,9 @@ pub struct Layout {
     pub least: usize,
     /// The default time field.
     pub time: usize,
+    /// The time is written `[bracketed]`: a line whose time field is not
+    /// is of another shape.
+    pub time_bracketed: bool,
     /// An `ip:port` field, and the name given to the address alone.
     pub ports: &'static [(usize, &'static str)],
     /// The quoted request line (`GET /a HTTP/1.1`), split into `method`,
@@ -48,9 +51,16 @@ impl Layout {
             names,
             least,
             time,
+            time_bracketed: false,
             ports: &[],
             request: None,
         }
+    }
+
+    /// With the time written `[bracketed]`.
+    pub const fn bracketed(mut self) -> Layout {
+        self.time_bracketed = true;
+        self
     }
 
     /// With `ip:port` fields and the names of their addresses alone.
@@ -119,7 +129,8 @@ impl Fixed {
             ));
         }
         let time = t.in_line(line, l.time);
-        if time.is_empty() || time == b"-" {
+        let unbracketed = l.time_bracketed && !super::tokens::wrapped(line, t, l.time, b'[');
+        if time.is_empty() || time == b"-" || unbracketed {
             return Err(format!(
                 "field {} ({}) holds no time",
                 l.time, names[l.time]

@@ -32,6 +32,7 @@ const NAMES: [&str; 8] = [
 ];
 
 static HAPROXY: Layout = Layout::new("haproxy", &[&NAMES], 8, 1)
+    .bracketed()
     .ports(&[(0, "client")])
     .request(7);
 

@@ -372,6 +372,16 @@ pub fn detected_names() -> String {
     names.join(", ")
 }
 
+/// `a` or `an` before a format's name, as it is said (`an elb line`).
+pub fn article(name: &str) -> &'static str {
+    let vowel = name.starts_with(['a', 'e', 'i', 'o', 'u']);
+    if vowel || name == "s3" || name == "ndjson" {
+        "an"
+    } else {
+        "a"
+    }
+}
+
 /// What a line that is not in `format` looks like instead, for messages:
 /// `it starts with a virtual host (vcombined?); set --input-format vcombined`.
 pub fn shape_hint(line: &[u8], format: &str) -> Option<String> {
@@ -389,7 +399,7 @@ pub fn shape_hint(line: &[u8], format: &str) -> Option<String> {
         }
         InputFormat::Ndjson => "it is a JSON object (ndjson?)".to_string(),
         InputFormat::W3c => "it is a W3C directive (w3c?)".to_string(),
-        _ => format!("it reads as a {name} line"),
+        _ => format!("it reads as {} {name} line", article(name)),
     };
     Some(format!("{shape}; set --input-format {name}"))
 }

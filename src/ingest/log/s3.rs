@@ -41,7 +41,7 @@ const NAMES: [&str; 26] = [
     "acl_required",
 ];
 
-pub static S3: Layout = Layout::new("s3", &[&NAMES], 17, 2).request(8);
+pub static S3: Layout = Layout::new("s3", &[&NAMES], 17, 2).bracketed().request(8);
 
 /// Whether a tokenised line is an S3 access log line: a bucket owner, a
 /// bucket, a bracketed CLF time, an operation such as `REST.GET.OBJECT`

@@ -15,7 +15,9 @@ use super::fixed::Layout;
 /// What Traefik writes after the Combined fields.
 const AFTER: &[&str] = &["request_count", "router_name", "server_url", "duration"];
 
-pub static TRAEFIK: Layout = Layout::new("traefik", &[&NAMES, AFTER], 9, 3).request(4);
+pub static TRAEFIK: Layout = Layout::new("traefik", &[&NAMES, AFTER], 9, 3)
+    .bracketed()
+    .request(4);
 
 /// Whether a tokenised line is a Traefik CLF line: CLF-shaped, a request
 /// count after the user agent and a duration in ms last.

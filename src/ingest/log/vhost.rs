@@ -17,10 +17,12 @@ use super::fixed::Layout;
 const VHOST: &[&str] = &["virtual_host"];
 
 pub static VCOMBINED: Layout = Layout::new("vcombined", &[VHOST, &NAMES], 10, 4)
+    .bracketed()
     .ports(&[(0, "server_name")])
     .request(5);
 
 pub static VCOMMON: Layout = Layout::new("vcommon", &[VHOST, NAMES.split_at(7).0], 8, 4)
+    .bracketed()
     .ports(&[(0, "server_name")])
     .request(5);
 
