@@ -81,6 +81,11 @@ impl Alb {
     }
 }
 
+/// An ALB parser, boxed for the format table.
+pub fn boxed() -> Box<dyn LineParser> {
+    Box::new(Alb::new())
+}
+
 impl Default for Alb {
     fn default() -> Alb {
         Alb::new()

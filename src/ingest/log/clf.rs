@@ -51,6 +51,16 @@ pub fn clf_at(line: &[u8], f: &Fields, at: usize) -> Option<bool> {
     ok.then(|| n >= at + 9 && wrapped(line, f, at + 7, b'"') && wrapped(line, f, at + 8, b'"'))
 }
 
+/// Whether a tokenised line is a Combined line.
+pub fn combined(line: &[u8], f: &Fields) -> bool {
+    clf_at(line, f, 0) == Some(true)
+}
+
+/// Whether a tokenised line is a Common line.
+pub fn common(line: &[u8], f: &Fields) -> bool {
+    clf_at(line, f, 0) == Some(false)
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::LineParser;

@@ -80,6 +80,11 @@ impl Haproxy {
     }
 }
 
+/// An httplog parser, boxed for the format table.
+pub fn boxed() -> Box<dyn LineParser> {
+    Box::new(Haproxy::httplog())
+}
+
 impl LineParser for Haproxy {
     fn format(&self) -> &'static str {
         self.fixed.format()

@@ -43,6 +43,8 @@ pub mod traefik;
 pub mod vhost;
 pub mod w3c;
 
+use fixed::Fixed;
+
 use std::io::BufRead;
 
 /// How a log's lines are written.
@@ -331,44 +333,46 @@ pub fn strip_bom(data: &[u8]) -> &[u8] {
 /// Whether a tokenised line is in one format.
 type LooksLike = fn(&[u8], &Fields) -> bool;
 
-/// The line formats told from one tokenised line, most particular first:
-/// each says whether a line is its own. A new format adds its line here.
-const DETECTED: [(InputFormat, LooksLike); 9] = [
-    (InputFormat::Alb, alb::looks_like),
-    (InputFormat::Elb, elb::looks_like),
-    (InputFormat::S3, s3::looks_like),
-    (InputFormat::Haproxy, haproxy::looks_like),
-    (InputFormat::Envoy, envoy::looks_like),
-    (InputFormat::Squid, squid::looks_like),
-    (InputFormat::Traefik, traefik::looks_like),
-    (InputFormat::Vcombined, |l, f| {
-        vhost::looks_like(l, f) == Some(InputFormat::Vcombined)
-    }),
-    (InputFormat::Vcommon, |l, f| {
-        vhost::looks_like(l, f) == Some(InputFormat::Vcommon)
-    }),
+/// How a format's parser is made: from its fixed layout, or its own.
+enum Reader {
+    Layout(&'static fixed::Layout),
+    Own(fn() -> Box<dyn LineParser>),
+}
+
+/// The line formats told from one tokenised line, most particular first,
+/// each with its parser and what a line of it looks like. A new format is
+/// a module and a line here (and its name in [`InputFormat`]).
+#[rustfmt::skip] // a table: one format a line
+static DETECTED: [(InputFormat, Reader, LooksLike); 11] = [
+    (InputFormat::Alb, Reader::Own(alb::boxed), alb::looks_like),
+    (InputFormat::Elb, Reader::Layout(&elb::ELB), elb::looks_like),
+    (InputFormat::S3, Reader::Layout(&s3::S3), s3::looks_like),
+    (InputFormat::Haproxy, Reader::Own(haproxy::boxed), haproxy::looks_like),
+    (InputFormat::Envoy, Reader::Layout(&envoy::ENVOY), envoy::looks_like),
+    (InputFormat::Squid, Reader::Layout(&squid::SQUID), squid::looks_like),
+    (InputFormat::Traefik, Reader::Layout(&traefik::TRAEFIK), traefik::looks_like),
+    (InputFormat::Vcombined, Reader::Layout(&vhost::VCOMBINED), vhost::combined),
+    (InputFormat::Vcommon, Reader::Layout(&vhost::VCOMMON), vhost::common),
+    (InputFormat::Combined, Reader::Layout(&clf::COMBINED), clf::combined),
+    (InputFormat::Common, Reader::Layout(&clf::COMMON), clf::common),
 ];
 
-/// The format of one line: one of [`DETECTED`], combined or common.
+/// The format of one line: the first of [`DETECTED`] it looks like.
 pub fn detect_line(line: &[u8]) -> Option<InputFormat> {
     let mut f = Fields::default();
     if tokens::tokens(line, &mut f, &[]).is_err() {
         return None;
     }
-    if let Some((format, _)) = DETECTED.iter().find(|(_, looks)| looks(line, &f)) {
-        return Some(*format);
-    }
-    match clf::clf_at(line, &f, 0)? {
-        true => Some(InputFormat::Combined),
-        false => Some(InputFormat::Common),
-    }
+    DETECTED
+        .iter()
+        .find(|(_, _, looks)| looks(line, &f))
+        .map(|(format, _, _)| *format)
 }
 
 /// The names of the formats detection tries, for messages.
 pub fn detected_names() -> String {
     let mut names: Vec<&str> = vec!["ndjson", "w3c"];
-    names.extend(DETECTED.iter().map(|(f, _)| f.name()));
-    names.extend(["combined", "common"]);
+    names.extend(DETECTED.iter().map(|(f, _, _)| f.name()));
     names.join(", ")
 }
 
@@ -425,18 +429,7 @@ pub fn parser(
     format: InputFormat,
     log_format: Option<&str>,
 ) -> anyhow::Result<Box<dyn LineParser>> {
-    use fixed::Fixed;
     Ok(match format {
-        InputFormat::Combined => Box::new(Fixed::new(&clf::COMBINED)),
-        InputFormat::Common => Box::new(Fixed::new(&clf::COMMON)),
-        InputFormat::Vcombined => Box::new(Fixed::new(&vhost::VCOMBINED)),
-        InputFormat::Vcommon => Box::new(Fixed::new(&vhost::VCOMMON)),
-        InputFormat::Traefik => Box::new(Fixed::new(&traefik::TRAEFIK)),
-        InputFormat::Elb => Box::new(Fixed::new(&elb::ELB)),
-        InputFormat::S3 => Box::new(Fixed::new(&s3::S3)),
-        InputFormat::Squid => Box::new(Fixed::new(&squid::SQUID)),
-        InputFormat::Envoy => Box::new(Fixed::new(&envoy::ENVOY)),
-        InputFormat::Haproxy => Box::new(haproxy::Haproxy::httplog()),
         InputFormat::Nginx => {
             let Some(f) = log_format else {
                 anyhow::bail!(
@@ -446,11 +439,15 @@ pub fn parser(
             Box::new(nginx::Nginx::compile(f)?)
         }
         InputFormat::Ndjson => Box::new(ndjson::Ndjson::default()),
-        InputFormat::Alb => Box::new(alb::Alb::new()),
         InputFormat::W3c => Box::new(w3c::W3c::default()),
         InputFormat::Auto | InputFormat::Csv | InputFormat::Tsv => {
             unreachable!("CSV is read by the CSV reader")
         }
+        f => match DETECTED.iter().find(|(d, _, _)| *d == f) {
+            Some((_, Reader::Layout(l), _)) => Box::new(Fixed::new(l)),
+            Some((_, Reader::Own(make), _)) => make(),
+            None => unreachable!("every line format is in DETECTED"),
+        },
     })
 }
 

@@ -26,10 +26,14 @@ pub static VCOMMON: Layout = Layout::new("vcommon", &[VHOST, NAMES.split_at(7).0
     .ports(&[(0, "server_name")])
     .request(5);
 
-/// Whether a tokenised line is a CLF line after a virtual host.
-pub fn looks_like(line: &[u8], f: &super::Fields) -> Option<super::InputFormat> {
-    use super::InputFormat::{Vcombined, Vcommon};
-    super::clf::clf_at(line, f, 1).map(|combined| if combined { Vcombined } else { Vcommon })
+/// Whether a tokenised line is a Combined line after a virtual host.
+pub fn combined(line: &[u8], f: &super::Fields) -> bool {
+    super::clf::clf_at(line, f, 1) == Some(true)
+}
+
+/// Whether a tokenised line is a Common line after a virtual host.
+pub fn common(line: &[u8], f: &super::Fields) -> bool {
+    super::clf::clf_at(line, f, 1) == Some(false)
 }
 
 #[cfg(test)]
