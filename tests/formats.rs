@@ -1623,3 +1623,43 @@ fn messages_name_the_shape_of_a_line() {
     let e = fails(b"ts;key\n1700000000;a\n", "semi.csv", &[]);
     assert!(e.contains("give --delimiter ';'"), "{e}");
 }
+
+#[test]
+fn a_line_cut_in_its_last_quoted_field_is_kept_and_counted() {
+    // The 10,000-line Apache log of elastic/examples has one such line.
+    let log = write(
+        "cut.log",
+        "1.2.3.4 - - [17/May/2015:10:05:03 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"ua\"\n\
+         5.6.7.8 - - [17/May/2015:10:05:04 +0000] \"GET /a HTTP/1.1\" 200 5 \"-\" \"Mozilla/5.0 (cut\n\
+         1.2.3.4 - - [17/May/2015:10:05:05 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"ua\"\n",
+    );
+    let j = json(&drip(
+        &[
+            s(&log),
+            "-f",
+            "json",
+            "-p",
+            "gcra:rate=1/s",
+            "--key-column",
+            "remote_addr",
+        ],
+        None,
+    ));
+    assert_eq!(j["input"]["rows"], 3);
+    assert_eq!(j["input"]["truncated"], 1);
+    assert_eq!(j["input"]["bad_rows_skipped"], 0);
+    assert_eq!(j["input"]["last_ns"], 1_431_857_105_000_000_000u64);
+    // Without a cut line the count is left out of the JSON.
+    let whole = write(
+        "whole.log",
+        "1.2.3.4 - - [17/May/2015:10:05:03 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"ua\"\n",
+    );
+    let j = json(&drip(
+        &[s(&whole), "-f", "json", "-p", "gcra:rate=1/s"],
+        None,
+    ));
+    assert!(j["input"].get("truncated").is_none(), "{}", j["input"]);
+    // CSV keeps its rule: an unclosed quote is an error.
+    let e = fails(b"ts,ua\n1700000000,\"cut\n", "cut.csv", &[]);
+    assert!(e.contains("cut.csv"), "{e}");
+}
