@@ -1663,3 +1663,17 @@ fn a_line_cut_in_its_last_quoted_field_is_kept_and_counted() {
     let e = fails(b"ts,ua\n1700000000,\"cut\n", "cut.csv", &[]);
     assert!(e.contains("cut.csv"), "{e}");
 }
+
+#[test]
+fn traefik_json_is_read_from_its_arrival() {
+    // Traefik writes `time` (whole seconds, when the line is written) and
+    // `StartUTC` (arrival, ns): the arrival is read.
+    let log = write(
+        "traefik.json",
+        r#"{"ClientHost":"192.168.33.1","Duration":2016000,"RequestMethod":"GET","RequestPath":"/","StartUTC":"2017-10-02T20:22:07.123456789Z","level":"info","msg":"","time":"2017-10-02T20:22:08Z"}
+"#,
+    );
+    let j = json(&drip(&[s(&log), "-f", "json", "-p", "gcra:rate=1/s"], None));
+    assert_eq!(j["input"]["time_column"], "StartUTC");
+    assert_eq!(j["input"]["first_ns"], 1_506_975_727_123_456_789u64);
+}
