@@ -86,8 +86,9 @@ impl W3c {
     }
 
     /// Splits a request line into `self.values`: on tabs when it has
-    /// any, else on runs of spaces, a quoted value whole (without its quotes).
-    fn split(&mut self, line: &[u8]) {
+    /// any, else on runs of spaces, a quoted value whole (without its
+    /// quotes); true when the line's end cuts the last quoted value off.
+    fn split(&mut self, line: &[u8]) -> bool {
         self.values.clear();
         if memchr::memchr(b'\t', line).is_some() {
             let mut s = 0;
@@ -95,7 +96,7 @@ impl W3c {
                 self.values.push((s as u32, e as u32));
                 s = e + 1;
             }
-            return;
+            return false;
         }
         let n = line.len();
         let mut i = 0;
@@ -112,6 +113,9 @@ impl W3c {
                     j += if line[j] == b'"' { 2 } else { 1 };
                 }
                 self.values.push((start as u32, j.min(n) as u32));
+                if j >= n {
+                    return true;
+                }
                 i = j + 1;
                 continue;
             }
@@ -121,6 +125,7 @@ impl W3c {
             }
             self.values.push((start as u32, i as u32));
         }
+        false
     }
 }
 
@@ -185,7 +190,7 @@ impl LineParser for W3c {
             return Err("a request line before any #Fields: line names the fields".into());
         };
         let total = names.len();
-        self.split(line);
+        out.cut = self.split(line);
         if self.values.len() != self.columns.len() {
             return Err(format!(
                 "the line has {} field(s), the #Fields: line names {}",
@@ -285,6 +290,13 @@ mod tests {
         assert_eq!(v[2], "173.5.0.0");
         assert_eq!(v[3], "Mozilla/5.0 (Macintosh)");
         assert_eq!(v[4], r#" ""garbage"" w/ spaces "#);
+        // A user agent cut by the line's end keeps the line.
+        let line = br#"2012-08-15 17:00:00.675 - "Mozilla/5.0 (Mac"#;
+        let mut f = Fields::default();
+        p.parse(&line[..], &mut f).unwrap_err();
+        let line = br#"2012-08-15 17:00:00.675 - - "Mozilla/5.0 (Mac"#;
+        p.parse(&line[..], &mut f).unwrap();
+        assert!(f.cut);
     }
 
     #[test]
