@@ -245,10 +245,12 @@ pub struct ReplayArgs {
         requires = "replay"
     )]
     pub time_format: String,
-    /// How lines are written (default: detected from the first line).
+    /// How lines are written (default: detected from the first lines; a byte
+    /// order mark and blank lines are skipped).
     #[arg(long, value_enum, default_value_t = InputFormat::Auto, value_name = "FORMAT", requires = "replay")]
     pub input_format: InputFormat,
-    /// An nginx log_format string, for --input-format nginx.
+    /// An nginx log_format string or an Apache LogFormat string (told by its
+    /// % directives), for --input-format nginx.
     #[arg(long, value_name = "FORMAT", requires = "replay")]
     pub log_format: Option<String>,
     /// Time zone of timestamps written without a UTC offset (Europe/Paris, UTC, +02:00).
@@ -288,15 +290,19 @@ pub struct InputArgs {
     /// Each once: a file given twice is refused.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// How the lines are written (auto: from the first lines; see --log-format for nginx).
+    /// How the lines are written (auto: from the first lines; see --log-format for
+    /// nginx log_format and Apache LogFormat strings).
     #[arg(long, value_enum, default_value_t = InputFormat::Auto, value_name = "FORMAT")]
     pub input_format: InputFormat,
     /// An nginx log_format string as in nginx.conf, e.g.
-    /// '$remote_addr [$time_local] "$request" $status $request_time'; implies --input-format nginx.
+    /// '$remote_addr [$time_local] "$request" $status $request_time', or an Apache
+    /// LogFormat string, e.g. '%h %l %u %t "%r" %>s %b %D' (%D is request_time_us);
+    /// implies --input-format nginx.
     #[arg(long, value_name = "FORMAT")]
     pub log_format: Option<String>,
-    /// A request's duration in seconds (e.g. request_time), subtracted from the
-    /// time column's completion time to replay arrival times.
+    /// A request's duration (seconds, e.g. request_time; ms or µs when its name
+    /// ends in _ms, _us or _micros), subtracted from the time column's completion
+    /// time to replay arrival times.
     #[arg(long, value_name = "NAME|INDEX")]
     pub duration_column: Option<String>,
     /// The timestamp column: header name or 0-based index (default: ts, time, timestamp, ...);

@@ -112,7 +112,11 @@ pub fn delimiter_hint(header: &[String]) -> Option<String> {
     };
     [('\t', "tabs", "tab"), (';', "';'", "';'"), ('|', "'|'", "'|'")]
         .iter()
-        .find(|(c, _, _)| only.contains(*c))
+        // A log line holding a ';' (in a user agent) is not CSV-like text:
+        // its spaces outnumber the delimiters.
+        .find(|(c, _, _)| {
+            only.contains(*c) && (*c == '\t' || only.matches(' ').count() < only.matches(*c).count())
+        })
         .map(|(_, what, flag)| {
             let tsv = if *flag == "tab" {
                 " or --input-format tsv"

@@ -199,6 +199,7 @@ fn build_report(config: &Config, replay: Replay, read: stream::Read) -> Result<R
             files: names,
             rows: summary.rows,
             bad_rows_skipped: summary.bad_rows,
+            truncated: summary.truncated,
             rows_reordered: reordered,
             time_column: summary.time_column,
             time_format: summary.time_format,

@@ -124,6 +124,8 @@ impl Batch {
 pub struct InputSummary {
     pub rows: u64,
     pub bad_rows: u64,
+    /// Lines kept though their last quoted field was cut off.
+    pub truncated: u64,
     pub time_column: String,
     pub time_format: String,
 }

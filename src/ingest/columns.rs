@@ -17,6 +17,8 @@ pub(super) struct Columns {
     pub(super) cost: Option<usize>,
     /// The request's duration, subtracted from its completion time.
     pub(super) duration: Option<usize>,
+    /// The duration's unit in ns, from its name, and an example for messages.
+    pub(super) duration_unit: (u64, &'static str),
     /// The access-log format's name; `None` for CSV.
     pub(super) format: Option<&'static str>,
     pub(super) time_name: String,
@@ -24,6 +26,19 @@ pub(super) struct Columns {
     pub(super) cost_name: String,
     pub(super) key_names: Vec<Vec<String>>,
     pub(super) shape: crate::ingest::log::key::KeyShape,
+}
+
+/// The unit of a duration column by its name's ending: `_us`/`_micros`
+/// (Apache `%D`, GCS `time_taken_micros`), `_ms` (Squid `elapsed_ms`,
+/// Envoy `duration_ms`), else seconds (nginx `request_time`).
+fn duration_unit(name: &str) -> (u64, &'static str) {
+    if name.ends_with("_us") || name.ends_with("_micros") {
+        (1_000, "whole microseconds such as 125000")
+    } else if name.ends_with("_ms") {
+        (1_000_000, "milliseconds such as 125")
+    } else {
+        (crate::time::Nanos::PER_SEC, "seconds such as 0.125")
+    }
 }
 
 impl Columns {
@@ -70,6 +85,7 @@ impl Columns {
                 None => col_name(time),
             },
             duration_name: duration.map_or(String::new(), |d| shown_str(&col_name(d))),
+            duration_unit: duration_unit(&duration.map_or(String::new(), col_name)),
             cost_name: cost.map_or(String::new(), |c| shown_str(&col_name(c))),
             key_names: keys
                 .iter()

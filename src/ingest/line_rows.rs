@@ -17,6 +17,8 @@ pub(super) struct LineRows<R> {
     pub(super) pending: Option<crate::ingest::log::Line>,
     dash_is_empty: bool,
     quiet: bool,
+    /// Lines whose last quoted field the line's end cut off, kept.
+    pub(super) truncated: u64,
 }
 
 impl<R: BufRead> LineRows<R> {
@@ -48,7 +50,25 @@ impl<R: BufRead> LineRows<R> {
             fields: crate::ingest::log::Fields::default(),
             pending,
             quiet,
+            truncated: 0,
         })
+    }
+}
+
+impl<R> LineRows<R> {
+    /// A line's error, or what the line is instead when it is plainly in
+    /// another format: `this is not a combined line: it starts with a host:port
+    /// (vcombined?); set --input-format vcombined`.
+    #[cold]
+    fn shaped(&self, e: String) -> String {
+        let format = self.parser.format();
+        match crate::ingest::log::shape_hint(&self.lines.buf, format) {
+            Some(hint) => format!(
+                "this is not {} {format} line: {hint}",
+                crate::ingest::log::article(format)
+            ),
+            None => e,
+        }
     }
 }
 
@@ -134,9 +154,12 @@ impl<R: BufRead> Rows for LineRows<R> {
                 Line::Ok => {
                     self.fields.clear();
                     match self.parser.parse(&self.lines.buf, &mut self.fields) {
-                        Ok(Parsed::Record) => return Ok(Some(Ok(()))),
+                        Ok(Parsed::Record) => {
+                            self.truncated += u64::from(self.fields.cut);
+                            return Ok(Some(Ok(())));
+                        }
                         Ok(Parsed::Skip) => continue,
-                        Err(e) => return Ok(Some(Err(e))),
+                        Err(e) => return Ok(Some(Err(self.shaped(e)))),
                     }
                 }
             }

@@ -10,7 +10,7 @@ fn first_line(path: &std::path::Path) -> Option<Vec<u8>> {
 }
 
 /// Up to `n` first non-empty lines of a (possibly gzipped) log, with
-/// their line numbers.
+/// their line numbers; a UTF-8 byte order mark is no part of the first.
 pub fn first_lines(path: &std::path::Path, n: usize) -> Vec<(u64, Vec<u8>)> {
     let mut out = Vec::new();
     let Some(mut r) = open_log(path) else {
@@ -18,10 +18,14 @@ pub fn first_lines(path: &std::path::Path, n: usize) -> Vec<(u64, Vec<u8>)> {
     };
     let mut number = 0;
     while out.len() < n {
-        let Some(line) = next_line(&mut r) else {
+        let Some(mut line) = next_line(&mut r) else {
             break;
         };
         number += 1;
+        if number == 1 {
+            let bom = line.len() - crate::ingest::log::strip_bom(&line).len();
+            line.drain(..bom);
+        }
         if !line.is_empty() {
             out.push((number, line));
         }
@@ -97,5 +101,19 @@ pub fn log_fields(spec: &InputSpec) -> Option<Vec<String>> {
             let p = crate::ingest::log::parser(f, spec.log_format.as_deref()).ok()?;
             p.names().map(<[String]>::to_vec)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn a_bom_is_no_part_of_the_first_line() {
+        let dir = std::env::temp_dir().join(format!("drip-peek-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let p = dir.join("bom.csv");
+        std::fs::write(&p, b"\xEF\xBB\xBFts,key\n1,a\n").unwrap();
+        let lines = super::first_lines(&p, 2);
+        assert_eq!(lines[0], (1, b"ts,key".to_vec()));
+        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

@@ -160,7 +160,9 @@ impl<'s> LogReader<'s> {
         if rows.pending.is_none() {
             return Ok(true); // no request lines: nothing to resolve columns against
         }
-        self.read_rows(&mut rows, file_idx, &name, emit)
+        let go = self.read_rows(&mut rows, file_idx, &name, emit)?;
+        self.summary.truncated += rows.truncated;
+        Ok(go)
     }
 
     /// The file's format: as given, or detected from the first file with
@@ -198,6 +200,8 @@ impl<'s> LogReader<'s> {
                 (f, detected),
                 (InputFormat::Common, InputFormat::Combined)
                     | (InputFormat::Combined, InputFormat::Common)
+                    | (InputFormat::Vcommon, InputFormat::Vcombined)
+                    | (InputFormat::Vcombined, InputFormat::Vcommon)
             );
         if !sample.is_empty() && detected != InputFormat::Csv && !alike {
             bail!(
@@ -252,7 +256,20 @@ impl<'s> LogReader<'s> {
         emit: &mut impl FnMut(Batch) -> bool,
     ) -> Result<bool> {
         rows.check_start(name)?;
-        let cols = Columns::resolve(rows, self.spec, name)?;
+        let cols = Columns::resolve(rows, self.spec, name).map_err(|e| {
+            if rows.format().is_none()
+                && self.spec.input_format == InputFormat::Auto
+                && log_like(rows.header())
+            {
+                // Say why the file was read as CSV, and how to choose.
+                anyhow!(
+                    "{e:#}; it was read as CSV, its first lines being none of {}; set --input-format FORMAT, or --log-format 'FORMAT' for an nginx log_format or Apache LogFormat",
+                    crate::ingest::log::detected_names()
+                )
+            } else {
+                e
+            }
+        })?;
         if self.summary.time_column.is_empty() {
             self.summary.time_column = cols.time_name.clone();
             self.completion_note(&cols, rows.header());
@@ -264,6 +281,12 @@ impl<'s> LogReader<'s> {
             self.row_no += 1;
             let bad = |what: String| -> anyhow::Error {
                 let thing = cols.thing();
+                // A line of another shape names it: `this is not a combined line: ...`.
+                let kind = if what.starts_with("this is not ") {
+                    ""
+                } else {
+                    &kind
+                };
                 anyhow!(
                     "{name}:{line}: {kind}{what}; fix the {thing}, or pass --skip-bad to skip and count such {thing}s"
                 )
@@ -303,13 +326,25 @@ impl<'s> LogReader<'s> {
     /// with the request's duration logged beside it: nginx's variables, and
     /// Caddy's JSON (`ts` is when the entry is written).
     fn completion_note(&self, cols: &Columns, header: Option<&[String]>) {
-        const COMPLETIONS: [(&str, &str); 4] = [
+        const COMPLETIONS: [(&str, &str); 10] = [
             ("msec", "request_time"),
             ("time_local", "request_time"),
             ("time_iso8601", "request_time"),
             ("ts", "duration"),
+            ("timestamp", "elapsed_ms"),
+            ("time_micros", "time_taken_micros"),
+            ("time_end_local", "request_time_us"),
+            ("time_end_local", "request_time_ms"),
+            ("time_end_epoch_ms", "request_time_us"),
+            ("time_end_epoch_ms", "request_time_ms"),
         ];
-        if let Some(f) = cols.format
+        // Apache's %t is the arrival; GCS usage logs are CSV.
+        let f = match cols.format {
+            Some("apache") if !self.summary.time_column.starts_with("time_end") => None,
+            None if self.summary.time_column == "time_micros" => Some("GCS usage"),
+            f => f,
+        };
+        if let Some(f) = f
             && self.spec.duration_col.is_none()
             && !self.spec.quiet
             && let Some(hd) = header
@@ -386,13 +421,13 @@ impl<'s> LogReader<'s> {
         if let Some(d) = cols.duration {
             let dn = &cols.duration_name;
             let v = field(d, "duration")?;
-            let took =
-                super::timestamp::parse_epoch(v.trim_ascii(), Nanos::PER_SEC).map_err(|_| {
-                    bad(format!(
-                        "bad duration '{}' in {col} '{dn}': seconds such as 0.125",
-                        shown(v)
-                    ))
-                })?;
+            let (unit, example) = cols.duration_unit;
+            let took = super::timestamp::parse_epoch(v.trim_ascii(), unit).map_err(|_| {
+                bad(format!(
+                    "bad duration '{}' in {col} '{dn}': {example}",
+                    shown(v)
+                ))
+            })?;
             at = Nanos(at.0.checked_sub(took.0).ok_or_else(|| {
                 bad(format!(
                     "duration '{}' in {col} '{dn}' is longer than the time since 1970",
@@ -503,8 +538,10 @@ impl<'s> LogReader<'s> {
         }
         if self.times.naive_seen && !self.naive_said {
             self.naive_said = true;
-            // W3C logs are UTC by definition.
-            if self.spec.zone.is_none() && !self.spec.quiet && cols.format != Some("w3c") {
+            // W3C's date and time are UTC by definition; date-local and
+            // time-local are the server's local time.
+            let utc = cols.format == Some("w3c") && !time_name.contains("-local");
+            if self.spec.zone.is_none() && !self.spec.quiet && !utc {
                 self.note(
                     format!("naive {time_name}"),
                     &format!("drip: timestamps in column '{time_name}' have no UTC offset; reading them as UTC (set --tz if they are local times)"),
@@ -523,4 +560,13 @@ impl<'s> LogReader<'s> {
         }
         crate::say!("{text}");
     }
+}
+
+/// Whether a CSV header looks like a log line rather than column names: a
+/// field with several spaces, brackets, quotes or slashes.
+fn log_like(header: Option<&[String]>) -> bool {
+    header.is_some_and(|h| {
+        h.iter()
+            .any(|c| c.matches(' ').count() >= 2 || c.contains(['[', '"', '/']))
+    })
 }

@@ -590,6 +590,7 @@ fn merged(sources: Vec<Source>) -> Merged {
         }
         all.summary.rows += s.rows;
         all.summary.bad_rows += s.bad_rows;
+        all.summary.truncated += s.truncated;
         all.reordered += read.reordered;
         all.max_behind = all.max_behind.max(read.max_behind);
     }

@@ -48,6 +48,9 @@ pub struct InputInfo {
     pub rows: u64,
     /// Rows skipped with --skip-bad.
     pub bad_rows_skipped: u64,
+    /// Lines kept though the line's end cut their last quoted field off.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub truncated: u64,
     /// Rows that arrived out of order and were re-sorted.
     pub rows_reordered: u64,
     pub time_column: String,
@@ -55,6 +58,10 @@ pub struct InputInfo {
     /// First and last timestamp, ns since the epoch.
     pub first_ns: Option<u64>,
     pub last_ns: Option<u64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Clone, Debug, Serialize)]

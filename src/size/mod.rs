@@ -200,6 +200,7 @@ fn report(args: &SizeArgs, asked: &Asked, input: Input, swept: Swept, found: Fou
             files: read.names,
             rows: read.summary.rows,
             bad_rows_skipped: read.summary.bad_rows,
+            truncated: read.summary.truncated,
             rows_reordered: read.reordered,
             time_column: read.summary.time_column,
             time_format: read.summary.time_format,

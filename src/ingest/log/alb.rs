@@ -10,11 +10,11 @@
 //! time is `request_creation_time`, when the balancer received the request;
 //! `time` is when it sent the response.
 
-use super::clf::tokens;
+use super::tokens::{Token, tokens, unclosed};
 use super::{Fields, LineParser, Parsed, split_request};
 
 /// AWS's field names, in line order.
-const NAMES: [&str; 30] = [
+pub const NAMES: [&str; 30] = [
     "type",
     "time",
     "elb",
@@ -81,6 +81,11 @@ impl Alb {
     }
 }
 
+/// An ALB parser, boxed for the format table.
+pub fn boxed() -> Box<dyn LineParser> {
+    Box::new(Alb::new())
+}
+
 impl Default for Alb {
     fn default() -> Alb {
         Alb::new()
@@ -102,12 +107,22 @@ impl LineParser for Alb {
 
     fn parse(&mut self, line: &[u8], out: &mut Fields) -> Result<Parsed, String> {
         self.tokens.clear();
-        tokens(line, &mut self.tokens, &NAMES)?;
+        // A user agent (or a later field) cut by the line's end keeps the row.
+        let cut = match tokens(line, &mut self.tokens, &NAMES)? {
+            Token::Cut(i) if i + 1 < LEAST => return Err(unclosed(i, &NAMES)),
+            t => t != Token::Whole,
+        };
         let got = self.tokens.spans.len();
         if got < LEAST {
             return Err(format!(
                 "the line has {got} field(s), an ALB line has at least {LEAST}; no {}",
                 NAMES[got]
+            ));
+        }
+        if !TYPES.contains(&self.tokens.in_line(line, 0)) {
+            return Err(format!(
+                "field 0 (type) is not a request type ({})",
+                TYPES.map(String::from_utf8_lossy).join(", ")
             ));
         }
         let written = got.min(NAMES.len());
@@ -120,6 +135,7 @@ impl LineParser for Alb {
             out.push_sub(line, v);
         }
         out.spans.extend_from_slice(&self.tokens.spans[written..]);
+        out.cut = cut;
         Ok(Parsed::Record)
     }
 }

@@ -9,7 +9,16 @@
 //!   its variable;
 //! - `ndjson` ([`ndjson`]): dotted paths into each line's JSON object;
 //! - `alb` ([`alb`]): AWS's field names, `client` without its port;
-//! - `w3c` ([`w3c`]): the names of the `#Fields:` directive (CloudFront, IIS).
+//! - `w3c` ([`w3c`]): the names of the `#Fields:` directive (CloudFront, IIS);
+//! - `vcombined` / `vcommon` ([`vhost`]): Apache's virtual host first;
+//! - `traefik` ([`traefik`]), `elb` ([`elb`]), `s3` ([`s3`]), `squid`
+//!   ([`squid`]), `envoy` ([`envoy`]): fixed layouts ([`fixed`]);
+//! - `haproxy` ([`haproxy`]): `option httplog`, syslog prefix or not;
+//! - an Apache `LogFormat` string given to `--log-format` ([`apache`]) is
+//!   read as an nginx `log_format` is.
+//!
+//! Each module's doc names its default time field (the arrival time where
+//! the format writes one) and the field that holds the client.
 //!
 //! A parser turns one line into spans of field values ([`Fields`]); it never
 //! allocates per line except to unescape a JSON string. A line that does not
@@ -18,18 +27,31 @@
 //! [`detect`] picks a format from the first line of a log.
 
 pub mod alb;
+pub mod apache;
 pub mod clf;
+pub mod elb;
+pub mod envoy;
+pub mod fixed;
+pub mod haproxy;
 pub mod key;
 pub mod ndjson;
 pub mod nginx;
+pub mod s3;
+pub mod squid;
+pub mod tokens;
+pub mod traefik;
+pub mod vhost;
 pub mod w3c;
+
+use fixed::Fixed;
 
 use std::io::BufRead;
 
 /// How a log's lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum InputFormat {
-    /// Decided from the first lines: ndjson, w3c, alb, combined, common, or CSV.
+    /// Decided from the first lines: ndjson, w3c, alb, elb, s3, haproxy,
+    /// envoy, squid, traefik, vcombined, vcommon, combined, common, or CSV.
     Auto,
     /// Comma-separated values with a header row (or --delimiter).
     Csv,
@@ -47,6 +69,22 @@ pub enum InputFormat {
     Alb,
     /// W3C extended logs (CloudFront, IIS): fields named by the #Fields: line.
     W3c,
+    /// Apache vhost_combined: the virtual host (and port) before a Combined line.
+    Vcombined,
+    /// The virtual host before a Common line.
+    Vcommon,
+    /// HAProxy option httplog, with or without a syslog prefix.
+    Haproxy,
+    /// AWS Classic Load Balancer access logs.
+    Elb,
+    /// Amazon S3 server access logs.
+    S3,
+    /// Squid's native access log.
+    Squid,
+    /// Traefik's access log in its common (CLF) format.
+    Traefik,
+    /// Envoy's default access log format.
+    Envoy,
 }
 
 impl InputFormat {
@@ -62,6 +100,14 @@ impl InputFormat {
             InputFormat::Ndjson => "ndjson",
             InputFormat::Alb => "alb",
             InputFormat::W3c => "w3c",
+            InputFormat::Vcombined => "vcombined",
+            InputFormat::Vcommon => "vcommon",
+            InputFormat::Haproxy => "haproxy",
+            InputFormat::Elb => "elb",
+            InputFormat::S3 => "s3",
+            InputFormat::Squid => "squid",
+            InputFormat::Traefik => "traefik",
+            InputFormat::Envoy => "envoy",
         }
     }
 }
@@ -77,6 +123,9 @@ pub const MAX_LINE: usize = 1 << 20;
 pub struct Fields {
     pub spans: Vec<(u32, u32)>,
     pub scratch: Vec<u8>,
+    /// The line's end cut its last quoted field off (or garbled what
+    /// follows the fields that matter); the row is kept and counted.
+    pub cut: bool,
 }
 
 /// Marks a span into `Fields::scratch`.
@@ -88,6 +137,7 @@ impl Fields {
     pub fn clear(&mut self) {
         self.spans.clear();
         self.scratch.clear();
+        self.cut = false;
     }
 
     /// The value of field `i` of `line`; `None` when the line lacks it.
@@ -122,6 +172,7 @@ impl Fields {
 }
 
 /// One line's parse.
+#[derive(Debug)]
 pub enum Parsed {
     /// A request: its fields are in the `Fields`.
     Record,
@@ -235,16 +286,20 @@ impl<R: BufRead> Lines<R> {
         if self.buf.last() == Some(&b'\r') {
             self.buf.pop();
         }
+        if self.line == 1 && self.buf.starts_with(BOM) {
+            self.buf.drain(..BOM.len());
+        }
         Ok(Line::Ok)
     }
 }
 
 /// The line-based format of a log, from the first of its first lines that
 /// shows one (a garbled first request does not hide the format), or `None`
-/// for CSV/TSV. `{` → ndjson; `#Version:`/`#Fields:` → w3c; a type word,
-/// an RFC 3339 time and an `app/…` or `net/…` balancer → alb; a CLF-shaped
-/// line (`[time]`, then a quoted request) → combined or common.
+/// for CSV/TSV. A UTF-8 byte order mark and blank lines are skipped. `{` →
+/// ndjson; a `#Software:`, `#Version:`, `#Date:` or `#Fields:` directive →
+/// w3c; else the first line one of [`DETECTED`] (or CLF) recognises.
 pub fn detect(sample: &[u8]) -> Option<InputFormat> {
+    let sample = strip_bom(sample);
     // A line cut by the end of the sample is not judged, unless it is all.
     let complete = match memchr::memrchr(b'\n', sample) {
         Some(i) => &sample[..i],
@@ -261,40 +316,96 @@ pub fn detect(sample: &[u8]) -> Option<InputFormat> {
     if first.starts_with(b"{") {
         return Some(InputFormat::Ndjson);
     }
-    if first.starts_with(b"#Version:") || first.starts_with(b"#Fields:") {
+    if w3c::DIRECTIVES.iter().any(|d| first.starts_with(d)) {
         return Some(InputFormat::W3c);
     }
     lines.find_map(detect_line)
 }
 
-/// ALB, combined or common, from one line.
-fn detect_line(first: &[u8]) -> Option<InputFormat> {
+/// The UTF-8 byte order mark some Windows tools write first.
+const BOM: &[u8] = b"\xEF\xBB\xBF";
+
+/// `data` without a leading UTF-8 byte order mark.
+pub fn strip_bom(data: &[u8]) -> &[u8] {
+    data.strip_prefix(BOM).unwrap_or(data)
+}
+
+/// Whether a tokenised line is in one format.
+type LooksLike = fn(&[u8], &Fields) -> bool;
+
+/// How a format's parser is made: from its fixed layout, or its own.
+enum Reader {
+    Layout(&'static fixed::Layout),
+    Own(fn() -> Box<dyn LineParser>),
+}
+
+/// The line formats told from one tokenised line, most particular first,
+/// each with its parser and what a line of it looks like. A new format is
+/// a module and a line here (and its name in [`InputFormat`]).
+#[rustfmt::skip] // a table: one format a line
+static DETECTED: [(InputFormat, Reader, LooksLike); 11] = [
+    (InputFormat::Alb, Reader::Own(alb::boxed), alb::looks_like),
+    (InputFormat::Elb, Reader::Layout(&elb::ELB), elb::looks_like),
+    (InputFormat::S3, Reader::Layout(&s3::S3), s3::looks_like),
+    (InputFormat::Haproxy, Reader::Own(haproxy::boxed), haproxy::looks_like),
+    (InputFormat::Envoy, Reader::Layout(&envoy::ENVOY), envoy::looks_like),
+    (InputFormat::Squid, Reader::Layout(&squid::SQUID), squid::looks_like),
+    (InputFormat::Traefik, Reader::Layout(&traefik::TRAEFIK), traefik::looks_like),
+    (InputFormat::Vcombined, Reader::Layout(&vhost::VCOMBINED), vhost::combined),
+    (InputFormat::Vcommon, Reader::Layout(&vhost::VCOMMON), vhost::common),
+    (InputFormat::Combined, Reader::Layout(&clf::COMBINED), clf::combined),
+    (InputFormat::Common, Reader::Layout(&clf::COMMON), clf::common),
+];
+
+/// The format of one line: the first of [`DETECTED`] it looks like.
+pub fn detect_line(line: &[u8]) -> Option<InputFormat> {
     let mut f = Fields::default();
-    if clf::tokens(first, &mut f, &[]).is_err() {
+    if tokens::tokens(line, &mut f, &[]).is_err() {
         return None;
     }
-    let tok = |i: usize| f.get(first, i).unwrap_or_default();
-    let n = f.spans.len();
-    if alb::looks_like(first, &f) {
-        return Some(InputFormat::Alb);
+    DETECTED
+        .iter()
+        .find(|(_, _, looks)| looks(line, &f))
+        .map(|(format, _, _)| *format)
+}
+
+/// The names of the formats detection tries, for messages.
+pub fn detected_names() -> String {
+    let mut names: Vec<&str> = vec!["ndjson", "w3c"];
+    names.extend(DETECTED.iter().map(|(f, _, _)| f.name()));
+    names.join(", ")
+}
+
+/// `a` or `an` before a format's name, as it is said (`an elb line`).
+pub fn article(name: &str) -> &'static str {
+    let vowel = name.starts_with(['a', 'e', 'i', 'o', 'u']);
+    if vowel || name == "s3" || name == "ndjson" {
+        "an"
+    } else {
+        "a"
     }
-    let bracketed = |i: usize| {
-        f.spans
-            .get(i)
-            .is_some_and(|&(s, _)| s > 0 && first[s as usize - 1] == b'[')
+}
+
+/// What a line that is not in `format` looks like instead, for messages:
+/// `it starts with a virtual host (vcombined?); set --input-format vcombined`.
+pub fn shape_hint(line: &[u8], format: &str) -> Option<String> {
+    // A Common line among Combined ones is a Combined line cut short.
+    let shorter = |f: InputFormat| match f {
+        InputFormat::Common => format == "combined",
+        InputFormat::Vcommon => format == "vcombined",
+        _ => false,
     };
-    let quoted = |i: usize| {
-        f.spans
-            .get(i)
-            .is_some_and(|&(s, _)| s > 0 && first[s as usize - 1] == b'"')
-    };
-    if n >= 7 && bracketed(3) && quoted(4) && crate::ingest::timestamp::parse_clf(tok(3)).is_ok() {
-        if n >= 9 && quoted(7) && quoted(8) {
-            return Some(InputFormat::Combined);
+    let other = detect(line).filter(|&f| f.name() != format && !shorter(f))?;
+    let name = other.name();
+    let shape = match other {
+        InputFormat::Vcombined | InputFormat::Vcommon => {
+            format!("it starts with a host:port ({name}?)")
         }
-        return Some(InputFormat::Common);
-    }
-    None
+        InputFormat::Ndjson => "it is a JSON object (ndjson?)".to_string(),
+        InputFormat::W3c => "it is a W3C directive (w3c?)".to_string(),
+        _ => format!("it reads as {} {name} line", article(name)),
+    };
+    Some(format!("{shape}; set --input-format {name}"))
 }
 
 /// Splits a request line `GET /a b HTTP/1.1` into method, URI and
@@ -319,8 +430,6 @@ pub fn parser(
     log_format: Option<&str>,
 ) -> anyhow::Result<Box<dyn LineParser>> {
     Ok(match format {
-        InputFormat::Combined => Box::new(clf::Clf::combined()),
-        InputFormat::Common => Box::new(clf::Clf::common()),
         InputFormat::Nginx => {
             let Some(f) = log_format else {
                 anyhow::bail!(
@@ -330,11 +439,15 @@ pub fn parser(
             Box::new(nginx::Nginx::compile(f)?)
         }
         InputFormat::Ndjson => Box::new(ndjson::Ndjson::default()),
-        InputFormat::Alb => Box::new(alb::Alb::new()),
         InputFormat::W3c => Box::new(w3c::W3c::default()),
         InputFormat::Auto | InputFormat::Csv | InputFormat::Tsv => {
             unreachable!("CSV is read by the CSV reader")
         }
+        f => match DETECTED.iter().find(|(d, _, _)| *d == f) {
+            Some((_, Reader::Layout(l), _)) => Box::new(Fixed::new(l)),
+            Some((_, Reader::Own(make), _)) => make(),
+            None => unreachable!("every line format is in DETECTED"),
+        },
     })
 }
 
@@ -374,6 +487,78 @@ mod tests {
         for (line, want) in cases {
             assert_eq!(detect(line.as_bytes()), want, "{line}");
         }
+    }
+
+    #[test]
+    fn every_line_format_is_told_from_its_first_lines() {
+        let cases: [(&str, InputFormat); 12] = [
+            (
+                "\u{feff}#Software: Microsoft Internet Information Services 10.0\n#Version: 1.0\n",
+                InputFormat::W3c,
+            ),
+            ("\n\n#Date: 2000-10-09 16:44:49\n", InputFormat::W3c),
+            ("\u{feff}{\"ts\":1}\n", InputFormat::Ndjson),
+            (
+                "\u{feff}h - - [01/Aug/1995:00:00:01 -0400] \"GET / HTTP/1.0\" 200 7\n",
+                InputFormat::Common,
+            ),
+            (
+                r#"www.example.com:443 1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.1" 200 5 "-" "curl""#,
+                InputFormat::Vcombined,
+            ),
+            (
+                r#"www.example.com 1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.1" 200 5"#,
+                InputFormat::Vcommon,
+            ),
+            (
+                r#"Jun 22 12:02:53 node2 haproxy[23034]: 10.0.0.1:47625 [22/Jun/2021:12:02:53.473] www-https~ app/app-node2 0/0/1/17/18 302 291 - - ---- 1/1/0/0/0 0/0 "GET / HTTP/1.1""#,
+                InputFormat::Haproxy,
+            ),
+            (
+                r#"2015-05-13T23:39:43.945958Z my-loadbalancer 192.168.131.39:2817 10.0.0.1:80 0.000073 0.001048 0.000057 200 200 0 29 "GET http://www.example.com:80/ HTTP/1.1" "curl/7.38.0" - -"#,
+                InputFormat::Elb,
+            ),
+            (
+                r#"79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be mybucket [06/Feb/2014:00:00:38 +0000] 192.0.2.3 79a59df900b949e55d96a1e698fbacedfd6e09d98eacf8f8d5218e7cd47ef2be 3E57427F3EXAMPLE REST.GET.VERSIONING - "GET /mybucket?versioning HTTP/1.1" 200 - 113 - 7 - "-" "S3Console/0.4" -"#,
+                InputFormat::S3,
+            ),
+            (
+                "1157689312.049   5006 10.105.21.199 TCP_MISS/200 19763 CONNECT login.yahoo.com:443 badeyek DIRECT/209.73.177.115 -",
+                InputFormat::Squid,
+            ),
+            (
+                r#"192.168.33.1 - - [02/Oct/2017:20:22:07 +0000] "GET /ui HTTP/1.1" 304 0 "http://example.com/login" "Mozilla/5.0" 262 "Host-host-1" "http://172.19.0.3:5601" 2ms"#,
+                InputFormat::Traefik,
+            ),
+            (
+                r#"[2016-04-15T20:17:00.310Z] "POST /api/v1/locations HTTP/2" 204 - 154 0 226 100 "10.0.35.28" "nsq2http" "cc21d9b0-cf5c-432b-8c7e-98aeb7988cd2" "locations" "tcp://10.0.2.1:80""#,
+                InputFormat::Envoy,
+            ),
+        ];
+        for (text, want) in cases {
+            assert_eq!(detect(text.as_bytes()), Some(want), "{text}");
+        }
+    }
+
+    #[test]
+    fn a_line_of_another_shape_is_named() {
+        let vhost = br#"www.example.com:443 1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.1" 200 5 "-" "curl""#;
+        assert_eq!(
+            shape_hint(vhost, "combined").unwrap(),
+            "it starts with a host:port (vcombined?); set --input-format vcombined"
+        );
+        assert_eq!(shape_hint(vhost, "vcombined"), None);
+        assert_eq!(shape_hint(b"garbage", "combined"), None);
+    }
+
+    #[test]
+    fn a_bom_is_no_part_of_the_first_line() {
+        let data = b"\xEF\xBB\xBFfirst\n\xEF\xBB\xBFsecond\n";
+        let mut l = Lines::new(std::io::BufReader::new(&data[..]));
+        l.next_line().unwrap();
+        assert_eq!(l.buf, b"first");
+        l.next_line().unwrap();
+        assert_eq!(l.buf, b"\xEF\xBB\xBFsecond");
     }
 
     #[test]

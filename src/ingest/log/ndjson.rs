@@ -17,12 +17,13 @@ use serde_json::value::RawValue;
 use std::fmt;
 
 /// Time fields of common JSON access logs, tried before the general rule.
+/// Traefik's `StartUTC` (arrival, ns) comes before its `time` (write time).
 const TIME_FIELDS: [&str; 10] = [
+    "StartUTC",
     "ts",
     "time",
     "timestamp",
     "@timestamp",
-    "StartUTC",
     "start_time",
     "EdgeStartTimestamp",
     "started_at",

@@ -23,6 +23,8 @@ enum Seg {
 
 /// A compiled `log_format`.
 pub struct Nginx {
+    /// `nginx`, or `apache` for a `LogFormat` string.
+    format: &'static str,
     segs: Vec<Seg>,
     names: Vec<String>,
     /// Fields that come from the line (the variables), before derived ones.
@@ -63,8 +65,18 @@ fn unquote_all(text: &str) -> Option<String> {
 }
 
 impl Nginx {
-    /// Compiles a `log_format` string; errors say what cannot be read.
+    /// Compiles a `log_format` string, or an Apache `LogFormat` string
+    /// (told by its `%` directives); errors say what cannot be read.
     pub fn compile(format: &str) -> Result<Nginx> {
+        if super::apache::is_apache(format) {
+            let mut n = Nginx::compile_nginx(&super::apache::translate(format)?)?;
+            n.format = "apache";
+            return Ok(n);
+        }
+        Nginx::compile_nginx(format)
+    }
+
+    fn compile_nginx(format: &str) -> Result<Nginx> {
         let mut text = format.trim().trim_end_matches(';').trim();
         if let Some(rest) = text.strip_prefix("log_format") {
             // `log_format NAME [escape=...] STRING...`
@@ -137,6 +149,7 @@ impl Nginx {
             }
         }
         Ok(Nginx {
+            format: "nginx",
             segs,
             names,
             vars,
@@ -150,8 +163,22 @@ impl Nginx {
     }
 }
 
+/// The time variables read when `--time-column` is not given, in order.
+const TIMES: [&str; 10] = [
+    "time_epoch_us",
+    "time_epoch_ms",
+    "time_epoch_s",
+    "msec",
+    "time_iso8601",
+    "time_local",
+    "time_end_epoch_us",
+    "time_end_epoch_ms",
+    "time_end_epoch_s",
+    "time_end_local",
+];
+
 /// The first `"` at or after `from` not escaped by a backslash.
-fn closing_quote(line: &[u8], mut from: usize) -> Option<usize> {
+pub(super) fn closing_quote(line: &[u8], mut from: usize) -> Option<usize> {
     loop {
         let k = memchr::memchr2(b'"', b'\\', line.get(from..)?)?;
         if line[from + k] == b'\\' {
@@ -164,7 +191,7 @@ fn closing_quote(line: &[u8], mut from: usize) -> Option<usize> {
 
 impl LineParser for Nginx {
     fn format(&self) -> &'static str {
-        "nginx"
+        self.format
     }
 
     fn names(&self) -> Option<&[String]> {
@@ -172,7 +199,8 @@ impl LineParser for Nginx {
     }
 
     fn default_time(&mut self) -> Option<(usize, Option<usize>)> {
-        ["msec", "time_iso8601", "time_local"]
+        // Arrival times (Apache's) before completion times.
+        TIMES
             .iter()
             .find_map(|t| self.names[..self.vars].iter().position(|n| n == t))
             .map(|i| (i, None))
@@ -211,6 +239,11 @@ impl LineParser for Nginx {
                                     memchr::memchr(next[0], &line[from..]).map(|i| from + i)
                                 };
                                 match at {
+                                    // The last field, cut by the line's end.
+                                    None if quoted && k + 2 == self.segs.len() => {
+                                        out.cut = true;
+                                        break n;
+                                    }
                                     None => {
                                         return Err(if quoted {
                                             format!("${name}: its closing quote is missing")
@@ -232,6 +265,9 @@ impl LineParser for Nginx {
                     };
                     out.spans[base + v] = (pos as u32, end as u32);
                     pos = end;
+                    if out.cut {
+                        break;
+                    }
                 }
             }
         }
