@@ -330,9 +330,14 @@ pub struct InputArgs {
     /// The first row is data; name columns by 0-based index.
     #[arg(long)]
     pub no_header: bool,
-    /// Re-sort rows that are at most this much out of order.
-    #[arg(long, value_parser = duration_arg, default_value = "5s", value_name = "DUR")]
-    pub reorder_window: Nanos,
+    /// Re-sort rows that are at most this much out of order. Default: 5s for
+    /// CSV; 60s for access-log lines (combined, common, nginx, ALB, W3C, JSON
+    /// lines, ...), which are written when a request completes and so come
+    /// late by up to its duration (60s: the default request timeouts of
+    /// Apache, nginx and AWS load balancers). A row later than the window
+    /// stops the run with the window the whole log needs.
+    #[arg(long, value_parser = duration_arg, value_name = "DUR")]
+    pub reorder_window: Option<Nanos>,
     /// The files cover the same period (one per server): read each in time
     /// order, within --reorder-window, and merge them by time into one log
     /// (ties: file order, then line order), instead of one after another.
