@@ -346,6 +346,12 @@ pub struct InputArgs {
     /// Skip and count rows that cannot be read instead of failing.
     #[arg(long)]
     pub skip_bad: bool,
+    /// The longest CSV line read: a longer one (a file without line ends,
+    /// binary data) stops the run with its line number before it is held
+    /// in memory. Bytes, or K, M, G (powers of 1024). (An access-log line
+    /// over 1 MiB is a bad line, which --skip-bad skips.)
+    #[arg(long, default_value = "1M", value_name = "SIZE")]
+    pub max_line: String,
 }
 
 /// Whether a command that reads logs shows its progress bar.
@@ -551,6 +557,7 @@ impl InputArgs {
             skip_bad: args.skip_bad,
             quiet,
             merge: args.merge,
+            max_line: crate::ingest::input::parse_max_line(&args.max_line)?,
         })
     }
 }

@@ -155,6 +155,7 @@ impl<'s> LogReader<'s> {
         };
         if let InputFormat::Csv | InputFormat::Tsv | InputFormat::Auto = f {
             let delimiter = self.delimiter_of(&mut reader, f, path, &name)?;
+            let reader = super::open::limit_lines(reader, spec.max_line, &name);
             let Some(mut rows) =
                 CsvRows::new(reader, delimiter, spec.no_header, spec.skip_bad, &name)?
             else {

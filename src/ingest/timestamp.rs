@@ -119,6 +119,10 @@ pub struct TimeParser {
     local: i64,
     /// The zone's offset at that local time, when there is a zone.
     zone_offset: i64,
+    /// The instant of the last second learnt: a local time the clocks
+    /// repeat (the fall-back hour) is read as the pass nearer to it, so
+    /// the repeated hour is read in order.
+    last: Option<i64>,
 }
 
 impl TimeParser {
@@ -132,6 +136,7 @@ impl TimeParser {
             prefix_len: 0,
             local: 0,
             zone_offset: 0,
+            last: None,
         }
     }
 
@@ -175,7 +180,7 @@ impl TimeParser {
     /// and its second cached.
     #[inline(never)]
     fn parse_learning(&mut self, s: &[u8], body: &[u8], plen: usize) -> Result<Nanos, TimeError> {
-        let (at, naive) = self.format.parse_value_in(s, self.zone.as_ref())?;
+        let (mut at, naive) = self.format.parse_value_in(s, self.zone.as_ref())?;
         self.naive_seen |= naive;
         // Learn this second: the prefix alone, read as UTC with no fraction,
         // and the zone's offset then.
@@ -191,7 +196,18 @@ impl TimeParser {
                     Some(z) => z.offset_at(local),
                     None => Ok(0),
                 };
-                if let Ok(zo) = zone_offset {
+                if let Ok(mut zo) = zone_offset {
+                    if let (true, Some(z)) = (naive, &self.zone)
+                        && let Some((first, second)) = z.repeated(local)
+                    {
+                        // The second pass when it is nearer the last time read.
+                        let (one, two) = (local - first, local - second);
+                        if self.last.is_some_and(|l| (two - l).abs() < (one - l).abs()) {
+                            zo = second;
+                            at = Nanos(at.0 + (first - second) as u64 * Nanos::PER_SEC);
+                        }
+                    }
+                    self.last = Some((at.0 / Nanos::PER_SEC) as i64);
                     self.prefix[..plen].copy_from_slice(head);
                     self.prefix_len = plen;
                     self.local = local;
@@ -218,6 +234,8 @@ pub enum TimeError {
     BeforeEpoch,
     Unrecognised,
     Strftime(String),
+    /// A local time the clocks skipped (the spring-forward gap): its text.
+    Gap(String),
 }
 
 impl fmt::Display for TimeError {
@@ -230,6 +248,7 @@ impl fmt::Display for TimeError {
                 "not a recognised timestamp (RFC 3339, epoch s/ms/us/ns, or CLF); set --time-format",
             ),
             TimeError::Strftime(e) => f.write_str(e),
+            TimeError::Gap(e) => f.write_str(e),
         }
     }
 }
@@ -437,13 +456,43 @@ impl Zone {
     }
 
     /// Seconds east of UTC in force at the local time `local` (seconds
-    /// since 1970 read as if UTC). A local time skipped or repeated by a
-    /// clock change resolves as RFC 5545 says ("compatible").
+    /// since 1970 read as if UTC). A local time the clocks repeat (the
+    /// fall-back hour) is read in its first pass (see [`TimeParser`] for
+    /// the second); one they skip (the spring-forward gap) is an error
+    /// naming it.
     fn offset_at(&self, local: i64) -> Result<i64, TimeError> {
         let ts = jiff::Timestamp::from_second(local).map_err(|_| TimeError::BeforeEpoch)?;
         let dt = jiff::tz::TimeZone::UTC.to_datetime(ts);
-        let utc = self.0.to_timestamp(dt).map_err(|_| TimeError::OutOfRange)?;
-        Ok(local - utc.as_second())
+        self.offset_of(dt)
+    }
+
+    fn offset_of(&self, dt: jiff::civil::DateTime) -> Result<i64, TimeError> {
+        use jiff::tz::AmbiguousOffset;
+        match self.0.to_ambiguous_timestamp(dt).offset() {
+            AmbiguousOffset::Unambiguous { offset }
+            | AmbiguousOffset::Fold { before: offset, .. } => Ok(i64::from(offset.seconds())),
+            AmbiguousOffset::Gap { before, after } => Err(TimeError::Gap(format!(
+                "{dt} does not exist in {}: the clocks went forward from {before} to {after} over it (the spring-forward gap); check --tz, or that the log's clock was in that zone",
+                self.name()
+            ))),
+        }
+    }
+
+    /// The offsets of the first and second pass of a local time the
+    /// clocks repeat (the fall-back hour), if `local` is one.
+    fn repeated(&self, local: i64) -> Option<(i64, i64)> {
+        let ts = jiff::Timestamp::from_second(local).ok()?;
+        let dt = jiff::tz::TimeZone::UTC.to_datetime(ts);
+        match self.0.to_ambiguous_timestamp(dt).offset() {
+            jiff::tz::AmbiguousOffset::Fold { before, after } => {
+                Some((i64::from(before.seconds()), i64::from(after.seconds())))
+            }
+            _ => None,
+        }
+    }
+
+    fn name(&self) -> &str {
+        self.0.iana_name().unwrap_or("the zone given")
     }
 }
 
@@ -557,8 +606,15 @@ fn strftime_in(format: &str, s: &[u8], zone: Option<&Zone>) -> Result<(Nanos, bo
     let naive = tm.offset().is_none();
     let ts = if naive {
         let dt = tm.to_datetime().map_err(bad)?;
-        let tz = zone.map_or(jiff::tz::TimeZone::UTC, |z| z.0.clone());
-        tz.to_timestamp(dt).map_err(bad)?
+        let off = zone.map_or(Ok(0), |z| z.offset_of(dt))?;
+        let utc = jiff::tz::TimeZone::UTC.to_timestamp(dt).map_err(bad)?;
+        jiff::Timestamp::from_second(utc.as_second() - off)
+            .and_then(|t| {
+                t.checked_add(jiff::SignedDuration::from_nanos(i64::from(
+                    utc.subsec_nanosecond(),
+                )))
+            })
+            .map_err(bad)?
     } else {
         tm.to_timestamp().map_err(bad)?
     };
@@ -753,6 +809,42 @@ mod tests {
             Nanos(1_719_849_600 * S + S / 4)
         );
         assert!(p.naive_seen);
+    }
+
+    #[test]
+    fn the_repeated_hour_is_read_in_order_and_the_skipped_one_named() {
+        let ny = Zone::parse("America/New_York").unwrap();
+        for format in [TimeFormat::Rfc3339, TimeFormat::Clf] {
+            let mut p = TimeParser::new(format.clone(), Some(ny.clone()));
+            let mut read = |v: &str| p.parse(v.as_bytes()).map(|t| t.0 / S);
+            let v = |t: &str| match format {
+                TimeFormat::Rfc3339 => format!("2024-11-03 {t}"),
+                _ => format!("03/Nov/2024:{t}"),
+            };
+            // 01:30 EDT (05:30Z), 01:59:59 EDT, then 01:00:30 EST (06:00:30Z).
+            assert_eq!(read(&v("01:30:00")), Ok(1_730_611_800));
+            assert_eq!(read(&v("01:59:59")), Ok(1_730_613_599));
+            assert_eq!(read(&v("01:00:30")), Ok(1_730_613_630));
+            assert_eq!(read(&v("01:30:00")), Ok(1_730_615_400));
+        }
+        // Read alone, a repeated time is its first pass.
+        let at = TimeFormat::Rfc3339.parse_value_in(b"2024-11-03 01:30:00", Some(&ny));
+        assert_eq!(at.unwrap().0, Nanos(1_730_611_800 * S));
+        for (format, v) in [
+            (TimeFormat::Rfc3339, "2024-03-10 02:30:00"),
+            (TimeFormat::Clf, "10/Mar/2024:02:30:00"),
+            (TimeFormat::parse("%d.%m.%Y %H:%M"), "10.03.2024 02:30"),
+        ] {
+            let e = TimeParser::new(format, Some(ny.clone()))
+                .parse(v.as_bytes())
+                .unwrap_err()
+                .to_string();
+            assert!(
+                e.starts_with("2024-03-10T02:30:00 does not exist in America/New_York")
+                    && e.contains("spring-forward gap"),
+                "{e}"
+            );
+        }
     }
 
     #[test]
