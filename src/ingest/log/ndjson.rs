@@ -4,7 +4,12 @@
 //! (`request.remote_ip`, `httpRequest.remoteIp`).
 //!
 //! Only the fields the run reads are taken from each line; the rest is
-//! skipped by the parser without being built. Values are borrowed from the
+//! skipped without being built. A line is first walked by a small scanner
+//! that validates as it goes and keeps the byte spans of the wanted values
+//! (see [`Quick`]); it reads a strict subset of JSON (no `\u` escapes, no
+//! bytes above ASCII in strings or keys, no escapes in keys, shallow
+//! nesting), and any line outside it goes to serde_json, which reads it
+//! or names what is wrong. Both give the same spans for a line both read. Values are borrowed from the
 //! line: a string without escapes is used in place, numbers are kept as
 //! written (an epoch `1646861401.5241024` is read as digits, never through
 //! a float), and only a string with escapes is unescaped into a buffer. A
@@ -35,6 +40,9 @@ struct Node {
     children: Vec<(String, Node)>,
     /// The field index when a wanted path ends here.
     leaf: Option<usize>,
+    /// The key naming this node is printable ASCII without a quote or a
+    /// backslash: a line writes it as it is.
+    plain: bool,
 }
 
 /// JSON lines.
@@ -49,8 +57,12 @@ pub struct Ndjson {
     /// The wanted paths as a tree, rebuilt when one is added.
     tree: Node,
     built: usize,
-    raws: Vec<Option<(usize, usize)>>,
+    raws: Vec<Option<Raw>>,
 }
+
+/// A wanted value's span in the line, and whether it is known to be a
+/// string without escapes (the quick walk knows; serde_json's does not say).
+type Raw = (usize, usize, bool);
 
 fn flatten(v: &serde_json::Value, prefix: &mut Vec<String>, out: &mut Ndjson) {
     match v {
@@ -84,7 +96,14 @@ impl Ndjson {
                 let at = match node.children.iter().position(|(k, _)| k == key) {
                     Some(at) => at,
                     None => {
-                        node.children.push((key.clone(), Node::default()));
+                        let plain = key
+                            .bytes()
+                            .all(|b| (0x20..0x7f).contains(&b) && b != b'"' && b != b'\\');
+                        let child = Node {
+                            plain,
+                            ..Node::default()
+                        };
+                        node.children.push((key.clone(), child));
                         node.children.len() - 1
                     }
                 };
@@ -122,13 +141,13 @@ impl<'de> Visitor<'de> for KeySeed<'_> {
 struct Walk<'n, 'o> {
     node: &'n Node,
     line_start: usize,
-    out: &'o mut Vec<Option<(usize, usize)>>,
+    out: &'o mut Vec<Option<Raw>>,
 }
 
 impl Walk<'_, '_> {
     fn keep(&mut self, leaf: usize, raw: &RawValue) {
         let s = raw.get().as_ptr() as usize - self.line_start;
-        self.out[leaf] = Some((s, s + raw.get().len()));
+        self.out[leaf] = Some((s, s + raw.get().len(), false));
     }
 }
 
@@ -201,6 +220,244 @@ impl<'de> Visitor<'de> for Walk<'_, '_> {
     }
 }
 
+/// The quick walk of a line: one pass over its bytes, validating JSON's
+/// grammar for the subset it reads, keeping the spans of wanted values.
+/// `None`: the line is outside the subset (or not JSON); serde_json reads
+/// it instead.
+struct Quick<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+/// Nesting deeper than this goes to serde_json (which has its own limit).
+const QUICK_DEPTH: u32 = 64;
+
+/// The bytes of the eight in `x` (little-endian) that end a plain run of a
+/// string: a quote, a backslash, a control character or a byte above
+/// ASCII, each as its high bit. The lowest bit set is exactly the first
+/// such byte (a borrow only carries upward; bits above it may be false).
+#[inline(always)]
+fn special(x: u64) -> u64 {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let zero = |v: u64| v.wrapping_sub(ONES) & !v & HIGH;
+    let below_space = x.wrapping_sub(ONES * 0x20) & !x & HIGH;
+    zero(x ^ (ONES * u64::from(b'"')))
+        | zero(x ^ (ONES * u64::from(b'\\')))
+        | below_space
+        | x & HIGH
+}
+
+/// Two keys equal: short ones compared in line, without a call.
+#[inline(always)]
+fn same(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| x == y)
+}
+
+impl Quick<'_> {
+    /// The whole line: one object, then only whitespace.
+    fn line(&mut self, tree: &Node, out: &mut [Option<Raw>]) -> Option<()> {
+        self.ws();
+        self.object(Some(tree), out, 0)?;
+        self.ws();
+        (self.i == self.s.len()).then_some(())
+    }
+
+    #[inline(always)]
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.s.get(self.i) {
+            self.i += 1;
+        }
+    }
+
+    #[inline(always)]
+    fn eat(&mut self, c: u8) -> Option<()> {
+        (self.s.get(self.i) == Some(&c)).then(|| self.i += 1)
+    }
+
+    /// An object at `i` (`node`: the wanted paths below it, if any).
+    fn object(&mut self, node: Option<&Node>, out: &mut [Option<Raw>], depth: u32) -> Option<()> {
+        if depth > QUICK_DEPTH {
+            return None;
+        }
+        self.eat(b'{')?;
+        self.ws();
+        if self.eat(b'}').is_some() {
+            return Some(());
+        }
+        loop {
+            // A wanted key written as it is, is known without a scan.
+            let s = self.s;
+            let i = self.i;
+            let written = |(k, c): &&(String, Node)| {
+                let k = k.as_bytes();
+                c.plain
+                    && s.get(i) == Some(&b'"')
+                    && s.get(i + 1 + k.len()) == Some(&b'"')
+                    && same(k, &s[i + 1..i + 1 + k.len()])
+            };
+            let child = match node.and_then(|n| n.children.iter().find(written)) {
+                Some(c) => {
+                    self.i += c.0.len() + 2;
+                    Some(c)
+                }
+                None => {
+                    let (ks, ke, escaped) = self.string()?;
+                    if escaped {
+                        return None; // a key with escapes: compared unescaped by serde
+                    }
+                    let key = &self.s[ks..ke];
+                    node.and_then(|n| n.children.iter().find(|(k, _)| same(k.as_bytes(), key)))
+                }
+            };
+            self.ws();
+            self.eat(b':')?;
+            self.ws();
+            let start = self.i;
+            let plain = match child {
+                Some((_, c)) if self.s.get(self.i) == Some(&b'{') && !c.children.is_empty() => {
+                    self.object(Some(c), out, depth + 1)?;
+                    false
+                }
+                _ if self.s.get(self.i) == Some(&b'"') => !self.string()?.2,
+                _ => {
+                    self.value(depth + 1)?;
+                    false
+                }
+            };
+            if let Some(leaf) = child.and_then(|(_, c)| c.leaf) {
+                out[leaf] = Some((start, self.i, plain));
+            }
+            self.ws();
+            match self.s.get(self.i)? {
+                b',' => {
+                    self.i += 1;
+                    self.ws();
+                }
+                b'}' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    /// A string at `i`: its content's span, and whether it has escapes.
+    /// Only ASCII, and escapes other than `\u`.
+    #[inline(always)]
+    fn string(&mut self) -> Option<(usize, usize, bool)> {
+        let s = self.s;
+        let mut i = self.i;
+        if s.get(i) != Some(&b'"') {
+            return None;
+        }
+        i += 1;
+        let start = i;
+        let mut escaped = false;
+        loop {
+            // Eight plain bytes at a time, up to the first that is not.
+            while let Some(w) = s.get(i..i + 8) {
+                let m = special(u64::from_le_bytes(w.try_into().expect("8 bytes")));
+                if m != 0 {
+                    i += (m.trailing_zeros() / 8) as usize;
+                    break;
+                }
+                i += 8;
+            }
+            match *s.get(i)? {
+                b'"' => {
+                    self.i = i + 1;
+                    return Some((start, i, escaped));
+                }
+                b'\\' => {
+                    escaped = true;
+                    match s.get(i + 1)? {
+                        b'"' | b'\\' | b'/' | b'b' | b'f' | b'n' | b'r' | b't' => i += 2,
+                        _ => return None,
+                    }
+                }
+                0x20..=0x7f => i += 1,
+                _ => return None, // a control character, or not ASCII
+            }
+        }
+    }
+
+    /// Any value at `i`, skipped.
+    fn value(&mut self, depth: u32) -> Option<()> {
+        match *self.s.get(self.i)? {
+            b'"' => self.string().map(drop),
+            b'{' => self.object(None, &mut [], depth),
+            b'[' => self.array(depth),
+            b't' => self.word(b"true"),
+            b'f' => self.word(b"false"),
+            b'n' => self.word(b"null"),
+            _ => self.number(),
+        }
+    }
+
+    fn array(&mut self, depth: u32) -> Option<()> {
+        if depth > QUICK_DEPTH {
+            return None;
+        }
+        self.eat(b'[')?;
+        self.ws();
+        if self.eat(b']').is_some() {
+            return Some(());
+        }
+        loop {
+            self.value(depth + 1)?;
+            self.ws();
+            match self.s.get(self.i)? {
+                b',' => {
+                    self.i += 1;
+                    self.ws();
+                }
+                b']' => {
+                    self.i += 1;
+                    return Some(());
+                }
+                _ => return None,
+            }
+        }
+    }
+
+    fn word(&mut self, w: &[u8]) -> Option<()> {
+        self.s[self.i..].starts_with(w).then(|| self.i += w.len())
+    }
+
+    /// A number as JSON writes it: `-?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?`.
+    #[inline]
+    fn number(&mut self) -> Option<()> {
+        let _ = self.eat(b'-');
+        match *self.s.get(self.i)? {
+            b'0' => self.i += 1,
+            b'1'..=b'9' => self.digits(),
+            _ => return None,
+        }
+        if self.eat(b'.').is_some() {
+            self.s.get(self.i).filter(|b| b.is_ascii_digit())?;
+            self.digits();
+        }
+        if let Some(b'e' | b'E') = self.s.get(self.i) {
+            self.i += 1;
+            if let Some(b'+' | b'-') = self.s.get(self.i) {
+                self.i += 1;
+            }
+            self.s.get(self.i).filter(|b| b.is_ascii_digit())?;
+            self.digits();
+        }
+        Some(())
+    }
+
+    #[inline(always)]
+    fn digits(&mut self) {
+        while self.s.get(self.i).is_some_and(u8::is_ascii_digit) {
+            self.i += 1;
+        }
+    }
+}
+
 impl LineParser for Ndjson {
     fn format(&self) -> &'static str {
         "ndjson"
@@ -268,22 +525,28 @@ impl LineParser for Ndjson {
         }
         self.raws.clear();
         self.raws.resize(self.names.len(), None);
-        let mut de = serde_json::Deserializer::from_slice(line);
-        Walk {
-            node: &self.tree,
-            line_start: line.as_ptr() as usize,
-            out: &mut self.raws,
+        let mut quick = Quick { s: line, i: 0 };
+        if quick.line(&self.tree, &mut self.raws).is_none() {
+            self.raws.iter_mut().for_each(|r| *r = None);
+            let mut de = serde_json::Deserializer::from_slice(line);
+            Walk {
+                node: &self.tree,
+                line_start: line.as_ptr() as usize,
+                out: &mut self.raws,
+            }
+            .deserialize(&mut de)
+            .and_then(|_| de.end())
+            .map_err(|e| format!("invalid JSON: {e}"))?;
         }
-        .deserialize(&mut de)
-        .and_then(|_| de.end())
-        .map_err(|e| format!("invalid JSON: {e}"))?;
         out.spans.resize(self.names.len(), MISSING);
         for (i, raw) in self.raws.iter().enumerate() {
-            let Some((s, e)) = *raw else { continue };
+            let Some((s, e, plain)) = *raw else { continue };
             let v = &line[s..e];
             out.spans[i] = match v {
                 b"null" => MISSING,
-                [b'"', inner @ .., b'"'] if !inner.contains(&b'\\') => (s as u32 + 1, e as u32 - 1),
+                [b'"', inner @ .., b'"'] if plain || !inner.contains(&b'\\') => {
+                    (s as u32 + 1, e as u32 - 1)
+                }
                 [b'"', ..] => {
                     let text: String = serde_json::from_slice(v)
                         .map_err(|e| format!("invalid JSON string in '{}': {e}", self.names[i]))?;
@@ -355,6 +618,97 @@ mod tests {
         assert_eq!(got[3].as_deref(), Some("2024-05-01T00:00:00Z"));
         assert_eq!(got[2], None);
         assert_eq!(got[5].as_deref(), Some("a\"bé"));
+    }
+
+    type Raws = Vec<Option<Raw>>;
+
+    /// The quick walk and serde_json's on one line: the quick one reads
+    /// only lines serde_json reads too, with the same spans.
+    fn both(p: &Ndjson, line: &[u8]) -> (Option<Raws>, Result<Raws, String>) {
+        let mut quick = vec![None; p.names.len()];
+        let q = Quick { s: line, i: 0 }
+            .line(&p.tree, &mut quick)
+            .map(|()| quick);
+        let mut slow = vec![None; p.names.len()];
+        let mut de = serde_json::Deserializer::from_slice(line);
+        let s = Walk {
+            node: &p.tree,
+            line_start: line.as_ptr() as usize,
+            out: &mut slow,
+        }
+        .deserialize(&mut de)
+        .and_then(|_| de.end())
+        .map(|()| slow)
+        .map_err(|e| e.to_string());
+        (q, s)
+    }
+
+    #[test]
+    fn the_quick_walk_agrees_with_serde_json() {
+        let mut p = Ndjson::default();
+        for f in [
+            "ts",
+            "client",
+            "request.remote_ip",
+            "request",
+            "request.headers.ua",
+            "n",
+        ] {
+            p.field(f);
+        }
+        p.build();
+        let seeds = [
+            r#"{"ts":"2024-05-01T00:00:00.000Z","client":"c1","path":"/a","status":200,"bytes":5}"#,
+            r#" { "request" : { "remote_ip" : "10.0.0.1" , "headers" : { "ua" : ["x", {"y": -1.5e+3}] } } , "ts" : 1646861401.5241024 , "n" : null } "#,
+            r#"{"client":"a\"b\n","ts":true,"x":[[],{}],"request":"flat","request":{"remote_ip":"9"}}"#,
+            r#"{"ts":0,"client":-0.0e0,"z":false,"e":"\u00e9","k":"é"}"#,
+        ];
+        let mut rng = crate::testing::Rng(0x6a73_6f6e);
+        const ALPHABET: &[u8] = b"{}[]:,\"\\ -+.0123456789eEtrufalsnx\t\x01\xc3\xa9u";
+        let (mut quick_read, mut cases) = (0, 0);
+        for seed in seeds {
+            for _ in 0..3000 {
+                let mut v = seed.as_bytes().to_vec();
+                for _ in 0..rng.below(3) {
+                    let at = rng.below(v.len() as u64 + 1) as usize;
+                    let c = ALPHABET[rng.below(ALPHABET.len() as u64) as usize];
+                    match rng.below(3) {
+                        0 if at < v.len() => {
+                            v.remove(at);
+                        }
+                        1 if at < v.len() => v[at] = c,
+                        _ => v.insert(at, c),
+                    }
+                }
+                let (q, s) = both(&p, &v);
+                cases += 1;
+                if let Some(q) = q {
+                    quick_read += 1;
+                    // A value said plain is a string without escapes.
+                    for &(s, e, plain) in q.iter().flatten() {
+                        assert!(!plain || v[s] == b'"' && !v[s..e].contains(&b'\\'));
+                    }
+                    let spans = |r: Vec<Option<Raw>>| {
+                        r.into_iter()
+                            .map(|r| r.map(|(s, e, _)| (s, e)))
+                            .collect::<Vec<_>>()
+                    };
+                    assert_eq!(
+                        Ok(spans(q)),
+                        s.map(spans),
+                        "{:?}",
+                        String::from_utf8_lossy(&v)
+                    );
+                }
+            }
+        }
+        // Most lines take the quick walk; the seeds themselves do, but
+        // for the escapes beyond its subset.
+        assert!(quick_read > cases / 4, "{quick_read} of {cases}");
+        for seed in &seeds[..3] {
+            assert!(both(&p, seed.as_bytes()).0.is_some(), "{seed}");
+        }
+        assert!(both(&p, seeds[3].as_bytes()).0.is_none());
     }
 
     #[test]
