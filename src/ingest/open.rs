@@ -243,9 +243,8 @@ impl<R: BufRead> BufRead for LineLimit<R> {
 
 impl<R: BufRead> Read for LineLimit<R> {
     fn read(&mut self, out: &mut [u8]) -> io::Result<usize> {
-        let buf = self.fill_buf()?;
-        let n = buf.len().min(out.len());
-        out[..n].copy_from_slice(&buf[..n]);
+        // What is buffered, as a slice reads it.
+        let n = Read::read(&mut self.fill_buf()?, out)?;
         self.consume(n);
         Ok(n)
     }

@@ -270,6 +270,35 @@ impl Quick<'_> {
         }
     }
 
+    /// After a member or an element: a comma (false: another follows) or
+    /// `end` (true), each with the whitespace around it.
+    #[inline(always)]
+    fn then(&mut self, end: u8) -> Option<bool> {
+        self.ws();
+        let b = *self.s.get(self.i)?;
+        self.i += 1;
+        match b {
+            b',' => {
+                self.ws();
+                Some(false)
+            }
+            b if b == end => Some(true),
+            _ => None,
+        }
+    }
+
+    /// The start of an object or an array: `open`, then whether `close`
+    /// follows at once (it is empty).
+    #[inline(always)]
+    fn open(&mut self, open: u8, close: u8, depth: u32) -> Option<bool> {
+        if depth > QUICK_DEPTH {
+            return None;
+        }
+        self.eat(open)?;
+        self.ws();
+        Some(self.eat(close).is_some())
+    }
+
     #[inline(always)]
     fn eat(&mut self, c: u8) -> Option<()> {
         (self.s.get(self.i) == Some(&c)).then(|| self.i += 1)
@@ -277,12 +306,7 @@ impl Quick<'_> {
 
     /// An object at `i` (`node`: the wanted paths below it, if any).
     fn object(&mut self, node: Option<&Node>, out: &mut [Option<Raw>], depth: u32) -> Option<()> {
-        if depth > QUICK_DEPTH {
-            return None;
-        }
-        self.eat(b'{')?;
-        self.ws();
-        if self.eat(b'}').is_some() {
+        if self.open(b'{', b'}', depth)? {
             return Some(());
         }
         loop {
@@ -328,17 +352,8 @@ impl Quick<'_> {
             if let Some(leaf) = child.and_then(|(_, c)| c.leaf) {
                 out[leaf] = Some((start, self.i, plain));
             }
-            self.ws();
-            match self.s.get(self.i)? {
-                b',' => {
-                    self.i += 1;
-                    self.ws();
-                }
-                b'}' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                _ => return None,
+            if self.then(b'}')? {
+                return Some(());
             }
         }
     }
@@ -397,27 +412,13 @@ impl Quick<'_> {
     }
 
     fn array(&mut self, depth: u32) -> Option<()> {
-        if depth > QUICK_DEPTH {
-            return None;
-        }
-        self.eat(b'[')?;
-        self.ws();
-        if self.eat(b']').is_some() {
+        if self.open(b'[', b']', depth)? {
             return Some(());
         }
         loop {
             self.value(depth + 1)?;
-            self.ws();
-            match self.s.get(self.i)? {
-                b',' => {
-                    self.i += 1;
-                    self.ws();
-                }
-                b']' => {
-                    self.i += 1;
-                    return Some(());
-                }
-                _ => return None,
+            if self.then(b']')? {
+                return Some(());
             }
         }
     }
@@ -668,18 +669,14 @@ mod tests {
         let (mut quick_read, mut cases) = (0, 0);
         for seed in seeds {
             for _ in 0..3000 {
+                // Up to two bytes from `at` replaced by up to two others.
                 let mut v = seed.as_bytes().to_vec();
-                for _ in 0..rng.below(3) {
-                    let at = rng.below(v.len() as u64 + 1) as usize;
-                    let c = ALPHABET[rng.below(ALPHABET.len() as u64) as usize];
-                    match rng.below(3) {
-                        0 if at < v.len() => {
-                            v.remove(at);
-                        }
-                        1 if at < v.len() => v[at] = c,
-                        _ => v.insert(at, c),
-                    }
-                }
+                let at = rng.below(v.len() as u64 + 1) as usize;
+                let cut = (at + rng.below(3) as usize).min(v.len());
+                let with: Vec<u8> = (0..rng.below(3))
+                    .map(|_| ALPHABET[rng.below(ALPHABET.len() as u64) as usize])
+                    .collect();
+                v.splice(at..cut, with);
                 let (q, s) = both(&p, &v);
                 cases += 1;
                 if let Some(q) = q {
