@@ -554,10 +554,12 @@ impl InputArgs {
                 .map(crate::ingest::timestamp::Zone::parse)
                 .transpose()
                 .map_err(|e| anyhow!("--tz: {e}"))?,
-            skip_bad: args.skip_bad,
+            tolerance: crate::ingest::input::Tolerance {
+                skip_bad: args.skip_bad,
+                max_line: crate::ingest::input::parse_max_line(&args.max_line)?,
+            },
             quiet,
             merge: args.merge,
-            max_line: crate::ingest::input::parse_max_line(&args.max_line)?,
         })
     }
 }

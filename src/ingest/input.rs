@@ -87,12 +87,20 @@ pub struct InputSpec {
     pub key_shape: KeyShape,
     /// The zone of timestamps written without a UTC offset (`None`: UTC).
     pub zone: Option<super::timestamp::Zone>,
-    pub skip_bad: bool,
+    /// Rows that cannot be read, and lines too long.
+    pub tolerance: Tolerance,
     pub quiet: bool,
     /// The files are logs of one period from several sources: each is read
     /// in time order on its own, and their rows merged by time.
     pub merge: bool,
-    /// The longest line read, in bytes: a longer one stops the read before
+}
+
+/// What reading tolerates.
+#[derive(Clone, Copy, Debug)]
+pub struct Tolerance {
+    /// Rows that cannot be read are skipped and counted, instead of an error.
+    pub skip_bad: bool,
+    /// The longest CSV line, in bytes: a longer one stops the read before
     /// it is held in memory.
     pub max_line: usize,
 }

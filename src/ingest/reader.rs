@@ -155,9 +155,14 @@ impl<'s> LogReader<'s> {
         };
         if let InputFormat::Csv | InputFormat::Tsv | InputFormat::Auto = f {
             let delimiter = self.delimiter_of(&mut reader, f, path, &name)?;
-            let reader = super::open::limit_lines(reader, spec.max_line, &name);
-            let Some(mut rows) =
-                CsvRows::new(reader, delimiter, spec.no_header, spec.skip_bad, &name)?
+            let reader = super::open::limit_lines(reader, spec.tolerance.max_line, &name);
+            let Some(mut rows) = CsvRows::new(
+                reader,
+                delimiter,
+                spec.no_header,
+                spec.tolerance.skip_bad,
+                &name,
+            )?
             else {
                 return Ok(true);
             };
@@ -302,7 +307,7 @@ impl<'s> LogReader<'s> {
                 Err(e) => {
                     self.batch.key_bytes.truncate(marks.0);
                     self.batch.key_ends.truncate(marks.1);
-                    if !self.spec.skip_bad {
+                    if !self.spec.tolerance.skip_bad {
                         return Err(e);
                     }
                     self.summary.bad_rows += 1;

@@ -185,7 +185,7 @@ impl Sorter {
             merge,
             window,
             input_format: spec.input_format,
-            skip_bad: spec.skip_bad,
+            skip_bad: spec.tolerance.skip_bad,
             merging: spec.merge,
             files: spec.files.clone(),
             late: None,
@@ -442,7 +442,7 @@ fn sort_file(
                 at: at as u32,
                 batch: batch.clone(),
             };
-            match hold(&mut order, row, spec.skip_bad) {
+            match hold(&mut order, row, spec.tolerance.skip_bad) {
                 Ok(n) => out_of_place += n,
                 Err(r) if scans(&r, &spec.files[idx..=idx], true) => {
                     let scan = scan_after(&r, order.max_behind);
