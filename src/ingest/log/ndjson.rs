@@ -330,8 +330,13 @@ impl Quick<'_> {
                     if escaped {
                         return None; // a key with escapes: compared unescaped by serde
                     }
+                    // Only a key not written as it is can still be wanted.
                     let key = &self.s[ks..ke];
-                    node.and_then(|n| n.children.iter().find(|(k, _)| same(k.as_bytes(), key)))
+                    node.and_then(|n| {
+                        n.children
+                            .iter()
+                            .find(|(k, c)| !c.plain && same(k.as_bytes(), key))
+                    })
                 }
             };
             self.ws();
