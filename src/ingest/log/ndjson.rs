@@ -58,11 +58,12 @@ pub struct Ndjson {
     tree: Node,
     built: usize,
     raws: Vec<Option<Raw>>,
+    /// Strings with escapes the quick walk kept: field, span.
+    escaped: Vec<(usize, u32, u32)>,
 }
 
-/// A wanted value's span in the line, and whether it is known to be a
-/// string without escapes (the quick walk knows; serde_json's does not say).
-type Raw = (usize, usize, bool);
+/// A wanted value's span in the line, as serde_json's walk finds it.
+type Raw = (usize, usize);
 
 fn flatten(v: &serde_json::Value, prefix: &mut Vec<String>, out: &mut Ndjson) {
     match v {
@@ -147,7 +148,7 @@ struct Walk<'n, 'o> {
 impl Walk<'_, '_> {
     fn keep(&mut self, leaf: usize, raw: &RawValue) {
         let s = raw.get().as_ptr() as usize - self.line_start;
-        self.out[leaf] = Some((s, s + raw.get().len(), false));
+        self.out[leaf] = Some((s, s + raw.get().len()));
     }
 }
 
@@ -227,6 +228,19 @@ impl<'de> Visitor<'de> for Walk<'_, '_> {
 struct Quick<'a> {
     s: &'a [u8],
     i: usize,
+    /// The wanted values' spans as [`Fields`] keeps them (a string without
+    /// its quotes, `null` missing); a string with escapes as written, and
+    /// noted in `escaped` to be unescaped.
+    spans: &'a mut [(u32, u32)],
+    escaped: &'a mut Vec<(usize, u32, u32)>,
+}
+
+/// What a wanted value turned out to be.
+enum Kind {
+    /// A string without escapes.
+    Plain,
+    Escaped,
+    Other,
 }
 
 /// Nesting deeper than this goes to serde_json (which has its own limit).
@@ -256,9 +270,9 @@ fn same(a: &[u8], b: &[u8]) -> bool {
 
 impl Quick<'_> {
     /// The whole line: one object, then only whitespace.
-    fn line(&mut self, tree: &Node, out: &mut [Option<Raw>]) -> Option<()> {
+    fn line(&mut self, tree: &Node) -> Option<()> {
         self.ws();
-        self.object(Some(tree), out, 0)?;
+        self.object(Some(tree), 0)?;
         self.ws();
         (self.i == self.s.len()).then_some(())
     }
@@ -287,6 +301,21 @@ impl Quick<'_> {
         }
     }
 
+    /// Keeps wanted field `leaf`'s value, from `start` to here.
+    #[inline(always)]
+    fn keep(&mut self, leaf: usize, start: usize, kind: Kind) {
+        let (s, e) = (start as u32, self.i as u32);
+        self.spans[leaf] = match kind {
+            Kind::Plain => (s + 1, e - 1),
+            Kind::Escaped => {
+                self.escaped.push((leaf, s, e));
+                (s, e)
+            }
+            Kind::Other if &self.s[start..self.i] == b"null" => MISSING,
+            Kind::Other => (s, e),
+        };
+    }
+
     /// The start of an object or an array: `open`, then whether `close`
     /// follows at once (it is empty).
     #[inline(always)]
@@ -305,7 +334,7 @@ impl Quick<'_> {
     }
 
     /// An object at `i` (`node`: the wanted paths below it, if any).
-    fn object(&mut self, node: Option<&Node>, out: &mut [Option<Raw>], depth: u32) -> Option<()> {
+    fn object(&mut self, node: Option<&Node>, depth: u32) -> Option<()> {
         if self.open(b'{', b'}', depth)? {
             return Some(());
         }
@@ -343,19 +372,22 @@ impl Quick<'_> {
             self.eat(b':')?;
             self.ws();
             let start = self.i;
-            let plain = match child {
+            let kind = match child {
                 Some((_, c)) if self.s.get(self.i) == Some(&b'{') && !c.children.is_empty() => {
-                    self.object(Some(c), out, depth + 1)?;
-                    false
+                    self.object(Some(c), depth + 1)?;
+                    Kind::Other
                 }
-                _ if self.s.get(self.i) == Some(&b'"') => !self.string()?.2,
+                _ if self.s.get(self.i) == Some(&b'"') => match self.string()?.2 {
+                    true => Kind::Escaped,
+                    false => Kind::Plain,
+                },
                 _ => {
                     self.value(depth + 1)?;
-                    false
+                    Kind::Other
                 }
             };
             if let Some(leaf) = child.and_then(|(_, c)| c.leaf) {
-                out[leaf] = Some((start, self.i, plain));
+                self.keep(leaf, start, kind);
             }
             if self.then(b'}')? {
                 return Some(());
@@ -407,7 +439,7 @@ impl Quick<'_> {
     fn value(&mut self, depth: u32) -> Option<()> {
         match *self.s.get(self.i)? {
             b'"' => self.string().map(drop),
-            b'{' => self.object(None, &mut [], depth),
+            b'{' => self.object(None, depth),
             b'[' => self.array(depth),
             b't' => self.word(b"true"),
             b'f' => self.word(b"false"),
@@ -462,6 +494,78 @@ impl Quick<'_> {
             self.i += 1;
         }
     }
+}
+
+impl Ndjson {
+    /// Reads `line` by the quick walk into `out` (its spans sized); false
+    /// when the line is outside the walk's subset of JSON.
+    fn quick(&mut self, line: &[u8], out: &mut Fields) -> bool {
+        self.escaped.clear();
+        let mut quick = Quick {
+            s: line,
+            i: 0,
+            spans: &mut out.spans,
+            escaped: &mut self.escaped,
+        };
+        if quick.line(&self.tree).is_none() {
+            return false;
+        }
+        for &(leaf, s, e) in &self.escaped {
+            // Unless a later value of the same field replaced it.
+            if out.spans[leaf] == (s, e) {
+                match unescape(line, s as usize, e as usize, &self.names[leaf], out) {
+                    Ok(span) => out.spans[leaf] = span,
+                    Err(_) => return false,
+                }
+            }
+        }
+        true
+    }
+
+    /// Reads `line` through serde_json into `out` (its spans sized and
+    /// missing): any line, or the error in it.
+    fn slow(&mut self, line: &[u8], out: &mut Fields) -> Result<(), String> {
+        self.raws.clear();
+        self.raws.resize(self.names.len(), None);
+        let mut de = serde_json::Deserializer::from_slice(line);
+        Walk {
+            node: &self.tree,
+            line_start: line.as_ptr() as usize,
+            out: &mut self.raws,
+        }
+        .deserialize(&mut de)
+        .and_then(|_| de.end())
+        .map_err(|e| format!("invalid JSON: {e}"))?;
+        for (i, raw) in self.raws.iter().enumerate() {
+            let Some((s, e)) = *raw else { continue };
+            let v = &line[s..e];
+            match v {
+                b"null" => {}
+                [b'"', inner @ .., b'"'] if !inner.contains(&b'\\') => {
+                    out.spans[i] = (s as u32 + 1, e as u32 - 1);
+                }
+                [b'"', ..] => out.spans[i] = unescape(line, s, e, &self.names[i], out)?,
+                _ => out.spans[i] = (s as u32, e as u32),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The string `line[s..e]` (with its quotes and escapes, of field `name`)
+/// unescaped into `out`'s scratch: its span there.
+fn unescape(
+    line: &[u8],
+    s: usize,
+    e: usize,
+    name: &str,
+    out: &mut Fields,
+) -> Result<(u32, u32), String> {
+    let text: String = serde_json::from_slice(&line[s..e])
+        .map_err(|err| format!("invalid JSON string in '{name}': {err}"))?;
+    let start = out.scratch.len();
+    out.scratch.extend_from_slice(text.as_bytes());
+    Ok((start as u32 | SCRATCH, out.scratch.len() as u32 | SCRATCH))
 }
 
 impl LineParser for Ndjson {
@@ -529,39 +633,11 @@ impl LineParser for Ndjson {
             }
             None => return Err("an empty line".into()),
         }
-        self.raws.clear();
-        self.raws.resize(self.names.len(), None);
-        let mut quick = Quick { s: line, i: 0 };
-        if quick.line(&self.tree, &mut self.raws).is_none() {
-            self.raws.iter_mut().for_each(|r| *r = None);
-            let mut de = serde_json::Deserializer::from_slice(line);
-            Walk {
-                node: &self.tree,
-                line_start: line.as_ptr() as usize,
-                out: &mut self.raws,
-            }
-            .deserialize(&mut de)
-            .and_then(|_| de.end())
-            .map_err(|e| format!("invalid JSON: {e}"))?;
-        }
         out.spans.resize(self.names.len(), MISSING);
-        for (i, raw) in self.raws.iter().enumerate() {
-            let Some((s, e, plain)) = *raw else { continue };
-            let v = &line[s..e];
-            out.spans[i] = match v {
-                b"null" => MISSING,
-                [b'"', inner @ .., b'"'] if plain || !inner.contains(&b'\\') => {
-                    (s as u32 + 1, e as u32 - 1)
-                }
-                [b'"', ..] => {
-                    let text: String = serde_json::from_slice(v)
-                        .map_err(|e| format!("invalid JSON string in '{}': {e}", self.names[i]))?;
-                    let start = out.scratch.len();
-                    out.scratch.extend_from_slice(text.as_bytes());
-                    (start as u32 | SCRATCH, out.scratch.len() as u32 | SCRATCH)
-                }
-                _ => (s as u32, e as u32),
-            };
+        if !self.quick(line, out) {
+            out.spans.iter_mut().for_each(|v| *v = MISSING);
+            out.scratch.clear();
+            self.slow(line, out)?;
         }
         Ok(Parsed::Record)
     }
@@ -626,26 +702,19 @@ mod tests {
         assert_eq!(got[5].as_deref(), Some("a\"bé"));
     }
 
-    type Raws = Vec<Option<Raw>>;
+    /// A line read by the quick walk (`None`: outside its subset) and by
+    /// serde_json: the fields' spans and scratch.
+    type Read = (Vec<(u32, u32)>, Vec<u8>);
 
-    /// The quick walk and serde_json's on one line: the quick one reads
-    /// only lines serde_json reads too, with the same spans.
-    fn both(p: &Ndjson, line: &[u8]) -> (Option<Raws>, Result<Raws, String>) {
-        let mut quick = vec![None; p.names.len()];
-        let q = Quick { s: line, i: 0 }
-            .line(&p.tree, &mut quick)
-            .map(|()| quick);
-        let mut slow = vec![None; p.names.len()];
-        let mut de = serde_json::Deserializer::from_slice(line);
-        let s = Walk {
-            node: &p.tree,
-            line_start: line.as_ptr() as usize,
-            out: &mut slow,
-        }
-        .deserialize(&mut de)
-        .and_then(|_| de.end())
-        .map(|()| slow)
-        .map_err(|e| e.to_string());
+    fn both(p: &mut Ndjson, line: &[u8]) -> (Option<Read>, Result<Read, String>) {
+        let mut quick = Fields::default();
+        quick.spans.resize(p.names.len(), MISSING);
+        let q = p
+            .quick(line, &mut quick)
+            .then_some((quick.spans, quick.scratch));
+        let mut slow = Fields::default();
+        slow.spans.resize(p.names.len(), MISSING);
+        let s = p.slow(line, &mut slow).map(|()| (slow.spans, slow.scratch));
         (q, s)
     }
 
@@ -682,25 +751,11 @@ mod tests {
                     .map(|_| ALPHABET[rng.below(ALPHABET.len() as u64) as usize])
                     .collect();
                 v.splice(at..cut, with);
-                let (q, s) = both(&p, &v);
+                let (q, s) = both(&mut p, &v);
                 cases += 1;
                 if let Some(q) = q {
                     quick_read += 1;
-                    // A value said plain is a string without escapes.
-                    for &(s, e, plain) in q.iter().flatten() {
-                        assert!(!plain || v[s] == b'"' && !v[s..e].contains(&b'\\'));
-                    }
-                    let spans = |r: Vec<Option<Raw>>| {
-                        r.into_iter()
-                            .map(|r| r.map(|(s, e, _)| (s, e)))
-                            .collect::<Vec<_>>()
-                    };
-                    assert_eq!(
-                        Ok(spans(q)),
-                        s.map(spans),
-                        "{:?}",
-                        String::from_utf8_lossy(&v)
-                    );
+                    assert_eq!(Ok(q), s, "{:?}", String::from_utf8_lossy(&v));
                 }
             }
         }
@@ -708,9 +763,9 @@ mod tests {
         // for the escapes beyond its subset.
         assert!(quick_read > cases / 4, "{quick_read} of {cases}");
         for seed in &seeds[..3] {
-            assert!(both(&p, seed.as_bytes()).0.is_some(), "{seed}");
+            assert!(both(&mut p, seed.as_bytes()).0.is_some(), "{seed}");
         }
-        assert!(both(&p, seeds[3].as_bytes()).0.is_none());
+        assert!(both(&mut p, seeds[3].as_bytes()).0.is_none());
     }
 
     #[test]
