@@ -43,6 +43,9 @@ struct Node {
     /// The key naming this node is printable ASCII without a quote or a
     /// backslash: a line writes it as it is.
     plain: bool,
+    /// The bytes that follow the opening quote of its children's plain
+    /// keys (their first, or the closing quote of an empty key), as bits.
+    firsts: u128,
 }
 
 /// JSON lines.
@@ -104,6 +107,9 @@ impl Ndjson {
                             plain,
                             ..Node::default()
                         };
+                        if plain {
+                            node.firsts |= 1 << key.bytes().next().unwrap_or(b'"');
+                        }
                         node.children.push((key.clone(), child));
                         node.children.len() - 1
                     }
@@ -349,7 +355,14 @@ impl Quick<'_> {
                     && s.get(i + 1 + k.len()) == Some(&b'"')
                     && same(k, &s[i + 1..i + 1 + k.len()])
             };
-            let child = match node.and_then(|n| n.children.iter().find(written)) {
+            let could = |n: &&Node| {
+                s.get(i + 1)
+                    .is_some_and(|&b| b < 128 && n.firsts & (1 << b) != 0)
+            };
+            let child = match node
+                .filter(could)
+                .and_then(|n| n.children.iter().find(written))
+            {
                 Some(c) => {
                     self.i += c.0.len() + 2;
                     Some(c)
