@@ -336,9 +336,14 @@ pub struct InputArgs {
     /// The first row is data; name columns by 0-based index.
     #[arg(long)]
     pub no_header: bool,
-    /// Re-sort rows that are at most this much out of order.
-    #[arg(long, value_parser = duration_arg, default_value = "5s", value_name = "DUR")]
-    pub reorder_window: Nanos,
+    /// Re-sort rows that are at most this much out of order. Default: 5s for
+    /// CSV; 60s for access-log lines (combined, common, nginx, ALB, W3C, JSON
+    /// lines, ...), which are written when a request completes and so come
+    /// late by up to its duration (60s: the default request timeouts of
+    /// Apache, nginx and AWS load balancers). A row later than the window
+    /// stops the run with the window the whole log needs.
+    #[arg(long, value_parser = duration_arg, value_name = "DUR")]
+    pub reorder_window: Option<Nanos>,
     /// The files cover the same period (one per server): read each in time
     /// order, within --reorder-window, and merge them by time into one log
     /// (ties: file order, then line order), instead of one after another.
@@ -347,6 +352,12 @@ pub struct InputArgs {
     /// Skip and count rows that cannot be read instead of failing.
     #[arg(long)]
     pub skip_bad: bool,
+    /// The longest CSV line read: a longer one (a file without line ends,
+    /// binary data) stops the run with its line number before it is held
+    /// in memory. Bytes, or K, M, G (powers of 1024). (An access-log line
+    /// over 1 MiB is a bad line, which --skip-bad skips.)
+    #[arg(long, default_value = "1M", value_name = "SIZE")]
+    pub max_line: String,
 }
 
 /// Whether a command that reads logs shows its progress bar.
@@ -549,7 +560,10 @@ impl InputArgs {
                 .map(crate::ingest::timestamp::Zone::parse)
                 .transpose()
                 .map_err(|e| anyhow!("--tz: {e}"))?,
-            skip_bad: args.skip_bad,
+            tolerance: crate::ingest::input::Tolerance {
+                skip_bad: args.skip_bad,
+                max_line: crate::ingest::input::parse_max_line(&args.max_line)?,
+            },
             quiet,
             merge: args.merge,
         })

@@ -767,7 +767,20 @@ fn a_huge_header_gives_a_short_error_and_compressed_files_are_named() {
     let out = run(&["audit", s(&long), "-p", "gcra:rate=1/s"], None);
     let line = one_error_line(&out);
     assert!(line.len() < 1000, "{} bytes", line.len());
-    assert!(line.contains("no time column"), "{line}");
+    assert!(
+        line.contains("long.csv:1: the line is longer than 1048576 bytes (--max-line)"),
+        "{line}"
+    );
+    // Under the limit, the one field is a header without a time column.
+    let out = run(
+        &["audit", s(&long), "-p", "gcra:rate=1/s", "--max-line", "4M"],
+        None,
+    );
+    assert!(
+        one_error_line(&out).contains("no time column"),
+        "{}",
+        out.stderr
+    );
     // Control characters in a header are escaped, not sent to the terminal.
     let esc = dir.join("esc.csv");
     std::fs::write(&esc, "a\x1b[31m,b\n1,2\n").unwrap();
@@ -1050,5 +1063,125 @@ fn keys_with_newlines_escapes_and_bad_utf8_are_escaped_and_distinct() {
     assert_eq!(
         keys,
         ["\\u{1b}[31mred", "bad\\xfe", "bad\\xff", "multi\\nline"]
+    );
+}
+
+// A line longer than --max-line stops at its line, before it is held.
+
+#[test]
+fn a_line_longer_than_max_line_stops_with_its_line_number() {
+    let dir = tmpdir();
+    let mut text = log(30, |_, r| r);
+    text.push_str(&"y".repeat(5000));
+    let f = dir.join("long-line.csv");
+    std::fs::write(&f, &text).unwrap();
+    let out = run(
+        &["audit", s(&f), "-p", "gcra:rate=1/s", "--max-line", "4K"],
+        None,
+    );
+    let line = one_error_line(&out);
+    assert!(
+        line.contains("long-line.csv:32: the line is longer than 4096 bytes (--max-line)"),
+        "{line}"
+    );
+    let out = run(
+        &[
+            "audit",
+            s(&f),
+            "-p",
+            "gcra:rate=1/s",
+            "--max-line",
+            "4 parsecs",
+        ],
+        None,
+    );
+    assert!(
+        one_error_line(&out).contains("invalid --max-line '4 parsecs'"),
+        "{}",
+        out.stderr
+    );
+}
+
+// A gzip file cut short is named; gzip inside gzip is refused as binary.
+
+#[test]
+fn a_truncated_gzip_is_named_and_gzip_in_gzip_is_refused() {
+    let dir = tmpdir();
+    let packed = gzip(log(20_000, |_, r| r).as_bytes());
+    let cut = dir.join("cut.csv.gz");
+    std::fs::write(&cut, &packed[..packed.len() / 2]).unwrap();
+    let out = run(&["audit", s(&cut), "-p", "gcra:rate=1/s", "-q"], None);
+    let line = one_error_line(&out);
+    assert!(
+        line.contains("'") && line.contains("cut.csv.gz' is a truncated gzip file"),
+        "{line}"
+    );
+    let twice = dir.join("twice.csv.gz");
+    std::fs::write(&twice, gzip(&packed)).unwrap();
+    let out = run(&["audit", s(&twice), "-p", "gcra:rate=1/s"], None);
+    let line = one_error_line(&out);
+    assert!(
+        line.contains(
+            "twice.csv.gz' is binary data, not a text log: decompressed, it is gzip data again"
+        ),
+        "{line}"
+    );
+}
+
+// Naive local times across a clock change: the repeated hour in order, a
+// time in the skipped hour named.
+
+#[test]
+fn local_times_across_a_clock_change_are_read_in_order_or_named() {
+    let dir = tmpdir();
+    // New York fell back at 02:00 EDT on 3 November 2024: 01:00-01:59 twice.
+    let fall = dir.join("fall.csv");
+    std::fs::write(
+        &fall,
+        "ts,client\n2024-11-03 00:59:00,a\n2024-11-03 01:30:00,a\n2024-11-03 01:59:59,a\n\
+         2024-11-03 01:00:30,a\n2024-11-03 01:30:00,a\n2024-11-03 02:10:00,a\n",
+    )
+    .unwrap();
+    let args = [
+        "audit",
+        s(&fall),
+        "-p",
+        "gcra:rate=1/s",
+        "--tz",
+        "America/New_York",
+        "-f",
+        "json",
+    ];
+    let v = json(&run(&args, None));
+    assert_eq!(v["input"]["rows"], 6);
+    assert_eq!(v["input"]["rows_reordered"], 0);
+    // 00:59 EDT is 04:59Z; 02:10 EST is 07:10Z.
+    assert_eq!(v["input"]["first_ns"], 1_730_609_940_000_000_000u64);
+    assert_eq!(v["input"]["last_ns"], 1_730_617_800_000_000_000u64);
+    // It sprang forward at 02:00 EST on 10 March 2024: 02:30 never was.
+    let spring = dir.join("spring.csv");
+    std::fs::write(
+        &spring,
+        "ts,client\n2024-03-10 01:59:00,a\n2024-03-10 02:30:00,a\n",
+    )
+    .unwrap();
+    let out = run(
+        &[
+            "audit",
+            s(&spring),
+            "-p",
+            "gcra:rate=1/s",
+            "--tz",
+            "America/New_York",
+            "-q",
+        ],
+        None,
+    );
+    let line = one_error_line(&out);
+    assert!(
+        line.contains("spring.csv:3: bad timestamp '2024-03-10 02:30:00'")
+            && line.contains("2024-03-10T02:30:00 does not exist in America/New_York")
+            && line.contains("spring-forward gap"),
+        "{line}"
     );
 }

@@ -87,11 +87,47 @@ pub struct InputSpec {
     pub key_shape: KeyShape,
     /// The zone of timestamps written without a UTC offset (`None`: UTC).
     pub zone: Option<super::timestamp::Zone>,
-    pub skip_bad: bool,
+    /// Rows that cannot be read, and lines too long.
+    pub tolerance: Tolerance,
     pub quiet: bool,
     /// The files are logs of one period from several sources: each is read
     /// in time order on its own, and their rows merged by time.
     pub merge: bool,
+}
+
+/// What reading tolerates.
+#[derive(Clone, Copy, Debug)]
+pub struct Tolerance {
+    /// Rows that cannot be read are skipped and counted, instead of an error.
+    pub skip_bad: bool,
+    /// The longest CSV line, in bytes: a longer one stops the read before
+    /// it is held in memory.
+    pub max_line: usize,
+}
+
+/// `--max-line`: bytes, or with a unit: `512K`, `4M`, `1MiB`, `1G`
+/// (powers of 1024).
+pub fn parse_max_line(text: &str) -> Result<usize> {
+    let t = text.trim();
+    let digits = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (n, unit) = t.split_at(digits);
+    let shift = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        _ => 64,
+    };
+    n.parse::<usize>()
+        .ok()
+        .filter(|&n| n > 0 && shift < 64)
+        .and_then(|n| n.checked_mul(1 << shift))
+        .ok_or_else(|| {
+            anyhow!(
+                "invalid --max-line '{}': give a positive size in bytes, or with K, M or G (e.g. 1M, 512K)",
+                shown_str(text)
+            )
+        })
 }
 
 /// `--time-column`: one column, or a date and a time column as `DATE,TIME`.

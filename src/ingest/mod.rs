@@ -16,6 +16,8 @@ pub mod order;
 pub mod peek;
 pub mod quotes;
 pub mod reader;
+pub mod rotated;
 mod rows;
 pub mod stream;
 pub mod timestamp;
+pub mod window;

@@ -57,6 +57,8 @@ pub struct Reorder<T = Event> {
     late: BinaryHeap<Reverse<Held<T>>>,
     seq: u64,
     newest: Nanos,
+    /// The file of the newest row.
+    newest_file: u32,
     /// Rows that arrived before a newer row and were moved.
     pub reordered: u64,
     /// How far behind the newest row seen a row came, at most.
@@ -78,12 +80,68 @@ struct Jump<T> {
 /// A row older than the window allows.
 pub struct TooLate<T> {
     pub newest: Nanos,
+    /// The file of the newest row.
+    pub newest_file: u32,
     /// The row just before it, when that row jumped ahead by more than the
     /// window: more likely the one out of place. It and `before` (the
     /// newest time before it).
     pub jumped: Option<(Event, Nanos)>,
     /// The row refused, handed back.
     pub row: T,
+}
+
+/// The rest of a log after a row too late for the window, read only to
+/// learn what the whole log needs: its largest lateness, and whether a row
+/// that jumped far ahead just before is ever caught up with (if not, no
+/// window explains it: that row is out of place).
+pub struct Scan {
+    newest: Nanos,
+    /// The largest lateness (newest time − the row's), and the row's file
+    /// and line.
+    pub needed: Nanos,
+    pub worst: (u32, u64),
+    /// The row that jumped ahead before the first late row, and whether a
+    /// later row came up to its time.
+    pub jumped: Option<(Event, bool)>,
+}
+
+impl Scan {
+    /// Starts at the refused `row`: the newest time before it, the
+    /// largest lateness so far, the row that jumped ahead before it.
+    pub fn start(newest: Nanos, max_behind: Nanos, row: &Event, jumped: Option<Event>) -> Scan {
+        let mut scan = Scan {
+            newest,
+            needed: max_behind,
+            worst: (row.file, row.line),
+            jumped: jumped.map(|j| (j, false)),
+        };
+        scan.see(row);
+        scan
+    }
+
+    /// Sees the next row.
+    #[inline]
+    pub fn see(&mut self, ev: &Event) {
+        if let Some((j, caught)) = &mut self.jumped
+            && ev.at >= j.at
+        {
+            *caught = true;
+        }
+        if ev.at < self.newest {
+            let behind = Nanos(self.newest.0 - ev.at.0);
+            if behind > self.needed {
+                self.needed = behind;
+                self.worst = (ev.file, ev.line);
+            }
+        } else {
+            self.newest = ev.at;
+        }
+    }
+
+    /// The row that jumped ahead when no later row came up to its time.
+    pub fn out_of_place(&self) -> Option<Event> {
+        self.jumped.and_then(|(j, caught)| (!caught).then_some(j))
+    }
 }
 
 impl AsRef<Event> for Event {
@@ -100,10 +158,18 @@ impl<T: AsRef<Event> + Clone> Reorder<T> {
             late: BinaryHeap::new(),
             seq: 0,
             newest: Nanos::ZERO,
+            newest_file: 0,
             reordered: 0,
             max_behind: Nanos::ZERO,
             jump: None,
         }
+    }
+
+    /// Sets the window before the first row (when it depends on what the
+    /// log turns out to be).
+    pub fn set_window(&mut self, window: Nanos) {
+        debug_assert_eq!(self.seq, 0);
+        self.window = window;
     }
 
     /// Holds `ev` in time order.
@@ -112,6 +178,7 @@ impl<T: AsRef<Event> + Clone> Reorder<T> {
         if ev.at.saturating_add(self.window) < self.newest {
             return Err(TooLate {
                 newest: self.newest,
+                newest_file: self.newest_file,
                 jumped: self.jump.as_ref().map(|j| (*j.ev.as_ref(), j.before)),
                 row,
             });
@@ -133,11 +200,15 @@ impl<T: AsRef<Event> + Clone> Reorder<T> {
             Some(last) if last.ev.as_ref().at > ev.at => {
                 self.late.push(Reverse(held));
                 self.reordered += 1;
-                self.max_behind = self.max_behind.max(Nanos(self.newest.0 - ev.at.0));
             }
             _ => self.in_order.push_back(held),
         }
-        self.newest = self.newest.max(ev.at);
+        if ev.at < self.newest {
+            self.max_behind = self.max_behind.max(Nanos(self.newest.0 - ev.at.0));
+        } else {
+            self.newest = ev.at;
+            self.newest_file = ev.file;
+        }
         Ok(())
     }
 
@@ -213,6 +284,7 @@ impl<T: AsRef<Event> + Clone> Reorder<T> {
             );
             self.seq += n as u64;
             self.newest = newest;
+            self.newest_file = rows[n - 1].as_ref().file;
             self.jump = None;
         }
         n
@@ -258,6 +330,11 @@ impl<T: AsRef<Event> + Clone> Reorder<T> {
         } else {
             self.in_order.pop_front().map(|h| h.ev)
         }
+    }
+
+    /// The largest lateness that would be allowed.
+    pub fn window(&self) -> Nanos {
+        self.window
     }
 
     /// The next held row, at the end of input.

@@ -11,6 +11,7 @@ use super::line_rows::LineRows;
 use super::open::{file_name, open};
 use super::rows::{CsvRows, Rows};
 use super::timestamp::{TimeFormat, TimeParser};
+use super::window::Detected;
 use crate::ingest::log::InputFormat;
 use crate::quote::shown_str;
 use crate::time::Nanos;
@@ -33,6 +34,7 @@ pub fn read_all(
     bytes: &Arc<AtomicU64>,
     mut interners: Option<Vec<super::keys::Interner>>,
     recycled: mpsc::Receiver<Batch>,
+    detected: Option<Detected>,
     mut emit: impl FnMut(Batch) -> bool,
 ) -> Result<InputSummary> {
     let emit = |mut b: Batch| {
@@ -49,6 +51,7 @@ pub fn read_all(
     };
     let mut reader = LogReader::new(spec, None);
     reader.recycled = Some(recycled);
+    reader.detected = detected;
     reader.read(files.iter().enumerate(), bytes, emit)
 }
 
@@ -60,10 +63,13 @@ pub fn read_one(
     file_idx: usize,
     bytes: &Arc<AtomicU64>,
     said: Notes,
+    detected: Option<Detected>,
     emit: impl FnMut(Batch) -> bool,
 ) -> Result<InputSummary> {
     let path = &spec.files[file_idx];
-    LogReader::new(spec, Some(said)).read([(file_idx, path)], bytes, emit)
+    let mut reader = LogReader::new(spec, Some(said));
+    reader.detected = detected;
+    reader.read([(file_idx, path)], bytes, emit)
 }
 
 /// Reads logs into batches of events: opens each file, learns its format
@@ -89,6 +95,8 @@ pub struct LogReader<'s> {
     format: Option<InputFormat>,
     /// Batches handed back empty by the receiver, to fill again.
     recycled: Option<mpsc::Receiver<Batch>>,
+    /// Where the format detected is told (the reorder window depends on it).
+    detected: Option<Detected>,
 }
 
 impl<'s> LogReader<'s> {
@@ -108,6 +116,7 @@ impl<'s> LogReader<'s> {
                 f => Some(f),
             },
             recycled: None,
+            detected: None,
         }
     }
 
@@ -146,8 +155,14 @@ impl<'s> LogReader<'s> {
         };
         if let InputFormat::Csv | InputFormat::Tsv | InputFormat::Auto = f {
             let delimiter = self.delimiter_of(&mut reader, f, path, &name)?;
-            let Some(mut rows) =
-                CsvRows::new(reader, delimiter, spec.no_header, spec.skip_bad, &name)?
+            let reader = super::open::limit_lines(reader, spec.tolerance.max_line, &name);
+            let Some(mut rows) = CsvRows::new(
+                reader,
+                delimiter,
+                spec.no_header,
+                spec.tolerance.skip_bad,
+                &name,
+            )?
             else {
                 return Ok(true);
             };
@@ -191,6 +206,9 @@ impl<'s> LogReader<'s> {
                 );
             }
             self.format = Some(detected);
+            if let Some(cell) = &self.detected {
+                let _ = cell.set(detected);
+            }
             return Ok(self.format);
         };
         // One audit reads one format: a later file whose lines are plainly
@@ -312,7 +330,7 @@ impl<'s> LogReader<'s> {
                 Err(e) => {
                     self.batch.key_bytes.truncate(marks.0);
                     self.batch.key_ends.truncate(marks.1);
-                    if !self.spec.skip_bad {
+                    if !self.spec.tolerance.skip_bad {
                         return Err(e);
                     }
                     self.summary.bad_rows += 1;

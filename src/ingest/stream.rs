@@ -14,13 +14,16 @@ use super::batch::{BATCH, Batch, Event, InputSummary};
 use super::input::InputSpec;
 use super::keys::Interner;
 use super::open::file_name;
-use super::order::Reorder;
+use super::order::{Reorder, Scan};
 use super::reader::{self, Notes};
+use super::window::{Refusal, Window, refused, scan_after, scannable};
+use crate::ingest::log::InputFormat;
 use crate::time::Nanos;
 use anyhow::{Context, Result, anyhow, bail};
 use indicatif::ProgressBar;
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
+use std::path::PathBuf;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -48,15 +51,22 @@ pub trait Sink {
     fn take(&mut self, rows: &[Event]) -> Result<()>;
 }
 
-/// Reads the whole input in time order into `sink`. `reader_interns`: key
+/// Reads the whole input in time order into `sink`. `reorder_window`: as
+/// given, else the default of the log's format. `reader_interns`: key
 /// interners for the reader thread (else the sink interns each batch).
 pub fn read_ordered(
     spec: &InputSpec,
-    reorder_window: Nanos,
+    reorder_window: Option<Nanos>,
     reader_interns: Option<Vec<Interner>>,
     bar: &ProgressBar,
     sink: &mut impl Sink,
 ) -> Result<Read> {
+    let reorder_window = Window {
+        given: reorder_window,
+        ..Window::default()
+    };
+    let ordered = super::rotated::in_time_order(spec);
+    let spec = ordered.as_ref().unwrap_or(spec);
     let bytes = Arc::new(AtomicU64::new(0));
     let (tx, rx) = mpsc::sync_channel::<Batch>(8);
     // Batches go back to the reader empty, to be filled again: at most as
@@ -66,7 +76,7 @@ pub fn read_ordered(
     let merge = spec.merge && spec.files.len() > 1;
     let reader = spawn_reader(
         spec,
-        reorder_window,
+        reorder_window.clone(),
         reader_interns,
         &names,
         &bytes,
@@ -78,7 +88,7 @@ pub fn read_ordered(
         bytes: &bytes,
         started: std::time::Instant::now(),
     };
-    let mut sorter = Sorter::new(spec, reorder_window, merge);
+    let mut sorter = Sorter::new(spec, reorder_window.clone(), merge);
     if let Err(e) = sorter.feed(&rx, &back, &names, &shown, sink) {
         // Fail now: the reader may be blocked reading an input that is
         // still open (a pipe); it stops at its next batch, or with the
@@ -91,7 +101,7 @@ pub fn read_ordered(
         .join()
         .map_err(|_| anyhow!("the reader thread failed"))?;
     bar.finish_and_clear();
-    conclude(spec, reorder_window, read?, &sorter, names)
+    conclude(spec, read?, &sorter, names)
 }
 
 /// The input's display names, in order (`<stdin>` for standard input).
@@ -107,7 +117,7 @@ fn display_names(files: &[std::path::PathBuf]) -> Vec<String> {
 /// on a thread of its own, merged by time.
 fn spawn_reader(
     spec: &InputSpec,
-    reorder_window: Nanos,
+    reorder_window: Window,
     reader_interns: Option<Vec<Interner>>,
     names: &[String],
     bytes: &Arc<AtomicU64>,
@@ -124,7 +134,8 @@ fn spawn_reader(
             if merge {
                 merge_files(&spec, reorder_window, &bytes, reader_interns, &names, tx)
             } else {
-                reader::read_all(&spec, &bytes, reader_interns, recycled, |b| {
+                let detected = Some(reorder_window.detected.clone());
+                reader::read_all(&spec, &bytes, reader_interns, recycled, detected, |b| {
                     tx.send(b).is_ok()
                 })
                 .map(|summary| Merged {
@@ -153,23 +164,31 @@ struct Sorter {
     out_of_place: u64,
     /// Rows come merged, in time order already.
     merge: bool,
-    window: Nanos,
+    window: Window,
+    input_format: InputFormat,
     skip_bad: bool,
     /// `--merge` was given (with one file or more).
     merging: bool,
+    files: Vec<PathBuf>,
+    /// The first row too late for the window, and the rest of the log
+    /// read for what it needs.
+    late: Option<(Box<Refusal>, Scan)>,
 }
 
 impl Sorter {
-    fn new(spec: &InputSpec, window: Nanos, merge: bool) -> Sorter {
+    fn new(spec: &InputSpec, window: Window, merge: bool) -> Sorter {
         Sorter {
-            order: Reorder::new(window),
+            order: Reorder::new(Nanos::ZERO),
             chunk: Vec::with_capacity(CHUNK),
             rows_seen: 0,
             out_of_place: 0,
             merge,
             window,
-            skip_bad: spec.skip_bad,
+            input_format: spec.input_format,
+            skip_bad: spec.tolerance.skip_bad,
             merging: spec.merge,
+            files: spec.files.clone(),
+            late: None,
         }
     }
 
@@ -183,9 +202,17 @@ impl Sorter {
         sink: &mut impl Sink,
     ) -> Result<()> {
         for mut batch in rx.iter() {
+            if self.rows_seen == 0 {
+                // The reader knows the format by its first batch.
+                self.order
+                    .set_window(self.window.resolve(self.input_format));
+            }
             sink.learn(&mut batch);
             self.rows_seen += batch.events.len() as u64;
-            self.take(&batch.events, names, sink)?;
+            match self.late.as_mut() {
+                Some((_, scan)) => batch.events.iter().for_each(|ev| scan.see(ev)),
+                None => self.take(&batch.events, names, sink)?,
+            }
             if !self.merge {
                 batch.recycle();
                 // The reader takes one back per batch it sends; when it is
@@ -198,6 +225,10 @@ impl Sorter {
             shown
                 .bar
                 .set_message(format!("{:.0} rows/s", self.rows_seen as f64 / secs));
+        }
+        if let Some((r, scan)) = &self.late {
+            let window = self.window.shown(self.input_format);
+            return Err(refused(r, Some(scan), &window, names, self.merging));
         }
         self.chunk
             .extend(std::iter::from_fn(|| self.order.pop_any()));
@@ -222,14 +253,20 @@ impl Sorter {
                 let n = order.push_in_order(rest);
                 rest = &rest[n..];
                 if n == 0 {
-                    self.out_of_place += hold(
-                        order,
-                        rest[0],
-                        self.window,
-                        self.skip_bad,
-                        names,
-                        self.merging,
-                    )?;
+                    match hold(order, rest[0], self.skip_bad) {
+                        Ok(n) => self.out_of_place += n,
+                        Err(r) => {
+                            let files = self.files.get(r.row.file as usize..).unwrap_or(&[]);
+                            if !scans(&r, files, self.merging) {
+                                let window = self.window.shown(self.input_format);
+                                return Err(refused(&r, None, &window, names, self.merging));
+                            }
+                            let mut scan = scan_after(&r, order.max_behind);
+                            rest[1..].iter().for_each(|ev| scan.see(ev));
+                            self.late = Some((r, scan));
+                            return Ok(());
+                        }
+                    }
                     rest = &rest[1..];
                 }
                 // Ready rows, a chunk at a time: short of a full
@@ -254,13 +291,7 @@ impl Sorter {
 
 /// What reading found, the rows re-sorted on both threads counted, and
 /// said: no rows but bad ones is an error, rows re-sorted a note.
-fn conclude(
-    spec: &InputSpec,
-    reorder_window: Nanos,
-    read: Merged,
-    sorter: &Sorter,
-    names: Vec<String>,
-) -> Result<Read> {
+fn conclude(spec: &InputSpec, read: Merged, sorter: &Sorter, names: Vec<String>) -> Result<Read> {
     let Merged {
         mut summary,
         reordered,
@@ -283,7 +314,8 @@ fn conclude(
             ""
         };
         crate::say!(
-            "drip: {reordered} rows were out of time order{within}, by at most {max_behind}; re-sorted (--reorder-window {reorder_window})"
+            "drip: {reordered} rows were out of time order{within}, by at most {max_behind}; re-sorted (--reorder-window {})",
+            sorter.window.shown(spec.input_format)
         );
     }
     Ok(Read {
@@ -293,57 +325,40 @@ fn conclude(
     })
 }
 
-/// Holds `row` in `order`; a row older than the window allows is an error
-/// naming its file and line, or, with `skip_bad`, when the row before it
-/// jumped far ahead, that row is taken back (1: one row out of place).
+/// Whether the rest of the log is read for the window it needs after the
+/// refused row `r`: not when the row is older than a row of a file before
+/// it (the files overlap: that is said at once), nor when `files` (its own
+/// and those after it) are not all regular files.
+fn scans(r: &Refusal, files: &[PathBuf], merging: bool) -> bool {
+    (r.row.file == r.newest_file || merging) && scannable(files, 0)
+}
+
+/// Holds `row` in `order`; a row older than the window allows is refused,
+/// or, with `skip_bad`, when the row before it jumped far ahead and this
+/// one goes back to where the log was, that row is taken back (1: one row
+/// out of place).
 fn hold<T: AsRef<Event> + Clone>(
     order: &mut Reorder<T>,
     row: T,
-    reorder_window: Nanos,
     skip_bad: bool,
-    names: &[String],
-    merging: bool,
-) -> Result<u64> {
+) -> std::result::Result<u64, Box<Refusal>> {
     let Err(late) = order.push(row) else {
         return Ok(0);
     };
     let ev = *late.row.as_ref();
-    if let Some((jumped, before)) = late.jumped
-        && ev.at.saturating_add(reorder_window) >= before
-    {
-        // The row before jumped far ahead and this one goes back to where
-        // the log was: that row is the one out of place.
-        if skip_bad && order.drop_jump().is_some() && order.push(late.row).is_ok() {
-            return Ok(1);
-        }
-        bail!(
-            "{}:{}: this row's time {} is {} after the rows before it ({}), and the next row goes back to {}: the row is out of place; fix or remove it, or pass --skip-bad to skip and count such rows",
-            names[jumped.file as usize],
-            jumped.line,
-            crate::time::instant(jumped.at.0),
-            Nanos(jumped.at.0 - before.0),
-            crate::time::instant(before.0),
-            crate::time::instant(ev.at.0),
-        );
+    let window = order.window();
+    let jumped = late
+        .jumped
+        .filter(|&(_, before)| ev.at.saturating_add(window) >= before);
+    if jumped.is_some() && skip_bad && order.drop_jump().is_some() && order.push(late.row).is_ok() {
+        return Ok(1);
     }
-    let behind = Nanos(late.newest.0 - ev.at.0);
-    // Files read one after another whose times go back: likely logs of
-    // one period from several servers.
-    let fix = if names.len() > 1 && ev.file > 0 && !merging {
-        "sort the log by time, or pass --merge if the files are logs of the same period (one per server)"
-    } else {
-        "sort the log by time"
-    };
-    bail!(
-        "{}:{}: this row's time {} is {} older than an earlier row's {}, beyond the reorder window of {}; raise --reorder-window above {} or {fix}",
-        names[ev.file as usize],
-        ev.line,
-        crate::time::instant(ev.at.0),
-        behind,
-        crate::time::instant(late.newest.0),
-        reorder_window,
-        behind
-    );
+    Err(Box::new(Refusal {
+        row: ev,
+        newest: late.newest,
+        newest_file: late.newest_file,
+        jumped,
+    }))
 }
 
 /// What the reader thread found: the input's summary and the rows it
@@ -393,33 +408,48 @@ fn copy_row(ev: Event, from: &Batch, n: usize, cols: usize, to: &mut Batch) {
 fn sort_file(
     spec: &InputSpec,
     idx: usize,
-    window: Nanos,
+    window: &Window,
     bytes: &Arc<AtomicU64>,
     said: Notes,
     names: &[String],
     tx: mpsc::SyncSender<Batch>,
 ) -> Result<Merged> {
     let cols = spec.key_cols.len();
-    let mut order: Reorder<Waiting> = Reorder::new(window);
+    let mut order: Reorder<Waiting> = Reorder::new(Nanos::ZERO);
     let mut out = Batch::default();
     let mut failed = None;
+    let mut late: Option<(Box<Refusal>, Scan)> = None;
     let mut out_of_place = 0;
+    let mut started = false;
     let put = |row: Waiting, out: &mut Batch| {
         copy_row(row.ev, &row.batch, row.at as usize, cols, out);
         out.events.len() < BATCH || tx.send(std::mem::take(out)).is_ok()
     };
-    let read = reader::read_one(spec, idx, bytes, said, |batch| {
+    let shown = || window.shown(spec.input_format);
+    let detected = Some(window.detected.clone());
+    let read = reader::read_one(spec, idx, bytes, said, detected, |batch| {
+        if !std::mem::replace(&mut started, true) {
+            order.set_window(window.resolve(spec.input_format));
+        }
         let batch = Rc::new(batch);
         for (at, ev) in batch.events.iter().enumerate() {
+            if let Some((_, scan)) = late.as_mut() {
+                scan.see(ev);
+                continue;
+            }
             let row = Waiting {
                 ev: *ev,
                 at: at as u32,
                 batch: batch.clone(),
             };
-            match hold(&mut order, row, window, spec.skip_bad, names, true) {
+            match hold(&mut order, row, spec.tolerance.skip_bad) {
                 Ok(n) => out_of_place += n,
-                Err(e) => {
-                    failed = Some(e);
+                Err(r) if scans(&r, &spec.files[idx..=idx], true) => {
+                    let scan = scan_after(&r, order.max_behind);
+                    late = Some((r, scan));
+                }
+                Err(r) => {
+                    failed = Some(refused(&r, None, &shown(), names, true));
                     return false;
                 }
             }
@@ -431,6 +461,9 @@ fn sort_file(
         }
         true
     });
+    if let Some((r, scan)) = &late {
+        return Err(refused(r, Some(scan), &shown(), names, true));
+    }
     if let Some(e) = failed {
         return Err(e);
     }
@@ -494,7 +527,7 @@ impl Source {
 /// else left to the receiver).
 fn merge_files(
     spec: &InputSpec,
-    window: Nanos,
+    window: Window,
     bytes: &Arc<AtomicU64>,
     mut interners: Option<Vec<Interner>>,
     names: &[String],
@@ -504,11 +537,12 @@ fn merge_files(
     let mut sources = Vec::with_capacity(spec.files.len());
     for idx in 0..spec.files.len() {
         let (file_tx, rx) = mpsc::sync_channel::<Batch>(4);
-        let (spec, bytes, said) = (spec.clone(), bytes.clone(), said.clone());
+        let (spec, bytes, said, window) =
+            (spec.clone(), bytes.clone(), said.clone(), window.clone());
         let names = names.to_vec();
         let reader = std::thread::Builder::new()
             .name(format!("drip-reader-{idx}"))
-            .spawn(move || sort_file(&spec, idx, window, &bytes, said, &names, file_tx))
+            .spawn(move || sort_file(&spec, idx, &window, &bytes, said, &names, file_tx))
             .context("cannot start a reader thread")?;
         sources.push(Source {
             rx,

@@ -119,6 +119,10 @@ pub struct TimeParser {
     local: i64,
     /// The zone's offset at that local time, when there is a zone.
     zone_offset: i64,
+    /// The instant of the last second learnt: a local time the clocks
+    /// repeat (the fall-back hour) is read as the pass nearer to it, so
+    /// the repeated hour is read in order.
+    last: Option<i64>,
 }
 
 impl TimeParser {
@@ -132,6 +136,7 @@ impl TimeParser {
             prefix_len: 0,
             local: 0,
             zone_offset: 0,
+            last: None,
         }
     }
 
@@ -175,7 +180,7 @@ impl TimeParser {
     /// and its second cached.
     #[inline(never)]
     fn parse_learning(&mut self, s: &[u8], body: &[u8], plen: usize) -> Result<Nanos, TimeError> {
-        let (at, naive) = self.format.parse_value_in(s, self.zone.as_ref())?;
+        let (mut at, naive) = self.format.parse_value_in(s, self.zone.as_ref())?;
         self.naive_seen |= naive;
         // Learn this second: the prefix alone, read as UTC with no fraction,
         // and the zone's offset then.
@@ -191,7 +196,18 @@ impl TimeParser {
                     Some(z) => z.offset_at(local),
                     None => Ok(0),
                 };
-                if let Ok(zo) = zone_offset {
+                if let Ok(mut zo) = zone_offset {
+                    if let (true, Some(z)) = (naive, &self.zone)
+                        && let Some((first, second)) = z.repeated(local)
+                    {
+                        // The second pass when it is nearer the last time read.
+                        let (one, two) = (local - first, local - second);
+                        if self.last.is_some_and(|l| (two - l).abs() < (one - l).abs()) {
+                            zo = second;
+                            at = Nanos(at.0 + (first - second) as u64 * Nanos::PER_SEC);
+                        }
+                    }
+                    self.last = Some((at.0 / Nanos::PER_SEC) as i64);
                     self.prefix[..plen].copy_from_slice(head);
                     self.prefix_len = plen;
                     self.local = local;
@@ -218,6 +234,8 @@ pub enum TimeError {
     BeforeEpoch,
     Unrecognised,
     Strftime(String),
+    /// A local time the clocks skipped (the spring-forward gap): its text.
+    Gap(String),
 }
 
 impl fmt::Display for TimeError {
@@ -230,6 +248,7 @@ impl fmt::Display for TimeError {
                 "not a recognised timestamp (RFC 3339, epoch s/ms/us/ns, or CLF); set --time-format",
             ),
             TimeError::Strftime(e) => f.write_str(e),
+            TimeError::Gap(e) => f.write_str(e),
         }
     }
 }
@@ -437,13 +456,43 @@ impl Zone {
     }
 
     /// Seconds east of UTC in force at the local time `local` (seconds
-    /// since 1970 read as if UTC). A local time skipped or repeated by a
-    /// clock change resolves as RFC 5545 says ("compatible").
+    /// since 1970 read as if UTC). A local time the clocks repeat (the
+    /// fall-back hour) is read in its first pass (see [`TimeParser`] for
+    /// the second); one they skip (the spring-forward gap) is an error
+    /// naming it.
     fn offset_at(&self, local: i64) -> Result<i64, TimeError> {
         let ts = jiff::Timestamp::from_second(local).map_err(|_| TimeError::BeforeEpoch)?;
         let dt = jiff::tz::TimeZone::UTC.to_datetime(ts);
-        let utc = self.0.to_timestamp(dt).map_err(|_| TimeError::OutOfRange)?;
-        Ok(local - utc.as_second())
+        self.offset_of(dt)
+    }
+
+    fn offset_of(&self, dt: jiff::civil::DateTime) -> Result<i64, TimeError> {
+        use jiff::tz::AmbiguousOffset;
+        match self.0.to_ambiguous_timestamp(dt).offset() {
+            AmbiguousOffset::Unambiguous { offset }
+            | AmbiguousOffset::Fold { before: offset, .. } => Ok(i64::from(offset.seconds())),
+            AmbiguousOffset::Gap { before, after } => Err(TimeError::Gap(format!(
+                "{dt} does not exist in {}: the clocks went forward from {before} to {after} over it (the spring-forward gap); check --tz, or that the log's clock was in that zone",
+                self.name()
+            ))),
+        }
+    }
+
+    /// The offsets of the first and second pass of a local time the
+    /// clocks repeat (the fall-back hour), if `local` is one.
+    fn repeated(&self, local: i64) -> Option<(i64, i64)> {
+        let ts = jiff::Timestamp::from_second(local).ok()?;
+        let dt = jiff::tz::TimeZone::UTC.to_datetime(ts);
+        match self.0.to_ambiguous_timestamp(dt).offset() {
+            jiff::tz::AmbiguousOffset::Fold { before, after } => {
+                Some((i64::from(before.seconds()), i64::from(after.seconds())))
+            }
+            _ => None,
+        }
+    }
+
+    fn name(&self) -> &str {
+        self.0.iana_name().unwrap_or("the zone given")
     }
 }
 
@@ -557,8 +606,15 @@ fn strftime_in(format: &str, s: &[u8], zone: Option<&Zone>) -> Result<(Nanos, bo
     let naive = tm.offset().is_none();
     let ts = if naive {
         let dt = tm.to_datetime().map_err(bad)?;
-        let tz = zone.map_or(jiff::tz::TimeZone::UTC, |z| z.0.clone());
-        tz.to_timestamp(dt).map_err(bad)?
+        let off = zone.map_or(Ok(0), |z| z.offset_of(dt))?;
+        let utc = jiff::tz::TimeZone::UTC.to_timestamp(dt).map_err(bad)?;
+        jiff::Timestamp::from_second(utc.as_second() - off)
+            .and_then(|t| {
+                t.checked_add(jiff::SignedDuration::from_nanos(i64::from(
+                    utc.subsec_nanosecond(),
+                )))
+            })
+            .map_err(bad)?
     } else {
         tm.to_timestamp().map_err(bad)?
     };
@@ -568,265 +624,4 @@ fn strftime_in(format: &str, s: &[u8], zone: Option<&Zone>) -> Result<(Nanos, bo
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    const S: u64 = 1_000_000_000;
-
-    fn rfc(s: &str) -> u64 {
-        parse_rfc3339(s.as_bytes()).unwrap().0
-    }
-
-    #[test]
-    fn civil_days() {
-        assert_eq!(days_from_civil(1970, 1, 1), 0);
-        assert_eq!(days_from_civil(2000, 3, 1), 11_017);
-        assert_eq!(days_from_civil(1995, 8, 1), 9_343);
-    }
-
-    #[test]
-    fn rfc3339_forms() {
-        let base = 1_714_564_800 * S; // 2024-05-01T12:00:00Z
-        assert_eq!(rfc("2024-05-01T12:00:00Z"), base);
-        assert_eq!(rfc("2024-05-01t12:00:00z"), base);
-        assert_eq!(rfc("2024-05-01 12:00:00"), base);
-        assert_eq!(rfc("2024-05-01T12:00:00.5Z"), base + S / 2);
-        assert_eq!(rfc("2024-05-01T12:00:00.123456789Z"), base + 123_456_789);
-        assert_eq!(rfc("2024-05-01T12:00:00.1234567891Z"), base + 123_456_789);
-        assert_eq!(rfc("2024-05-01T14:00:00+02:00"), base);
-        assert_eq!(rfc("2024-05-01T07:30:00-0430"), base);
-        assert_eq!(rfc("2024-05-01T12:00:00.186641Z"), base + 186_641_000);
-        for bad in [
-            "2024-13-01T00:00:00Z",
-            "2023-02-29T00:00:00Z",
-            "2024-05-01",
-            "2024-05-01T12:00Z",
-            "x",
-        ] {
-            assert!(parse_rfc3339(bad.as_bytes()).is_err(), "{bad}");
-        }
-        assert_eq!(rfc("2024-02-29T00:00:00Z"), 1_709_164_800 * S);
-        assert_eq!(
-            parse_rfc3339(b"1969-12-31T23:59:59Z"),
-            Err(TimeError::BeforeEpoch)
-        );
-    }
-
-    #[test]
-    fn epoch_forms_are_exact() {
-        let p = |s: &str, u| parse_epoch(s.as_bytes(), u).unwrap().0;
-        assert_eq!(p("1663839717.105", S), 1_663_839_717_105_000_000);
-        assert_eq!(p("1646861401.5241024", S), 1_646_861_401_524_102_400);
-        assert_eq!(p("1433209822425", 1_000_000), 1_433_209_822_425_000_000);
-        assert_eq!(p("1700000000123456789", 1), 1_700_000_000_123_456_789);
-        assert_eq!(p("1700000000.1234567899", S), 1_700_000_000_123_456_789);
-        assert!(parse_epoch(b"-5", S).is_err());
-        assert!(parse_epoch(b"12a", S).is_err());
-        assert!(parse_epoch(b"99999999999999999999", S).is_err());
-    }
-
-    #[test]
-    fn clf_forms() {
-        let p = |s: &str| parse_clf(s.as_bytes()).unwrap().0;
-        assert_eq!(p("10/Oct/2000:13:55:36 -0700"), 971_211_336 * S);
-        assert_eq!(p("[10/Oct/2000:13:55:36 -0700]"), 971_211_336 * S);
-        assert_eq!(p("10/Oct/2000:20:55:36"), 971_211_336 * S);
-        assert_eq!(
-            p("06/Feb/2009:12:14:14.655"),
-            1_233_922_454 * S + 655_000_000
-        );
-        assert!(parse_clf(b"10/Foo/2000:13:55:36 -0700").is_err());
-    }
-
-    #[test]
-    fn detection() {
-        let d = |s: &str| TimeFormat::detect(s.as_bytes());
-        assert_eq!(d("2024-05-01T12:00:00Z"), Some(TimeFormat::Rfc3339));
-        assert_eq!(d("[10/Oct/2000:13:55:36 -0700]"), Some(TimeFormat::Clf));
-        assert_eq!(d("807256800"), Some(TimeFormat::Epoch(S)));
-        assert_eq!(d("1663839717.105"), Some(TimeFormat::Epoch(S)));
-        assert_eq!(d("1433209822425"), Some(TimeFormat::Epoch(1_000_000)));
-        assert_eq!(d("1700000000123456"), Some(TimeFormat::Epoch(1_000)));
-        assert_eq!(d("1700000000123456789"), Some(TimeFormat::Epoch(1)));
-        assert_eq!(d("hello"), None);
-        assert_eq!(d("1960-01-01T00:00:00Z"), Some(TimeFormat::Rfc3339));
-        assert_eq!(d("2024-13-01T00:00:00Z"), Some(TimeFormat::Rfc3339));
-        assert_eq!(d("42"), None);
-    }
-
-    #[test]
-    fn the_second_cache_reads_the_same_instants() {
-        for (format, values) in [
-            (
-                TimeFormat::Rfc3339,
-                &[
-                    "2024-05-01T12:00:00Z",
-                    "2024-05-01T12:00:00.5Z",
-                    "2024-05-01T12:00:00.25+02:00",
-                    "2024-05-01T12:00:00 +0100",
-                    "2024-05-01T12:00:00.999999999Z",
-                    "2024-05-01T12:00:01Z",
-                    "2024-05-01T12:00:00.1x",
-                    "2024-05-01T12:00:00.",
-                    "1970-01-01T00:00:00+01:00",
-                ][..],
-            ),
-            (
-                TimeFormat::Clf,
-                &[
-                    "[10/Oct/2000:13:55:36 -0700]",
-                    "10/Oct/2000:13:55:36.5 -0700",
-                    "[10/Oct/2000:13:55:36]",
-                    "10/Oct/2000:13:55:36 +0000",
-                    "10/Oct/2000:13:55:36 x",
-                ][..],
-            ),
-        ] {
-            let mut p = TimeParser::new(format.clone(), None);
-            for v in values {
-                assert_eq!(
-                    p.parse(v.as_bytes()),
-                    format.parse_value(v.as_bytes()),
-                    "{v}"
-                );
-            }
-        }
-    }
-
-    #[test]
-    fn naive_times_are_read_in_the_zone_given() {
-        let ny = Zone::parse("America/New_York").unwrap();
-        let at = |f: &str, v: &str, z: Option<&Zone>| {
-            TimeFormat::parse(f)
-                .parse_value_in(v.as_bytes(), z)
-                .unwrap()
-        };
-        // Summer: EDT, UTC−4; winter: EST, UTC−5.
-        assert_eq!(
-            at("rfc3339", "2024-07-01 12:00:00", Some(&ny)),
-            (Nanos(1_719_849_600 * S), true)
-        );
-        assert_eq!(
-            at("rfc3339", "2024-01-01T12:00:00.5", Some(&ny)),
-            (Nanos(1_704_128_400 * S + S / 2), true)
-        );
-        assert_eq!(
-            at("clf", "01/Jul/2024:12:00:00", Some(&ny)).0,
-            Nanos(1_719_849_600 * S)
-        );
-        assert_eq!(
-            at("%d.%m.%Y %H:%M", "01.07.2024 12:00", Some(&ny)),
-            (Nanos(1_719_849_600 * S), true)
-        );
-        // An explicit offset wins over the zone; epochs are UTC by definition.
-        assert_eq!(
-            at("rfc3339", "2024-07-01T12:00:00Z", Some(&ny)),
-            (Nanos(1_719_835_200 * S), false)
-        );
-        assert_eq!(
-            at("epoch-s", "1719835200", Some(&ny)),
-            (Nanos(1_719_835_200 * S), false)
-        );
-        // Without a zone, naive is UTC (and said to be naive).
-        assert_eq!(
-            at("rfc3339", "2024-07-01 12:00:00", None),
-            (Nanos(1_719_835_200 * S), true)
-        );
-        // Fixed offsets and names.
-        let plus2 = Zone::parse("+02:00").unwrap();
-        assert_eq!(
-            at("rfc3339", "2024-07-01 14:00:00", Some(&plus2)).0,
-            Nanos(1_719_835_200 * S)
-        );
-        assert!(Zone::parse("-0700").is_ok());
-        assert!(Zone::parse("UTC").is_ok());
-        let e = Zone::parse("Nowhere/Nope").unwrap_err();
-        assert!(e.contains("unknown time zone 'Nowhere/Nope'"), "{e}");
-        // The second cache keeps the zone's offset of its second.
-        let mut p = TimeParser::new(TimeFormat::Rfc3339, Some(ny));
-        assert_eq!(
-            p.parse(b"2024-07-01 12:00:00").unwrap(),
-            Nanos(1_719_849_600 * S)
-        );
-        assert_eq!(
-            p.parse(b"2024-07-01 12:00:00.25").unwrap(),
-            Nanos(1_719_849_600 * S + S / 4)
-        );
-        assert!(p.naive_seen);
-    }
-
-    #[test]
-    fn strftime_patterns() {
-        let f = TimeFormat::parse("%d.%m.%Y %H:%M:%S");
-        assert_eq!(
-            f.parse_value(b"01.05.2024 12:00:00").unwrap().0,
-            1_714_564_800 * S
-        );
-        let f = TimeFormat::parse("%Y-%m-%d %H:%M:%S %z");
-        assert_eq!(
-            f.parse_value(b"2024-05-01 14:00:00 +0200").unwrap().0,
-            1_714_564_800 * S
-        );
-        assert!(f.parse_value(b"yesterday").is_err());
-    }
-}
-
-#[cfg(test)]
-mod fuzz {
-    use super::*;
-
-    /// Random near-timestamps never panic any parser (values are the user's data).
-    #[test]
-    fn parsers_never_panic() {
-        const ALPHABET: &[u8] = b"0123456789-:T.+Z /[]tzJanOctx,\x00\xff";
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
-        let seeds = [
-            "2024-05-01T12:00:00.123456789+02:00",
-            "[10/Oct/2000:13:55:36 -0700]",
-            "1700000000.123",
-        ];
-        let formats = [
-            TimeFormat::Auto,
-            TimeFormat::Rfc3339,
-            TimeFormat::Clf,
-            TimeFormat::Epoch(1),
-            TimeFormat::Epoch(1_000_000_000),
-            TimeFormat::Strftime("%Y-%m-%d %H:%M:%S".into()),
-        ];
-        // Parsers kept across values exercise the second cache too.
-        let ny = Zone::parse("America/New_York").unwrap();
-        let zones = [None, Some(ny)];
-        let mut parsers: Vec<(TimeParser, Option<Zone>)> = formats
-            .iter()
-            .flat_map(|f| {
-                zones
-                    .iter()
-                    .map(|z| (TimeParser::new(f.clone(), z.clone()), z.clone()))
-            })
-            .collect();
-        for i in 0..30_000 {
-            let mut v: Vec<u8> = seeds[i % 3].as_bytes().to_vec();
-            for _ in 0..(next() % 4) {
-                let at = (next() as usize) % (v.len() + 1);
-                match next() % 3 {
-                    0 if at < v.len() => {
-                        v.remove(at);
-                    }
-                    1 if at < v.len() => v[at] = ALPHABET[(next() as usize) % ALPHABET.len()],
-                    _ => v.insert(at, ALPHABET[(next() as usize) % ALPHABET.len()]),
-                }
-            }
-            let _ = TimeFormat::detect(&v);
-            for (p, z) in &mut parsers {
-                let fresh = p.format.parse_value_in(&v, z.as_ref()).map(|(t, _)| t);
-                assert_eq!(p.parse(&v), fresh, "{:?}", String::from_utf8_lossy(&v));
-            }
-        }
-    }
-}
+mod tests;
