@@ -1649,6 +1649,15 @@ fn a_line_cut_in_its_last_quoted_field_is_kept_and_counted() {
     assert_eq!(j["input"]["truncated"], 1);
     assert_eq!(j["input"]["bad_rows_skipped"], 0);
     assert_eq!(j["input"]["last_ns"], 1_431_857_105_000_000_000u64);
+    // The table's summary says so too.
+    let table = drip(&[s(&log), "-p", "gcra:rate=1/s", "-q"], None);
+    assert!(
+        table
+            .stdout
+            .contains("0 skipped as bad, 1 with a cut last field (kept)"),
+        "{}",
+        table.stdout
+    );
     // Without a cut line the count is left out of the JSON.
     let whole = write(
         "whole.log",

@@ -191,8 +191,13 @@ impl InputInfo {
             (Some(a), Some(b)) => format!(", {} to {}", instant(a), instant(b)),
             _ => String::new(),
         };
+        // Only a log with cut lines says so: other reports stay as they were.
+        let truncated = match self.truncated {
+            0 => String::new(),
+            n => format!(", {n} with a cut last field (kept)"),
+        };
         format!(
-            "{} rows{span}; {} skipped as bad, {} re-sorted",
+            "{} rows{span}; {} skipped as bad{truncated}, {} re-sorted",
             self.rows, self.bad_rows_skipped, self.rows_reordered
         )
     }
