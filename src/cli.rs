@@ -416,6 +416,14 @@ pub struct AuditArgs {
     /// Compare each row's emulated $limit_req_status with the one logged in FIELD.
     #[arg(long, value_name = "FIELD", requires = "nginx_conf")]
     pub verify_column: Option<String>,
+    /// Stop when an include of the nginx.conf names no file (by default
+    /// it is read as empty, and the report says so).
+    #[arg(long, requires = "nginx_conf")]
+    pub strict_includes: bool,
+    /// Fail (exit 1) when a location with limit_req matched no row of the
+    /// log: what was not tested is not passed.
+    #[arg(long, requires = "nginx_conf")]
+    pub fail_untested: bool,
     /// Fail (exit 1) when more than PCT percent of verified rows disagree.
     #[arg(long, value_name = "PCT", default_value = "0")]
     pub max_disagree: String,

@@ -972,3 +972,94 @@ fn csv_carries_the_locations_verification_and_comparison() {
         "{o}"
     );
 }
+
+#[test]
+fn untested_locations_and_unused_zones_are_said() {
+    // A conf.d fragment: zones and a server at the top, and an include
+    // copied off a server without the file it names.
+    let (conf, log) = setup(
+        "include /etc/nginx-drip-absent/mime.types;\n\
+         limit_req_zone $binary_remote_addr zone=api:1m rate=1r/s;\n\
+         limit_req_zone $binary_remote_addr zone=spare:1m rate=1r/s;\n\
+         server {\n location / { }\n location /api/ { limit_req zone=api; }\n\
+         location /login { limit_req zone=api; }\n}\n",
+        "remote_addr,uri,t\n1.1.1.1,/api/a,1700000000.000\n1.1.1.1,/api/b,1700000000.500\n1.1.1.1,/x,1700000001\n",
+    );
+    let out = drip(&[s(&log), "--nginx-conf", s(&conf)], None);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("read as the content of http")
+            && out
+                .stderr
+                .contains(":1: include '/etc/nginx-drip-absent/mime.types' was not found"),
+        "{}",
+        out.stderr
+    );
+    let row = |loc: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(loc))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+    };
+    assert_eq!(
+        row("location /login").as_deref(),
+        Some(&["location", "/login", "api", "1r/s", "0", "0", "0", "0", "0"][..]),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        row("location /api/").unwrap()[4..],
+        ["2", "1", "0", "1", "0"]
+    );
+    for want in [
+        "location /login has limit_req and matched no row of the log",
+        "zone \"spare\" (",
+        "is defined and no limit_req uses it",
+        "the results assume it holds no limit_req, location, server or map",
+    ] {
+        assert!(out.stdout.contains(want), "{want}: {}", out.stdout);
+    }
+    // A CI check: untested is a failure when asked.
+    let out = drip(
+        &[s(&log), "--nginx-conf", s(&conf), "--fail-untested", "-q"],
+        None,
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("crossed --fail-untested")
+            && out
+                .stderr
+                .contains("location /login matched no row of the log"),
+        "{}",
+        out.stderr
+    );
+    let out = drip(
+        &[s(&log), "--nginx-conf", s(&conf), "--strict-includes", "-q"],
+        None,
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains(":1: include '/etc/nginx-drip-absent/mime.types': no such file"),
+        "{}",
+        out.stderr
+    );
+    // Every limited location matched a row: the check passes.
+    let tested = log.with_file_name("tested.csv");
+    std::fs::write(
+        &tested,
+        "remote_addr,uri,t\n1.1.1.1,/api/a,1700000000\n1.1.1.1,/login,1700000002\n",
+    )
+    .unwrap();
+    let out = drip(
+        &[
+            s(&tested),
+            "--nginx-conf",
+            s(&conf),
+            "--fail-untested",
+            "-q",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}

@@ -101,7 +101,12 @@ impl Policies {
         let specs = load_specs(args)?;
         let mut labels: Vec<String> = specs.iter().map(|s| s.label.clone()).collect();
         let nginx_vars = crate::nginx_conf::setup::parse_vars(&args.nginx_var)?;
-        let confs = crate::nginx_conf::setup::load_confs(&args.nginx_conf, &labels, args.quiet)?;
+        let confs = crate::nginx_conf::setup::load_confs(
+            &args.nginx_conf,
+            &labels,
+            args.quiet,
+            args.strict_includes,
+        )?;
         labels.extend(confs.iter().map(|(l, _)| l.clone()));
         Ok(Policies {
             specs,

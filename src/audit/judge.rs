@@ -55,6 +55,8 @@ pub(super) struct Thresholds {
     max_wait: Vec<Threshold<Nanos>>,
     /// `--max-disagree`, and as given.
     max_disagree: (Percent, String),
+    /// `--fail-untested`.
+    fail_untested: bool,
 }
 
 impl Thresholds {
@@ -88,6 +90,7 @@ impl Thresholds {
                 "a duration, e.g. 2s or api=500ms",
             )?,
             max_disagree: (max_disagree, args.max_disagree.trim().to_string()),
+            fail_untested: args.fail_untested,
         })
     }
 
@@ -140,7 +143,30 @@ pub(super) fn crossings(t: &Thresholds, report: &Report) -> Vec<Crossing> {
         }
     }
     crossings.extend(disagreements(t, report));
+    if t.fail_untested {
+        crossings.extend(untested(report));
+    }
     crossings
+}
+
+/// The nginx.conf runs with a limited location that matched no row.
+fn untested(report: &Report) -> Vec<Crossing> {
+    report
+        .policies
+        .iter()
+        .filter_map(|p| {
+            let n = p.nginx.as_ref()?;
+            (!n.untested.is_empty()).then(|| Crossing {
+                policy: p.label.clone(),
+                threshold: "--fail-untested".into(),
+                limit: "every location with limit_req matches a row".into(),
+                measured: format!(
+                    "{} matched no row of the log",
+                    crate::quote::names(&n.untested)
+                ),
+            })
+        })
+        .collect()
 }
 
 /// The nginx.conf runs whose verified rows disagree more than

@@ -130,7 +130,7 @@ impl NginxConf {
         pending.push((fallback, level.limits.clone().unwrap_or_default()));
         let mut tree = Vec::new();
         for x in block.iter().filter(|x| x.name == "location") {
-            if let Some(n) = self.location(x, si, &level, returns, pending)? {
+            if let Some(n) = self.location(x, si, &level, returns, None, pending)? {
                 tree.push(n);
             }
         }
@@ -144,17 +144,25 @@ impl NginxConf {
         Ok(())
     }
 
+    /// A location block (`parent`: the one it is nested in). A `return`
+    /// of the server answers every request; one of a location answers
+    /// only the requests of that location, not of the ones nested in it
+    /// (rewrite-phase directives are not inherited).
     fn location(
         &mut self,
         d: &Directive,
         server: usize,
         outer: &Level,
         server_returns: bool,
+        parent: Option<&Match>,
         pending: &mut Vec<(usize, Vec<LimitLine>)>,
     ) -> Result<Option<Node>, ConfError> {
         let Some(block) = d.block.as_deref() else {
             return Err(d.pos.err("location needs a block { … }"));
         };
+        if let Some(p) = parent {
+            nested_check(d, p)?;
+        }
         let how = match d.args.as_slice() {
             [u] if u.starts_with('@') => return Ok(None), // reached by internal redirects only
             [m, u] if m == "=" => Match::Exact(u.clone()),
@@ -203,7 +211,9 @@ impl NginxConf {
         pending.push((index, limits));
         let mut children = Vec::new();
         for x in block.iter().filter(|x| x.name == "location") {
-            if let Some(n) = self.location(x, server, &level, returns, pending)? {
+            if let Some(n) =
+                self.location(x, server, &level, server_returns, Some(&how), pending)?
+            {
                 children.push(n);
             }
         }
@@ -213,6 +223,50 @@ impl NginxConf {
             children,
         }))
     }
+}
+
+/// What nginx -t checks of a location nested in `parent`: no location
+/// inside an exact or a named one, no named location below the server,
+/// and a prefix or exact location starting with its parent's text.
+fn nested_check(d: &Directive, parent: &Match) -> Result<(), ConfError> {
+    let (kind, text) = match d.args.as_slice() {
+        [m, u] => (m.as_str(), u.as_str()),
+        [u] => match ["=", "^~", "~*", "~", "@"]
+            .iter()
+            .find(|m| u.starts_with(**m))
+        {
+            Some(&"@") => ("@", u.as_str()),
+            Some(m) => (*m, &u[m.len()..]),
+            None => ("", u.as_str()),
+        },
+        _ => return Ok(()),
+    };
+    let refuse = |why: String| Err(d.pos.err(format!("{why}: nginx -t refuses this config")));
+    match parent {
+        Match::Exact(p) => {
+            return refuse(format!(
+                "location \"{text}\" cannot be inside the exact location \"{p}\""
+            ));
+        }
+        _ if kind == "@" => {
+            return refuse(format!(
+                "named location \"{text}\" can be on the server level only"
+            ));
+        }
+        Match::Prefix(p) | Match::NoRegex(p)
+            if !kind.starts_with('~') && !text.starts_with(p.as_str()) =>
+        {
+            return refuse(format!("location \"{text}\" is outside location \"{p}\""));
+        }
+        Match::Regex(re) if !kind.starts_with('~') => {
+            let p = re.as_str().trim_start_matches("(?i)");
+            if !text.starts_with(p) {
+                return refuse(format!("location \"{text}\" is outside location \"{p}\""));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
 }
 
 /// A location's regex, as nginx's PCRE would match it; one the regex

@@ -231,22 +231,22 @@ fn config_errors_name_file_and_line() {
             "must have a zone",
         ),
         (
-            "http {\n limit_req_zone $a zone=z:1m;\n limit_req_zone $b zone=z:1m;\n}",
+            "http {\n limit_req_zone $a zone=z:1m rate=1r/s;\n limit_req_zone $b zone=z:1m rate=1r/s;\n}",
             3,
             "duplicate zone",
         ),
         (
-            "http { limit_req_zone $a zone=z:1m;\n server { location / {\n limit_req zone=z burst=0;\n} } }",
+            "http { limit_req_zone $a zone=z:1m rate=1r/s;\n server { location / {\n limit_req zone=z burst=0;\n} } }",
             3,
             "invalid burst value \"0\"",
         ),
         (
-            "http { limit_req_zone $a zone=z:1m;\n server {\n limit_req zone=z;\n limit_req zone=z burst=2;\n } }",
+            "http { limit_req_zone $a zone=z:1m rate=1r/s;\n server {\n limit_req zone=z;\n limit_req zone=z burst=2;\n } }",
             4,
             "is duplicate",
         ),
         (
-            "http { limit_req_zone $a zone=z:1m;\n limit_req zone=z burst=1 delay=1 nodelay;\n}",
+            "http { limit_req_zone $a zone=z:1m rate=1r/s;\n limit_req zone=z burst=1 delay=1 nodelay;\n}",
             2,
             "invalid number of arguments",
         ),
@@ -267,6 +267,47 @@ fn config_errors_name_file_and_line() {
             2,
             "not followed by a variable name",
         ),
+        // What nginx -t refuses, with its reason.
+        (
+            "http {\n limit_req_zone $a zone=z:1m;\n}",
+            2,
+            "invalid number of arguments in \"limit_req_zone\" directive (zone \"z\" has no rate=)",
+        ),
+        (
+            "http { limit_req_zone $a zone=z:1m rate=1r/s;\n server { location / {\n if ($x) {\n limit_req zone=z; } } } }",
+            4,
+            "\"limit_req\" directive is not allowed here (inside 'if')",
+        ),
+        (
+            "http { server {\n if ($x) {\n limit_req_dry_run on; } } }",
+            3,
+            "\"limit_req_dry_run\" directive is not allowed here",
+        ),
+        (
+            "http { server {\n location /a/ {\n location /b/ { } } } }",
+            3,
+            "location \"/b/\" is outside location \"/a/\"",
+        ),
+        (
+            "http { server {\n location ~ ^/a {\n location /b { } } } }",
+            3,
+            "location \"/b\" is outside location \"^/a\"",
+        ),
+        (
+            "http { server {\n location = /a {\n location /a/x { } } } }",
+            3,
+            "location \"/a/x\" cannot be inside the exact location \"/a\"",
+        ),
+        (
+            "http { server {\n location / {\n location @a { } } } }",
+            3,
+            "named location \"@a\" can be on the server level only",
+        ),
+        (
+            "http {\n}\nhttp {\n}\n",
+            3,
+            "\"http\" directive is duplicate",
+        ),
     ] {
         let e = conf(text).unwrap_err();
         assert_eq!(
@@ -279,6 +320,10 @@ fn config_errors_name_file_and_line() {
     }
     let e = conf("events {}").unwrap_err();
     assert!(e.to_string().contains("no 'http"), "{e}");
+    // Nested locations nginx accepts: a regex anywhere, a prefix or exact
+    // one starting with its parent's text.
+    conf("http { server { location /a/ { location ~ x { } location = /a/b { } location ^~ /a/c { } } } }")
+        .unwrap();
     let e = conf("http { map $a $b { default $b; } }").unwrap_err();
     assert!(e.to_string().contains("depends on itself"), "{e}");
 }
@@ -327,7 +372,7 @@ fn includes_bring_zones_and_locations() {
         "http {\n include zones.conf;\n include sites/a*.conf;\n}\n",
     )
     .unwrap();
-    let c = NginxConf::load(&dir.join("nginx.conf")).unwrap();
+    let c = NginxConf::load(&dir.join("nginx.conf"), true).unwrap();
     assert_eq!(c.zones[0].pos.line, 1);
     assert!(c.zones[0].pos.file.ends_with("zones.conf"));
     let l = c.route(0, "/a/x");
@@ -337,12 +382,78 @@ fn includes_bring_zones_and_locations() {
         "http {\n include zones.conf;\n include sites/*.conf;\n}\n",
     )
     .unwrap();
-    let e = NginxConf::load(&dir.join("nginx.conf")).unwrap_err();
+    let e = NginxConf::load(&dir.join("nginx.conf"), true).unwrap_err();
     assert!(e.file.ends_with("sites/b.conf") && e.line == 3, "{e}");
-    let e = NginxConf::load(&dir.join("missing.conf")).unwrap_err();
+    let e = NginxConf::load(&dir.join("missing.conf"), true).unwrap_err();
     assert!(
         e.to_string().contains("cannot read the nginx config"),
         "{e}"
     );
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_fragment_is_read_as_the_content_of_http() {
+    let c = conf(
+        "limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n\
+         server {\n server_name a.example;\n location /api/ { limit_req zone=z; }\n}\n",
+    )
+    .unwrap();
+    assert_eq!(c.zones.len(), 1);
+    let l = c.route(0, "/api/x");
+    assert_eq!(names(&c, l), ["z rate=1r/s burst=0"]);
+    assert_eq!(c.assumptions.len(), 1, "{:?}", c.assumptions);
+    assert!(
+        c.assumptions[0].contains("read as the content of http"),
+        "{}",
+        c.assumptions[0]
+    );
+}
+
+#[test]
+fn a_return_applies_to_its_own_location_only() {
+    let c = conf(
+        "http { limit_req_zone $a zone=z:1m rate=1r/s;\n\
+         server { limit_req zone=z;\n\
+         location /api/ { return 403;\n location /api/x { } }\n\
+         location /b/ { } } \n\
+         server { server_name r; return 301 https://x; location /c/ { location /c/d { } } } }",
+    )
+    .unwrap();
+    let api = c.route(0, "/api/y");
+    assert!(c.locations[api].returns);
+    let x = c.route(0, "/api/x");
+    assert!(!c.locations[x].returns, "{}", c.locations[x].name);
+    assert_eq!(names(&c, x), ["z rate=1r/s burst=0"]);
+    assert!(!c.locations[c.route(0, "/b/")].returns);
+    // A server's return answers every request of the server.
+    assert!(c.locations[c.route(1, "/c/d")].returns);
+    assert!(c.locations[c.route(1, "/e")].returns);
+}
+
+#[test]
+fn missing_includes_are_assumed_empty_unless_strict() {
+    let dir = std::env::temp_dir().join(format!("drip-nginx-miss-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("nginx.conf"),
+        "http {\n include mime.types;\n include /nonexistent-drip/conf.d/*.conf;\n\
+         limit_req_zone $remote_addr zone=z:1m rate=2r/s;\n\
+         server { location / { limit_req zone=z; } }\n}\n",
+    )
+    .unwrap();
+    let c = NginxConf::load(&dir.join("nginx.conf"), false).unwrap();
+    assert_eq!(c.assumptions.len(), 2, "{:?}", c.assumptions);
+    assert!(
+        c.assumptions[0].contains("nginx.conf:2: include 'mime.types' was not found")
+            && c.assumptions[0].contains("assume it holds no limit_req, location, server or map"),
+        "{}",
+        c.assumptions[0]
+    );
+    assert!(c.assumptions[1].contains(":3: include '/nonexistent-drip/conf.d/*.conf'"));
+    assert_eq!(names(&c, c.route(0, "/")), ["z rate=2r/s burst=0"]);
+    let e = NginxConf::load(&dir.join("nginx.conf"), true).unwrap_err();
+    assert_eq!(e.line, 2, "{e}");
+    assert!(e.to_string().contains("no such file"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
 }

@@ -15,9 +15,9 @@
 
 mod key;
 mod route;
+mod summary;
 mod verify;
 
-use crate::engine::outcome::{NginxLocationRow, NginxReport};
 use crate::ingest::input::Event;
 use crate::ingest::keys::KeyNames;
 use crate::nginx_conf::{NginxConf, Status};
@@ -281,77 +281,5 @@ impl ConfExec {
             })
             .max()
             .unwrap_or(0)
-    }
-
-    /// The report's nginx section, once every row is decided.
-    pub fn report(&mut self) -> NginxReport {
-        let conf = &self.conf;
-        let mut notes = Vec::new();
-        for (z, run) in self.keys.zones.iter().enumerate() {
-            let zone = &conf.zones[z];
-            if run.activity.peak > zone.capacity() {
-                notes.push(format!(
-                    "zone \"{}\": up to {} keys were active within 60 s, more than the about {} its {} bytes hold; nginx would have evicted keys, which drip does not model, so decisions after such moments may differ",
-                    zone.name,
-                    run.activity.peak,
-                    zone.capacity(),
-                    zone.size
-                ));
-            }
-        }
-        if self.locs.iter().any(|l| l.dry_run && !l.limits.is_empty()) {
-            notes.push("locations in limit_req_dry_run count what they would drop and delay; nginx served those requests at once".into());
-        }
-        let locations = self
-            .locs
-            .iter()
-            .zip(&conf.locations)
-            .filter(|(l, _)| l.counts.iter().sum::<u64>() > 0)
-            .map(|(l, c)| {
-                let n = |s: Status| l.counts[s as usize];
-                NginxLocationRow {
-                    location: c.name.clone(),
-                    limits: if l.returns {
-                        "return (never limited)".into()
-                    } else if c.limits.is_empty() {
-                        "none".into()
-                    } else {
-                        c.limits
-                            .iter()
-                            .map(|x| {
-                                let z = &conf.zones[x.zone];
-                                let mut s = format!("{} {}", z.name, z.rate_text);
-                                if x.burst > 0 {
-                                    s.push_str(&format!(" burst={}", x.burst));
-                                }
-                                match x.delay {
-                                    None => s.push_str(" nodelay"),
-                                    Some(0) => {}
-                                    Some(d) => s.push_str(&format!(" delay={d}")),
-                                }
-                                s
-                            })
-                            .collect::<Vec<_>>()
-                            .join(" + ")
-                    } + if l.dry_run && !c.limits.is_empty() {
-                        " (dry run)"
-                    } else {
-                        ""
-                    },
-                    requests: l.counts.iter().sum(),
-                    passed: n(Status::Passed),
-                    delayed: n(Status::Delayed) + n(Status::DelayedDryRun),
-                    rejected: n(Status::Rejected) + n(Status::RejectedDryRun),
-                    unlimited: n(Status::None),
-                }
-            })
-            .collect();
-        let verify = self.verify.as_mut().map(Verify::report);
-        NginxReport {
-            config: conf.path.display().to_string(),
-            locations,
-            notes,
-            verify,
-        }
     }
 }
