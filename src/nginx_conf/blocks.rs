@@ -47,6 +47,7 @@ impl NginxConf {
             self.servers.push(Server {
                 names: Vec::new(),
                 default: true,
+                regexes: Vec::new(),
                 fallback: loc,
                 tree: Vec::new(),
                 pos: block.first().map_or(
@@ -134,9 +135,15 @@ impl NginxConf {
                 tree.push(n);
             }
         }
+        let regexes = names
+            .iter()
+            .filter_map(|n| n.strip_prefix('~'))
+            .map(|r| name_regex(d, r))
+            .collect::<Result<_, _>>()?;
         self.servers.push(Server {
             names,
             default,
+            regexes,
             fallback,
             tree,
             pos: d.pos.clone(),
@@ -267,6 +274,16 @@ fn nested_check(d: &Directive, parent: &Match) -> Result<(), ConfError> {
         _ => {}
     }
     Ok(())
+}
+
+/// A regex `server_name`, caseless as nginx compiles it.
+fn name_regex(d: &Directive, r: &str) -> Result<regex::Regex, ConfError> {
+    regex::Regex::new(&format!("(?i){r}")).map_err(|e| {
+        d.pos.err(format!(
+            "server_name regex '~{r}' is not one drip can evaluate ({}); audit a copy of the config with it rewritten without look-around or backreferences",
+            e.to_string().lines().last().unwrap_or("invalid").trim()
+        ))
+    })
 }
 
 /// A location's regex, as nginx's PCRE would match it; one the regex

@@ -105,6 +105,8 @@ pub struct Server {
     /// `server_name`s as written; the first is `$server_name`.
     pub names: Vec<String>,
     pub default: bool,
+    /// Its regex names (`~…`), compiled caseless as nginx does.
+    pub regexes: Vec<regex::Regex>,
     /// Index of its own settings in [`NginxConf::locations`].
     pub fallback: usize,
     pub tree: Vec<Node>,

@@ -349,6 +349,44 @@ fn servers_are_chosen_by_host() {
 }
 
 #[test]
+fn server_names_are_chosen_in_nginx_order() {
+    let c = conf(
+        "http {\n\
+         server { listen 80; server_name ~^api\\d+\\.example\\.com$ ~^AB; }\n\
+         server { server_name *.example.com; }\n\
+         server { server_name *.api.example.com www.example.*; }\n\
+         server { listen 80 default_server; server_name .shop.test api7.example.com; }\n\
+         server { server_name www.example.com.*; }\n\
+         server { server_name ~^(?<sub>.+)\\.regex\\.test$ ~^A; } }",
+    )
+    .unwrap();
+    let host = |h: &str| c.server_for(Some(h));
+    // The longest leading wildcard, whatever the order.
+    assert_eq!(host("x.api.example.com"), 2);
+    assert_eq!(host("x.example.com"), 1);
+    // An exact name before any wildcard or regex.
+    assert_eq!(host("api7.example.com"), 3);
+    // A leading wildcard before a trailing one and a regex.
+    assert_eq!(host("api8.example.com"), 1);
+    assert_eq!(host("www.example.com"), 1);
+    // The longest trailing wildcard.
+    assert_eq!(host("www.example.org"), 2);
+    assert_eq!(host("www.example.com.org"), 4);
+    assert_eq!(host("www.example.net.org"), 2);
+    // `.name` is the name and its subdomains.
+    assert_eq!(host("shop.test"), 3);
+    assert_eq!(host("a.shop.test"), 3);
+    // Regexes in the config's order, caseless.
+    assert_eq!(host("API9.example.org"), 5);
+    assert_eq!(host("a.regex.test"), 5);
+    assert_eq!(host("abc"), 0);
+    assert_eq!(host("acb"), 5);
+    assert_eq!(host("other"), 3);
+    let e = conf("http {\n server {\n server_name ~(a)\\1;\n } }").unwrap_err();
+    assert_eq!(e.line, 2, "{e}");
+}
+
+#[test]
 fn includes_bring_zones_and_locations() {
     let dir = std::env::temp_dir().join(format!("drip-nginx-{}", std::process::id()));
     std::fs::create_dir_all(dir.join("sites")).unwrap();
