@@ -424,6 +424,11 @@ pub struct AuditArgs {
     /// log: what was not tested is not passed.
     #[arg(long, requires = "nginx_conf")]
     pub fail_untested: bool,
+    /// URIs (a regex on the path) of files that exist: `try_files … @name`
+    /// serves them itself. Other rows of such a location go to @name: the
+    /// log cannot say whether the file existed.
+    #[arg(long = "static", value_name = "REGEX", requires = "nginx_conf")]
+    pub static_files: Option<String>,
     /// Fail (exit 1) when more than PCT percent of verified rows disagree.
     #[arg(long, value_name = "PCT", default_value = "0")]
     pub max_disagree: String,

@@ -96,6 +96,7 @@ impl NginxConf {
             limits: Vec::new(),
             dry_run: level.dry_run.unwrap_or(false),
             returns,
+            try_named: None,
         });
         self.locations.len() - 1
     }
@@ -130,11 +131,15 @@ impl NginxConf {
         let fallback = self.push_location("server".into(), si, &level, returns);
         pending.push((fallback, level.limits.clone().unwrap_or_default()));
         let mut tree = Vec::new();
+        let mut named = Vec::new();
         for x in block.iter().filter(|x| x.name == "location") {
-            if let Some(n) = self.location(x, si, &level, returns, None, pending)? {
-                tree.push(n);
+            let n = self.location(x, si, &level, returns, None, pending)?;
+            match &n.how {
+                Match::Named(name) => named.push((name.clone(), n.index)),
+                _ => tree.push(n),
             }
         }
+        self.resolve_try_files(&named);
         let regexes = names
             .iter()
             .filter_map(|n| n.strip_prefix('~'))
@@ -163,7 +168,7 @@ impl NginxConf {
         server_returns: bool,
         parent: Option<&Match>,
         pending: &mut Vec<(usize, Vec<LimitLine>)>,
-    ) -> Result<Option<Node>, ConfError> {
+    ) -> Result<Node, ConfError> {
         let Some(block) = d.block.as_deref() else {
             return Err(d.pos.err("location needs a block { … }"));
         };
@@ -171,7 +176,7 @@ impl NginxConf {
             nested_check(d, p)?;
         }
         let how = match d.args.as_slice() {
-            [u] if u.starts_with('@') => return Ok(None), // reached by internal redirects only
+            [u] if u.starts_with('@') => Match::Named(u.clone()),
             [m, u] if m == "=" => Match::Exact(u.clone()),
             [m, u] if m == "^~" => Match::NoRegex(u.clone()),
             [m, u] if m == "~" || m == "~*" => Match::Regex(location_regex(d, u, m == "~*")?),
@@ -205,30 +210,45 @@ impl NginxConf {
         let name = format!("location {}", d.args.join(" "));
         let index = self.push_location(name, server, &level, returns);
         let limits = level.limits.clone().unwrap_or_default();
-        if let Some(t) = try_files
-            && limits.is_empty()
-            && !returns
-        {
-            self.note(
-                &t.pos,
-                "try_files",
-                "requests it passes to another location are limited there by nginx, and not by drip",
-            );
+        if let Some(t) = try_files {
+            match t.args.last() {
+                Some(to) if to.starts_with('@') => {
+                    self.try_pending.push((index, to.clone(), t.pos.clone()));
+                }
+                Some(to) if !to.starts_with('=') && limits.is_empty() && !returns => self.note(
+                    &t.pos,
+                    "try_files",
+                    "requests it passes to another URI are limited by that URI's location in nginx, and not by drip",
+                ),
+                _ => {}
+            }
         }
         pending.push((index, limits));
         let mut children = Vec::new();
         for x in block.iter().filter(|x| x.name == "location") {
-            if let Some(n) =
-                self.location(x, server, &level, server_returns, Some(&how), pending)?
-            {
-                children.push(n);
-            }
+            let n = self.location(x, server, &level, server_returns, Some(&how), pending)?;
+            children.push(n);
         }
-        Ok(Some(Node {
+        Ok(Node {
             how,
             index,
             children,
-        }))
+        })
+    }
+
+    /// Points each `try_files … @name` of the server just read at its
+    /// named location; one naming none is a note (nginx answers 500).
+    fn resolve_try_files(&mut self, named: &[(String, usize)]) {
+        for (loc, name, pos) in std::mem::take(&mut self.try_pending) {
+            match named.iter().find(|(n, _)| *n == name) {
+                Some(&(_, to)) => self.locations[loc].try_named = Some(to),
+                None => self.note(
+                    &pos,
+                    &format!("try_files … {name}"),
+                    "the server has no such named location (nginx answers 500); rows stay in this location",
+                ),
+            }
+        }
     }
 }
 

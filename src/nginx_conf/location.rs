@@ -27,6 +27,9 @@ pub enum Match {
     /// `^~`: a prefix that, when it is the longest, stops the regex search.
     NoRegex(String),
     Regex(Regex),
+    /// `@name`: reached only by an internal redirect (`try_files`), never
+    /// by a URI.
+    Named(String),
 }
 
 /// A location in the server's tree; `index` points into the config's

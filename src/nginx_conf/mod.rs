@@ -97,6 +97,9 @@ pub struct Location {
     /// A `return` answers every request in the rewrite phase, before
     /// `limit_req` runs: never limited.
     pub returns: bool,
+    /// The named location its `try_files … @name` passes requests to
+    /// (index into [`NginxConf::locations`]).
+    pub try_named: Option<usize>,
 }
 
 /// One `server { }`.
@@ -156,6 +159,9 @@ pub struct NginxConf {
     /// What the results assume of the config (how a fragment was read,
     /// includes that were not found): on stderr and in the report.
     pub assumptions: Vec<String>,
+    /// `try_files … @name` lines waiting for their server's named
+    /// locations: (location, name, where).
+    try_pending: Vec<(usize, String, Pos)>,
     /// Variables set by directives drip cannot evaluate (`geo`, `set`, …),
     /// with where.
     unmodelled_vars: HashMap<String, (Pos, String)>,
@@ -226,6 +232,7 @@ impl NginxConf {
             access_logs: Vec::new(),
             notes: Vec::new(),
             assumptions: Vec::new(),
+            try_pending: Vec::new(),
             unmodelled_vars: HashMap::new(),
         };
         for (pos, pattern, looked) in &parsed.missing {

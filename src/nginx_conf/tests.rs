@@ -105,10 +105,11 @@ fn inheritance_replaces_the_whole_list() {
     );
     let health = route("/health");
     assert!(c.locations[health].returns);
-    assert_eq!(
-        c.locations.iter().filter(|l| l.name.contains('@')).count(),
-        0
-    );
+    // A named location is reached only through try_files.
+    let backend = c.location_named("@backend").unwrap();
+    assert_eq!(names(&c, backend), ["perip rate=10r/s burst=0"]);
+    assert!(c.locations.iter().all(|l| l.try_named.is_none()));
+    assert_ne!(c.route(0, "/@backend"), backend);
     assert_eq!(c.location_named("/api/"), Some(api));
     assert_eq!(c.location_named("location = /login"), Some(login));
     assert_eq!(c.location_named("= /login"), Some(login));
@@ -192,7 +193,11 @@ fn unmodelled_directives_leave_notes_or_errors() {
         c.notes[0]
     );
     assert!(c.notes[1].contains("'if … { return }'"), "{}", c.notes[1]);
-    assert!(c.notes[2].contains("'try_files'"), "{}", c.notes[2]);
+    assert!(
+        c.notes[2].contains("'try_files … @app'") && c.notes[2].contains("no such named location"),
+        "{}",
+        c.notes[2]
+    );
     let e = c.var_source("limit", 0, &HashMap::new()).unwrap_err();
     assert!(
         e.contains("set by 'geo'") && e.contains("--nginx-var limit=FIELD"),
@@ -494,4 +499,30 @@ fn missing_includes_are_assumed_empty_unless_strict() {
     assert_eq!(e.line, 2, "{e}");
     assert!(e.to_string().contains("no such file"), "{e}");
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn try_files_passes_to_its_named_location() {
+    let c = conf(
+        "http { limit_req_zone $a zone=z:1m rate=1r/s;\n\
+         server {\n location / { try_files $uri $uri/ @app; }\n\
+         location /php/ { try_files $uri /index.php?$args; }\n\
+         location /nf/ { try_files $uri =404; }\n\
+         location @app { limit_req zone=z burst=2; } } }",
+    )
+    .unwrap();
+    let root = c.route(0, "/x");
+    let app = c.location_named("@app").unwrap();
+    assert_eq!(c.locations[root].try_named, Some(app));
+    assert_eq!(c.locations[app].name, "location @app");
+    assert_eq!(names(&c, app), ["z rate=1r/s burst=2"]);
+    // No URI reaches a named location by itself.
+    assert_eq!(c.route(0, "/@app"), root);
+    // A URI fallback is a note; `=404` needs none.
+    assert_eq!(c.notes.len(), 1, "{:?}", c.notes);
+    assert!(
+        c.notes[0].contains("nginx.conf:4: 'try_files'"),
+        "{}",
+        c.notes[0]
+    );
 }

@@ -62,6 +62,9 @@ pub struct ConfOptions<'a> {
     pub location: Option<&'a str>,
     pub verify: Option<&'a str>,
     pub files: Vec<String>,
+    /// `--static`: URIs of files that exist, which `try_files` serves
+    /// instead of passing them to a named location.
+    pub static_files: Option<&'a regex::Regex>,
 }
 
 /// The log's field names, when they can be known before reading (`None`:
@@ -185,14 +188,26 @@ impl ConfExec {
         let now = ev.at;
         let now_ms = (now.0 / Nanos::PER_MS) as i64;
         let cost = u64::from(ev.cost);
-        let l = self.router.location(&self.conf, ev, names);
+        let (mut l, then) = self.router.location(&self.conf, ev, names);
         self.applied.clear();
         // A `return` answers before `limit_req` runs.
-        let refused = if self.locs[l].returns {
+        let mut refused = if self.locs[l].returns {
             None
         } else {
             self.check(l, ev, names, now_ms)
         };
+        // `try_files` passes the row to a named location, whose limits
+        // run when none has applied yet.
+        if let Some(n) = then
+            && refused.is_none()
+            && self.applied.is_empty()
+            && !self.locs[l].returns
+        {
+            l = n;
+            if !self.locs[n].returns {
+                refused = self.check(n, ev, names, now_ms);
+            }
+        }
         let dry = self.locs[l].dry_run;
         let (decision, status) = if let Some((d, _)) = refused {
             let s = if dry {

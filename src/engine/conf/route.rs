@@ -18,8 +18,11 @@ pub(super) struct Router {
     host_slot: Option<usize>,
     /// The server of every row when the log has no host field.
     fixed_server: Option<usize>,
-    /// Location per URI id, per server (`u32::MAX`: not yet known).
-    routes: Vec<Vec<u32>>,
+    /// Per URI id, per server: the location, and the named location its
+    /// `try_files` passes the row to (`u32::MAX`: not yet known, none).
+    routes: Vec<Vec<(u32, u32)>>,
+    /// `--static`: URIs of files that exist (`try_files` serves them).
+    pub(super) static_files: Option<regex::Regex>,
     /// Server per host id.
     hosts: Vec<u32>,
 }
@@ -64,7 +67,9 @@ impl Router {
         log: LogFields,
         slot: &mut dyn FnMut(&str) -> Result<usize>,
     ) -> Result<Router> {
-        let routed = forced.is_none() && conf.servers.iter().any(|s| !trivial(&s.tree));
+        let tried =
+            opts.static_files.is_some() && conf.locations.iter().any(|l| l.try_named.is_some());
+        let routed = forced.is_none() && (tried || conf.servers.iter().any(|s| !trivial(&s.tree)));
         let uri_field = opts
             .overrides
             .get("uri")
@@ -99,33 +104,51 @@ impl Router {
             fixed_server,
             routes: vec![Vec::new(); conf.servers.len()],
             hosts: Vec::new(),
+            static_files: opts.static_files.cloned(),
         })
     }
 
-    /// The location entry of `conf` deciding this row.
+    /// The location entry of `conf` this row goes to, and the named
+    /// location its `try_files` passes it to (unless `--static` says the
+    /// file exists).
     #[inline]
-    pub(super) fn location(&mut self, conf: &NginxConf, ev: &Event, names: &[KeyNames]) -> usize {
+    pub(super) fn location(
+        &mut self,
+        conf: &NginxConf,
+        ev: &Event,
+        names: &[KeyNames],
+    ) -> (usize, Option<usize>) {
         if let Some(l) = self.forced {
-            return l;
+            return (l, None);
         }
         let server = self.server(conf, ev, names);
-        let Some(u) = self.uri_slot else {
-            return conf.route(server, "/");
-        };
-        let id = ev.keys[u];
+        let id = self.uri_slot.map_or(EMPTY_KEY, |u| ev.keys[u]);
         if id == EMPTY_KEY {
-            return conf.route(server, "/");
+            let l = conf.route(server, "/");
+            return (l, self.named(conf, l, "/"));
         }
         let routes = &mut self.routes[server];
         let i = id as usize;
         if i >= routes.len() {
-            routes.resize(i + 1, u32::MAX);
+            routes.resize(i + 1, (u32::MAX, u32::MAX));
         }
-        if routes[i] == u32::MAX {
+        if routes[i].0 == u32::MAX {
+            let u = self.uri_slot.unwrap_or_default();
             let uri = normalize(&String::from_utf8_lossy(names[u].get(id)));
-            routes[i] = conf.route(server, &uri) as u32;
+            let l = conf.route(server, &uri);
+            let then = self.named(conf, l, &uri).map_or(u32::MAX, |n| n as u32);
+            self.routes[server][i] = (l as u32, then);
         }
-        routes[i] as usize
+        let (l, then) = self.routes[server][i];
+        (l as usize, (then != u32::MAX).then_some(then as usize))
+    }
+
+    /// The named location `try_files` passes a request for `uri` in
+    /// location `l` to: always, unless `--static` matches the URI.
+    fn named(&self, conf: &NginxConf, l: usize, uri: &str) -> Option<usize> {
+        let to = conf.locations[l].try_named?;
+        let exists = self.static_files.as_ref().is_some_and(|r| r.is_match(uri));
+        (!exists).then_some(to)
     }
 
     /// The server of `conf` this row goes to.

@@ -28,6 +28,9 @@ impl ConfExec {
         if self.locs.iter().any(|l| l.dry_run && !l.limits.is_empty()) {
             notes.push("locations in limit_req_dry_run count what they would drop and delay; nginx served those requests at once".into());
         }
+        if self.router.forced.is_none() {
+            notes.extend(self.try_files_notes());
+        }
         let limited = |i: usize| self.limited(i);
         let untested: Vec<String> = (0..self.locs.len())
             .filter(|&i| limited(i) && self.locs[i].counts.iter().sum::<u64>() == 0)
@@ -59,6 +62,26 @@ impl ConfExec {
             untested,
             unused_zones,
         }
+    }
+
+    /// What routing through `try_files … @name` assumed, one line per
+    /// location that does it.
+    fn try_files_notes(&self) -> Vec<String> {
+        let conf = &self.conf;
+        let except = match &self.router.static_files {
+            Some(r) => format!("except those whose URI matches --static '{}'", r.as_str()),
+            None => "all of them (--static REGEX names the URIs of files that exist)".into(),
+        };
+        conf.locations
+            .iter()
+            .filter_map(|l| {
+                let to = &conf.locations[l.try_named?];
+                Some(format!(
+                    "{}: try_files passes a request to {} when no file exists; the log cannot say which existed, so its rows go there, {except}",
+                    l.name, to.name
+                ))
+            })
+            .collect()
     }
 
     /// True when location `i` limits the requests it gets and rows can
