@@ -317,3 +317,55 @@ fn nested_locations_return_and_named_locations() {
         out.stdout
     );
 }
+
+#[test]
+fn keys_from_the_request_line() {
+    let ng = Nginx::start(
+        "limit_req_zone $binary_remote_addr$uri zone=byuri:1m rate=1r/m;\n\
+         limit_req_zone $request_uri zone=byraw:1m rate=1r/m;\n\
+         limit_req_zone $arg_x zone=byarg:1m rate=1r/m;\n\
+         server { listen 127.0.0.1:PORT;\n\
+           location /u/ { limit_req zone=byuri burst=1 nodelay; empty_gif; }\n\
+           location /r/ { limit_req zone=byraw burst=1 nodelay; empty_gif; }\n\
+           location /a/ { limit_req zone=byarg nodelay; empty_gif; } }\n",
+        &[],
+    );
+    let mut reqs = Vec::new();
+    // One $uri, /u/p, written five ways: 2 admitted, 3 rejected.
+    for t in [
+        "/u/p?a=1",
+        "/u/p?a=2",
+        "/u/%70",
+        "/u//p",
+        "/u/q/../p",
+        "/u/other",
+    ] {
+        reqs.push(("h", t, "10.2.0.1"));
+    }
+    // $request_uri is the target as sent: /r/%61 and /r/a are two keys.
+    for t in ["/r/%61", "/r/%61", "/r/%61", "/r/a", "/r//a"] {
+        reqs.push(("h", t, "10.2.0.2"));
+    }
+    // $arg_x: the first x=, the name caseless; none or empty: no limit.
+    for t in [
+        "/a/?x=1&x=3",
+        "/a/?x=1",
+        "/a/?X=1",
+        "/a/?xx=1",
+        "/a/?x=",
+        "/a/?y=1&x=2",
+    ] {
+        reqs.push(("h", t, "10.2.0.3"));
+    }
+    let log = ng.send(&reqs);
+    let v = agrees(&log, &ng.main_conf(), &[], &["PASSED", "REJECTED", "-"]);
+    let locs = &v["policies"][0]["nginx"]["locations"];
+    let row = |i: usize| {
+        let l = &locs[i];
+        (
+            l["passed"].as_u64().unwrap(),
+            l["rejected"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!((row(0), row(1), row(2)), ((3, 3), (4, 1), (2, 2)), "{locs}");
+}

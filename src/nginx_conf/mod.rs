@@ -141,6 +141,9 @@ pub enum VarSource {
     Const(String),
     /// A `map` (index into [`NginxConf::maps`]).
     Map(usize),
+    /// A part of the request target, read from this log field (the
+    /// target as sent, which a log reader takes from `$request`).
+    Request(location::Target, String),
 }
 
 /// A whole config, as `limit_req` sees it.
