@@ -369,3 +369,40 @@ fn keys_from_the_request_line() {
     };
     assert_eq!((row(0), row(1), row(2)), ((3, 3), (4, 1), (2, 2)), "{locs}");
 }
+
+#[test]
+fn a_geo_whitelist() {
+    // The whitelist of nginx's rate-limiting guide: geo, then a map to an
+    // empty key for the listed networks.
+    let ng = Nginx::start(
+        "geo $limit {\n default 1;\n 10.0.0.0/8 0;\n 192.168.0.0/24 0;\n 10.9.0.0/16 1;\n}\n\
+         map $limit $limit_key {\n 0 \"\";\n 1 $binary_remote_addr;\n}\n\
+         limit_req_zone $limit_key zone=req_zone:1m rate=1r/m;\n\
+         server { listen 127.0.0.1:PORT;\n\
+           location / { limit_req zone=req_zone burst=1 nodelay; empty_gif; } }\n",
+        &[],
+    );
+    let mut reqs = Vec::new();
+    for from in [
+        "10.3.0.1",
+        "192.168.0.7",
+        "192.168.1.7",
+        "10.9.1.1",
+        "172.16.0.1",
+    ] {
+        reqs.extend(burst(4, "h", "/", from));
+    }
+    let log = ng.send(&reqs);
+    let v = agrees(&log, &ng.main_conf(), &[], &["PASSED", "REJECTED", "-"]);
+    let l = &v["policies"][0]["nginx"]["locations"][0];
+    assert_eq!(l["location"], "location /", "{v}");
+    assert_eq!(
+        (
+            l["passed"].clone(),
+            l["rejected"].clone(),
+            l["unlimited"].clone()
+        ),
+        (6.into(), 6.into(), 8.into()),
+        "{l}"
+    );
+}

@@ -23,8 +23,9 @@ impl NginxConf {
                 "map" => self.map(d)?,
                 "log_format" => self.log_format(d)?,
                 "server" => servers.push(d),
-                "geo" | "split_clients" | "perl_set" | "js_set" | "geoip_country"
-                | "geoip_city" | "geoip2" => {
+                "geo" => self.geo(d)?,
+                "split_clients" | "perl_set" | "js_set" | "geoip_country" | "geoip_city"
+                | "geoip2" => {
                     let var = d
                         .args
                         .iter()

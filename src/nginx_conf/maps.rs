@@ -125,6 +125,9 @@ impl NginxConf {
         if let Some(m) = self.maps.iter().position(|m| m.var == name) {
             return Ok(VarSource::Map(m));
         }
+        if let Some(g) = self.geos.iter().position(|g| g.var == name) {
+            return Ok(VarSource::Geo(g));
+        }
         if let Some((pos, how)) = self.unmodelled_vars.get(name) {
             return Err(format!(
                 "{pos}: ${name} is set by '{how}', which drip does not evaluate; give --nginx-var {name}=FIELD with a log field holding its value"
@@ -171,6 +174,9 @@ impl NginxConf {
                     }
                 }
                 VarSource::Const(_) => {}
+                VarSource::Geo(g) => {
+                    self.fields_of(&self.geos[g].source, server, overrides, out)?
+                }
                 VarSource::Map(m) => {
                     let m = &self.maps[m];
                     self.fields_of(&m.source, server, overrides, out)?;
@@ -201,6 +207,12 @@ impl NginxConf {
                     Ok(VarSource::Field(f)) => out.extend_from_slice(&field(&f)),
                     Ok(VarSource::Const(c)) => out.extend_from_slice(c.as_bytes()),
                     Ok(VarSource::Request(t, f)) => t.eval(&field(&f), out),
+                    Ok(VarSource::Geo(g)) => {
+                        let geo = &self.geos[g];
+                        let mut src = Vec::new();
+                        self.eval(&geo.source, server, overrides, field, &mut src);
+                        out.extend_from_slice(geo.lookup(&src).as_bytes());
+                    }
                     Ok(VarSource::Map(m)) => {
                         let map = &self.maps[m];
                         let mut src = Vec::new();

@@ -15,6 +15,7 @@
 mod blocks;
 mod directives;
 pub mod expr;
+pub mod geo;
 pub mod location;
 mod maps;
 mod select;
@@ -141,6 +142,8 @@ pub enum VarSource {
     Const(String),
     /// A `map` (index into [`NginxConf::maps`]).
     Map(usize),
+    /// A `geo` (index into [`NginxConf::geos`]).
+    Geo(usize),
     /// A part of the request target, read from this log field (the
     /// target as sent, which a log reader takes from `$request`).
     Request(location::Target, String),
@@ -152,6 +155,7 @@ pub struct NginxConf {
     pub path: PathBuf,
     pub zones: Vec<Zone>,
     pub maps: Vec<Map>,
+    pub geos: Vec<geo::Geo>,
     pub locations: Vec<Location>,
     pub servers: Vec<Server>,
     pub log_formats: Vec<LogFormat>,
@@ -225,6 +229,7 @@ impl NginxConf {
             path: path.to_path_buf(),
             zones: Vec::new(),
             maps: Vec::new(),
+            geos: Vec::new(),
             locations: Vec::new(),
             servers: Vec::new(),
             log_formats: vec![LogFormat {

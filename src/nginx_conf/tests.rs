@@ -179,7 +179,7 @@ fn maps_match_case_insensitively_and_chain() {
 #[test]
 fn unmodelled_directives_leave_notes_or_errors() {
     let c = conf(
-        "http { geo $limit { default 1; 10.0.0.0/8 0; } \
+        "http { split_clients \"${remote_addr}\" $limit { 50% 1; * 0; } \
          limit_req_zone $limit zone=z:1m rate=1r/s; \
          server { location / { limit_conn addr 10; limit_req zone=z; \
          if ($bad) { return 403; } } \
@@ -200,7 +200,7 @@ fn unmodelled_directives_leave_notes_or_errors() {
     );
     let e = c.var_source("limit", 0, &HashMap::new()).unwrap_err();
     assert!(
-        e.contains("set by 'geo'") && e.contains("--nginx-var limit=FIELD"),
+        e.contains("set by 'split_clients'") && e.contains("--nginx-var limit=FIELD"),
         "{e}"
     );
     let over: HashMap<String, String> = [("limit".to_string(), "tier".to_string())]

@@ -5,6 +5,7 @@
 use super::LogFields;
 use crate::ingest::input::Event;
 use crate::ingest::keys::{EMPTY_KEY, Interner, KeyNames};
+use crate::nginx_conf::geo::Geo;
 use crate::nginx_conf::location::Target;
 use crate::nginx_conf::{NginxConf, VarSource};
 use crate::policy::nginx::NginxState;
@@ -30,6 +31,8 @@ enum CPart {
     /// A part of the request target held in a field.
     Target(Target, usize),
     Map(Box<CMap>),
+    /// A `geo`: its address expression, and the block.
+    Geo(Box<(Vec<CPart>, Geo)>),
 }
 
 struct CMap {
@@ -56,6 +59,11 @@ fn compile(
                     fields.get(&f).map_or(CPart::Absent, |&s| CPart::Field(s))
                 }
                 Ok(VarSource::Const(c)) => CPart::Lit(c.into_bytes()),
+                Ok(VarSource::Geo(g)) => {
+                    let g = &conf.geos[g];
+                    let source = compile(conf, &g.source, server, overrides, fields);
+                    CPart::Geo(Box::new((source, g.clone())))
+                }
                 Ok(VarSource::Request(t, f)) => fields
                     .get(&f)
                     .map_or(CPart::Absent, |&s| CPart::Target(t, s)),
@@ -93,6 +101,13 @@ fn eval(parts: &[CPart], ev: &Event, names: &[KeyNames], out: &mut Vec<u8>) {
                 if ev.keys[*s] != EMPTY_KEY {
                     t.eval(names[*s].get(ev.keys[*s]), out);
                 }
+            }
+            CPart::Geo(g) => {
+                let start = out.len();
+                eval(&g.0, ev, names, out);
+                let value = g.1.lookup(&out[start..]);
+                out.truncate(start);
+                out.extend_from_slice(value.as_bytes());
             }
             CPart::Map(m) => {
                 let start = out.len();
