@@ -1063,3 +1063,18 @@ fn untested_locations_and_unused_zones_are_said() {
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
+
+#[test]
+fn a_same_millisecond_group_spans_the_locations_of_a_zone() {
+    // nginx saw /b first; the log (written at completion) has /a first.
+    // Two locations share the zone: the order within the millisecond is
+    // unknown for both, so the rows are one group.
+    let (conf, log) = setup(
+        "http { limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n\
+         server { location /a { limit_req zone=z; } location /b { limit_req zone=z; } } }\n",
+        "remote_addr,uri,t,limit_req_status\n1.1.1.1,/a,1700000000.000,REJECTED\n1.1.1.1,/b,1700000000.000,PASSED\n",
+    );
+    let out = verify(&log, &conf, &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("2 of 2 rows agree"), "{}", out.stdout);
+}

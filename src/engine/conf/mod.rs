@@ -10,7 +10,7 @@
 //!
 //! `--verify-column` compares each row's `$limit_req_status` with the one
 //! nginx logged. A log does not say in which order nginx saw requests of the
-//! same millisecond at the same location, so such a group is compared as a
+//! same millisecond sharing a zone key, so such a group is compared as a
 //! multiset (the same statuses in any order).
 
 mod key;
@@ -232,7 +232,7 @@ impl ConfExec {
         if let Some(v) = &mut self.verify {
             let keys = self.applied.iter().map(|&(_, z, k)| (z as u32, k));
             let refused_key = refused.map(|(_, key)| key);
-            v.record(ev, names, (l, status), keys.chain(refused_key), now_ms)?;
+            v.record(ev, names, status, keys.chain(refused_key), now_ms)?;
         }
         Ok((decision, level))
     }
