@@ -436,6 +436,18 @@ pub struct AuditArgs {
     /// newly dropped and admitted, keys newly hurt and relieved.
     #[arg(long)]
     pub compare: bool,
+    /// Fail (exit 1) when a policy drops requests of more than N keys (or
+    /// PCT% of the keys): N, PCT% or LABEL=N.
+    #[arg(long, value_name = "[LABEL=]N|PCT%")]
+    pub max_keys_hurt: Vec<String>,
+    /// With --compare: fail (exit 1) when a policy drops more than N rows
+    /// (or PCT% of the rows) that the first policy admitted.
+    #[arg(long, value_name = "[LABEL=]N|PCT%", requires = "compare")]
+    pub max_newly_dropped: Vec<String>,
+    /// With --compare: fail (exit 1) when more than N keys (or PCT% of the
+    /// keys) see drops under a policy and none under the first.
+    #[arg(long, value_name = "[LABEL=]N|PCT%", requires = "compare")]
+    pub max_keys_newly_hurt: Vec<String>,
     /// Replay threads (default: one per four policies, leaving the reader a
     /// core; on two cores, two past eight policies). Policies keyed by one
     /// column are split by key across them; the report is the same for any N.

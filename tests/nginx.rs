@@ -1078,3 +1078,81 @@ fn a_same_millisecond_group_spans_the_locations_of_a_zone() {
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(out.stdout.contains("2 of 2 rows agree"), "{}", out.stdout);
 }
+
+#[test]
+fn a_pull_request_must_not_make_it_worse() {
+    // Before: burst=5; after: no burst. Three keys, 1r/s, bursts of 3.
+    let d = tmpdir();
+    let before = d.join("before.conf");
+    let after = d.join("after.conf");
+    let conf = |burst: &str| {
+        format!(
+            "http {{ limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n\
+             server {{ location / {{ limit_req zone=z{burst} nodelay; }} }} }}\n"
+        )
+    };
+    std::fs::write(&before, conf(" burst=5")).unwrap();
+    std::fs::write(&after, conf("")).unwrap();
+    let mut log = String::from("remote_addr,uri,t\n");
+    for (k, t) in [
+        ("1.1.1.1", 0),
+        ("1.1.1.1", 1),
+        ("1.1.1.1", 2),
+        ("2.2.2.2", 0),
+        ("2.2.2.2", 1),
+        ("3.3.3.3", 0),
+    ] {
+        log.push_str(&format!("{k},/,1700000000.{t:03}\n"));
+    }
+    let log_path = d.join("access.csv");
+    std::fs::write(&log_path, log).unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            s(&log_path),
+            "--nginx-conf",
+            s(&before),
+            "--nginx-conf",
+            s(&after),
+            "--compare",
+            "-q",
+        ];
+        args.extend_from_slice(extra);
+        drip(&args, None)
+    };
+    // 3 rows newly dropped (of 6), 2 keys newly hurt (of 3).
+    let out = run(&["--max-newly-dropped", "3", "--max-keys-newly-hurt", "67%"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = run(&["--max-newly-dropped", "2"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("'after.conf' crossed --max-newly-dropped: measured 3 of 6, limit 2"),
+        "{}",
+        out.stderr
+    );
+    let out = run(&["--max-keys-newly-hurt", "50%"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("crossed --max-keys-newly-hurt: measured 2 of 3, limit 50%"),
+        "{}",
+        out.stderr
+    );
+    // --max-keys-hurt as size takes it, per label.
+    let out = run(&["--max-keys-hurt", "after.conf=1"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("'after.conf' crossed --max-keys-hurt: measured 2 of 3, limit 1"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    let out = run(&["--max-keys-hurt", "x%"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("a count (e.g. 3) or a percentage"),
+        "{}",
+        out.stderr
+    );
+}
