@@ -1156,3 +1156,48 @@ fn a_pull_request_must_not_make_it_worse() {
         out.stderr
     );
 }
+
+#[test]
+fn discourses_rate_limit_template_limits_rows() {
+    // The limits sit in `location @discourse`, reached through
+    // `try_files $uri @discourse;`; one outlet folder is missing.
+    let mut log = String::from("remote_addr,uri,t\n");
+    for i in 0..20 {
+        log.push_str(&format!("10.0.0.1,/t/topic/1,1700000000.{:03}\n", 10 + i));
+    }
+    log.push_str("10.0.0.2,/assets/app.js,1700000000.050\n10.0.0.3,/srv/status,1700000000.100\n");
+    let path = tmpdir().join("discourse.csv");
+    std::fs::write(&path, log).unwrap();
+    let out = drip(
+        &[
+            s(&path),
+            "--nginx-conf",
+            "fixtures/nginx/discourse/discourse.conf",
+            "-f",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("discourse.conf:20: include 'conf.d/outlets/server/*.conf' was not found"),
+        "{}",
+        out.stderr
+    );
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let n = &v["policies"][0]["nginx"];
+    let at = n["locations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["location"] == "location @discourse")
+        .unwrap_or_else(|| panic!("{n}"));
+    // 12r/s burst=12 nodelay: 13 of the 20 same-second requests pass.
+    assert_eq!(
+        (at["requests"].clone(), at["rejected"].clone()),
+        (21.into(), 7.into()),
+        "{at}"
+    );
+    assert_eq!(v["policies"][0]["dropped"], 7);
+}
