@@ -276,6 +276,11 @@ fn nested_check(d: &Directive, parent: &Match) -> Result<(), ConfError> {
                 "location \"{text}\" cannot be inside the exact location \"{p}\""
             ));
         }
+        Match::Named(p) => {
+            return refuse(format!(
+                "location \"{text}\" cannot be inside the named location \"{p}\""
+            ));
+        }
         _ if kind == "@" => {
             return refuse(format!(
                 "named location \"{text}\" can be on the server level only"

@@ -313,6 +313,11 @@ fn config_errors_name_file_and_line() {
             3,
             "\"http\" directive is duplicate",
         ),
+        (
+            "http { server {\n location @a {\n location /x { } } } }",
+            3,
+            "location \"/x\" cannot be inside the named location \"@a\"",
+        ),
     ] {
         let e = conf(text).unwrap_err();
         assert_eq!(
