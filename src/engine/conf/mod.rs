@@ -196,17 +196,10 @@ impl ConfExec {
         } else {
             self.check(l, ev, names, now_ms)
         };
-        // `try_files` passes the row to a named location, whose limits
-        // run when none has applied yet.
         if let Some(n) = then
             && refused.is_none()
-            && self.applied.is_empty()
-            && !self.locs[l].returns
         {
-            l = n;
-            if !self.locs[n].returns {
-                refused = self.check(n, ev, names, now_ms);
-            }
+            l = self.pass_on(l, n, ev, names, now_ms, &mut refused);
         }
         let dry = self.locs[l].dry_run;
         let (decision, status) = if let Some((d, _)) = refused {
@@ -235,6 +228,29 @@ impl ConfExec {
             v.record(ev, names, status, keys.chain(refused_key), now_ms)?;
         }
         Ok((decision, level))
+    }
+
+    /// `try_files` passes the row from location `l` to the named location
+    /// `n`, whose limits run when none of `l`'s applied: the location that
+    /// decides the row.
+    #[cold]
+    #[inline(never)]
+    fn pass_on(
+        &mut self,
+        l: usize,
+        n: usize,
+        ev: &Event,
+        names: &[KeyNames],
+        now_ms: i64,
+        refused: &mut Option<(Decision, (u32, u32))>,
+    ) -> usize {
+        if !self.applied.is_empty() || self.locs[l].returns {
+            return l;
+        }
+        if !self.locs[n].returns {
+            *refused = self.check(n, ev, names, now_ms);
+        }
+        n
     }
 
     /// Checks the row against location `l`'s limits in order, noting each
