@@ -433,6 +433,19 @@ pub struct AuditArgs {
     /// Compare each row's emulated $limit_req_status with the one logged in FIELD.
     #[arg(long, value_name = "FIELD", requires = "nginx_conf")]
     pub verify_column: Option<String>,
+    /// Stop when an include of the nginx.conf names no file (by default
+    /// it is read as empty, and the report says so).
+    #[arg(long, requires = "nginx_conf")]
+    pub strict_includes: bool,
+    /// Fail (exit 1) when a location with limit_req matched no row of the
+    /// log: what was not tested is not passed.
+    #[arg(long, requires = "nginx_conf")]
+    pub fail_untested: bool,
+    /// URIs (a regex on the path) of files that exist: `try_files … @name`
+    /// serves them itself. Other rows of such a location go to @name: the
+    /// log cannot say whether the file existed.
+    #[arg(long = "static", value_name = "REGEX", requires = "nginx_conf")]
+    pub static_files: Option<String>,
     /// Fail (exit 1) when more than PCT percent of verified rows disagree.
     #[arg(long, value_name = "PCT", default_value = "0")]
     pub max_disagree: String,
@@ -440,6 +453,18 @@ pub struct AuditArgs {
     /// newly dropped and admitted, keys newly hurt and relieved.
     #[arg(long)]
     pub compare: bool,
+    /// Fail (exit 1) when a policy drops requests of more than N keys (or
+    /// PCT% of the keys): N, PCT% or LABEL=N.
+    #[arg(long, value_name = "[LABEL=]N|PCT%")]
+    pub max_keys_hurt: Vec<String>,
+    /// With --compare: fail (exit 1) when a policy drops more than N rows
+    /// (or PCT% of the rows) that the first policy admitted.
+    #[arg(long, value_name = "[LABEL=]N|PCT%", requires = "compare")]
+    pub max_newly_dropped: Vec<String>,
+    /// With --compare: fail (exit 1) when more than N keys (or PCT% of the
+    /// keys) see drops under a policy and none under the first.
+    #[arg(long, value_name = "[LABEL=]N|PCT%", requires = "compare")]
+    pub max_keys_newly_hurt: Vec<String>,
     /// Replay threads (default: one per four policies, leaving the reader a
     /// core; on two cores, two past eight policies). Policies keyed by one
     /// column are split by key across them; the report is the same for any N.

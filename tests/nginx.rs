@@ -972,3 +972,232 @@ fn csv_carries_the_locations_verification_and_comparison() {
         "{o}"
     );
 }
+
+#[test]
+fn untested_locations_and_unused_zones_are_said() {
+    // A conf.d fragment: zones and a server at the top, and an include
+    // copied off a server without the file it names.
+    let (conf, log) = setup(
+        "include /etc/nginx-drip-absent/mime.types;\n\
+         limit_req_zone $binary_remote_addr zone=api:1m rate=1r/s;\n\
+         limit_req_zone $binary_remote_addr zone=spare:1m rate=1r/s;\n\
+         server {\n location / { }\n location /api/ { limit_req zone=api; }\n\
+         location /login { limit_req zone=api; }\n}\n",
+        "remote_addr,uri,t\n1.1.1.1,/api/a,1700000000.000\n1.1.1.1,/api/b,1700000000.500\n1.1.1.1,/x,1700000001\n",
+    );
+    let out = drip(&[s(&log), "--nginx-conf", s(&conf)], None);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("read as the content of http")
+            && out
+                .stderr
+                .contains(":1: include '/etc/nginx-drip-absent/mime.types' was not found"),
+        "{}",
+        out.stderr
+    );
+    let row = |loc: &str| {
+        out.stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with(loc))
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+    };
+    assert_eq!(
+        row("location /login").as_deref(),
+        Some(&["location", "/login", "api", "1r/s", "0", "0", "0", "0", "0"][..]),
+        "{}",
+        out.stdout
+    );
+    assert_eq!(
+        row("location /api/").unwrap()[4..],
+        ["2", "1", "0", "1", "0"]
+    );
+    for want in [
+        "location /login has limit_req and matched no row of the log",
+        "zone \"spare\" (",
+        "is defined and no limit_req uses it",
+        "the results assume it holds no limit_req, location, server or map",
+    ] {
+        assert!(out.stdout.contains(want), "{want}: {}", out.stdout);
+    }
+    // A CI check: untested is a failure when asked.
+    let out = drip(
+        &[s(&log), "--nginx-conf", s(&conf), "--fail-untested", "-q"],
+        None,
+    );
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("crossed --fail-untested")
+            && out
+                .stderr
+                .contains("location /login matched no row of the log"),
+        "{}",
+        out.stderr
+    );
+    let out = drip(
+        &[s(&log), "--nginx-conf", s(&conf), "--strict-includes", "-q"],
+        None,
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains(":1: include '/etc/nginx-drip-absent/mime.types': no such file"),
+        "{}",
+        out.stderr
+    );
+    // Every limited location matched a row: the check passes.
+    let tested = log.with_file_name("tested.csv");
+    std::fs::write(
+        &tested,
+        "remote_addr,uri,t\n1.1.1.1,/api/a,1700000000\n1.1.1.1,/login,1700000002\n",
+    )
+    .unwrap();
+    let out = drip(
+        &[
+            s(&tested),
+            "--nginx-conf",
+            s(&conf),
+            "--fail-untested",
+            "-q",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+}
+
+#[test]
+fn a_same_millisecond_group_spans_the_locations_of_a_zone() {
+    // nginx saw /b first; the log (written at completion) has /a first.
+    // Two locations share the zone: the order within the millisecond is
+    // unknown for both, so the rows are one group.
+    let (conf, log) = setup(
+        "http { limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n\
+         server { location /a { limit_req zone=z; } location /b { limit_req zone=z; } } }\n",
+        "remote_addr,uri,t,limit_req_status\n1.1.1.1,/a,1700000000.000,REJECTED\n1.1.1.1,/b,1700000000.000,PASSED\n",
+    );
+    let out = verify(&log, &conf, &[]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("2 of 2 rows agree"), "{}", out.stdout);
+}
+
+#[test]
+fn a_pull_request_must_not_make_it_worse() {
+    // Before: burst=5; after: no burst. Three keys, 1r/s, bursts of 3.
+    let d = tmpdir();
+    let before = d.join("before.conf");
+    let after = d.join("after.conf");
+    let conf = |burst: &str| {
+        format!(
+            "http {{ limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n\
+             server {{ location / {{ limit_req zone=z{burst} nodelay; }} }} }}\n"
+        )
+    };
+    std::fs::write(&before, conf(" burst=5")).unwrap();
+    std::fs::write(&after, conf("")).unwrap();
+    let mut log = String::from("remote_addr,uri,t\n");
+    for (k, t) in [
+        ("1.1.1.1", 0),
+        ("1.1.1.1", 1),
+        ("1.1.1.1", 2),
+        ("2.2.2.2", 0),
+        ("2.2.2.2", 1),
+        ("3.3.3.3", 0),
+    ] {
+        log.push_str(&format!("{k},/,1700000000.{t:03}\n"));
+    }
+    let log_path = d.join("access.csv");
+    std::fs::write(&log_path, log).unwrap();
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            s(&log_path),
+            "--nginx-conf",
+            s(&before),
+            "--nginx-conf",
+            s(&after),
+            "--compare",
+            "-q",
+        ];
+        args.extend_from_slice(extra);
+        drip(&args, None)
+    };
+    // 3 rows newly dropped (of 6), 2 keys newly hurt (of 3).
+    let out = run(&["--max-newly-dropped", "3", "--max-keys-newly-hurt", "67%"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let out = run(&["--max-newly-dropped", "2"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("'after.conf' crossed --max-newly-dropped: measured 3 of 6, limit 2"),
+        "{}",
+        out.stderr
+    );
+    let out = run(&["--max-keys-newly-hurt", "50%"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("crossed --max-keys-newly-hurt: measured 2 of 3, limit 50%"),
+        "{}",
+        out.stderr
+    );
+    // --max-keys-hurt as size takes it, per label.
+    let out = run(&["--max-keys-hurt", "after.conf=1"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("'after.conf' crossed --max-keys-hurt: measured 2 of 3, limit 1"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    let out = run(&["--max-keys-hurt", "x%"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("a count (e.g. 3) or a percentage"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn discourses_rate_limit_template_limits_rows() {
+    // The limits sit in `location @discourse`, reached through
+    // `try_files $uri @discourse;`; one outlet folder is missing.
+    let mut log = String::from("remote_addr,uri,t\n");
+    for i in 0..20 {
+        log.push_str(&format!("10.0.0.1,/t/topic/1,1700000000.{:03}\n", 10 + i));
+    }
+    log.push_str("10.0.0.2,/assets/app.js,1700000000.050\n10.0.0.3,/srv/status,1700000000.100\n");
+    let path = tmpdir().join("discourse.csv");
+    std::fs::write(&path, log).unwrap();
+    let out = drip(
+        &[
+            s(&path),
+            "--nginx-conf",
+            "fixtures/nginx/discourse/discourse.conf",
+            "-f",
+            "json",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("discourse.conf:20: include 'conf.d/outlets/server/*.conf' was not found"),
+        "{}",
+        out.stderr
+    );
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let n = &v["policies"][0]["nginx"];
+    let at = n["locations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["location"] == "location @discourse")
+        .unwrap_or_else(|| panic!("{n}"));
+    // 12r/s burst=12 nodelay: 13 of the 20 same-second requests pass.
+    assert_eq!(
+        (at["requests"].clone(), at["rejected"].clone()),
+        (21.into(), 7.into()),
+        "{at}"
+    );
+    assert_eq!(v["policies"][0]["dropped"], 7);
+}

@@ -101,7 +101,12 @@ impl Policies {
         let specs = load_specs(args)?;
         let mut labels: Vec<String> = specs.iter().map(|s| s.label.clone()).collect();
         let nginx_vars = crate::nginx_conf::setup::parse_vars(&args.nginx_var)?;
-        let confs = crate::nginx_conf::setup::load_confs(&args.nginx_conf, &labels, args.quiet)?;
+        let confs = crate::nginx_conf::setup::load_confs(
+            &args.nginx_conf,
+            &labels,
+            args.quiet,
+            args.strict_includes,
+        )?;
         labels.extend(confs.iter().map(|(l, _)| l.clone()));
         Ok(Policies {
             specs,
@@ -252,7 +257,20 @@ fn conf_runs(
     } else {
         crate::ingest::peek::log_fields(input)
     };
+    let static_files = args
+        .static_files
+        .as_deref()
+        .map(|r| {
+            regex::Regex::new(r).map_err(|e| {
+                anyhow::anyhow!(
+                    "--static '{r}': not a regex drip can evaluate ({}); give a regex of the URIs of existing files, e.g. '\\.(css|js|png)$'",
+                    e.to_string().lines().last().unwrap_or("invalid").trim()
+                )
+            })
+        })
+        .transpose()?;
     let conf_opts = nginx::ConfOptions {
+        static_files: static_files.as_ref(),
         log_fields: log_fields.as_deref(),
         overrides: nginx_vars,
         location: args.nginx_location.as_deref(),

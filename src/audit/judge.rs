@@ -1,6 +1,8 @@
 //! Judging a report: the thresholds of a run (`--max-drop-rate`,
-//! `--max-drops`, `--max-wait`, `--max-disagree`), checked once when given
-//! and again against the finished report, each crossing worded for a line.
+//! `--max-drops`, `--max-wait`, `--max-keys-hurt`, `--max-disagree`,
+//! `--fail-untested`, and with `--compare` `--max-newly-dropped` and
+//! `--max-keys-newly-hurt`), checked once when given and again against
+//! the finished report, each crossing worded for a line.
 
 use crate::cli::AuditArgs;
 use crate::percent::Percent;
@@ -48,13 +50,45 @@ fn parse_thresholds<T>(
         .collect()
 }
 
+/// A bound on a count: at most N, or at most PCT% of a whole.
+#[derive(Clone, Copy)]
+enum Bound {
+    Count(u64),
+    Share(Percent),
+}
+
+impl Bound {
+    /// `N` or `PCT%`.
+    fn parse(text: &str) -> Option<Bound> {
+        match text.strip_suffix('%') {
+            Some(p) => Percent::parse(p).map(Bound::Share),
+            None => text.parse::<u64>().ok().map(Bound::Count),
+        }
+    }
+
+    fn exceeded_by(self, part: u64, whole: u64) -> bool {
+        match self {
+            Bound::Count(n) => part > n,
+            Bound::Share(p) => p.exceeded_by(part, whole),
+        }
+    }
+}
+
+const BOUND_EXAMPLE: &str = "a count (e.g. 3) or a percentage with '%' (e.g. 1%)";
+
 /// The thresholds of a run, checked once the report is built.
 pub(super) struct Thresholds {
     max_drop_rate: Vec<Threshold<Percent>>,
     max_drops: Vec<Threshold<u64>>,
     max_wait: Vec<Threshold<Nanos>>,
+    max_keys_hurt: Vec<Threshold<Bound>>,
+    /// `--max-newly-dropped`, `--max-keys-newly-hurt` (of `--compare`).
+    max_newly_dropped: Vec<Threshold<Bound>>,
+    max_keys_newly_hurt: Vec<Threshold<Bound>>,
     /// `--max-disagree`, and as given.
     max_disagree: (Percent, String),
+    /// `--fail-untested`.
+    fail_untested: bool,
 }
 
 impl Thresholds {
@@ -88,12 +122,39 @@ impl Thresholds {
                 "a duration, e.g. 2s or api=500ms",
             )?,
             max_disagree: (max_disagree, args.max_disagree.trim().to_string()),
+            fail_untested: args.fail_untested,
+            max_keys_hurt: parse_thresholds(
+                "--max-keys-hurt",
+                &args.max_keys_hurt,
+                labels,
+                Bound::parse,
+                BOUND_EXAMPLE,
+            )?,
+            max_newly_dropped: parse_thresholds(
+                "--max-newly-dropped",
+                &args.max_newly_dropped,
+                labels,
+                Bound::parse,
+                BOUND_EXAMPLE,
+            )?,
+            max_keys_newly_hurt: parse_thresholds(
+                "--max-keys-newly-hurt",
+                &args.max_keys_newly_hurt,
+                labels,
+                Bound::parse,
+                BOUND_EXAMPLE,
+            )?,
         })
     }
 
     /// True when a threshold on drops or waits is given.
     pub(super) fn gated(&self) -> bool {
-        !(self.max_drop_rate.is_empty() && self.max_drops.is_empty() && self.max_wait.is_empty())
+        !(self.max_drop_rate.is_empty()
+            && self.max_drops.is_empty()
+            && self.max_wait.is_empty()
+            && self.max_keys_hurt.is_empty()
+            && self.max_newly_dropped.is_empty()
+            && self.max_keys_newly_hurt.is_empty())
     }
 }
 
@@ -139,8 +200,68 @@ pub(super) fn crossings(t: &Thresholds, report: &Report) -> Vec<Crossing> {
             }
         }
     }
+    crossings.extend(hurt(t, report));
     crossings.extend(disagreements(t, report));
+    if t.fail_untested {
+        crossings.extend(untested(report));
+    }
     crossings
+}
+
+/// The nginx.conf runs with a limited location that matched no row.
+fn untested(report: &Report) -> Vec<Crossing> {
+    report
+        .policies
+        .iter()
+        .filter_map(|p| {
+            let n = p.nginx.as_ref()?;
+            (!n.untested.is_empty()).then(|| Crossing {
+                policy: p.label.clone(),
+                threshold: "--fail-untested".into(),
+                limit: "every location with limit_req matches a row".into(),
+                measured: format!(
+                    "{} matched no row of the log",
+                    crate::quote::names(&n.untested)
+                ),
+            })
+        })
+        .collect()
+}
+
+/// The policies hurting more keys than `--max-keys-hurt` allows, and the
+/// compared ones making more rows or keys worse than `--max-newly-dropped`
+/// and `--max-keys-newly-hurt` allow.
+fn hurt(t: &Thresholds, report: &Report) -> Vec<Crossing> {
+    let applies = |label: &Option<String>, p: &str| label.as_deref().is_none_or(|l| l == p);
+    let crossing = |policy: &str, flag: &str, t: &Threshold<Bound>, part: u64, whole: u64| {
+        (applies(&t.label, policy) && t.value.exceeded_by(part, whole)).then(|| Crossing {
+            policy: policy.to_string(),
+            threshold: flag.into(),
+            limit: t.text.clone(),
+            measured: format!("{part} of {whole}"),
+        })
+    };
+    let mut out = Vec::new();
+    for p in &report.policies {
+        for x in &t.max_keys_hurt {
+            let (n, of) = (p.keys_with_drops, p.keys_seen);
+            out.extend(crossing(&p.label, "--max-keys-hurt", x, n, of));
+        }
+    }
+    for c in &report.compare {
+        let Some(p) = report.policies.iter().find(|p| p.label == c.policy) else {
+            continue;
+        };
+        for x in &t.max_newly_dropped {
+            let (n, of) = (c.newly_dropped, p.requests);
+            out.extend(crossing(&c.policy, "--max-newly-dropped", x, n, of));
+        }
+        for x in &t.max_keys_newly_hurt {
+            let (n, of) = (c.keys_newly_hurt, p.keys_seen);
+            out.extend(crossing(&c.policy, "--max-keys-newly-hurt", x, n, of));
+        }
+    }
+    out
 }
 
 /// The nginx.conf runs whose verified rows disagree more than

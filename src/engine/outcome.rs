@@ -85,6 +85,12 @@ pub struct NginxReport {
     pub notes: Vec<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verify: Option<VerifyReport>,
+    /// Locations with `limit_req` that matched no row.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub untested: Vec<String>,
+    /// Zones no `limit_req` uses: `zone "NAME" (file:line)`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unused_zones: Vec<String>,
 }
 
 /// Rows by `$limit_req_status` at one location.

@@ -23,8 +23,9 @@ impl NginxConf {
                 "map" => self.map(d)?,
                 "log_format" => self.log_format(d)?,
                 "server" => servers.push(d),
-                "geo" | "split_clients" | "perl_set" | "js_set" | "geoip_country"
-                | "geoip_city" | "geoip2" => {
+                "geo" => self.geo(d)?,
+                "split_clients" | "perl_set" | "js_set" | "geoip_country" | "geoip_city"
+                | "geoip2" => {
                     let var = d
                         .args
                         .iter()
@@ -47,6 +48,7 @@ impl NginxConf {
             self.servers.push(Server {
                 names: Vec::new(),
                 default: true,
+                regexes: Vec::new(),
                 fallback: loc,
                 tree: Vec::new(),
                 pos: block.first().map_or(
@@ -95,6 +97,7 @@ impl NginxConf {
             limits: Vec::new(),
             dry_run: level.dry_run.unwrap_or(false),
             returns,
+            try_named: None,
         });
         self.locations.len() - 1
     }
@@ -129,14 +132,24 @@ impl NginxConf {
         let fallback = self.push_location("server".into(), si, &level, returns);
         pending.push((fallback, level.limits.clone().unwrap_or_default()));
         let mut tree = Vec::new();
+        let mut named = Vec::new();
         for x in block.iter().filter(|x| x.name == "location") {
-            if let Some(n) = self.location(x, si, &level, returns, pending)? {
-                tree.push(n);
+            let n = self.location(x, si, &level, returns, None, pending)?;
+            match &n.how {
+                Match::Named(name) => named.push((name.clone(), n.index)),
+                _ => tree.push(n),
             }
         }
+        self.resolve_try_files(&named);
+        let regexes = names
+            .iter()
+            .filter_map(|n| n.strip_prefix('~'))
+            .map(|r| name_regex(d, r))
+            .collect::<Result<_, _>>()?;
         self.servers.push(Server {
             names,
             default,
+            regexes,
             fallback,
             tree,
             pos: d.pos.clone(),
@@ -144,19 +157,27 @@ impl NginxConf {
         Ok(())
     }
 
+    /// A location block (`parent`: the one it is nested in). A `return`
+    /// of the server answers every request; one of a location answers
+    /// only the requests of that location, not of the ones nested in it
+    /// (rewrite-phase directives are not inherited).
     fn location(
         &mut self,
         d: &Directive,
         server: usize,
         outer: &Level,
         server_returns: bool,
+        parent: Option<&Match>,
         pending: &mut Vec<(usize, Vec<LimitLine>)>,
-    ) -> Result<Option<Node>, ConfError> {
+    ) -> Result<Node, ConfError> {
         let Some(block) = d.block.as_deref() else {
             return Err(d.pos.err("location needs a block { … }"));
         };
+        if let Some(p) = parent {
+            nested_check(d, p)?;
+        }
         let how = match d.args.as_slice() {
-            [u] if u.starts_with('@') => return Ok(None), // reached by internal redirects only
+            [u] if u.starts_with('@') => Match::Named(u.clone()),
             [m, u] if m == "=" => Match::Exact(u.clone()),
             [m, u] if m == "^~" => Match::NoRegex(u.clone()),
             [m, u] if m == "~" || m == "~*" => Match::Regex(location_regex(d, u, m == "~*")?),
@@ -190,29 +211,105 @@ impl NginxConf {
         let name = format!("location {}", d.args.join(" "));
         let index = self.push_location(name, server, &level, returns);
         let limits = level.limits.clone().unwrap_or_default();
-        if let Some(t) = try_files
-            && limits.is_empty()
-            && !returns
-        {
-            self.note(
-                &t.pos,
-                "try_files",
-                "requests it passes to another location are limited there by nginx, and not by drip",
-            );
+        if let Some(t) = try_files {
+            match t.args.last() {
+                Some(to) if to.starts_with('@') => {
+                    self.try_pending.push((index, to.clone(), t.pos.clone()));
+                }
+                Some(to) if !to.starts_with('=') && limits.is_empty() && !returns => self.note(
+                    &t.pos,
+                    "try_files",
+                    "requests it passes to another URI are limited by that URI's location in nginx, and not by drip",
+                ),
+                _ => {}
+            }
         }
         pending.push((index, limits));
         let mut children = Vec::new();
         for x in block.iter().filter(|x| x.name == "location") {
-            if let Some(n) = self.location(x, server, &level, returns, pending)? {
-                children.push(n);
-            }
+            let n = self.location(x, server, &level, server_returns, Some(&how), pending)?;
+            children.push(n);
         }
-        Ok(Some(Node {
+        Ok(Node {
             how,
             index,
             children,
-        }))
+        })
     }
+
+    /// Points each `try_files … @name` of the server just read at its
+    /// named location; one naming none is a note (nginx answers 500).
+    fn resolve_try_files(&mut self, named: &[(String, usize)]) {
+        for (loc, name, pos) in std::mem::take(&mut self.try_pending) {
+            match named.iter().find(|(n, _)| *n == name) {
+                Some(&(_, to)) => self.locations[loc].try_named = Some(to),
+                None => self.note(
+                    &pos,
+                    &format!("try_files … {name}"),
+                    "the server has no such named location (nginx answers 500); rows stay in this location",
+                ),
+            }
+        }
+    }
+}
+
+/// What nginx -t checks of a location nested in `parent`: no location
+/// inside an exact or a named one, no named location below the server,
+/// and a prefix or exact location starting with its parent's text.
+fn nested_check(d: &Directive, parent: &Match) -> Result<(), ConfError> {
+    let (kind, text) = match d.args.as_slice() {
+        [m, u] => (m.as_str(), u.as_str()),
+        [u] => match ["=", "^~", "~*", "~", "@"]
+            .iter()
+            .find(|m| u.starts_with(**m))
+        {
+            Some(&"@") => ("@", u.as_str()),
+            Some(m) => (*m, &u[m.len()..]),
+            None => ("", u.as_str()),
+        },
+        _ => return Ok(()),
+    };
+    let refuse = |why: String| Err(d.pos.err(format!("{why}: nginx -t refuses this config")));
+    match parent {
+        Match::Exact(p) => {
+            return refuse(format!(
+                "location \"{text}\" cannot be inside the exact location \"{p}\""
+            ));
+        }
+        Match::Named(p) => {
+            return refuse(format!(
+                "location \"{text}\" cannot be inside the named location \"{p}\""
+            ));
+        }
+        _ if kind == "@" => {
+            return refuse(format!(
+                "named location \"{text}\" can be on the server level only"
+            ));
+        }
+        Match::Prefix(p) | Match::NoRegex(p)
+            if !kind.starts_with('~') && !text.starts_with(p.as_str()) =>
+        {
+            return refuse(format!("location \"{text}\" is outside location \"{p}\""));
+        }
+        Match::Regex(re) if !kind.starts_with('~') => {
+            let p = re.as_str().trim_start_matches("(?i)");
+            if !text.starts_with(p) {
+                return refuse(format!("location \"{text}\" is outside location \"{p}\""));
+            }
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// A regex `server_name`, caseless as nginx compiles it.
+fn name_regex(d: &Directive, r: &str) -> Result<regex::Regex, ConfError> {
+    regex::Regex::new(&format!("(?i){r}")).map_err(|e| {
+        d.pos.err(format!(
+            "server_name regex '~{r}' is not one drip can evaluate ({}); audit a copy of the config with it rewritten without look-around or backreferences",
+            e.to_string().lines().last().unwrap_or("invalid").trim()
+        ))
+    })
 }
 
 /// A location's regex, as nginx's PCRE would match it; one the regex

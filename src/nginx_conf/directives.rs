@@ -74,6 +74,12 @@ impl NginxConf {
             }
             "if" if ctx != "http" => {
                 let inner = d.block.as_deref().unwrap_or_default();
+                if let Some(x) = inner.iter().find(|x| x.name.starts_with("limit_req")) {
+                    return Err(x.pos.err(format!(
+                        "\"{}\" directive is not allowed here (inside 'if'): nginx -t refuses this config; put it in a location",
+                        x.name
+                    )));
+                }
                 if let Some(x) = inner
                     .iter()
                     .find(|x| matches!(x.name.as_str(), "return" | "rewrite" | "set"))

@@ -27,6 +27,9 @@ pub enum Match {
     /// `^~`: a prefix that, when it is the longest, stops the regex search.
     NoRegex(String),
     Regex(Regex),
+    /// `@name`: reached only by an internal redirect (`try_files`), never
+    /// by a URI.
+    Named(String),
 }
 
 /// A location in the server's tree; `index` points into the config's
@@ -104,51 +107,132 @@ fn find_level(nodes: &[Node], uri: &str) -> Found {
 /// query dropped, `%XX` decoded, runs of `/` merged, `.` and `..` segments
 /// resolved (never above the root).
 pub fn normalize(target: &str) -> String {
-    let mut t = target;
-    if let Some(rest) = t
-        .strip_prefix("http://")
-        .or_else(|| t.strip_prefix("https://"))
-    {
-        t = rest.find('/').map_or("/", |i| &rest[i..]);
-    }
-    let t = t.split(['?', '#']).next().unwrap_or("");
-    let b = t.as_bytes();
-    let mut decoded = Vec::with_capacity(b.len());
+    let mut out = Vec::with_capacity(target.len() + 1);
+    normalize_into(target.as_bytes(), &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// [`normalize`], appending the bytes to `out` (no allocation of its own).
+pub fn normalize_into(target: &[u8], out: &mut Vec<u8>) {
+    let t = path_of(target);
+    let end = t
+        .iter()
+        .position(|&c| c == b'?' || c == b'#')
+        .unwrap_or(t.len());
+    let t = &t[..end];
+    let base = out.len();
+    out.push(b'/');
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
     let mut i = 0;
-    while i < b.len() {
-        let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-        if b[i] == b'%'
-            && i + 2 < b.len()
-            && let (Some(h), Some(l)) = (hex(b[i + 1]), hex(b[i + 2]))
-        {
-            decoded.push(h * 16 + l);
-            i += 3;
-            continue;
-        }
-        decoded.push(b[i]);
+    while i < t.len() {
+        let mut c = t[i];
         i += 1;
-    }
-    let text = String::from_utf8_lossy(&decoded);
-    let mut segs: Vec<&str> = Vec::new();
-    let trailing = text.ends_with('/') || text.ends_with("/.") || text.ends_with("/..");
-    for s in text.split('/') {
-        match s {
-            "" | "." => {}
-            ".." => {
-                segs.pop();
+        if c == b'%'
+            && i + 1 < t.len()
+            && let (Some(h), Some(l)) = (hex(t[i]), hex(t[i + 1]))
+        {
+            c = h * 16 + l;
+            i += 2;
+        }
+        if c == b'/' {
+            close_segment(out, base);
+            if out.last() != Some(&b'/') {
+                out.push(b'/');
             }
-            s => segs.push(s),
+        } else {
+            out.push(c);
         }
     }
-    let mut out = String::with_capacity(text.len() + 1);
-    for s in &segs {
-        out.push('/');
-        out.push_str(s);
+    close_segment(out, base);
+}
+
+/// The target without an absolute form's scheme and host.
+fn path_of(target: &[u8]) -> &[u8] {
+    match target
+        .strip_prefix(b"http://")
+        .or_else(|| target.strip_prefix(b"https://"))
+    {
+        Some(rest) => rest
+            .iter()
+            .position(|&c| c == b'/')
+            .map_or(b"/", |i| &rest[i..]),
+        None => target,
     }
-    if out.is_empty() || (trailing && !segs.is_empty()) {
-        out.push('/');
+}
+
+/// Resolves the last segment of the path written from `base` on when it
+/// is `.` (dropped) or `..` (dropped with the one before it).
+fn close_segment(out: &mut Vec<u8>, base: usize) {
+    let slash = |out: &[u8]| base + out[base..].iter().rposition(|&c| c == b'/').unwrap_or(0);
+    let start = slash(out) + 1;
+    match &out[start..] {
+        b"." => out.truncate(start),
+        b".." => {
+            out.truncate(start - 1);
+            if out.len() > base {
+                let prev = slash(out);
+                out.truncate(prev + 1);
+            } else {
+                out.push(b'/');
+            }
+        }
+        _ => {}
     }
-    out
+}
+
+/// A variable nginx derives from the request target.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Target {
+    /// `$request_uri`: the target as sent (`/r/%61?x=1`).
+    RequestUri,
+    /// `$uri`, `$document_uri`: the normalized path ([`normalize`]).
+    Uri,
+    /// `$args`, `$query_string`: what follows the first `?`.
+    Args,
+    /// `$is_args`: `?` when there is a query, else empty.
+    IsArgs,
+    /// `$arg_NAME`: the value of the first `NAME=` of the query (the name
+    /// compared caseless, as nginx does); empty when there is none.
+    Arg(Vec<u8>),
+}
+
+impl Target {
+    /// The target variable `name` is, if it is one.
+    pub fn of(name: &str) -> Option<Target> {
+        Some(match name {
+            "request_uri" => Target::RequestUri,
+            "uri" | "document_uri" => Target::Uri,
+            "args" | "query_string" => Target::Args,
+            "is_args" => Target::IsArgs,
+            n => Target::Arg(n.strip_prefix("arg_")?.to_ascii_lowercase().into_bytes()),
+        })
+    }
+
+    /// Appends the variable's value for a request with `target` to `out`.
+    pub fn eval(&self, target: &[u8], out: &mut Vec<u8>) {
+        let query = target
+            .iter()
+            .position(|&c| c == b'?')
+            .map(|q| &target[q + 1..]);
+        match self {
+            Target::RequestUri => out.extend_from_slice(path_of(target)),
+            Target::Uri => normalize_into(target, out),
+            Target::Args => out.extend_from_slice(query.unwrap_or_default()),
+            Target::IsArgs => {
+                if query.is_some() {
+                    out.push(b'?');
+                }
+            }
+            Target::Arg(name) => {
+                let query = query.unwrap_or_default();
+                let value = query.split(|&c| c == b'&').find_map(|kv| {
+                    let (k, v) = kv.split_at(kv.iter().position(|&c| c == b'=')?);
+                    k.eq_ignore_ascii_case(name).then(|| &v[1..])
+                });
+                out.extend_from_slice(value.unwrap_or_default());
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -233,8 +317,43 @@ mod tests {
             ("", "/"),
             ("http://h.example:8080/p?q", "/p"),
             ("/bad%zz", "/bad%zz"),
+            ("/a/.", "/a/"),
+            ("/a/b/..", "/a/"),
+            ("/%70", "/p"),
+            ("//p", "/p"),
+            ("/q/x/../p", "/q/p"),
+            ("/a%2F..%2Fb", "/b"),
+            ("/r/%2e%2e/p", "/p"),
+            ("/x%2", "/x%2"),
         ] {
             assert_eq!(normalize(raw), want, "{raw}");
         }
+    }
+
+    #[test]
+    fn request_variables_follow_from_the_target() {
+        let eval = |var: &str, target: &str| {
+            let mut out = b"k".to_vec();
+            Target::of(var).unwrap().eval(target.as_bytes(), &mut out);
+            String::from_utf8(out).unwrap()
+        };
+        for (var, target, want) in [
+            ("request_uri", "/r/%61?x=1", "k/r/%61?x=1"),
+            ("request_uri", "http://h/r//a", "k/r//a"),
+            ("uri", "/%70?a=2", "k/p"),
+            ("document_uri", "/q/../p", "k/p"),
+            ("args", "/p?a=1&b=2", "ka=1&b=2"),
+            ("query_string", "/p", "k"),
+            ("is_args", "/p?", "k?"),
+            ("is_args", "/p", "k"),
+            ("arg_x", "/p?x=1&x=3", "k1"),
+            ("arg_x", "/p?a=1&X=2", "k2"),
+            ("arg_x", "/p?xx=1", "k"),
+            ("arg_x", "/p?x=&y=1", "k"),
+            ("arg_x", "/p?x&x=4", "k4"),
+        ] {
+            assert_eq!(eval(var, target), want, "{var} {target}");
+        }
+        assert_eq!(Target::of("remote_addr"), None);
     }
 }

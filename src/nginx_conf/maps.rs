@@ -4,7 +4,7 @@
 
 use super::expr::{Expr, Map};
 use super::tree::Directive;
-use super::{ConfError, NginxConf, VarSource};
+use super::{ConfError, NginxConf, VarSource, location};
 use std::collections::HashMap;
 
 impl NginxConf {
@@ -102,7 +102,9 @@ impl NginxConf {
     /// What variable `name` reads for a request of `server`: an explicit
     /// `overrides` entry (one for `remote_addr` serves
     /// `binary_remote_addr` too), a map, `$remote_addr`/`$binary_remote_addr` (the
-    /// `remote_addr` field), `$server_name` (the server's first name), or
+    /// `remote_addr` field), `$server_name` (the server's first name), a
+    /// part of the request target (`$uri`, `$args`, `$arg_NAME`, … from
+    /// the `uri` field, the target a log reader takes from `$request`), or
     /// the log field of the same name. Variables drip cannot evaluate
     /// (`geo`, `set`, …) are an error naming where they are defined.
     pub fn var_source(
@@ -123,10 +125,20 @@ impl NginxConf {
         if let Some(m) = self.maps.iter().position(|m| m.var == name) {
             return Ok(VarSource::Map(m));
         }
+        if let Some(g) = self.geos.iter().position(|g| g.var == name) {
+            return Ok(VarSource::Geo(g));
+        }
         if let Some((pos, how)) = self.unmodelled_vars.get(name) {
             return Err(format!(
                 "{pos}: ${name} is set by '{how}', which drip does not evaluate; give --nginx-var {name}=FIELD with a log field holding its value"
             ));
+        }
+        if let Some(t) = location::Target::of(name) {
+            let field = overrides
+                .get("request_uri")
+                .or_else(|| overrides.get("uri"))
+                .map_or("uri", String::as_str);
+            return Ok(VarSource::Request(t, field.to_string()));
         }
         Ok(match name {
             "binary_remote_addr" | "remote_addr" => VarSource::Field("remote_addr".into()),
@@ -156,12 +168,15 @@ impl NginxConf {
     ) -> Result<(), String> {
         for v in e.vars() {
             match self.var_source(v, server, overrides)? {
-                VarSource::Field(f) => {
+                VarSource::Field(f) | VarSource::Request(_, f) => {
                     if !out.contains(&f) {
                         out.push(f);
                     }
                 }
                 VarSource::Const(_) => {}
+                VarSource::Geo(g) => {
+                    self.fields_of(&self.geos[g].source, server, overrides, out)?
+                }
                 VarSource::Map(m) => {
                     let m = &self.maps[m];
                     self.fields_of(&m.source, server, overrides, out)?;
@@ -191,6 +206,13 @@ impl NginxConf {
                 super::expr::Part::Var(v) => match self.var_source(v, server, overrides) {
                     Ok(VarSource::Field(f)) => out.extend_from_slice(&field(&f)),
                     Ok(VarSource::Const(c)) => out.extend_from_slice(c.as_bytes()),
+                    Ok(VarSource::Request(t, f)) => t.eval(&field(&f), out),
+                    Ok(VarSource::Geo(g)) => {
+                        let geo = &self.geos[g];
+                        let mut src = Vec::new();
+                        self.eval(&geo.source, server, overrides, field, &mut src);
+                        out.extend_from_slice(geo.lookup(&src).as_bytes());
+                    }
                     Ok(VarSource::Map(m)) => {
                         let map = &self.maps[m];
                         let mut src = Vec::new();

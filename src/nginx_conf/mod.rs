@@ -15,6 +15,7 @@
 mod blocks;
 mod directives;
 pub mod expr;
+pub mod geo;
 pub mod location;
 mod maps;
 mod select;
@@ -30,7 +31,7 @@ use expr::{Expr, Map};
 use location::Node;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use tree::{Directive, Pos};
+use tree::Pos;
 
 /// A config error: file, line and what is wrong.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -97,6 +98,9 @@ pub struct Location {
     /// A `return` answers every request in the rewrite phase, before
     /// `limit_req` runs: never limited.
     pub returns: bool,
+    /// The named location its `try_files … @name` passes requests to
+    /// (index into [`NginxConf::locations`]).
+    pub try_named: Option<usize>,
 }
 
 /// One `server { }`.
@@ -105,6 +109,8 @@ pub struct Server {
     /// `server_name`s as written; the first is `$server_name`.
     pub names: Vec<String>,
     pub default: bool,
+    /// Its regex names (`~…`), compiled caseless as nginx does.
+    pub regexes: Vec<regex::Regex>,
     /// Index of its own settings in [`NginxConf::locations`].
     pub fallback: usize,
     pub tree: Vec<Node>,
@@ -136,6 +142,11 @@ pub enum VarSource {
     Const(String),
     /// A `map` (index into [`NginxConf::maps`]).
     Map(usize),
+    /// A `geo` (index into [`NginxConf::geos`]).
+    Geo(usize),
+    /// A part of the request target, read from this log field (the
+    /// target as sent, which a log reader takes from `$request`).
+    Request(location::Target, String),
 }
 
 /// A whole config, as `limit_req` sees it.
@@ -144,6 +155,7 @@ pub struct NginxConf {
     pub path: PathBuf,
     pub zones: Vec<Zone>,
     pub maps: Vec<Map>,
+    pub geos: Vec<geo::Geo>,
     pub locations: Vec<Location>,
     pub servers: Vec<Server>,
     pub log_formats: Vec<LogFormat>,
@@ -151,10 +163,28 @@ pub struct NginxConf {
     /// One line per directive that may change a decision and is not
     /// modelled.
     pub notes: Vec<String>,
+    /// What the results assume of the config (how a fragment was read,
+    /// includes that were not found): on stderr and in the report.
+    pub assumptions: Vec<String>,
+    /// `try_files … @name` lines waiting for their server's named
+    /// locations: (location, name, where).
+    try_pending: Vec<(usize, String, Pos)>,
     /// Variables set by directives drip cannot evaluate (`geo`, `set`, …),
     /// with where.
     unmodelled_vars: HashMap<String, (Pos, String)>,
 }
+
+/// Directives that make a file without `http { }` a fragment read as its
+/// content (a `conf.d` or `sites-available` file).
+const FRAGMENT: &[&str] = &[
+    "server",
+    "limit_req_zone",
+    "limit_req",
+    "map",
+    "geo",
+    "log_format",
+    "upstream",
+];
 
 /// A `limit_req` line before its zone is resolved: zone name, burst,
 /// delay (`None`: nodelay), where.
@@ -179,24 +209,27 @@ impl Level {
 }
 
 impl NginxConf {
-    /// Reads and checks the config at `path`.
-    pub fn load(path: &Path) -> Result<NginxConf, ConfError> {
-        let top = tree::parse_file(path)?;
-        Self::from_tree(path, &top)
+    /// Reads and checks the config at `path`; with `strict_includes`, an
+    /// include that names no file is an error, else an assumption.
+    pub fn load(path: &Path, strict_includes: bool) -> Result<NginxConf, ConfError> {
+        let parsed = tree::parse_file(path, strict_includes)?;
+        Self::from_tree(path, parsed)
     }
 
     /// Reads config text held in memory (includes from `root`).
     #[cfg(test)]
     pub fn from_text(text: &str, name: &Path, root: &Path) -> Result<NginxConf, ConfError> {
-        let top = tree::parse_text(text, name, root)?;
-        Self::from_tree(name, &top)
+        let parsed = tree::parse_text(text, name, root)?;
+        Self::from_tree(name, parsed)
     }
 
-    fn from_tree(path: &Path, top: &[Directive]) -> Result<NginxConf, ConfError> {
+    fn from_tree(path: &Path, parsed: tree::Parsed) -> Result<NginxConf, ConfError> {
+        let top = &parsed.top;
         let mut c = NginxConf {
             path: path.to_path_buf(),
             zones: Vec::new(),
             maps: Vec::new(),
+            geos: Vec::new(),
             locations: Vec::new(),
             servers: Vec::new(),
             log_formats: vec![LogFormat {
@@ -206,22 +239,42 @@ impl NginxConf {
             }],
             access_logs: Vec::new(),
             notes: Vec::new(),
+            assumptions: Vec::new(),
+            try_pending: Vec::new(),
             unmodelled_vars: HashMap::new(),
         };
-        let mut pending: Vec<(usize, Vec<LimitLine>)> = Vec::new();
-        let mut http_seen = false;
-        for d in top {
-            if d.name == "http" {
-                http_seen = true;
-                let block = d.block.as_deref().unwrap_or_default();
-                c.http(block, &mut pending)?;
-            }
+        for (pos, pattern, looked) in &parsed.missing {
+            let looked = looked.display().to_string();
+            let at = if looked == *pattern {
+                String::new()
+            } else {
+                format!(" ({looked})")
+            };
+            c.assumptions.push(format!(
+                "{pos}: include '{pattern}' was not found{at}; the results assume it holds no limit_req, location, server or map (--strict-includes makes this an error)"
+            ));
         }
-        if !http_seen {
+        let mut pending: Vec<(usize, Vec<LimitLine>)> = Vec::new();
+        let mut https = top.iter().filter(|d| d.name == "http");
+        if let Some(d) = https.next() {
+            if let Some(again) = https.next() {
+                return Err(again.pos.err(
+                    "\"http\" directive is duplicate: nginx -t refuses a second http block; merge them into one",
+                ));
+            }
+            c.http(d.block.as_deref().unwrap_or_default(), &mut pending)?;
+        } else if let Some(d) = top.iter().find(|d| FRAGMENT.contains(&d.name.as_str())) {
+            c.assumptions.push(format!(
+                "{}: no http block, and '{}' at the top: read as the content of http {{ … }}, as nginx reads a conf.d or sites-available file through an include",
+                path.display(),
+                d.name
+            ));
+            c.http(top, &mut pending)?;
+        } else {
             return Err(ConfError {
                 file: path.to_path_buf(),
                 line: 0,
-                msg: "no 'http { … }' block: nothing for limit_req to do; give the main nginx.conf (the file with the http block)".into(),
+                msg: "no 'http { … }' block and no server or limit_req_zone at the top: nothing for limit_req to do; give the main nginx.conf (the file with the http block) or a conf.d file".into(),
             });
         }
         c.resolve_zones(pending)?;

@@ -4,9 +4,12 @@
 use super::{NginxConf, location};
 
 impl NginxConf {
-    /// The server for a `Host` value (`None`: the log has no host): exact
-    /// names first, then `*.suffix`/`.suffix`, then `prefix.*`, then the
-    /// default server (the one marked `default_server`, else the first).
+    /// The server for a `Host` value (`None`: the log has no host), as
+    /// nginx chooses it: an exact name; else the longest wildcard name
+    /// starting with `*.` (or `.`, which also matches the name without
+    /// it); else the longest one ending with `.*`; else the first regex
+    /// name (`~…`) that matches, in the config's order; else the default
+    /// server (the one marked `default_server`, else the first).
     pub fn server_for(&self, host: Option<&str>) -> usize {
         let default = self.servers.iter().position(|s| s.default).unwrap_or(0);
         let Some(host) = host else {
@@ -18,24 +21,47 @@ impl NginxConf {
             _ => host,
         };
         let host = host.to_ascii_lowercase();
-        let by = |f: &dyn Fn(&str) -> bool| {
-            self.servers
-                .iter()
-                .position(|s| s.names.iter().any(|n| f(&n.to_ascii_lowercase())))
+        // The server whose name `score` rates highest (0: no match); the
+        // first on a tie.
+        let best = |score: &dyn Fn(&str) -> usize| {
+            let mut best = (0, default);
+            for (i, s) in self.servers.iter().enumerate() {
+                for n in &s.names {
+                    let v = score(&n.to_ascii_lowercase());
+                    if v > best.0 {
+                        best = (v, i);
+                    }
+                }
+            }
+            (best.0 > 0).then_some(best.1)
         };
-        by(&|n| n == host)
+        let exact = |n: &str| {
+            let n = n.strip_prefix('.').unwrap_or(n);
+            usize::from(!n.starts_with('~') && n == host)
+        };
+        let leading = |n: &str| {
+            let suffix = n
+                .strip_prefix('*')
+                .or_else(|| n.strip_prefix('.').map(|_| n));
+            match suffix {
+                Some(s) if s.starts_with('.') && host.ends_with(s) && host.len() > s.len() => {
+                    s.len()
+                }
+                _ => 0,
+            }
+        };
+        let trailing = |n: &str| match n.strip_suffix('*') {
+            Some(p) if p.ends_with('.') && host.starts_with(p) && host.len() > p.len() => p.len(),
+            _ => 0,
+        };
+        best(&exact)
+            .or_else(|| best(&leading))
+            .or_else(|| best(&trailing))
             .or_else(|| {
-                by(&|n| {
-                    n.strip_prefix('*')
-                        .map(|s| host.ends_with(s))
-                        .or_else(|| {
-                            n.strip_prefix('.')
-                                .map(|s| host == s || host.ends_with(&format!(".{s}")))
-                        })
-                        .unwrap_or(false)
-                })
+                self.servers
+                    .iter()
+                    .position(|s| s.regexes.iter().any(|r| r.is_match(&host)))
             })
-            .or_else(|| by(&|n| n.strip_suffix('*').is_some_and(|p| host.starts_with(p))))
             .unwrap_or(default)
     }
 

@@ -17,12 +17,13 @@ pub fn load_confs(
     paths: &[std::path::PathBuf],
     taken: &[String],
     quiet: bool,
+    strict_includes: bool,
 ) -> Result<Vec<(String, Arc<NginxConf>)>> {
     let mut out: Vec<(String, Arc<NginxConf>)> = Vec::new();
     for p in paths {
-        let conf = NginxConf::load(p)?;
+        let conf = NginxConf::load(p, strict_includes)?;
         if !quiet {
-            for n in &conf.notes {
+            for n in conf.assumptions.iter().chain(&conf.notes) {
                 crate::say!("drip: {n}");
             }
         }

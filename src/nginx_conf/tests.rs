@@ -105,10 +105,11 @@ fn inheritance_replaces_the_whole_list() {
     );
     let health = route("/health");
     assert!(c.locations[health].returns);
-    assert_eq!(
-        c.locations.iter().filter(|l| l.name.contains('@')).count(),
-        0
-    );
+    // A named location is reached only through try_files.
+    let backend = c.location_named("@backend").unwrap();
+    assert_eq!(names(&c, backend), ["perip rate=10r/s burst=0"]);
+    assert!(c.locations.iter().all(|l| l.try_named.is_none()));
+    assert_ne!(c.route(0, "/@backend"), backend);
     assert_eq!(c.location_named("/api/"), Some(api));
     assert_eq!(c.location_named("location = /login"), Some(login));
     assert_eq!(c.location_named("= /login"), Some(login));
@@ -178,7 +179,7 @@ fn maps_match_case_insensitively_and_chain() {
 #[test]
 fn unmodelled_directives_leave_notes_or_errors() {
     let c = conf(
-        "http { geo $limit { default 1; 10.0.0.0/8 0; } \
+        "http { split_clients \"${remote_addr}\" $limit { 50% 1; * 0; } \
          limit_req_zone $limit zone=z:1m rate=1r/s; \
          server { location / { limit_conn addr 10; limit_req zone=z; \
          if ($bad) { return 403; } } \
@@ -192,10 +193,14 @@ fn unmodelled_directives_leave_notes_or_errors() {
         c.notes[0]
     );
     assert!(c.notes[1].contains("'if … { return }'"), "{}", c.notes[1]);
-    assert!(c.notes[2].contains("'try_files'"), "{}", c.notes[2]);
+    assert!(
+        c.notes[2].contains("'try_files … @app'") && c.notes[2].contains("no such named location"),
+        "{}",
+        c.notes[2]
+    );
     let e = c.var_source("limit", 0, &HashMap::new()).unwrap_err();
     assert!(
-        e.contains("set by 'geo'") && e.contains("--nginx-var limit=FIELD"),
+        e.contains("set by 'split_clients'") && e.contains("--nginx-var limit=FIELD"),
         "{e}"
     );
     let over: HashMap<String, String> = [("limit".to_string(), "tier".to_string())]
@@ -231,22 +236,22 @@ fn config_errors_name_file_and_line() {
             "must have a zone",
         ),
         (
-            "http {\n limit_req_zone $a zone=z:1m;\n limit_req_zone $b zone=z:1m;\n}",
+            "http {\n limit_req_zone $a zone=z:1m rate=1r/s;\n limit_req_zone $b zone=z:1m rate=1r/s;\n}",
             3,
             "duplicate zone",
         ),
         (
-            "http { limit_req_zone $a zone=z:1m;\n server { location / {\n limit_req zone=z burst=0;\n} } }",
+            "http { limit_req_zone $a zone=z:1m rate=1r/s;\n server { location / {\n limit_req zone=z burst=0;\n} } }",
             3,
             "invalid burst value \"0\"",
         ),
         (
-            "http { limit_req_zone $a zone=z:1m;\n server {\n limit_req zone=z;\n limit_req zone=z burst=2;\n } }",
+            "http { limit_req_zone $a zone=z:1m rate=1r/s;\n server {\n limit_req zone=z;\n limit_req zone=z burst=2;\n } }",
             4,
             "is duplicate",
         ),
         (
-            "http { limit_req_zone $a zone=z:1m;\n limit_req zone=z burst=1 delay=1 nodelay;\n}",
+            "http { limit_req_zone $a zone=z:1m rate=1r/s;\n limit_req zone=z burst=1 delay=1 nodelay;\n}",
             2,
             "invalid number of arguments",
         ),
@@ -267,6 +272,52 @@ fn config_errors_name_file_and_line() {
             2,
             "not followed by a variable name",
         ),
+        // What nginx -t refuses, with its reason.
+        (
+            "http {\n limit_req_zone $a zone=z:1m;\n}",
+            2,
+            "invalid number of arguments in \"limit_req_zone\" directive (zone \"z\" has no rate=)",
+        ),
+        (
+            "http { limit_req_zone $a zone=z:1m rate=1r/s;\n server { location / {\n if ($x) {\n limit_req zone=z; } } } }",
+            4,
+            "\"limit_req\" directive is not allowed here (inside 'if')",
+        ),
+        (
+            "http { server {\n if ($x) {\n limit_req_dry_run on; } } }",
+            3,
+            "\"limit_req_dry_run\" directive is not allowed here",
+        ),
+        (
+            "http { server {\n location /a/ {\n location /b/ { } } } }",
+            3,
+            "location \"/b/\" is outside location \"/a/\"",
+        ),
+        (
+            "http { server {\n location ~ ^/a {\n location /b { } } } }",
+            3,
+            "location \"/b\" is outside location \"^/a\"",
+        ),
+        (
+            "http { server {\n location = /a {\n location /a/x { } } } }",
+            3,
+            "location \"/a/x\" cannot be inside the exact location \"/a\"",
+        ),
+        (
+            "http { server {\n location / {\n location @a { } } } }",
+            3,
+            "named location \"@a\" can be on the server level only",
+        ),
+        (
+            "http {\n}\nhttp {\n}\n",
+            3,
+            "\"http\" directive is duplicate",
+        ),
+        (
+            "http { server {\n location @a {\n location /x { } } } }",
+            3,
+            "location \"/x\" cannot be inside the named location \"@a\"",
+        ),
     ] {
         let e = conf(text).unwrap_err();
         assert_eq!(
@@ -279,6 +330,10 @@ fn config_errors_name_file_and_line() {
     }
     let e = conf("events {}").unwrap_err();
     assert!(e.to_string().contains("no 'http"), "{e}");
+    // Nested locations nginx accepts: a regex anywhere, a prefix or exact
+    // one starting with its parent's text.
+    conf("http { server { location /a/ { location ~ x { } location = /a/b { } location ^~ /a/c { } } } }")
+        .unwrap();
     let e = conf("http { map $a $b { default $b; } }").unwrap_err();
     assert!(e.to_string().contains("depends on itself"), "{e}");
 }
@@ -301,6 +356,44 @@ fn servers_are_chosen_by_host() {
     assert_eq!(c.locations[l].name, "a.example location /");
     assert_eq!(c.locations[c.route(2, "/x")].name, "www.* server");
     assert!(c.locations[c.route(2, "/x")].limits.is_empty());
+}
+
+#[test]
+fn server_names_are_chosen_in_nginx_order() {
+    let c = conf(
+        "http {\n\
+         server { listen 80; server_name ~^api\\d+\\.example\\.com$ ~^AB; }\n\
+         server { server_name *.example.com; }\n\
+         server { server_name *.api.example.com www.example.*; }\n\
+         server { listen 80 default_server; server_name .shop.test api7.example.com; }\n\
+         server { server_name www.example.com.*; }\n\
+         server { server_name ~^(?<sub>.+)\\.regex\\.test$ ~^A; } }",
+    )
+    .unwrap();
+    let host = |h: &str| c.server_for(Some(h));
+    // The longest leading wildcard, whatever the order.
+    assert_eq!(host("x.api.example.com"), 2);
+    assert_eq!(host("x.example.com"), 1);
+    // An exact name before any wildcard or regex.
+    assert_eq!(host("api7.example.com"), 3);
+    // A leading wildcard before a trailing one and a regex.
+    assert_eq!(host("api8.example.com"), 1);
+    assert_eq!(host("www.example.com"), 1);
+    // The longest trailing wildcard.
+    assert_eq!(host("www.example.org"), 2);
+    assert_eq!(host("www.example.com.org"), 4);
+    assert_eq!(host("www.example.net.org"), 2);
+    // `.name` is the name and its subdomains.
+    assert_eq!(host("shop.test"), 3);
+    assert_eq!(host("a.shop.test"), 3);
+    // Regexes in the config's order, caseless.
+    assert_eq!(host("API9.example.org"), 5);
+    assert_eq!(host("a.regex.test"), 5);
+    assert_eq!(host("abc"), 0);
+    assert_eq!(host("acb"), 5);
+    assert_eq!(host("other"), 3);
+    let e = conf("http {\n server {\n server_name ~(a)\\1;\n } }").unwrap_err();
+    assert_eq!(e.line, 2, "{e}");
 }
 
 #[test]
@@ -327,7 +420,7 @@ fn includes_bring_zones_and_locations() {
         "http {\n include zones.conf;\n include sites/a*.conf;\n}\n",
     )
     .unwrap();
-    let c = NginxConf::load(&dir.join("nginx.conf")).unwrap();
+    let c = NginxConf::load(&dir.join("nginx.conf"), true).unwrap();
     assert_eq!(c.zones[0].pos.line, 1);
     assert!(c.zones[0].pos.file.ends_with("zones.conf"));
     let l = c.route(0, "/a/x");
@@ -337,12 +430,104 @@ fn includes_bring_zones_and_locations() {
         "http {\n include zones.conf;\n include sites/*.conf;\n}\n",
     )
     .unwrap();
-    let e = NginxConf::load(&dir.join("nginx.conf")).unwrap_err();
+    let e = NginxConf::load(&dir.join("nginx.conf"), true).unwrap_err();
     assert!(e.file.ends_with("sites/b.conf") && e.line == 3, "{e}");
-    let e = NginxConf::load(&dir.join("missing.conf")).unwrap_err();
+    let e = NginxConf::load(&dir.join("missing.conf"), true).unwrap_err();
     assert!(
         e.to_string().contains("cannot read the nginx config"),
         "{e}"
     );
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn a_fragment_is_read_as_the_content_of_http() {
+    let c = conf(
+        "limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n\
+         server {\n server_name a.example;\n location /api/ { limit_req zone=z; }\n}\n",
+    )
+    .unwrap();
+    assert_eq!(c.zones.len(), 1);
+    let l = c.route(0, "/api/x");
+    assert_eq!(names(&c, l), ["z rate=1r/s burst=0"]);
+    assert_eq!(c.assumptions.len(), 1, "{:?}", c.assumptions);
+    assert!(
+        c.assumptions[0].contains("read as the content of http"),
+        "{}",
+        c.assumptions[0]
+    );
+}
+
+#[test]
+fn a_return_applies_to_its_own_location_only() {
+    let c = conf(
+        "http { limit_req_zone $a zone=z:1m rate=1r/s;\n\
+         server { limit_req zone=z;\n\
+         location /api/ { return 403;\n location /api/x { } }\n\
+         location /b/ { } } \n\
+         server { server_name r; return 301 https://x; location /c/ { location /c/d { } } } }",
+    )
+    .unwrap();
+    let api = c.route(0, "/api/y");
+    assert!(c.locations[api].returns);
+    let x = c.route(0, "/api/x");
+    assert!(!c.locations[x].returns, "{}", c.locations[x].name);
+    assert_eq!(names(&c, x), ["z rate=1r/s burst=0"]);
+    assert!(!c.locations[c.route(0, "/b/")].returns);
+    // A server's return answers every request of the server.
+    assert!(c.locations[c.route(1, "/c/d")].returns);
+    assert!(c.locations[c.route(1, "/e")].returns);
+}
+
+#[test]
+fn missing_includes_are_assumed_empty_unless_strict() {
+    let dir = std::env::temp_dir().join(format!("drip-nginx-miss-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("nginx.conf"),
+        "http {\n include mime.types;\n include /nonexistent-drip/conf.d/*.conf;\n\
+         limit_req_zone $remote_addr zone=z:1m rate=2r/s;\n\
+         server { location / { limit_req zone=z; } }\n}\n",
+    )
+    .unwrap();
+    let c = NginxConf::load(&dir.join("nginx.conf"), false).unwrap();
+    assert_eq!(c.assumptions.len(), 2, "{:?}", c.assumptions);
+    assert!(
+        c.assumptions[0].contains("nginx.conf:2: include 'mime.types' was not found")
+            && c.assumptions[0].contains("assume it holds no limit_req, location, server or map"),
+        "{}",
+        c.assumptions[0]
+    );
+    assert!(c.assumptions[1].contains(":3: include '/nonexistent-drip/conf.d/*.conf'"));
+    assert_eq!(names(&c, c.route(0, "/")), ["z rate=2r/s burst=0"]);
+    let e = NginxConf::load(&dir.join("nginx.conf"), true).unwrap_err();
+    assert_eq!(e.line, 2, "{e}");
+    assert!(e.to_string().contains("no such file"), "{e}");
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn try_files_passes_to_its_named_location() {
+    let c = conf(
+        "http { limit_req_zone $a zone=z:1m rate=1r/s;\n\
+         server {\n location / { try_files $uri $uri/ @app; }\n\
+         location /php/ { try_files $uri /index.php?$args; }\n\
+         location /nf/ { try_files $uri =404; }\n\
+         location @app { limit_req zone=z burst=2; } } }",
+    )
+    .unwrap();
+    let root = c.route(0, "/x");
+    let app = c.location_named("@app").unwrap();
+    assert_eq!(c.locations[root].try_named, Some(app));
+    assert_eq!(c.locations[app].name, "location @app");
+    assert_eq!(names(&c, app), ["z rate=1r/s burst=2"]);
+    // No URI reaches a named location by itself.
+    assert_eq!(c.route(0, "/@app"), root);
+    // A URI fallback is a note; `=404` needs none.
+    assert_eq!(c.notes.len(), 1, "{:?}", c.notes);
+    assert!(
+        c.notes[0].contains("nginx.conf:4: 'try_files'"),
+        "{}",
+        c.notes[0]
+    );
 }

@@ -8,8 +8,10 @@
 //! a word belongs to it. `include PATTERN;` is replaced, where it stands, by
 //! the directives of the files it names: a relative pattern is taken from
 //! the main config's folder, wildcards (`*`, `?`, `[…]`) expand to the
-//! matching files in name order, and a pattern without wildcards must name
-//! an existing file.
+//! matching files in name order. An include that names no file here (a
+//! config copied off a server without its `mime.types` or `conf.d/`) is
+//! kept in [`Parsed::missing`] and read as empty, unless the reading is
+//! strict: then it is an error.
 
 use super::ConfError;
 use std::path::{Path, PathBuf};
@@ -198,8 +200,17 @@ fn unescape(ch: char, w: &mut String) {
 /// Most nested includes (a file including itself would never end).
 const MAX_INCLUDE_DEPTH: usize = 32;
 
-/// Reads the config at `path` and every file it includes.
-pub fn parse_file(path: &Path) -> Result<Vec<Directive>, ConfError> {
+/// A config's directives, and the includes that named no file.
+#[derive(Debug, Default)]
+pub struct Parsed {
+    pub top: Vec<Directive>,
+    /// (where, the pattern as written, the path looked for).
+    pub missing: Vec<(Pos, String, PathBuf)>,
+}
+
+/// Reads the config at `path` and every file it includes; with `strict`,
+/// an include that names no file is an error.
+pub fn parse_file(path: &Path, strict: bool) -> Result<Parsed, ConfError> {
     let root = path
         .parent()
         .map(Path::to_path_buf)
@@ -209,24 +220,41 @@ pub fn parse_file(path: &Path) -> Result<Vec<Directive>, ConfError> {
     } else {
         root
     };
-    let mut p = Parser { root, depth: 0 };
-    p.file(path, None)
+    let mut p = Parser {
+        root,
+        depth: 0,
+        strict,
+        missing: Vec::new(),
+    };
+    let top = p.file(path, None)?;
+    Ok(Parsed {
+        top,
+        missing: p.missing,
+    })
 }
 
 /// Parses text held in memory as if read from `name` (for tests); includes
 /// are taken from `root`.
 #[cfg(test)]
-pub fn parse_text(text: &str, name: &Path, root: &Path) -> Result<Vec<Directive>, ConfError> {
+pub fn parse_text(text: &str, name: &Path, root: &Path) -> Result<Parsed, ConfError> {
     let mut p = Parser {
         root: root.to_path_buf(),
         depth: 0,
+        strict: false,
+        missing: Vec::new(),
     };
-    p.text(text, Arc::from(name))
+    let top = p.text(text, Arc::from(name))?;
+    Ok(Parsed {
+        top,
+        missing: p.missing,
+    })
 }
 
 struct Parser {
     root: PathBuf,
     depth: usize,
+    strict: bool,
+    missing: Vec<(Pos, String, PathBuf)>,
 }
 
 impl Parser {
@@ -350,13 +378,17 @@ impl Parser {
             self.root.join(pattern)
         };
         let files = if pattern.contains(['*', '?', '[']) {
-            glob(&full).map_err(|e| pos.err(format!("include '{pattern}': {e}")))?
+            let files = glob(&full).map_err(|e| pos.err(format!("include '{pattern}': {e}")))?;
+            let dir = fixed_dir(&full);
+            if files.is_empty() && !dir.is_dir() {
+                let what = format!("no such folder '{}'", dir.display());
+                return self.missing(pattern, &dir, pos, &what);
+            }
+            files
         } else {
             if !full.is_file() {
-                return Err(pos.err(format!(
-                    "include '{pattern}': no such file '{}'",
-                    full.display()
-                )));
+                let what = format!("no such file '{}'", full.display());
+                return self.missing(pattern, &full, pos, &what);
             }
             vec![full]
         };
@@ -368,6 +400,37 @@ impl Parser {
         self.depth -= 1;
         Ok(out)
     }
+}
+
+impl Parser {
+    /// An include naming no file: an error when strict, else kept and
+    /// read as empty.
+    fn missing(
+        &mut self,
+        pattern: &str,
+        path: &Path,
+        pos: &Pos,
+        what: &str,
+    ) -> Result<Vec<Directive>, ConfError> {
+        if self.strict {
+            return Err(pos.err(format!("include '{pattern}': {what}")));
+        }
+        self.missing
+            .push((pos.clone(), pattern.to_string(), path.to_path_buf()));
+        Ok(Vec::new())
+    }
+}
+
+/// The folder of a wildcard pattern before its first wildcard component.
+fn fixed_dir(pattern: &Path) -> PathBuf {
+    let mut dir = PathBuf::new();
+    for c in pattern.components() {
+        if c.as_os_str().to_string_lossy().contains(['*', '?', '[']) {
+            break;
+        }
+        dir.push(c.as_os_str());
+    }
+    dir
 }
 
 /// The files matching a pattern whose components may hold `*`, `?` and
@@ -461,7 +524,7 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> Result<Vec<Directive>, ConfError> {
-        parse_text(text, Path::new("t.conf"), Path::new("."))
+        parse_text(text, Path::new("t.conf"), Path::new(".")).map(|p| p.top)
     }
 
     #[test]
@@ -519,6 +582,7 @@ mod tests {
     fn includes_expand_globs_in_name_order_relative_to_the_config() {
         let dir = std::env::temp_dir().join(format!("drip-conf-{}", std::process::id()));
         std::fs::create_dir_all(dir.join("conf.d")).unwrap();
+        std::fs::create_dir_all(dir.join("empty")).unwrap();
         std::fs::write(dir.join("conf.d/b.conf"), "b 2;\n").unwrap();
         std::fs::write(dir.join("conf.d/a.conf"), "a 1;\ninclude one.inc;\n").unwrap();
         std::fs::write(dir.join("conf.d/.hidden.conf"), "hidden 1;\n").unwrap();
@@ -526,10 +590,10 @@ mod tests {
         std::fs::write(dir.join("one.inc"), "inc 1;\n").unwrap();
         std::fs::write(
             dir.join("nginx.conf"),
-            "http {\n include conf.d/*.conf;\n include none/*.conf;\n}\n",
+            "http {\n include conf.d/*.conf;\n include empty/*.conf;\n}\n",
         )
         .unwrap();
-        let d = parse_file(&dir.join("nginx.conf")).unwrap();
+        let d = parse_file(&dir.join("nginx.conf"), true).unwrap().top;
         let names: Vec<&str> = d[0]
             .block
             .as_ref()
@@ -540,12 +604,22 @@ mod tests {
         assert_eq!(names, ["a", "inc", "b"]);
         let inc = &d[0].block.as_ref().unwrap()[1];
         assert!(inc.pos.file.ends_with("one.inc"));
-        std::fs::write(dir.join("bad.conf"), "http {\n include missing.conf;\n}\n").unwrap();
-        let e = parse_file(&dir.join("bad.conf")).unwrap_err();
+        std::fs::write(
+            dir.join("bad.conf"),
+            "http {\n include missing.conf;\n include gone/*.conf;\n a 1;\n}\n",
+        )
+        .unwrap();
+        let e = parse_file(&dir.join("bad.conf"), true).unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.to_string().contains("no such file"), "{e}");
+        // Not strict: both are kept as missing, the rest is read.
+        let p = parse_file(&dir.join("bad.conf"), false).unwrap();
+        let missing: Vec<(usize, &str)> =
+            p.missing.iter().map(|m| (m.0.line, m.1.as_str())).collect();
+        assert_eq!(missing, [(2, "missing.conf"), (3, "gone/*.conf")]);
+        assert_eq!(p.top[0].block.as_ref().unwrap()[0].name, "a");
         std::fs::write(dir.join("self.conf"), "include self.conf;\n").unwrap();
-        let e = parse_file(&dir.join("self.conf")).unwrap_err();
+        let e = parse_file(&dir.join("self.conf"), true).unwrap_err();
         assert!(e.to_string().contains("include itself"), "{e}");
         std::fs::remove_dir_all(&dir).unwrap();
     }

@@ -4,7 +4,7 @@
 use super::expr::Expr;
 use super::tree::Directive;
 use super::{ConfError, Limit, LimitLine, NginxConf, Zone};
-use crate::policy::nginx::{NginxRate, parse_nginx_rate};
+use crate::policy::nginx::parse_nginx_rate;
 
 impl NginxConf {
     /// Gives each location its `limit_req` lines with their zones
@@ -56,7 +56,7 @@ impl NginxConf {
         let key = Expr::parse(key).map_err(|e| d.pos.err(format!("limit_req_zone key {e}")))?;
         let mut name = None;
         let mut size = 0;
-        let mut rate = (NginxRate::PerSec(1), "1r/s".to_string());
+        let mut rate = None;
         for p in params {
             if let Some(z) = p.strip_prefix("zone=") {
                 let (n, s) = z.split_once(':').ok_or_else(|| {
@@ -79,10 +79,10 @@ impl NginxConf {
                 }
                 name = Some(n.to_string());
             } else if let Some(r) = p.strip_prefix("rate=") {
-                rate = (
+                rate = Some((
                     parse_nginx_rate(r).map_err(|e| d.pos.err(e))?,
                     r.to_string(),
-                );
+                ));
             } else if p == "sync" {
                 self.note(
                     &d.pos,
@@ -98,6 +98,11 @@ impl NginxConf {
         let name = name.ok_or_else(|| {
             d.pos
                 .err("limit_req_zone must have a zone=NAME:SIZE parameter")
+        })?;
+        let rate = rate.ok_or_else(|| {
+            d.pos.err(format!(
+                "invalid number of arguments in \"limit_req_zone\" directive (zone \"{name}\" has no rate=): nginx -t refuses this config; add rate=, e.g. rate=10r/s"
+            ))
         })?;
         if self.zones.iter().any(|z| z.name == name) {
             return Err(d.pos.err(format!("duplicate zone \"{name}\"")));

@@ -5,6 +5,8 @@
 use super::LogFields;
 use crate::ingest::input::Event;
 use crate::ingest::keys::{EMPTY_KEY, Interner, KeyNames};
+use crate::nginx_conf::geo::Geo;
+use crate::nginx_conf::location::Target;
 use crate::nginx_conf::{NginxConf, VarSource};
 use crate::policy::nginx::NginxState;
 use anyhow::{Result, anyhow, bail};
@@ -26,7 +28,11 @@ enum CPart {
     Field(usize),
     /// A variable that reads nothing (a field no key column holds).
     Absent,
+    /// A part of the request target held in a field.
+    Target(Target, usize),
     Map(Box<CMap>),
+    /// A `geo`: its address expression, and the block.
+    Geo(Box<(Vec<CPart>, Geo)>),
 }
 
 struct CMap {
@@ -53,6 +59,14 @@ fn compile(
                     fields.get(&f).map_or(CPart::Absent, |&s| CPart::Field(s))
                 }
                 Ok(VarSource::Const(c)) => CPart::Lit(c.into_bytes()),
+                Ok(VarSource::Geo(g)) => {
+                    let g = &conf.geos[g];
+                    let source = compile(conf, &g.source, server, overrides, fields);
+                    CPart::Geo(Box::new((source, g.clone())))
+                }
+                Ok(VarSource::Request(t, f)) => fields
+                    .get(&f)
+                    .map_or(CPart::Absent, |&s| CPart::Target(t, s)),
                 Ok(VarSource::Map(m)) => {
                     let m = &conf.maps[m];
                     CPart::Map(Box::new(CMap {
@@ -83,6 +97,18 @@ fn eval(parts: &[CPart], ev: &Event, names: &[KeyNames], out: &mut Vec<u8>) {
                 }
             }
             CPart::Absent => {}
+            CPart::Target(t, s) => {
+                if ev.keys[*s] != EMPTY_KEY {
+                    t.eval(names[*s].get(ev.keys[*s]), out);
+                }
+            }
+            CPart::Geo(g) => {
+                let start = out.len();
+                eval(&g.0, ev, names, out);
+                let value = g.1.lookup(&out[start..]);
+                out.truncate(start);
+                out.extend_from_slice(value.as_bytes());
+            }
             CPart::Map(m) => {
                 let start = out.len();
                 eval(&m.source, ev, names, out);
@@ -163,6 +189,7 @@ impl Keys {
         forced: Option<usize>,
         slot: &mut dyn FnMut(&str) -> Result<usize>,
     ) -> Result<Keys> {
+        let overrides = &logged_targets(overrides, log);
         let mut fields = HashMap::new();
         // Zones used by a location rows can reach, keyed per server.
         let mut plans: Vec<Option<KeyPlan>> = (0..conf.zones.len()).map(|_| None).collect();
@@ -249,6 +276,18 @@ impl Keys {
             }
         }
     }
+}
+
+/// `overrides` with each request-target variable the log holds itself
+/// (`$args`, `$request_uri`, `$arg_NAME`, …) read from its own field.
+fn logged_targets(overrides: &HashMap<String, String>, log: LogFields) -> HashMap<String, String> {
+    let mut out = overrides.clone();
+    for f in log.0.unwrap_or_default() {
+        if f != "uri" && Target::of(f).is_some() && !out.contains_key(f) {
+            out.insert(f.clone(), f.clone());
+        }
+    }
+    out
 }
 
 /// The plan of zone `z`'s key in `server`, registering the fields it reads

@@ -10,14 +10,14 @@
 //!
 //! `--verify-column` compares each row's `$limit_req_status` with the one
 //! nginx logged. A log does not say in which order nginx saw requests of the
-//! same millisecond at the same location, so such a group is compared as a
+//! same millisecond sharing a zone key, so such a group is compared as a
 //! multiset (the same statuses in any order).
 
 mod key;
 mod route;
+mod summary;
 mod verify;
 
-use crate::engine::outcome::{NginxLocationRow, NginxReport};
 use crate::ingest::input::Event;
 use crate::ingest::keys::KeyNames;
 use crate::nginx_conf::{NginxConf, Status};
@@ -62,6 +62,9 @@ pub struct ConfOptions<'a> {
     pub location: Option<&'a str>,
     pub verify: Option<&'a str>,
     pub files: Vec<String>,
+    /// `--static`: URIs of files that exist, which `try_files` serves
+    /// instead of passing them to a named location.
+    pub static_files: Option<&'a regex::Regex>,
 }
 
 /// The log's field names, when they can be known before reading (`None`:
@@ -185,14 +188,19 @@ impl ConfExec {
         let now = ev.at;
         let now_ms = (now.0 / Nanos::PER_MS) as i64;
         let cost = u64::from(ev.cost);
-        let l = self.router.location(&self.conf, ev, names);
+        let (mut l, then) = self.router.location(&self.conf, ev, names);
         self.applied.clear();
         // A `return` answers before `limit_req` runs.
-        let refused = if self.locs[l].returns {
+        let mut refused = if self.locs[l].returns {
             None
         } else {
             self.check(l, ev, names, now_ms)
         };
+        if let Some(n) = then
+            && refused.is_none()
+        {
+            l = self.pass_on(l, n, ev, names, now_ms, &mut refused);
+        }
         let dry = self.locs[l].dry_run;
         let (decision, status) = if let Some((d, _)) = refused {
             let s = if dry {
@@ -217,9 +225,32 @@ impl ConfExec {
         if let Some(v) = &mut self.verify {
             let keys = self.applied.iter().map(|&(_, z, k)| (z as u32, k));
             let refused_key = refused.map(|(_, key)| key);
-            v.record(ev, names, (l, status), keys.chain(refused_key), now_ms)?;
+            v.record(ev, names, status, keys.chain(refused_key), now_ms)?;
         }
         Ok((decision, level))
+    }
+
+    /// `try_files` passes the row from location `l` to the named location
+    /// `n`, whose limits run when none of `l`'s applied: the location that
+    /// decides the row.
+    #[cold]
+    #[inline(never)]
+    fn pass_on(
+        &mut self,
+        l: usize,
+        n: usize,
+        ev: &Event,
+        names: &[KeyNames],
+        now_ms: i64,
+        refused: &mut Option<(Decision, (u32, u32))>,
+    ) -> usize {
+        if !self.applied.is_empty() || self.locs[l].returns {
+            return l;
+        }
+        if !self.locs[n].returns {
+            *refused = self.check(n, ev, names, now_ms);
+        }
+        n
     }
 
     /// Checks the row against location `l`'s limits in order, noting each
@@ -281,77 +312,5 @@ impl ConfExec {
             })
             .max()
             .unwrap_or(0)
-    }
-
-    /// The report's nginx section, once every row is decided.
-    pub fn report(&mut self) -> NginxReport {
-        let conf = &self.conf;
-        let mut notes = Vec::new();
-        for (z, run) in self.keys.zones.iter().enumerate() {
-            let zone = &conf.zones[z];
-            if run.activity.peak > zone.capacity() {
-                notes.push(format!(
-                    "zone \"{}\": up to {} keys were active within 60 s, more than the about {} its {} bytes hold; nginx would have evicted keys, which drip does not model, so decisions after such moments may differ",
-                    zone.name,
-                    run.activity.peak,
-                    zone.capacity(),
-                    zone.size
-                ));
-            }
-        }
-        if self.locs.iter().any(|l| l.dry_run && !l.limits.is_empty()) {
-            notes.push("locations in limit_req_dry_run count what they would drop and delay; nginx served those requests at once".into());
-        }
-        let locations = self
-            .locs
-            .iter()
-            .zip(&conf.locations)
-            .filter(|(l, _)| l.counts.iter().sum::<u64>() > 0)
-            .map(|(l, c)| {
-                let n = |s: Status| l.counts[s as usize];
-                NginxLocationRow {
-                    location: c.name.clone(),
-                    limits: if l.returns {
-                        "return (never limited)".into()
-                    } else if c.limits.is_empty() {
-                        "none".into()
-                    } else {
-                        c.limits
-                            .iter()
-                            .map(|x| {
-                                let z = &conf.zones[x.zone];
-                                let mut s = format!("{} {}", z.name, z.rate_text);
-                                if x.burst > 0 {
-                                    s.push_str(&format!(" burst={}", x.burst));
-                                }
-                                match x.delay {
-                                    None => s.push_str(" nodelay"),
-                                    Some(0) => {}
-                                    Some(d) => s.push_str(&format!(" delay={d}")),
-                                }
-                                s
-                            })
-                            .collect::<Vec<_>>()
-                            .join(" + ")
-                    } + if l.dry_run && !c.limits.is_empty() {
-                        " (dry run)"
-                    } else {
-                        ""
-                    },
-                    requests: l.counts.iter().sum(),
-                    passed: n(Status::Passed),
-                    delayed: n(Status::Delayed) + n(Status::DelayedDryRun),
-                    rejected: n(Status::Rejected) + n(Status::RejectedDryRun),
-                    unlimited: n(Status::None),
-                }
-            })
-            .collect();
-        let verify = self.verify.as_mut().map(Verify::report);
-        NginxReport {
-            config: conf.path.display().to_string(),
-            locations,
-            notes,
-            verify,
-        }
     }
 }

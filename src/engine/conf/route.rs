@@ -18,8 +18,16 @@ pub(super) struct Router {
     host_slot: Option<usize>,
     /// The server of every row when the log has no host field.
     fixed_server: Option<usize>,
-    /// Location per URI id, per server (`u32::MAX`: not yet known).
+    /// Per URI id, per server: the location (`u32::MAX`: not yet known),
+    /// with [`FILE`] set when `--static` says the URI is a file.
     routes: Vec<Vec<u32>>,
+    /// Per location, the named location its `try_files` passes rows to
+    /// (`u32::MAX`: none); empty when no location has one.
+    tries: Vec<u32>,
+    /// Per server, where a row without a URI goes (as `/`).
+    roots: Vec<(usize, Option<usize>)>,
+    /// `--static`: URIs of files that exist (`try_files` serves them).
+    pub(super) static_files: Option<regex::Regex>,
     /// Server per host id.
     hosts: Vec<u32>,
 }
@@ -64,7 +72,9 @@ impl Router {
         log: LogFields,
         slot: &mut dyn FnMut(&str) -> Result<usize>,
     ) -> Result<Router> {
-        let routed = forced.is_none() && conf.servers.iter().any(|s| !trivial(&s.tree));
+        let tried =
+            opts.static_files.is_some() && conf.locations.iter().any(|l| l.try_named.is_some());
+        let routed = forced.is_none() && (tried || conf.servers.iter().any(|s| !trivial(&s.tree)));
         let uri_field = opts
             .overrides
             .get("uri")
@@ -92,29 +102,51 @@ impl Router {
             _ => None,
         };
         let fixed_server = (several && host_slot.is_none()).then(|| fixed_server(conf, quiet));
+        let static_files = opts.static_files.cloned();
+        let roots = (0..conf.servers.len())
+            .map(|s| {
+                let l = conf.route(s, "/");
+                (l, named(conf, static_files.as_ref(), l, "/"))
+            })
+            .collect();
+        let tries = if conf.locations.iter().any(|l| l.try_named.is_some()) {
+            conf.locations
+                .iter()
+                .map(|l| l.try_named.map_or(u32::MAX, |n| n as u32))
+                .collect()
+        } else {
+            Vec::new()
+        };
         Ok(Router {
+            tries,
+            roots,
             forced,
             uri_slot,
             host_slot,
             fixed_server,
             routes: vec![Vec::new(); conf.servers.len()],
             hosts: Vec::new(),
+            static_files,
         })
     }
 
-    /// The location entry of `conf` deciding this row.
+    /// The location entry of `conf` this row goes to, and the named
+    /// location its `try_files` passes it to (unless `--static` says the
+    /// file exists).
     #[inline]
-    pub(super) fn location(&mut self, conf: &NginxConf, ev: &Event, names: &[KeyNames]) -> usize {
+    pub(super) fn location(
+        &mut self,
+        conf: &NginxConf,
+        ev: &Event,
+        names: &[KeyNames],
+    ) -> (usize, Option<usize>) {
         if let Some(l) = self.forced {
-            return l;
+            return (l, None);
         }
         let server = self.server(conf, ev, names);
-        let Some(u) = self.uri_slot else {
-            return conf.route(server, "/");
-        };
-        let id = ev.keys[u];
+        let id = self.uri_slot.map_or(EMPTY_KEY, |u| ev.keys[u]);
         if id == EMPTY_KEY {
-            return conf.route(server, "/");
+            return self.roots[server];
         }
         let routes = &mut self.routes[server];
         let i = id as usize;
@@ -122,10 +154,22 @@ impl Router {
             routes.resize(i + 1, u32::MAX);
         }
         if routes[i] == u32::MAX {
+            let u = self.uri_slot.unwrap_or_default();
             let uri = normalize(&String::from_utf8_lossy(names[u].get(id)));
-            routes[i] = conf.route(server, &uri) as u32;
+            let l = conf.route(server, &uri) as u32;
+            let file = self.static_files.as_ref().is_some_and(|r| r.is_match(&uri));
+            routes[i] = if file { l | FILE } else { l };
         }
-        routes[i] as usize
+        let r = routes[i];
+        let l = (r & !FILE) as usize;
+        if self.tries.is_empty() {
+            return (l, None);
+        }
+        let then = self.tries[l];
+        (
+            l,
+            (r & FILE == 0 && then != u32::MAX).then_some(then as usize),
+        )
     }
 
     /// The server of `conf` this row goes to.
@@ -148,6 +192,22 @@ impl Router {
         }
         self.hosts[i] as usize
     }
+}
+
+/// Set in a cached route when the URI is a file that exists (`--static`).
+const FILE: u32 = 1 << 31;
+
+/// The named location `try_files` passes a request for `uri` in location
+/// `l` to: always, unless `--static` matches the URI.
+fn named(
+    conf: &NginxConf,
+    static_files: Option<&regex::Regex>,
+    l: usize,
+    uri: &str,
+) -> Option<usize> {
+    let to = conf.locations[l].try_named?;
+    let exists = static_files.is_some_and(|r| r.is_match(uri));
+    (!exists).then_some(to)
 }
 
 /// With several servers and no host in the log: the server that can

@@ -1,7 +1,8 @@
 //! `--verify-column`: each row's `$limit_req_status` against the one nginx
 //! logged. A log does not say in which order nginx saw requests of the
-//! same millisecond at the same location, so such a group is compared as a
-//! multiset (the same statuses in any order).
+//! same millisecond sharing a zone key (at any location naming the zone),
+//! so such a group is compared as a multiset (the same statuses in any
+//! order).
 
 use crate::engine::outcome::{VerifyReport, VerifyRow};
 use crate::ingest::input::Event;
@@ -12,7 +13,6 @@ use std::collections::HashMap;
 
 /// A row waiting for its same-millisecond group to be complete.
 struct Pending {
-    loc: u32,
     /// The (zone, key id) pairs the row was counted against: `keys[from..to]`
     /// of the verifier.
     from: u32,
@@ -60,14 +60,13 @@ impl Verify {
     }
 
     /// Reads the status nginx logged for `ev` and queues the row, decided
-    /// at `now_ms` in location `loc` as `emulated` against the zone keys
-    /// `keys`.
+    /// at `now_ms` as `emulated` against the zone keys `keys`.
     #[inline]
     pub(super) fn record(
         &mut self,
         ev: &Event,
         names: &[KeyNames],
-        (loc, emulated): (usize, Status),
+        emulated: Status,
         keys: impl Iterator<Item = (u32, u32)>,
         now_ms: i64,
     ) -> Result<()> {
@@ -87,7 +86,6 @@ impl Verify {
             );
         };
         let p = Pending {
-            loc: loc as u32,
             from: 0,
             to: 0,
             emulated,
@@ -113,7 +111,7 @@ impl Verify {
     }
 
     /// Compares each group of same-ms rows as a multiset of statuses: rows
-    /// of one location sharing a zone key (their order can change their
+    /// sharing a zone key, at any location (their order can change their
     /// decisions; the order of rows with no key in common cannot), so a
     /// disagreement is blamed on a row of the key drip decided that way.
     fn flush(&mut self) {
@@ -128,10 +126,10 @@ impl Verify {
             }
             i
         }
-        let mut owner: HashMap<(u32, u32, u32), usize> = HashMap::new();
+        let mut owner: HashMap<(u32, u32), usize> = HashMap::new();
         for (i, p) in rows.iter().enumerate() {
             for &(z, k) in &keys[p.from as usize..p.to as usize] {
-                match owner.entry((p.loc, z, k)) {
+                match owner.entry((z, k)) {
                     std::collections::hash_map::Entry::Occupied(o) => {
                         let (a, b) = (root(&mut parent, *o.get()), root(&mut parent, i));
                         parent[a.max(b)] = a.min(b);
@@ -246,7 +244,6 @@ mod tests {
 
     fn pending(emulated: Status, logged: Status, line: u64) -> Pending {
         Pending {
-            loc: 0,
             from: 0,
             to: 0,
             emulated,
@@ -273,14 +270,17 @@ mod tests {
         // Two keys in one ms: not pooled, each row blamed on its own.
         v.push(pending(Rejected, Passed, 7), k(0, 1), 8);
         v.push(pending(Passed, Rejected, 8), k(0, 2), 8);
+        // One zone key named by two locations: one group.
+        v.push(pending(Passed, Rejected, 10), k(3, 1), 9);
+        v.push(pending(Rejected, Passed, 11), k(3, 1), 9);
         // No key (no limit applied): alone.
         v.push(pending(Passed, Passed, 9), std::iter::empty(), 8);
         v.flush();
-        assert_eq!((v.rows, v.agreed), (9, 5));
+        assert_eq!((v.rows, v.agreed), (11, 7));
         assert_eq!(v.confusion[&(Rejected, Passed)], 1);
         assert_eq!(v.confusion[&(Passed, Rejected)], 1);
         assert_eq!(v.confusion[&(Rejected, Delayed)], 2);
-        assert_eq!(v.confusion[&(Passed, Passed)], 3);
+        assert_eq!(v.confusion[&(Passed, Passed)], 4);
         let listed: Vec<(&str, &str, &str)> = v
             .first
             .iter()
