@@ -94,6 +94,18 @@ fn check_exact(input: &[&str], policy: &str, sweep: &[&str], t: Targets) -> Valu
     let (_, report) = size(&args);
     let rows = report["frontier"].as_array().unwrap();
     assert!(!rows.is_empty(), "{report}");
+    // Policies that delay are held to a wait of 1 s unless told otherwise.
+    let given = t.wait_ms.is_some();
+    let t = Targets {
+        wait_ms: report["targets"]["max_wait_ns"]
+            .as_u64()
+            .map(|w| w / 1_000_000),
+        ..t
+    };
+    if t.wait_ms.is_some() && !given {
+        assert_eq!(report["targets"]["max_wait_default"], true, "{report}");
+        assert_eq!(t.wait_ms, Some(1000));
+    }
     for row in rows {
         let spec = row["spec"].as_str().unwrap();
         let a = audit(input, spec);
@@ -256,7 +268,7 @@ fn costs_above_one_are_scanned_and_exact() {
     assert_eq!(row["size"], 4, "{row}");
     // Burst 5 misses (9 drops) though 4 meets it: not monotone.
     assert_eq!(audit(&input, "gcra:rate=1/s,burst=5")["dropped"], 9);
-    let notes = r["notes"].as_array().unwrap();
+    let notes = r["method_notes"].as_array().unwrap();
     assert!(
         notes
             .iter()
@@ -337,6 +349,8 @@ fn ties_and_a_key_that_never_meets_the_targets() {
         "1/s",
         "--max-drops",
         "0",
+        "--horizon",
+        "10s",
         "--exclude-keys",
     ]);
     args.push(ex.to_str().unwrap());
@@ -485,8 +499,8 @@ fn current_config_is_audited_next_to_the_recommendation() {
 fn every_format_renders_the_frontier() {
     for (format, needle) in [
         ("table", "recommended: gcra:rate="),
-        ("markdown", "| point | size |"),
-        ("csv", "point,size,feasible"),
+        ("markdown", "| rate | burst | dropped |"),
+        ("csv", "rate,burst,meets_targets,tested,"),
     ] {
         let out = run(
             &[
@@ -737,6 +751,8 @@ fn a_global_nginx_answer_counts_every_request_in_one_bucket() {
         "10r/s",
         "--max-drops",
         "0",
+        "--max-wait",
+        "none",
     ]);
     assert_eq!(
         r["nginx"]["map"],
@@ -826,4 +842,184 @@ fn a_sparse_average_rate_reads_per_hour_not_as_zero() {
         "{}",
         out.stdout
     );
+}
+
+/// `-p nginx` and `-p shaper` with only a drop target hold every wait to
+/// 1 s; the recommendation says what it drops, delays and how long.
+#[test]
+fn policies_that_delay_are_held_to_a_one_second_wait_by_default() {
+    for policy in ["nginx", "shaper"] {
+        let out = run(
+            &[
+                "size",
+                NASA,
+                "-q",
+                "--key-column",
+                "host",
+                "-p",
+                policy,
+                "--max-drop-rate",
+                "0.1",
+            ],
+            None,
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(
+            out.stdout
+                .lines()
+                .next()
+                .unwrap()
+                .contains("wait ≤ 1s (default for a policy that delays; --max-wait none lifts it)"),
+            "{}",
+            out.stdout
+        );
+        let rec = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("recommended:"))
+            .unwrap();
+        assert!(
+            rec.contains("dropped 29 (0.09 %), delayed 5552 (17.93 %), wait p99 600ms max 800ms, keys hurt 17"),
+            "{rec}"
+        );
+        // The frontier table fits in 100 columns.
+        let table: Vec<&str> = out
+            .stdout
+            .lines()
+            .skip(3)
+            .take_while(|l| !l.is_empty())
+            .collect();
+        assert!(
+            table.len() > 5 && table[0].starts_with("rate ") && table[0].contains("burst  dropped"),
+            "{table:?}"
+        );
+        for l in table.iter().filter(|l| !l.starts_with("  ")) {
+            assert!(l.chars().count() <= 100, "{l}");
+        }
+        let (_, r) = size(&[
+            NASA,
+            "--key-column",
+            "host",
+            "-p",
+            policy,
+            "--max-drop-rate",
+            "0.1",
+        ]);
+        let rec = &r["recommended"];
+        assert!(
+            rec["wait_p99_ns"].as_u64().unwrap() <= 1_000_000_000,
+            "{rec}"
+        );
+        assert!(
+            rec["wait_max_ns"].as_u64().unwrap() <= 1_000_000_000,
+            "{rec}"
+        );
+        assert_eq!(rec["delayed"], 5552);
+        // Lifted, the tightest is the slowest rate, whatever it waits.
+        let (_, r) = size(&[
+            NASA,
+            "--key-column",
+            "host",
+            "-p",
+            policy,
+            "--max-drop-rate",
+            "0.1",
+            "--max-wait",
+            "none",
+        ]);
+        assert!(r["targets"].get("max_wait_ns").is_none());
+        assert!(r["recommended"]["wait_max_ns"].as_u64().unwrap() > 3_600_000_000_000);
+    }
+    // A policy that never delays has no wait target.
+    let (_, r) = size(&[NASA, "-p", "nginx:nodelay", "--max-drop-rate", "0.1"]);
+    assert!(r["targets"].get("max_wait_ns").is_none());
+    assert_eq!(r["targets"]["max_wait_default"], false);
+}
+
+#[test]
+fn an_empty_log_is_an_error_as_in_audit() {
+    let log = write("empty.csv", "ts,client\n");
+    let out = run(
+        &[
+            "size",
+            log.to_str().unwrap(),
+            "-p",
+            "gcra",
+            "--max-drops",
+            "0",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the input has no rows"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// All rows at one instant: the rates run from 1/s to the busiest second,
+/// and the size that holds them all is recommended.
+#[test]
+fn a_log_of_one_instant_is_sized_from_its_busiest_second() {
+    let log = hand_log(
+        &(0..10)
+            .map(|_| (1_700_000_000_000, "a", 1))
+            .collect::<Vec<_>>(),
+    );
+    let (code, r) = size(&[
+        log.to_str().unwrap(),
+        "--time-format",
+        "epoch-ms",
+        "-p",
+        "gcra",
+        "--max-drops",
+        "2",
+    ]);
+    assert_eq!(code, 0, "{r}");
+    let rates: Vec<&str> = r["frontier"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rate"].as_str().unwrap())
+        .collect();
+    assert_eq!(rates, ["1/s", "2/s", "5/s", "10/s"]);
+    assert_eq!(r["recommended"]["size"], 8);
+}
+
+/// A point whose burst takes longer to refill than the log spans, or a
+/// log shorter than the horizon, is marked untested and never picked.
+#[test]
+fn points_the_log_cannot_test_are_never_recommended() {
+    // 4 minutes of a steady 1 request per 2 s, and a burst of 20 at once.
+    let mut rows: Vec<(u64, &str, u32)> = (0..120).map(|i| (i * 2000, "a", 1)).collect();
+    rows.extend((0..20).map(|_| (60_000, "a", 1)));
+    rows.sort_by_key(|r| r.0);
+    let log = hand_log(&rows);
+    let input = [log.to_str().unwrap(), "--time-format", "epoch-ms"];
+    let mut args = input.to_vec();
+    args.extend(["-p", "gcra", "--rate", "1/min,1/s", "--max-drops", "0"]);
+    let (code, r) = size(&args);
+    assert_eq!(code, 0, "{r}");
+    let f = r["frontier"].as_array().unwrap();
+    // At 1/min a burst of about 21 takes 21 min to refill: untested.
+    assert_eq!(f[0]["tested"], false, "{}", f[0]);
+    assert_eq!(f[1]["tested"], true, "{}", f[1]);
+    assert_eq!(r["recommended"]["rate"], "1/s");
+    // A horizon longer than the log: nothing is tested, said plainly.
+    let mut args = input.to_vec();
+    args.extend([
+        "-p",
+        "gcra",
+        "--rate",
+        "1/s",
+        "--max-drops",
+        "0",
+        "--horizon",
+        "1h",
+    ]);
+    let out = run(&[&["size", "-q"][..], &args].concat(), None);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("too short to test"), "{}", out.stderr);
 }

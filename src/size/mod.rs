@@ -29,8 +29,10 @@ pub mod shape;
 pub mod sweep;
 
 use crate::cli::{Format, SizeArgs};
-use crate::report::InputInfo;
-use crate::report::size::{Current, FrontierRow, NeedRow, NginxConf, RuleOfThumb, SizeReport};
+use crate::report::size::{
+    Current, FrontierRow, NeedRow, NginxConf, RuleOfThumb, Said, SizeReport,
+};
+use crate::report::{self, InputInfo};
 use anyhow::{Context, Result};
 use family::{Family, Point};
 use goal::Goal;
@@ -71,8 +73,9 @@ impl Asked {
         check_outputs(args)?;
         let family = Family::parse(&args.policy)?;
         let points = family.points(args.rate.as_deref(), args.window.as_deref())?;
-        let goal = Goal::from_args(args)?;
-        if args.max_wait.is_some() && !family.shapes() && !args.quiet {
+        let goal = Goal::from_args(args, family.shapes())?;
+        let wait_given = matches!(args.max_wait, Some(crate::cli::WaitCap::At(_)));
+        if wait_given && !family.shapes() && !args.quiet {
             crate::say!(
                 "drip: note: --max-wait bounds the waits of shaping policies (shaper, nginx without nodelay); {} never delays a request",
                 family.name
@@ -136,6 +139,7 @@ struct Found {
     verdict: Option<String>,
     current: Option<Current>,
     notes: Vec<String>,
+    method_notes: Vec<String>,
 }
 
 /// The recommendation and what explains it.
@@ -154,21 +158,14 @@ fn recommend(
     } else {
         Vec::new()
     };
-    let rule_of_thumb = recommend::rule(family, &swept.shape, keyed, frontier, args.max_wait, log);
+    let rule_of_thumb = recommend::rule(family, &swept.shape, keyed, frontier, goal.max_wait, log);
     let nginx = match (&recommended, family.nginx()) {
         (Some(rec), Some(n)) => Some(recommend::nginx_conf(&n, rec, log, keyed)),
         _ => None,
     };
-    let verdict = recommended.is_none().then(|| {
-        let last = swept
-            .points
-            .last()
-            .map_or(String::new(), |p| p.text.clone());
-        format!(
-            "no limit up to {last} meets {}: this is a capacity problem, not a limiter setting",
-            input.targets.describe()
-        )
-    });
+    let verdict = recommended
+        .is_none()
+        .then(|| verdict(frontier, &swept.shape, args, input));
     let current = match asked.current.clone() {
         None => None,
         Some(text) => Some(recommend::current(
@@ -179,8 +176,8 @@ fn recommend(
             recommended.as_ref(),
         )?),
     };
-    let mut notes = input.notes.clone();
-    notes.extend(recommend::method_notes(frontier, swept.costs_vary));
+    let notes = input.notes.clone();
+    let method_notes = recommend::method_notes(frontier, swept.costs_vary);
     Ok(Found {
         recommended,
         per_key,
@@ -189,12 +186,36 @@ fn recommend(
         verdict,
         current,
         notes,
+        method_notes,
     })
+}
+
+/// Why nothing is recommended: nothing the log tests meets the targets.
+fn verdict(frontier: &[FrontierRow], shape: &Shape, args: &SizeArgs, input: &Input) -> String {
+    if frontier.iter().any(|r| r.feasible) {
+        return format!(
+            "the log spans {}: too short to test any limit of the range that meets {} (a full burst must refill at its rate, or a window pass, within the log, and the log must span --horizon {}); give a longer log, a shorter --horizon or higher rates",
+            report::size::readable(shape.span_ns),
+            input.targets.describe(),
+            report::size::readable(args.horizon.0)
+        );
+    }
+    let last = frontier.last().map_or("", |r| r.point());
+    format!(
+        "no limit up to {last} meets {}: this is a capacity problem, not a limiter setting",
+        input.targets.describe()
+    )
 }
 
 /// The report as data.
 fn report(args: &SizeArgs, asked: &Asked, input: Input, swept: Swept, found: Found) -> SizeReport {
     let (read, log) = (input.read, input.log);
+    let mut frontier = swept.frontier;
+    if let Some(rec) = &found.recommended {
+        for row in frontier.iter_mut().filter(|r| r.spec == rec.spec) {
+            row.marks.push("pick");
+        }
+    }
     SizeReport {
         input: InputInfo {
             files: read.names,
@@ -211,14 +232,18 @@ fn report(args: &SizeArgs, asked: &Asked, input: Input, swept: Swept, found: Fou
         size_param: asked.family.sizing.size_param,
         targets: input.targets,
         horizon_ns: args.horizon.0,
-        frontier: swept.frontier,
+        frontier,
         recommended: found.recommended,
         nginx: found.nginx,
         per_key: found.per_key,
         rule_of_thumb: found.rule_of_thumb,
         current: found.current,
         verdict: found.verdict,
-        notes: found.notes,
+        said: Said {
+            notes: found.notes,
+            method_notes: found.method_notes,
+            verbose: args.verbose,
+        },
     }
 }
 

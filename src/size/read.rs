@@ -86,8 +86,11 @@ pub fn read(args: &SizeArgs, key_col: Option<&str>, goal: &mut Goal) -> Result<I
     let bar = progress::bytes_read(show_progress, &spec.files);
     let mut log = Log::new(keyed, args.input.cost_column.is_some());
     let read = stream::read_ordered(&spec, args.input.reorder_window, None, &bar, &mut log)?;
-    if read.summary.rows == 0 && !args.quiet {
-        crate::say!("drip: the input has no rows; every size is the smallest");
+    if read.summary.rows == 0 {
+        // Every size meets every target on nothing: no advice to give.
+        bail!(
+            "the input has no rows, so there is nothing to size a limit on; check the log's path and that it was written"
+        );
     }
     let mut input = Input {
         log,
@@ -100,7 +103,8 @@ pub fn read(args: &SizeArgs, key_col: Option<&str>, goal: &mut Goal) -> Result<I
                 .map(|t| t.trim().trim_end_matches('%').to_string()),
             max_drops: args.max_drops,
             max_keys_hurt: args.max_keys_hurt.as_deref().map(|t| t.trim().to_string()),
-            max_wait_ns: args.max_wait.map(|w| w.0),
+            max_wait_ns: goal.max_wait.map(|w| w.0),
+            max_wait_default: goal.wait_default,
             ..Targets::default()
         },
         notes: Vec::new(),

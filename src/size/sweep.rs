@@ -16,7 +16,7 @@ use crate::policy::{PolicyConfig, parse_spec};
 use crate::progress;
 use crate::rate::Rate;
 use crate::report::PolicyReport;
-use crate::report::size::FrontierRow;
+use crate::report::size::{FrontierRow, readable};
 use crate::time::Nanos;
 use anyhow::{Result, anyhow, bail};
 use std::collections::HashMap;
@@ -57,19 +57,19 @@ pub fn axis_points(
             })
             .collect();
     }
-    let lo = shape.mean_rate(keyed);
     let hi = Rate::new(shape.busiest.max(1), Nanos::from_secs(1)).map_err(|e| anyhow!(e))?;
     let hi = family.round_up(hi).map(|p| p.value);
-    let lo = lo.and_then(|r| family.round_up(r)).map(|p| p.value);
+    // A log of one instant has no average rate: from 1/s to its busiest
+    // second.
+    let one = Rate::new(1, Nanos::from_secs(1)).map_err(|e| anyhow!(e))?;
+    let lo = shape.mean_rate(keyed).unwrap_or(one);
+    let lo = family.round_up(lo).map(|p| p.value);
     Ok(match (lo, hi) {
         (Some(AxisPoint::Rate(lo)), Some(AxisPoint::Rate(hi))) => {
             let hi = if per_sec_cmp(lo, hi).is_gt() { lo } else { hi };
             family.ladder(lo, hi)
         }
-        _ => family.ladder(
-            Rate::new(1, Nanos::from_secs(1)).map_err(|e| anyhow!(e))?,
-            Rate::new(1, Nanos::from_secs(1)).map_err(|e| anyhow!(e))?,
-        ),
+        _ => family.ladder(one, one),
     })
 }
 
@@ -243,6 +243,7 @@ impl Sweep<'_> {
             size: found.size,
             feasible: found.feasible,
             worst_in_horizon: worst,
+            tested: self.tests(point, found.size),
             method: found.method,
             replays: found.replays,
             note: found.note,
@@ -250,6 +251,25 @@ impl Sweep<'_> {
         };
         row.fill(&report);
         Ok(row)
+    }
+
+    /// True when the log can test `size` at `point`: it spans the horizon,
+    /// and a full burst's refill at the rate (`size / rate`) or one window.
+    /// A log of one instant tests only the size, at every point alike
+    /// (nothing follows to refill for).
+    pub fn tests(&self, point: &Point, size: u64) -> bool {
+        let span = match (self.log.at.first(), self.log.at.last()) {
+            (Some(a), Some(b)) => u128::from(b - a),
+            _ => 0,
+        };
+        if span == 0 {
+            return true;
+        }
+        let needs = match point.value {
+            AxisPoint::Rate(r) => u128::from(size) * u128::from(r.per().0) / u128::from(r.count()),
+            AxisPoint::Window(w) => u128::from(w.0),
+        };
+        span >= needs.max(u128::from(self.horizon.0))
     }
 
     /// Tallies of `sizes` at `point`, one replay; `key_need`: each key's
@@ -416,8 +436,8 @@ impl Sweep<'_> {
         match self.goal.max_wait {
             Some(w) if t.max_wait > w.0 => format!(
                 "the drop targets need {size_param} {size} or more here, and at {size} a request waits {} (over --max-wait {})",
-                Nanos(t.max_wait),
-                w
+                readable(t.max_wait),
+                readable(w.0)
             ),
             _ => format!("no {size_param} up to {size} meets the targets"),
         }
