@@ -1023,3 +1023,68 @@ fn points_the_log_cannot_test_are_never_recommended() {
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("too short to test"), "{}", out.stderr);
 }
+
+/// The nginx snippet counts by what was sized: the client address, the
+/// URL, host and URL, a network prefix; a column nginx has no variable
+/// for is said plainly instead of a wrong zone key.
+#[test]
+fn the_nginx_snippet_keys_what_was_sized() {
+    let zone_of = |key: &str, extra: &[&str]| {
+        let mut args = vec![
+            NASA,
+            "--key-column",
+            key,
+            "-p",
+            "nginx:nodelay",
+            "--rate",
+            "1r/s",
+        ];
+        args.extend(["--max-drop-rate", "0.1"]);
+        args.extend_from_slice(extra);
+        size(&args).1["nginx"].clone()
+    };
+    let n = zone_of("url", &[]);
+    assert!(
+        n["limit_req_zone"]
+            .as_str()
+            .unwrap()
+            .starts_with("limit_req_zone $uri zone=drip:"),
+        "{n}"
+    );
+    let n = zone_of("host", &[]);
+    assert!(
+        n["limit_req_zone"]
+            .as_str()
+            .unwrap()
+            .starts_with("limit_req_zone $binary_remote_addr ")
+    );
+    let n = zone_of("host,url", &[]);
+    assert!(
+        n["limit_req_zone"]
+            .as_str()
+            .unwrap()
+            .starts_with("limit_req_zone $host$uri ")
+    );
+    let n = zone_of("logname", &[]);
+    assert_eq!(n["limit_req_zone"], "");
+    assert!(
+        n["key_problem"].as_str().unwrap().contains("'logname'"),
+        "{n}"
+    );
+    let n = zone_of("host", &["--key-prefix", "24,128"]);
+    assert!(
+        n["limit_req_zone"]
+            .as_str()
+            .unwrap()
+            .starts_with("limit_req_zone $drip_net ")
+    );
+    assert!(
+        n["map"]
+            .as_str()
+            .unwrap()
+            .starts_with("map $remote_addr $drip_net {\n"),
+        "{n}"
+    );
+    let n = zone_of("host", &["--key-prefix", "20"]);
+    assert!(n["key_problem"].as_str().unwrap().contains("/20"), "{n}");
+}

@@ -176,14 +176,25 @@ impl FrontierRow {
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct NginxConf {
-    /// For one global bucket: the `map` giving every request one key.
+    /// The `map` building the key (one bucket for all, a network prefix),
+    /// its lines joined by newlines.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub map: Option<String>,
+    /// Empty when nginx cannot express the key (`key_problem` says why).
     pub limit_req_zone: String,
     pub limit_req: String,
     pub zone_mb: u64,
     /// The most keys active within any 60 s of the log.
     pub keys_active_60s: u64,
+    /// About how many states a megabyte of the zone keeps.
+    pub states_per_mb: u64,
+    /// How the log's key columns became the zone's key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_from: Option<String>,
+    /// Why nginx cannot count by the key sized, said instead of a wrong
+    /// `limit_req_zone`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_problem: Option<String>,
 }
 
 /// Zero-drop sizes across keys at one rate or window.
@@ -471,21 +482,7 @@ pub(crate) fn summary_lines(r: &SizeReport) -> Vec<String> {
         ));
     }
     if let Some(n) = &r.nginx {
-        match &n.map {
-            Some(map) => {
-                lines.push(
-                    "nginx (one bucket for every request: the map gives each the same key, in the http block):"
-                        .into(),
-                );
-                lines.push(format!("    {map}"));
-            }
-            None => lines.push(format!(
-                "nginx ({} keys active within 60 s at most; about 16,000 per MB):",
-                n.keys_active_60s
-            )),
-        }
-        lines.push(format!("    {}", n.limit_req_zone));
-        lines.push(format!("    {}", n.limit_req));
+        nginx_lines(n, &mut lines);
     }
     for t in &r.rule_of_thumb.text {
         lines.push(format!("rule of thumb: {t}"));
@@ -516,6 +513,26 @@ pub(crate) fn summary_lines(r: &SizeReport) -> Vec<String> {
         }
     }
     lines
+}
+
+/// The nginx directives to paste, and how they are keyed.
+fn nginx_lines(n: &NginxConf, lines: &mut Vec<String>) {
+    if let Some(why) = &n.key_problem {
+        lines.push(format!("nginx: no limit_req_zone written: {why}"));
+        lines.push(format!("    {}", n.limit_req));
+        return;
+    }
+    lines.push(format!(
+        "nginx ({}; {} keys active within 60 s at most, about {} a MB):",
+        n.key_from.as_deref().unwrap_or(""),
+        n.keys_active_60s,
+        n.states_per_mb
+    ));
+    for m in n.map.iter().flat_map(|m| m.split('\n')) {
+        lines.push(format!("    {m}"));
+    }
+    lines.push(format!("    {}", n.limit_req_zone));
+    lines.push(format!("    {}", n.limit_req));
 }
 
 pub(crate) fn heading(r: &SizeReport) -> String {

@@ -27,8 +27,10 @@ pub mod read;
 pub mod recommend;
 pub mod shape;
 pub mod sweep;
+pub mod zone_key;
 
 use crate::cli::{Format, SizeArgs};
+use crate::ingest::log::key::parse_prefix;
 use crate::report::size::{
     Current, FrontierRow, NeedRow, NginxConf, RuleOfThumb, Said, SizeReport,
 };
@@ -160,7 +162,13 @@ fn recommend(
     };
     let rule_of_thumb = recommend::rule(family, &swept.shape, keyed, frontier, goal.max_wait, log);
     let nginx = match (&recommended, family.nginx()) {
-        (Some(rec), Some(n)) => Some(recommend::nginx_conf(&n, rec, log, keyed)),
+        (Some(rec), Some(n)) => {
+            let key = asked.key_col.as_deref().map(|c| {
+                let prefix = args.input.key_prefix.as_deref().map(parse_prefix);
+                zone_key::zone_key(c, prefix.transpose()?, log)
+            });
+            Some(recommend::nginx_conf(&n, rec, log, key))
+        }
         _ => None,
     };
     let verdict = recommended

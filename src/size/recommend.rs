@@ -10,6 +10,7 @@ use super::probe::{ProbeJob, Tally, dispatch};
 use super::read::Input;
 use super::shape::{Shape, average_text, quantile};
 use super::sweep::{KeyNeeds, MAX_SCAN, audit};
+use super::zone_key::ZoneKey;
 use crate::policy::{NginxLimitReq, parse_spec};
 use crate::rate::Rate;
 use crate::report::size::{Current, FrontierRow, KeyNeed, NeedRow, NginxConf, RuleOfThumb};
@@ -273,27 +274,30 @@ pub fn rule(
     r
 }
 
-/// nginx directives for the recommendation, with a zone sized for the
-/// most keys active within 60 s (nginx keeps about 16,000 states a
-/// megabyte for `$binary_remote_addr`).
-pub fn nginx_conf(nginx: &NginxLimitReq, rec: &FrontierRow, log: &Log, keyed: bool) -> NginxConf {
-    let active = if keyed {
+/// nginx directives for the recommendation, keyed as it was sized
+/// (`key`: `None` for one bucket), with a zone sized for the most keys
+/// active within 60 s.
+pub fn nginx_conf(
+    nginx: &NginxLimitReq,
+    rec: &FrontierRow,
+    log: &Log,
+    key: Option<Result<ZoneKey, String>>,
+) -> NginxConf {
+    let active = if key.is_some() {
         active_keys(log, Nanos::from_secs(60))
     } else {
         1
     };
-    let mb = active.div_ceil(16_000).max(1);
     // One bucket for all: every request gets the same non-empty key (an
     // empty key would exempt it, and `$server_name` splits by server).
-    let (key, map) = if keyed {
-        ("$binary_remote_addr", None)
-    } else {
-        (
-            "$drip_all",
-            Some("map $remote_addr $drip_all { default all; }".to_string()),
-        )
-    };
-    let rate = rec.rate.clone().unwrap_or_default();
+    let key = key.unwrap_or_else(|| {
+        Ok(ZoneKey {
+            key: "$drip_all".into(),
+            map: vec!["map $remote_addr $drip_all { default all; }".into()],
+            from: "one bucket for every request: the map gives each the same key".into(),
+            state_bytes: 64,
+        })
+    });
     let mut req = format!("limit_req zone=drip burst={}", rec.size);
     match nginx.delay() {
         None => req.push_str(" nodelay"),
@@ -301,13 +305,28 @@ pub fn nginx_conf(nginx: &NginxLimitReq, rec: &FrontierRow, log: &Log, keyed: bo
         Some(d) => req.push_str(&format!(" delay={d}")),
     }
     req.push(';');
-    NginxConf {
-        map,
-        limit_req_zone: format!("limit_req_zone {key} zone=drip:{mb}m rate={rate};"),
+    let rate = rec.rate.clone().unwrap_or_default();
+    let mut conf = NginxConf {
         limit_req: req,
-        zone_mb: mb,
         keys_active_60s: active,
+        ..NginxConf::default()
+    };
+    match key {
+        Ok(k) => {
+            // nginx keeps about 16,000 address states a megabyte; a longer
+            // key takes a larger slab.
+            conf.states_per_mb = (1u64 << 20) / k.state_bytes;
+            conf.zone_mb = active.div_ceil(conf.states_per_mb).max(1);
+            conf.limit_req_zone = format!(
+                "limit_req_zone {} zone=drip:{}m rate={rate};",
+                k.key, conf.zone_mb
+            );
+            conf.map = (!k.map.is_empty()).then(|| k.map.join("\n"));
+            conf.key_from = Some(k.from);
+        }
+        Err(why) => conf.key_problem = Some(why),
     }
+    conf
 }
 
 /// The most distinct keys seen within any span of `w`.
