@@ -492,6 +492,10 @@ pub struct SizeArgs {
     /// Keys listed in the per-key need table, largest need first.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub top: usize,
+    /// Size for the same requests arriving F times as fast (their times
+    /// compressed by F around the first row), e.g. 1.5.
+    #[arg(long, value_name = "F")]
+    pub headroom: Option<String>,
     /// Every column, and the notes on how the sizes were found.
     #[arg(long, short)]
     pub verbose: bool,

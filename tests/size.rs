@@ -569,6 +569,14 @@ fn mistakes_are_one_line_and_exit_2() {
             "invalid --max-keys-hurt",
         ),
         (
+            vec!["-p", "gcra", "--headroom", "1", "--max-drops", "1"],
+            "invalid --headroom '1'",
+        ),
+        (
+            vec!["-p", "gcra", "--headroom", "1.5x", "--max-drops", "1"],
+            "invalid --headroom '1.5x'",
+        ),
+        (
             vec!["-p", "gcra", "--window", "1s", "--max-drops", "0"],
             "--window applies to the window families",
         ),
@@ -1087,4 +1095,111 @@ fn the_nginx_snippet_keys_what_was_sized() {
     );
     let n = zone_of("host", &["--key-prefix", "20"]);
     assert!(n["key_problem"].as_str().unwrap().contains("/20"), "{n}");
+}
+
+/// Alternatives stand next to the pick, each by its rule, and a horizon
+/// that would pick otherwise is named.
+#[test]
+fn alternatives_and_horizon_sensitivity_are_shown() {
+    let (_, r) = size(&[
+        NASA,
+        "--key-column",
+        "host",
+        "-p",
+        "gcra",
+        "--max-drop-rate",
+        "0.1",
+    ]);
+    assert_eq!(r["recommended"]["spec"], "gcra:rate=10/min,burst=17");
+    let alt = &r["alternatives"][0];
+    assert_eq!(alt["rule"], "knee");
+    assert_eq!(alt["row"]["spec"], "gcra:rate=5/min,burst=22");
+    let notes: Vec<&str> = r["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        notes.iter().any(
+            |n| n.starts_with("the pick depends on --horizon (1m): 1s → gcra:rate=2/s,burst=6")
+        ),
+        "{notes:?}"
+    );
+    let (_, r) = size(&[
+        NASA,
+        "--key-column",
+        "host",
+        "-p",
+        "nginx",
+        "--max-drop-rate",
+        "0.1",
+    ]);
+    let alts = r["alternatives"].as_array().unwrap();
+    let lowest = alts.iter().find(|a| a["rule"] == "lowest wait").unwrap();
+    assert_eq!(lowest["row"]["spec"], "nginx:rate=20r/s,burst=4");
+    let marked: Vec<&Value> = r["frontier"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f.get("marks").is_some())
+        .collect();
+    assert_eq!(marked.len(), 1 + alts.len());
+}
+
+/// `--headroom 2` sizes exactly what the log with every gap halved gives.
+#[test]
+fn headroom_compresses_the_times_exactly() {
+    let mut rows: Vec<(u64, &str, u32)> = Vec::new();
+    let mut t = 0u64;
+    for i in 0..400u64 {
+        t += (i * 7919) % 1300 + 1;
+        rows.push((t, if i % 3 == 0 { "a" } else { "b" }, 1));
+    }
+    let halved: Vec<(u64, &str, u32)> = rows
+        .iter()
+        .map(|&(at, k, c)| (rows[0].0 + (at - rows[0].0) / 2, k, c))
+        .collect();
+    let text = |rows: &[(u64, &str, u32)]| {
+        let mut s = String::from("ts,client,cost\n");
+        for (t, k, c) in rows {
+            s.push_str(&format!("{t},{k},{c}\n"));
+        }
+        s
+    };
+    let (a, b) = (
+        write("slow.csv", &text(&rows)),
+        write("fast.csv", &text(&halved)),
+    );
+    let run_on = |p: &PathBuf, extra: &[&str]| {
+        let mut args = vec![
+            p.to_str().unwrap(),
+            "--time-format",
+            "epoch-ms",
+            "--key-column",
+            "client",
+        ];
+        args.extend([
+            "-p",
+            "gcra",
+            "--rate",
+            "1/s,2/s,5/s",
+            "--max-drops",
+            "3",
+            "--horizon",
+            "1s",
+        ]);
+        args.extend_from_slice(extra);
+        size(&args).1
+    };
+    let (slow, fast) = (run_on(&a, &["--headroom", "2"]), run_on(&b, &[]));
+    assert_eq!(slow["frontier"], fast["frontier"]);
+    assert_eq!(slow["targets"]["headroom"], "2");
+    let notes = slow["notes"].to_string();
+    assert!(notes.contains("at the speed they came"), "{notes}");
+    // The input line shows the log as it came.
+    assert_eq!(
+        slow["input"]["last_ns"].as_u64().unwrap(),
+        rows[399].0 * 1_000_000
+    );
 }

@@ -23,6 +23,8 @@ pub struct SizeReport {
     pub horizon_ns: u64,
     pub frontier: Vec<FrontierRow>,
     pub recommended: Option<FrontierRow>,
+    /// Other candidates, each by its own rule.
+    pub alternatives: Vec<Alternative>,
     /// Ready-to-paste nginx directives for the recommendation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nginx: Option<NginxConf>,
@@ -64,6 +66,9 @@ pub struct Targets {
     pub max_wait_ns: Option<u64>,
     /// The wait target is the default for a policy that delays (not given).
     pub max_wait_default: bool,
+    /// `--headroom F`: sized for the requests arriving F times as fast.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headroom: Option<String>,
     /// Keys left out of the targets (`--exclude-keys`), found in the log.
     pub excluded_keys: u64,
     /// Requests of those keys.
@@ -91,7 +96,11 @@ impl Targets {
             };
             parts.push(format!("wait ≤ {}{default}", readable(w)));
         }
-        parts.join(", ")
+        let mut text = parts.join(", ");
+        if let Some(f) = &self.headroom {
+            text.push_str(&format!(" for the requests arriving {f}× as fast"));
+        }
+        text
     }
 }
 
@@ -172,6 +181,16 @@ impl FrontierRow {
             .or(self.window.as_deref())
             .unwrap_or("")
     }
+}
+
+/// A candidate other than the pick, and the rule that chose it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Alternative {
+    /// `knee` or `lowest wait`.
+    pub rule: &'static str,
+    /// The rule, in words.
+    pub why: String,
+    pub row: FrontierRow,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -445,6 +464,15 @@ pub(crate) fn summary_lines(r: &SizeReport) -> Vec<String> {
             ));
         }
         None => lines.push("recommended: none".into()),
+    }
+    for a in &r.alternatives {
+        lines.push(format!(
+            "{} ({}): {}  {}",
+            a.rule,
+            a.why,
+            a.row.spec,
+            outcome(&a.row)
+        ));
     }
     if let Some(v) = &r.verdict {
         lines.push(v.clone());

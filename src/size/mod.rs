@@ -22,6 +22,7 @@
 pub mod family;
 pub mod goal;
 pub mod log;
+pub mod pick;
 pub mod probe;
 pub mod read;
 pub mod recommend;
@@ -32,7 +33,7 @@ pub mod zone_key;
 use crate::cli::{Format, SizeArgs};
 use crate::ingest::log::key::parse_prefix;
 use crate::report::size::{
-    Current, FrontierRow, NeedRow, NginxConf, RuleOfThumb, Said, SizeReport,
+    Alternative, Current, FrontierRow, NeedRow, NginxConf, RuleOfThumb, Said, SizeReport,
 };
 use crate::report::{self, InputInfo};
 use anyhow::{Context, Result};
@@ -48,9 +49,12 @@ use sweep::{KeyNeeds, Sweep};
 pub fn run(args: SizeArgs) -> Result<u8> {
     let asked = Asked::of(&args)?;
     let mut goal = asked.goal.clone();
-    let input = read::read(&args, asked.key_col.as_deref(), &mut goal)?;
+    let mut input = read::read(&args, asked.key_col.as_deref(), &mut goal)?;
     let swept = sweep(&args, &asked, &input, &goal)?;
-    let found = recommend(&args, &asked, &input, &goal, &swept)?;
+    let mut found = recommend(&args, &asked, &input, &goal, &swept)?;
+    found
+        .notes
+        .extend(at_logged_speed(&mut input, &asked, &found)?);
     let report = report(&args, &asked, input, swept, found);
     render(&args, &report)
 }
@@ -82,6 +86,9 @@ impl Asked {
                 "drip: note: --max-wait bounds the waits of shaping policies (shaper, nginx without nodelay); {} never delays a request",
                 family.name
             );
+        }
+        if let Some(h) = &args.headroom {
+            read::headroom(h)?;
         }
         let key_col = read::key_column(args, &family)?;
         let current = read::current_spec(args, key_col.as_deref())?;
@@ -135,6 +142,7 @@ fn sweep(args: &SizeArgs, asked: &Asked, input: &Input, goal: &Goal) -> Result<S
 /// What the report says beside the frontier.
 struct Found {
     recommended: Option<FrontierRow>,
+    alternatives: Vec<Alternative>,
     per_key: Vec<NeedRow>,
     rule_of_thumb: RuleOfThumb,
     nginx: Option<NginxConf>,
@@ -154,7 +162,11 @@ fn recommend(
 ) -> Result<Found> {
     let (family, log, frontier) = (&asked.family, &input.log, &swept.frontier);
     let keyed = asked.key_col.is_some();
-    let recommended = recommend::recommended(frontier);
+    let chosen = pick::pick(frontier);
+    let recommended = chosen.map(|i| frontier[i].clone());
+    let alternatives = chosen.map_or(Vec::new(), |i| {
+        pick::alternatives(frontier, i, family.shapes())
+    });
     let per_key = if keyed {
         recommend::per_key(family, &swept.points, &swept.needs, input, args.top)
     } else {
@@ -184,10 +196,20 @@ fn recommend(
             recommended.as_ref(),
         )?),
     };
-    let notes = input.notes.clone();
+    let mut notes = input.notes.clone();
+    let span_ok = |i: usize, h| sweep::tests(log, &swept.points[i], frontier[i].size, h);
+    notes.extend(pick::horizon_note(
+        family,
+        &swept.points,
+        frontier,
+        span_ok,
+        args.horizon,
+        chosen,
+    ));
     let method_notes = recommend::method_notes(frontier, swept.costs_vary);
     Ok(Found {
         recommended,
+        alternatives,
         per_key,
         rule_of_thumb,
         nginx,
@@ -196,6 +218,30 @@ fn recommend(
         notes,
         method_notes,
     })
+}
+
+/// With `--headroom`: the log's times as they came back in place, and
+/// the recommendation replayed on them.
+fn at_logged_speed(input: &mut Input, asked: &Asked, found: &Found) -> Result<Option<String>> {
+    let Some(logged) = input.logged_at.take() else {
+        return Ok(None);
+    };
+    input.log.at = logged;
+    let Some(rec) = &found.recommended else {
+        return Ok(None);
+    };
+    let mut row = rec.clone();
+    row.fill(&sweep::audit(
+        &input.log,
+        &rec.spec,
+        asked.key_col.is_some(),
+        0,
+    )?);
+    Ok(Some(format!(
+        "sized with headroom {}: the frontier is the log's requests arriving that many times as fast; at the speed they came, the recommendation gives {}",
+        input.targets.headroom.as_deref().unwrap_or(""),
+        report::size::outcome(&row)
+    )))
 }
 
 /// Why nothing is recommended: nothing the log tests meets the targets.
@@ -219,9 +265,14 @@ fn verdict(frontier: &[FrontierRow], shape: &Shape, args: &SizeArgs, input: &Inp
 fn report(args: &SizeArgs, asked: &Asked, input: Input, swept: Swept, found: Found) -> SizeReport {
     let (read, log) = (input.read, input.log);
     let mut frontier = swept.frontier;
-    if let Some(rec) = &found.recommended {
+    let marks = found
+        .recommended
+        .iter()
+        .map(|r| ("pick", r))
+        .chain(found.alternatives.iter().map(|a| (a.rule, &a.row)));
+    for (mark, rec) in marks {
         for row in frontier.iter_mut().filter(|r| r.spec == rec.spec) {
-            row.marks.push("pick");
+            row.marks.push(mark);
         }
     }
     SizeReport {
@@ -242,6 +293,7 @@ fn report(args: &SizeArgs, asked: &Asked, input: Input, swept: Swept, found: Fou
         horizon_ns: args.horizon.0,
         frontier,
         recommended: found.recommended,
+        alternatives: found.alternatives,
         nginx: found.nginx,
         per_key: found.per_key,
         rule_of_thumb: found.rule_of_thumb,

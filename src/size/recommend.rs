@@ -17,20 +17,6 @@ use crate::report::size::{Current, FrontierRow, KeyNeed, NeedRow, NginxConf, Rul
 use crate::time::Nanos;
 use anyhow::Result;
 
-/// The recommendation: the feasible row the log tests letting the fewest
-/// requests through in any horizon, then the smallest.
-pub fn recommended(frontier: &[FrontierRow]) -> Option<FrontierRow> {
-    frontier
-        .iter()
-        .filter(|r| r.feasible && r.tested)
-        .min_by(|a, b| {
-            a.worst_in_horizon
-                .cmp(&b.worst_in_horizon)
-                .then(a.size.cmp(&b.size))
-        })
-        .cloned()
-}
-
 /// Each point's distribution of the keys' zero-drop sizes, and its top
 /// keys.
 pub fn per_key(

@@ -253,23 +253,9 @@ impl Sweep<'_> {
         Ok(row)
     }
 
-    /// True when the log can test `size` at `point`: it spans the horizon,
-    /// and a full burst's refill at the rate (`size / rate`) or one window.
-    /// A log of one instant tests only the size, at every point alike
-    /// (nothing follows to refill for).
+    /// True when the log can test `size` at `point` (see [`tests`]).
     pub fn tests(&self, point: &Point, size: u64) -> bool {
-        let span = match (self.log.at.first(), self.log.at.last()) {
-            (Some(a), Some(b)) => u128::from(b - a),
-            _ => 0,
-        };
-        if span == 0 {
-            return true;
-        }
-        let needs = match point.value {
-            AxisPoint::Rate(r) => u128::from(size) * u128::from(r.per().0) / u128::from(r.count()),
-            AxisPoint::Window(w) => u128::from(w.0),
-        };
-        span >= needs.max(u128::from(self.horizon.0))
+        tests(self.log, point, size, self.horizon)
     }
 
     /// Tallies of `sizes` at `point`, one replay; `key_need`: each key's
@@ -442,6 +428,25 @@ impl Sweep<'_> {
             _ => format!("no {size_param} up to {size} meets the targets"),
         }
     }
+}
+
+/// True when `log` can test `size` at `point`: it spans `horizon`, and a
+/// full burst's refill at the rate (`size / rate`) or one window. A log
+/// of one instant tests only the size, at every point alike (nothing
+/// follows to refill for).
+pub fn tests(log: &Log, point: &Point, size: u64, horizon: Nanos) -> bool {
+    let span = match (log.at.first(), log.at.last()) {
+        (Some(a), Some(b)) => u128::from(b - a),
+        _ => 0,
+    };
+    if span == 0 {
+        return true;
+    }
+    let needs = match point.value {
+        AxisPoint::Rate(r) => u128::from(size) * u128::from(r.per().0) / u128::from(r.count()),
+        AxisPoint::Window(w) => u128::from(w.0),
+    };
+    span >= needs.max(u128::from(horizon.0))
 }
 
 /// The audit replay of one spec over the in-memory log: the figures
