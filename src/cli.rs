@@ -492,6 +492,10 @@ pub struct SizeArgs {
     /// Keys listed in the per-key need table, largest need first.
     #[arg(long, default_value_t = 3, value_name = "N")]
     pub top: usize,
+    /// The targets hold in every period of DUR (e.g. 1h, 1d: no hour drops
+    /// more than the target), not only over the whole log.
+    #[arg(long, value_parser = positive_duration_arg, value_name = "DUR")]
+    pub per: Option<Nanos>,
     /// Size for the same requests arriving F times as fast (their times
     /// compressed by F around the first row), e.g. 1.5.
     #[arg(long, value_name = "F")]

@@ -1203,3 +1203,57 @@ fn headroom_compresses_the_times_exactly() {
         rows[399].0 * 1_000_000
     );
 }
+
+/// `--per 1h`: the pick holds the drop target in every hour, as `audit
+/// --timeline 1h` counts them, where the whole-log pick does not.
+#[test]
+fn per_hour_targets_hold_in_every_hour() {
+    let hours = |spec: &str| {
+        let args = [
+            "audit",
+            NASA,
+            "--key-column",
+            "host",
+            "-p",
+            spec,
+            "--timeline",
+            "1h",
+            "-f",
+            "json",
+            "-q",
+        ];
+        let out = run(&args, None);
+        json_of(&out)["timeline"]["rows"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let worst = |rows: &[Value]| {
+        rows.iter()
+            .map(|r| r["dropped"].as_f64().unwrap() / r["arrived"].as_f64().unwrap())
+            .fold(0.0, f64::max)
+    };
+    let base = [
+        NASA,
+        "--key-column",
+        "host",
+        "-p",
+        "gcra",
+        "--max-drop-rate",
+        "0.1",
+    ];
+    let (_, whole) = size(&base);
+    let spec = whole["recommended"]["spec"].as_str().unwrap().to_string();
+    assert!(
+        worst(&hours(&spec)) > 0.001,
+        "{spec} already holds every hour"
+    );
+    let (code, per) = size(&[&base[..], &["--per", "1h"]].concat());
+    assert_eq!(code, 0);
+    assert_eq!(per["targets"]["per_ns"], 3_600_000_000_000u64);
+    let spec = per["recommended"]["spec"].as_str().unwrap();
+    let rows = hours(spec);
+    assert!(worst(&rows) <= 0.001, "{spec}");
+    let notes = per["notes"].to_string();
+    assert!(notes.contains("worst period of 1h starts"), "{notes}");
+}

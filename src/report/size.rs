@@ -66,6 +66,9 @@ pub struct Targets {
     pub max_wait_ns: Option<u64>,
     /// The wait target is the default for a policy that delays (not given).
     pub max_wait_default: bool,
+    /// `--per`: the drop targets hold in every period of this length.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_ns: Option<u64>,
     /// `--headroom F`: sized for the requests arriving F times as fast.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub headroom: Option<String>,
@@ -97,6 +100,9 @@ impl Targets {
             parts.push(format!("wait ≤ {}{default}", readable(w)));
         }
         let mut text = parts.join(", ");
+        if let Some(p) = self.per_ns {
+            text.push_str(&format!(" in every {}", crate::time::span(p)));
+        }
         if let Some(f) = &self.headroom {
             text.push_str(&format!(" for the requests arriving {f}× as fast"));
         }

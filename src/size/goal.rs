@@ -1,6 +1,7 @@
 //! The targets `size` meets, read from the command line as exact
 //! fractions and counts, and the test of a candidate's tally against them.
 
+use super::per::PeriodCount;
 use super::probe::Tally;
 use crate::cli::{SizeArgs, WaitCap};
 use crate::percent::Percent;
@@ -71,14 +72,26 @@ impl Goal {
         })
     }
 
-    /// The drop targets (drop rate, drops, keys hurt) hold.
+    /// The drop targets (drop rate, drops, keys hurt) hold, over the
+    /// whole log and (with `--per`) in every period.
     pub fn drops_ok(&self, t: &Tally) -> bool {
+        !t.period_miss
+            && self.period_ok(PeriodCount {
+                dropped: t.dropped,
+                keys_hurt: t.keys_hurt,
+                requests: self.requests,
+                keys: self.keys,
+            })
+    }
+
+    /// The drop targets hold on the figures `c` (the whole log or a period).
+    pub fn period_ok(&self, c: PeriodCount) -> bool {
         self.drop_rate
-            .is_none_or(|p| !p.exceeded_by(t.dropped, self.requests))
-            && self.drops.is_none_or(|m| t.dropped <= m)
+            .is_none_or(|p| !p.exceeded_by(c.dropped, c.requests))
+            && self.drops.is_none_or(|m| c.dropped <= m)
             && self.keys_hurt.is_none_or(|k| match k {
-                KeysHurt::Count(m) => t.keys_hurt <= m,
-                KeysHurt::Share(p) => !p.exceeded_by(t.keys_hurt, self.keys),
+                KeysHurt::Count(m) => c.keys_hurt <= m,
+                KeysHurt::Share(p) => !p.exceeded_by(c.keys_hurt, c.keys),
             })
     }
 

@@ -22,6 +22,7 @@
 pub mod family;
 pub mod goal;
 pub mod log;
+pub mod per;
 pub mod pick;
 pub mod probe;
 pub mod read;
@@ -120,6 +121,8 @@ fn sweep(args: &SizeArgs, asked: &Asked, input: &Input, goal: &Goal) -> Result<S
     let points = sweep::axis_points(family, asked.points.clone(), &shape, keyed)?;
     let threads = sweep::threads(&points);
     let needs = KeyNeeds::replay(family, &points, log, threads)?;
+    let ok = |c| goal.period_ok(c);
+    let periods = periods(args, input, &ok);
     let sweep = Sweep {
         family,
         log,
@@ -128,6 +131,7 @@ fn sweep(args: &SizeArgs, asked: &Asked, input: &Input, goal: &Goal) -> Result<S
         costs_vary: log.costs_vary(),
         keyed,
         horizon: args.horizon,
+        per: periods.as_ref(),
     };
     let frontier = sweep.frontier(&points, &needs, threads, input.show_progress)?;
     Ok(Swept {
@@ -152,6 +156,16 @@ struct Found {
     method_notes: Vec<String>,
 }
 
+/// `--per`'s periods over the log, with the test each must pass.
+fn periods<'a>(
+    args: &SizeArgs,
+    input: &Input,
+    ok: &'a (dyn Fn(per::PeriodCount) -> bool + Sync),
+) -> Option<per::Periods<'a>> {
+    args.per
+        .map(|len| per::Periods::of(&input.log, &input.counted, len.0, ok))
+}
+
 /// The recommendation and what explains it.
 fn recommend(
     args: &SizeArgs,
@@ -162,6 +176,8 @@ fn recommend(
 ) -> Result<Found> {
     let (family, log, frontier) = (&asked.family, &input.log, &swept.frontier);
     let keyed = asked.key_col.is_some();
+    let ok = |c| goal.period_ok(c);
+    let periods = periods(args, input, &ok);
     let chosen = pick::pick(frontier);
     let recommended = chosen.map(|i| frontier[i].clone());
     let alternatives = chosen.map_or(Vec::new(), |i| {
@@ -191,12 +207,15 @@ fn recommend(
         Some(text) => Some(recommend::current(
             text,
             input,
-            keyed,
+            (keyed, periods.as_ref()),
             goal,
             recommended.as_ref(),
         )?),
     };
     let mut notes = input.notes.clone();
+    if let (Some(rec), Some(p)) = (&recommended, &periods) {
+        notes.push(recommend::worst_period(rec, input, p)?);
+    }
     let span_ok = |i: usize, h| sweep::tests(log, &swept.points[i], frontier[i].size, h);
     notes.extend(pick::horizon_note(
         family,

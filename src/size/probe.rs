@@ -12,6 +12,7 @@
 //!   drops, keys with any drop, the longest wait.
 
 use super::log::Log;
+use super::per::Periods;
 use crate::ingest::keys::EMPTY_KEY;
 use crate::policy::keyed::Store;
 use crate::policy::{Decision, Listed, Policy, PolicyConfig};
@@ -94,6 +95,11 @@ pub struct Tally {
     pub keys_hurt: u64,
     /// The longest wait of an admitted request, ns.
     pub max_wait: u64,
+    /// With `--per`: some period misses the drop targets.
+    pub period_miss: bool,
+    /// With `--per`: the start (ns) of the period with the most drops, and
+    /// its drops.
+    pub worst_period: Option<(u64, u64)>,
 }
 
 /// K candidates in one replay.
@@ -105,6 +111,59 @@ pub struct ProbeJob<'a> {
     /// needs no more is never refused here, so its rows are skipped (only
     /// where no wait is measured).
     pub settled: Option<(&'a [u64], u64)>,
+    /// `--per`: the periods each target must hold in.
+    pub per: Option<&'a Periods<'a>>,
+}
+
+/// One probe's drops and keys hurt within the current period.
+struct InPeriod<'a> {
+    periods: &'a Periods<'a>,
+    /// The current period's index.
+    at: u64,
+    dropped: Vec<u64>,
+    hurt: Vec<u64>,
+    /// Per active key: the period of its flags, and the candidates that
+    /// refused it there.
+    key_at: Vec<u64>,
+    key_flags: Vec<u32>,
+}
+
+impl InPeriod<'_> {
+    /// Moves to the period of `now`, closing the one before.
+    fn enter(&mut self, now: u64, tally: &mut [Tally]) {
+        let p = now / self.periods.len;
+        if p != self.at {
+            self.close(tally);
+            self.at = p;
+        }
+    }
+
+    /// Counts the refusals `refused` of active key `key`.
+    fn refused(&mut self, key: usize, refused: u32) {
+        if self.key_at[key] != self.at {
+            self.key_at[key] = self.at;
+            self.key_flags[key] = 0;
+        }
+        let first = refused & !self.key_flags[key];
+        self.key_flags[key] |= refused;
+        for (c, (d, h)) in self.dropped.iter_mut().zip(&mut self.hurt).enumerate() {
+            *d += u64::from(refused >> c & 1);
+            *h += u64::from(first >> c & 1);
+        }
+    }
+
+    /// Checks the current period for each candidate, and starts afresh.
+    fn close(&mut self, tally: &mut [Tally]) {
+        for (c, t) in tally.iter_mut().enumerate() {
+            let count = self.periods.count(self.at, self.dropped[c], self.hurt[c]);
+            t.period_miss |= !(self.periods.ok)(count);
+            if count.dropped > t.worst_period.map_or(0, |w| w.1) {
+                t.worst_period = Some((self.at * self.periods.len, count.dropped));
+            }
+        }
+        self.dropped.fill(0);
+        self.hurt.fill(0);
+    }
 }
 
 impl Job for ProbeJob<'_> {
@@ -135,6 +194,14 @@ impl Job for ProbeJob<'_> {
         let mut hurt = vec![0u32; active as usize];
         let mut tally = vec![Tally::default(); k];
         let shapes = store.info().shapes;
+        let mut in_period = self.per.map(|periods| InPeriod {
+            periods,
+            at: periods.first,
+            dropped: vec![0; k],
+            hurt: vec![0; k],
+            key_at: vec![u64::MAX; active as usize],
+            key_flags: vec![0; active as usize],
+        });
         for i in 0..log.len() {
             let key = log.key[i];
             // An empty key is exempt; an excluded key is still replayed for
@@ -147,6 +214,9 @@ impl Job for ProbeJob<'_> {
                 continue;
             }
             let now = Nanos(log.at[i]);
+            if let Some(p) = in_period.as_mut() {
+                p.enter(now.0, &mut tally);
+            }
             let cost = log.cost(i);
             let mut refused = 0u32;
             let states = store.row_mut(u64::from(key), now);
@@ -164,6 +234,9 @@ impl Job for ProbeJob<'_> {
                     }
                 }
             }
+            if let Some(p) = in_period.as_mut().filter(|_| refused != 0) {
+                p.refused(key as usize, refused);
+            }
             let h = &mut hurt[key as usize];
             let first = refused & !*h;
             if first != 0 {
@@ -172,6 +245,9 @@ impl Job for ProbeJob<'_> {
                     t.keys_hurt += u64::from(first >> c & 1);
                 }
             }
+        }
+        if let Some(p) = in_period.as_mut() {
+            p.close(&mut tally);
         }
         tally
     }
@@ -236,6 +312,7 @@ mod tests {
                 log: &l,
                 counted: &[],
                 settled: None,
+                per: None,
             },
         );
         assert_eq!((t[0].dropped, t[1].dropped), (8, 9));
@@ -279,6 +356,7 @@ mod tests {
                             log: &l,
                             counted: &[],
                             settled: None,
+                            per: None,
                         },
                     );
                     assert_eq!(

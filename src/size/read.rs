@@ -108,6 +108,7 @@ pub fn read(args: &SizeArgs, key_col: Option<&str>, goal: &mut Goal) -> Result<I
             max_keys_hurt: args.max_keys_hurt.as_deref().map(|t| t.trim().to_string()),
             max_wait_ns: goal.max_wait.map(|w| w.0),
             max_wait_default: goal.wait_default,
+            per_ns: args.per.map(|p| p.0),
             ..Targets::default()
         },
         notes: Vec::new(),

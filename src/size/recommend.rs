@@ -6,6 +6,7 @@
 use super::family::{Family, Point};
 use super::goal::Goal;
 use super::log::Log;
+use super::per::Periods;
 use super::probe::{ProbeJob, Tally, dispatch};
 use super::read::Input;
 use super::shape::{Shape, average_text, quantile};
@@ -76,12 +77,37 @@ pub fn per_key(
     rows
 }
 
+/// The recommendation's period with the most drops, in words.
+pub fn worst_period(rec: &FrontierRow, input: &Input, periods: &Periods) -> Result<String> {
+    let config = parse_spec(&rec.spec)?.members[0].config;
+    let job = ProbeJob {
+        log: &input.log,
+        counted: &input.counted,
+        settled: None,
+        per: Some(periods),
+    };
+    let t = dispatch(&[config], job)[0];
+    let len = crate::time::span(periods.len);
+    Ok(match t.worst_period {
+        None => format!("no period of {len} has a drop under the recommendation"),
+        Some((start, dropped)) => {
+            let c = periods.count(start / periods.len, dropped, 0);
+            format!(
+                "the recommendation's worst period of {len} starts {}: {dropped} of its {} requests dropped ({} %); every period of {len} meets the drop targets",
+                crate::time::instant(start),
+                c.requests,
+                crate::report::pct(dropped as f64 * 100.0 / c.requests.max(1) as f64),
+            )
+        }
+    })
+}
+
 /// `--current` replayed as audit replays it, checked against the targets
 /// and compared with the recommendation.
 pub fn current(
     text: String,
     input: &Input,
-    keyed: bool,
+    (keyed, per): (bool, Option<&Periods>),
     goal: &Goal,
     recommended: Option<&FrontierRow>,
 ) -> Result<Current> {
@@ -97,6 +123,7 @@ pub fn current(
                 log,
                 counted: &input.counted,
                 settled: None,
+                per,
             },
         );
         Some(t[0])
@@ -106,6 +133,7 @@ pub fn current(
             dropped: p.dropped,
             keys_hurt: p.keys_with_drops,
             max_wait: p.wait.map_or(0, |w| w.max_ns),
+            ..Tally::default()
         })
     } else {
         None

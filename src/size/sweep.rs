@@ -7,6 +7,7 @@
 use super::family::{CAP, Family, Point, per_sec_cmp};
 use super::goal::Goal;
 use super::log::Log;
+use super::per::Periods;
 use super::probe::{self, NeedJob, Needs, ProbeJob, Tally, dispatch};
 use super::shape::Shape;
 use crate::engine::replay::{Replay, Run, Slot};
@@ -142,6 +143,8 @@ pub struct Sweep<'a> {
     pub keyed: bool,
     /// The span the recommendation ranks by.
     pub horizon: Nanos,
+    /// `--per`: the periods every target holds in.
+    pub per: Option<&'a Periods<'a>>,
 }
 
 /// The tallies tried so far at one point, and the replays that tried them.
@@ -275,6 +278,7 @@ impl Sweep<'_> {
                 log: self.log,
                 counted: self.counted,
                 settled: (!waits).then_some((key_need, smallest)),
+                per: self.per,
             },
         ))
     }
