@@ -877,7 +877,7 @@ fn policies_that_delay_are_held_to_a_one_second_wait_by_default() {
                 .lines()
                 .next()
                 .unwrap()
-                .contains("wait ≤ 1s (default for a policy that delays; --max-wait none lifts it)"),
+                .contains("wait ≤ 1s (default; --max-wait none lifts it)"),
             "{}",
             out.stdout
         );

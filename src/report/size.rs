@@ -93,7 +93,7 @@ impl Targets {
         }
         if let Some(w) = self.max_wait_ns {
             let default = if self.max_wait_default {
-                " (default for a policy that delays; --max-wait none lifts it)"
+                " (default; --max-wait none lifts it)"
             } else {
                 ""
             };
@@ -417,6 +417,19 @@ pub const FRONTIER: &[Column<FrontierRow>] = &[
     Column::text("spec", |r, _| r.spec.clone()),
 ];
 
+/// The keys that need the most at a row's point, with their needs.
+fn top_keys(r: &NeedRow) -> String {
+    r.top
+        .iter()
+        .map(|k| {
+            let n = k.need.map_or("never".to_string(), |n| n.to_string());
+            let x = if k.excluded { " (excluded)" } else { "" };
+            format!("{} {n}{x}", k.key)
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
 /// The per-key need columns.
 pub const NEED: &[Column<NeedRow>] = &[
     Column::text("point", |r, _| r.point().to_string()),
@@ -426,17 +439,7 @@ pub const NEED: &[Column<NeedRow>] = &[
     Column::num("p99", |r, h| opt_need(r.p99, h)),
     Column::num("p99.9", |r, h| opt_need(r.p99_9, h)),
     Column::num("max", |r, h| opt_need(r.max, h)),
-    Column::text("top keys", |r, _| {
-        r.top
-            .iter()
-            .map(|k| {
-                let n = k.need.map_or("never".to_string(), |n| n.to_string());
-                let x = if k.excluded { " (excluded)" } else { "" };
-                format!("{} {n}{x}", k.key)
-            })
-            .collect::<Vec<_>>()
-            .join("; ")
-    }),
+    Column::text("top keys", |r, _| top_keys(r)),
 ];
 
 /// What a row does, in one line: dropped, delayed, waits, keys hurt.
@@ -671,16 +674,24 @@ fn add_need(page: &mut Page, r: &SizeReport) {
     page.add(Shown::TEXT, Block::Heading(long));
     let short = Block::Heading("Per-key need".into());
     page.add(Shown::MARKDOWN | Shown::HTML, short);
-    let table = |h| {
-        let mut t = Table::from_columns(NEED, &r.per_key, h);
+    let table = |h, cols: &[Column<NeedRow>]| {
+        let mut t = Table::from_columns(cols, &r.per_key, h);
         t.headers[0] = r.axis.into();
         if h == Human::No {
             t.headers[7] = "top_keys".into();
         }
         t
     };
-    page.add(Shown::ALL, Block::Table(table(Human::Yes)));
-    page.data.push(table(Human::No));
+    let people = if r.said.verbose { NEED } else { &NEED[..7] };
+    page.add(Shown::ALL, Block::Table(table(Human::Yes, people)));
+    page.data.push(table(Human::No, NEED));
+    let at = r.recommended.as_ref().map(|rec| rec.point());
+    if let Some(n) = r.per_key.iter().find(|n| Some(n.point()) == at)
+        && !r.said.verbose
+    {
+        let line = format!("keys needing the most at {}: {}", n.point(), top_keys(n));
+        page.add(Shown::ALL, Block::List(vec![line]));
+    }
 }
 
 pub fn render_table(r: &SizeReport, out: &mut dyn Write) -> io::Result<()> {
