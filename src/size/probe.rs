@@ -43,12 +43,21 @@ pub struct NeedJob<'a> {
 pub struct Needs {
     pub k: usize,
     pub need: Vec<u64>,
+    /// `wait[key · k + c]`: the longest wait of key's requests under
+    /// candidate c unbounded, ns; at any size of at least its need the
+    /// key's replay follows the unbounded one, so its waits are these.
+    pub wait: Vec<u64>,
 }
 
 impl Needs {
     #[inline]
     pub fn of(&self, key: usize, c: usize) -> u64 {
         self.need[key * self.k + c]
+    }
+
+    #[inline]
+    pub fn wait_of(&self, key: usize, c: usize) -> u64 {
+        self.wait[key * self.k + c]
     }
 }
 
@@ -62,6 +71,7 @@ impl Job for NeedJob<'_> {
         store.reserve_keys(keys);
         let policies = store.row().to_vec();
         let mut need = vec![0u64; k * keys];
+        let mut wait = vec![0u64; k * keys];
         for i in 0..log.len() {
             let key = log.key[i];
             if key == EMPTY_KEY {
@@ -70,20 +80,22 @@ impl Job for NeedJob<'_> {
             let now = Nanos(log.at[i]);
             let cost = log.cost(i);
             let states = store.row_mut(u64::from(key), now);
-            let row = &mut need[key as usize * k..key as usize * k + k];
-            for ((p, s), n) in policies.iter().zip(states).zip(row) {
+            let at = key as usize * k..key as usize * k + k;
+            let row = need[at.clone()].iter_mut().zip(&mut wait[at]);
+            for ((p, s), (n, w)) in policies.iter().zip(states).zip(row) {
                 match p.decide(s, now, cost) {
-                    Decision::Admit { .. } => {
+                    Decision::Admit { release } => {
                         let level = p.level(s, now).saturating_sub(self.offset);
                         if level > *n {
                             *n = level;
                         }
+                        *w = (*w).max(release.0 - now.0);
                     }
                     Decision::Refuse { .. } => *n = u64::MAX,
                 }
             }
         }
-        Needs { k, need }
+        Needs { k, need, wait }
     }
 }
 
@@ -111,6 +123,9 @@ pub struct ProbeJob<'a> {
     /// needs no more is never refused here, so its rows are skipped (only
     /// where no wait is measured).
     pub settled: Option<(&'a [u64], u64)>,
+    /// The longest wait of the settled keys (their waits are the same at
+    /// every size carried).
+    pub settled_wait: u64,
     /// `--per`: the periods each target must hold in.
     pub per: Option<&'a Periods<'a>>,
 }
@@ -249,6 +264,9 @@ impl Job for ProbeJob<'_> {
         if let Some(p) = in_period.as_mut() {
             p.close(&mut tally);
         }
+        for t in &mut tally {
+            t.max_wait = t.max_wait.max(self.settled_wait);
+        }
         tally
     }
 }
@@ -312,6 +330,7 @@ mod tests {
                 log: &l,
                 counted: &[],
                 settled: None,
+                settled_wait: 0,
                 per: None,
             },
         );
@@ -356,6 +375,7 @@ mod tests {
                             log: &l,
                             counted: &[],
                             settled: None,
+                            settled_wait: 0,
                             per: None,
                         },
                     );

@@ -84,6 +84,7 @@ pub fn worst_period(rec: &FrontierRow, input: &Input, periods: &Periods) -> Resu
         log: &input.log,
         counted: &input.counted,
         settled: None,
+        settled_wait: 0,
         per: Some(periods),
     };
     let t = dispatch(&[config], job)[0];
@@ -123,6 +124,7 @@ pub fn current(
                 log,
                 counted: &input.counted,
                 settled: None,
+                settled_wait: 0,
                 per,
             },
         );

@@ -95,6 +95,12 @@ impl KeyNeeds {
         self.needs[pi / self.group].of(key, pi % self.group)
     }
 
+    /// Key `key`'s longest wait at point `pi` at any size of at least its
+    /// need, ns.
+    pub fn wait_of(&self, pi: usize, key: usize) -> u64 {
+        self.needs[pi / self.group].wait_of(key, pi % self.group)
+    }
+
     /// Replays the log through every point's unbounded policy: one replay
     /// for up to [`probe::MAX_K`] points, spread over `threads`.
     pub fn replay(
@@ -147,11 +153,15 @@ pub struct Sweep<'a> {
     pub per: Option<&'a Periods<'a>>,
 }
 
+/// Each key's zero-drop size at one point, and its longest wait at any
+/// size of at least that.
+type KeyFacts<'a> = (&'a [u64], &'a [u64]);
+
 /// The tallies tried so far at one point, and the replays that tried them.
 struct Tried<'a> {
     sweep: &'a Sweep<'a>,
     point: &'a Point,
-    key_need: &'a [u64],
+    key_need: KeyFacts<'a>,
     seen: HashMap<u64, Tally>,
     replays: u32,
 }
@@ -206,7 +216,7 @@ impl Sweep<'_> {
                         if i >= points.len() {
                             break;
                         }
-                        let row = self.row(&points[i], |k| needs.of(i, k));
+                        let row = self.row(&points[i], |k| (needs.of(i, k), needs.wait_of(i, k)));
                         results.lock().expect("no panics hold the lock")[i] = Some(row);
                         bar.inc(1);
                     }
@@ -223,15 +233,15 @@ impl Sweep<'_> {
 
     /// The frontier row at `point`: the size found, with the figures of its
     /// audit replay; `need_of(key)`: the key's zero-drop size there.
-    fn row(&self, point: &Point, need_of: impl Fn(usize) -> u64) -> Result<FrontierRow> {
+    fn row(&self, point: &Point, need_of: impl Fn(usize) -> (u64, u64)) -> Result<FrontierRow> {
         let keys = self.log.keys();
-        let key_need: Vec<u64> = (0..keys).map(need_of).collect();
+        let (key_need, key_wait): (Vec<u64>, Vec<u64>) = (0..keys).map(need_of).unzip();
         let need = (0..keys)
             .filter(|&k| self.counted.is_empty() || self.counted[k])
             .map(|k| key_need[k])
             .max()
             .unwrap_or(0);
-        let found = self.search(point, &key_need, need)?;
+        let found = self.search(point, (&key_need, &key_wait), need)?;
         let spec = self.family.spec(&point.text, found.size);
         let report = audit(self.log, &spec, self.keyed, 0)?;
         let worst = self
@@ -263,21 +273,27 @@ impl Sweep<'_> {
 
     /// Tallies of `sizes` at `point`, one replay; `key_need`: each key's
     /// zero-drop size at this point.
-    fn probe(&self, point: &Point, key_need: &[u64], sizes: &[u64]) -> Result<Vec<Tally>> {
+    fn probe(&self, point: &Point, keyed: KeyFacts, sizes: &[u64]) -> Result<Vec<Tally>> {
+        let (key_need, key_wait) = keyed;
         let configs = sizes
             .iter()
             .map(|&s| self.family.config(point, s))
             .collect::<Result<Vec<PolicyConfig>>>()?;
-        // Waits are measured on every key; drops only happen to keys that
-        // need more than the size.
-        let waits = self.goal.max_wait.is_some() && self.family.shapes();
+        // Drops only happen to keys that need more than the size; a key
+        // that needs no more follows its unbounded replay, waits included.
         let smallest = sizes.iter().copied().min().unwrap_or(0);
+        let settled_wait = (0..key_need.len())
+            .filter(|&k| key_need[k] <= smallest && (self.counted.is_empty() || self.counted[k]))
+            .map(|k| key_wait[k])
+            .max()
+            .unwrap_or(0);
         Ok(dispatch(
             &configs,
             ProbeJob {
                 log: self.log,
                 counted: self.counted,
-                settled: (!waits).then_some((key_need, smallest)),
+                settled: Some((key_need, smallest)),
+                settled_wait,
                 per: self.per,
             },
         ))
@@ -286,7 +302,7 @@ impl Sweep<'_> {
     /// The smallest size meeting the targets at `point`; `need`: the
     /// largest zero-drop size over the counted keys (`u64::MAX`: some
     /// request never fits).
-    fn search(&self, point: &Point, key_need: &[u64], need: u64) -> Result<Found> {
+    fn search(&self, point: &Point, key_need: KeyFacts, need: u64) -> Result<Found> {
         let min = self.family.sizing.min_size;
         let mut tried = Tried {
             sweep: self,
