@@ -644,9 +644,10 @@ fn add_frontier(page: &mut Page, r: &SizeReport) {
     let missed: Vec<&FrontierRow> = r.frontier.iter().filter(|f| f.note.is_some()).collect();
     if !r.said.verbose && !missed.is_empty() {
         let brief = format!(
-            "{} of the {} points miss the targets (--verbose says why each)",
+            "{} of the {} points {} the targets (--verbose says why each)",
             missed.len(),
-            r.frontier.len()
+            r.frontier.len(),
+            if missed.len() == 1 { "misses" } else { "miss" }
         );
         page.add(Shown::TEXT | Shown::MARKDOWN, Block::List(vec![brief]));
     }
