@@ -1257,3 +1257,28 @@ fn per_hour_targets_hold_in_every_hour() {
     let notes = per["notes"].to_string();
     assert!(notes.contains("worst period of 1h starts"), "{notes}");
 }
+
+/// URLs logged with a query string are keyed by `$request_uri`: `$uri`
+/// would count `/a?x=1` and `/a?x=2` as one.
+#[test]
+fn urls_with_queries_are_keyed_as_sent() {
+    let log = write(
+        "q.csv",
+        "ts,url\n1700000000,/a?x=1\n1700000000,/a?x=2\n1700000001,/a?x=1\n1700000002,/b\n",
+    );
+    let (_, r) = size(&[
+        log.to_str().unwrap(),
+        "--key-column",
+        "url",
+        "-p",
+        "nginx:nodelay",
+        "--rate",
+        "1r/s",
+        "--max-drops",
+        "0",
+        "--horizon",
+        "1s",
+    ]);
+    let zone = r["nginx"]["limit_req_zone"].as_str().unwrap();
+    assert!(zone.starts_with("limit_req_zone $request_uri "), "{r}");
+}

@@ -6,7 +6,9 @@
 //!   `host` on its own: the first field of the common log format names
 //!   the client) → `$binary_remote_addr`;
 //! - a URL column (`uri`, `url`, `path`, `request_uri`, `cs-uri-stem`) →
-//!   `$uri` (the path without its arguments);
+//!   `$uri` (the path without its arguments), or `$request_uri` (the
+//!   request target as sent, arguments included) when the log's URLs
+//!   carry a query string: `$uri` would count them as one;
 //! - a Host header column (`http_host`, `server_name`, `cs-host`, and
 //!   `host` next to a URL column) → `$host`;
 //! - `--key-prefix 8|16|24` on a client address → a `map` of
@@ -74,6 +76,7 @@ pub fn zone_key(key_col: &str, prefix: Option<(u8, u8)>, log: &Log) -> Result<Zo
                 "$drip_net"
             }
             (Part::Client, None) => "$binary_remote_addr",
+            (Part::Url, _) if queries(log) => "$request_uri",
             (Part::Url, _) => "$uri",
             (Part::Host, _) => "$host",
         };
@@ -95,6 +98,11 @@ pub fn zone_key(key_col: &str, prefix: Option<(u8, u8)>, log: &Log) -> Result<Zo
         from: format!("keyed as sized: {}", names.join(", ")),
         state_bytes,
     })
+}
+
+/// True when some key holds a query string (`?`).
+fn queries(log: &Log) -> bool {
+    (0..log.names.len()).any(|i| log.names.get(i as u32).contains(&b'?'))
 }
 
 /// A `map` from `$remote_addr` to its IPv4 network of `v4` bits.
