@@ -1258,10 +1258,10 @@ fn per_hour_targets_hold_in_every_hour() {
     assert!(notes.contains("worst period of 1h starts"), "{notes}");
 }
 
-/// URLs logged with a query string are keyed by `$request_uri`: `$uri`
-/// would count `/a?x=1` and `/a?x=2` as one.
+/// URLs logged with a query string: `$uri` counts them under their path,
+/// and the snippet says so.
 #[test]
-fn urls_with_queries_are_keyed_as_sent() {
+fn urls_with_queries_are_said_to_share_a_key_under_uri() {
     let log = write(
         "q.csv",
         "ts,url\n1700000000,/a?x=1\n1700000000,/a?x=2\n1700000001,/a?x=1\n1700000002,/b\n",
@@ -1279,6 +1279,19 @@ fn urls_with_queries_are_keyed_as_sent() {
         "--horizon",
         "1s",
     ]);
-    let zone = r["nginx"]["limit_req_zone"].as_str().unwrap();
-    assert!(zone.starts_with("limit_req_zone $request_uri "), "{r}");
+    let n = &r["nginx"];
+    assert!(
+        n["limit_req_zone"]
+            .as_str()
+            .unwrap()
+            .starts_with("limit_req_zone $uri "),
+        "{n}"
+    );
+    assert!(
+        n["key_from"]
+            .as_str()
+            .unwrap()
+            .contains("2 of the log's URLs carry a query string"),
+        "{n}"
+    );
 }

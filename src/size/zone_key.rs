@@ -6,9 +6,9 @@
 //!   `host` on its own: the first field of the common log format names
 //!   the client) → `$binary_remote_addr`;
 //! - a URL column (`uri`, `url`, `path`, `request_uri`, `cs-uri-stem`) →
-//!   `$uri` (the path without its arguments), or `$request_uri` (the
-//!   request target as sent, arguments included) when the log's URLs
-//!   carry a query string: `$uri` would count them as one;
+//!   `$uri` (the path without its arguments); when the log's URLs carry a
+//!   query string, the snippet says that `$uri` counts them under their
+//!   path and `$request_uri` (the target as sent) keeps them apart;
 //! - a Host header column (`http_host`, `server_name`, `cs-host`, and
 //!   `host` next to a URL column) → `$host`;
 //! - `--key-prefix 8|16|24` on a client address → a `map` of
@@ -76,7 +76,6 @@ pub fn zone_key(key_col: &str, prefix: Option<(u8, u8)>, log: &Log) -> Result<Zo
                 "$drip_net"
             }
             (Part::Client, None) => "$binary_remote_addr",
-            (Part::Url, _) if queries(log) => "$request_uri",
             (Part::Url, _) => "$uri",
             (Part::Host, _) => "$host",
         };
@@ -92,17 +91,26 @@ pub fn zone_key(key_col: &str, prefix: Option<(u8, u8)>, log: &Log) -> Result<Zo
     } else {
         (64 + longest).next_power_of_two()
     };
+    let mut from = format!("keyed as sized: {}", names.join(", "));
+    let queried = queries(log);
+    if key.contains("$uri") && queried > 0 {
+        from.push_str(&format!(
+            "; {queried} of the log's URLs carry a query string, counted apart here: $uri counts them under their path, $request_uri keeps them apart"
+        ));
+    }
     Ok(ZoneKey {
         key,
         map,
-        from: format!("keyed as sized: {}", names.join(", ")),
+        from,
         state_bytes,
     })
 }
 
-/// True when some key holds a query string (`?`).
-fn queries(log: &Log) -> bool {
-    (0..log.names.len()).any(|i| log.names.get(i as u32).contains(&b'?'))
+/// The keys that hold a query string (`?`).
+fn queries(log: &Log) -> usize {
+    (0..log.names.len())
+        .filter(|&i| log.names.get(i as u32).contains(&b'?'))
+        .count()
 }
 
 /// A `map` from `$remote_addr` to its IPv4 network of `v4` bits.
