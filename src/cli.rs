@@ -75,6 +75,20 @@ fn duration_arg(s: &str) -> Result<Nanos, String> {
     parse_duration(s)
 }
 
+/// `--max-wait` of `size`: a bound, or `none` (no wait target).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WaitCap {
+    At(Nanos),
+    Lifted,
+}
+
+fn wait_cap_arg(s: &str) -> Result<WaitCap, String> {
+    if s.trim().eq_ignore_ascii_case("none") {
+        return Ok(WaitCap::Lifted);
+    }
+    parse_duration(s).map(WaitCap::At)
+}
+
 fn positive_duration_arg(s: &str) -> Result<Nanos, String> {
     match parse_duration(s)? {
         Nanos::ZERO => Err(format!("'{s}' is zero; give a length such as 1s or 1m")),
@@ -501,9 +515,10 @@ pub struct SizeArgs {
     /// Target: at most PCT% of the keys (or N keys) see any drop.
     #[arg(long, value_name = "PCT%|N")]
     pub max_keys_hurt: Option<String>,
-    /// Target for shaping policies: no request waits longer than DUR.
-    #[arg(long, value_parser = duration_arg, value_name = "DUR")]
-    pub max_wait: Option<Nanos>,
+    /// Target for policies that delay: no request waits longer than DUR
+    /// (default 1s for them; `none` lifts it).
+    #[arg(long, value_parser = wait_cap_arg, value_name = "DUR|none")]
+    pub max_wait: Option<WaitCap>,
     /// The recommendation admits the fewest requests in any window of this length.
     #[arg(long, value_parser = positive_duration_arg, default_value = "1m", value_name = "DUR")]
     pub horizon: Nanos,
@@ -517,8 +532,19 @@ pub struct SizeArgs {
     #[arg(long, value_name = "FILE")]
     pub exclude_keys: Option<PathBuf>,
     /// Keys listed in the per-key need table, largest need first.
-    #[arg(long, default_value_t = 10, value_name = "N")]
+    #[arg(long, default_value_t = 3, value_name = "N")]
     pub top: usize,
+    /// The targets hold in every period of DUR (e.g. 1h, 1d: no hour drops
+    /// more than the target), not only over the whole log.
+    #[arg(long, value_parser = positive_duration_arg, value_name = "DUR")]
+    pub per: Option<Nanos>,
+    /// Size for the same requests arriving F times as fast (their times
+    /// compressed by F around the first row), e.g. 1.5.
+    #[arg(long, value_name = "F")]
+    pub headroom: Option<String>,
+    /// Every column, and the notes on how the sizes were found.
+    #[arg(long, short)]
+    pub verbose: bool,
     /// Report format.
     #[arg(long, short, value_enum, default_value_t = Format::Table)]
     pub format: Format,

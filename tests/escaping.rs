@@ -188,6 +188,13 @@ fn a_size_report_shows_hostile_keys_as_text() {
             "gcra",
             "--max-drop-rate",
             "0.5",
+            // The log spans 300 ms: a point it tests.
+            "--rate",
+            "20/s",
+            "--horizon",
+            "100ms",
+            "--top",
+            "4",
             "-q",
             "-f",
             format,

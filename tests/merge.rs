@@ -279,6 +279,9 @@ fn size_merges_and_pace_replay_refuses_with_one_line() {
             "gcra",
             "--max-drop-rate",
             "1",
+            // The log spans 15 s.
+            "--horizon",
+            "1s",
             "-f",
             "json",
             "--quiet",

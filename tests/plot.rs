@@ -302,9 +302,11 @@ fn size_plot_data(needs: bool) -> String {
                 point,
                 size,
                 feasible,
+                wait_p99_ns: None,
             })
             .collect(),
         recommended: Some(("10/s", "gcra:rate=10/s,burst=21")),
+        alternatives: Vec::new(),
         needs: if needs {
             rates
                 .iter()

@@ -94,6 +94,18 @@ fn check_exact(input: &[&str], policy: &str, sweep: &[&str], t: Targets) -> Valu
     let (_, report) = size(&args);
     let rows = report["frontier"].as_array().unwrap();
     assert!(!rows.is_empty(), "{report}");
+    // Policies that delay are held to a wait of 1 s unless told otherwise.
+    let given = t.wait_ms.is_some();
+    let t = Targets {
+        wait_ms: report["targets"]["max_wait_ns"]
+            .as_u64()
+            .map(|w| w / 1_000_000),
+        ..t
+    };
+    if t.wait_ms.is_some() && !given {
+        assert_eq!(report["targets"]["max_wait_default"], true, "{report}");
+        assert_eq!(t.wait_ms, Some(1000));
+    }
     for row in rows {
         let spec = row["spec"].as_str().unwrap();
         let a = audit(input, spec);
@@ -256,7 +268,7 @@ fn costs_above_one_are_scanned_and_exact() {
     assert_eq!(row["size"], 4, "{row}");
     // Burst 5 misses (9 drops) though 4 meets it: not monotone.
     assert_eq!(audit(&input, "gcra:rate=1/s,burst=5")["dropped"], 9);
-    let notes = r["notes"].as_array().unwrap();
+    let notes = r["method_notes"].as_array().unwrap();
     assert!(
         notes
             .iter()
@@ -337,6 +349,8 @@ fn ties_and_a_key_that_never_meets_the_targets() {
         "1/s",
         "--max-drops",
         "0",
+        "--horizon",
+        "10s",
         "--exclude-keys",
     ]);
     args.push(ex.to_str().unwrap());
@@ -485,8 +499,8 @@ fn current_config_is_audited_next_to_the_recommendation() {
 fn every_format_renders_the_frontier() {
     for (format, needle) in [
         ("table", "recommended: gcra:rate="),
-        ("markdown", "| point | size |"),
-        ("csv", "point,size,feasible"),
+        ("markdown", "| rate | burst | dropped |"),
+        ("csv", "rate,burst,meets_targets,tested,"),
     ] {
         let out = run(
             &[
@@ -553,6 +567,14 @@ fn mistakes_are_one_line_and_exit_2() {
         (
             vec!["-p", "gcra", "--max-keys-hurt", "a%", "--max-drops", "1"],
             "invalid --max-keys-hurt",
+        ),
+        (
+            vec!["-p", "gcra", "--headroom", "1", "--max-drops", "1"],
+            "invalid --headroom '1'",
+        ),
+        (
+            vec!["-p", "gcra", "--headroom", "1.5x", "--max-drops", "1"],
+            "invalid --headroom '1.5x'",
         ),
         (
             vec!["-p", "gcra", "--window", "1s", "--max-drops", "0"],
@@ -737,6 +759,8 @@ fn a_global_nginx_answer_counts_every_request_in_one_bucket() {
         "10r/s",
         "--max-drops",
         "0",
+        "--max-wait",
+        "none",
     ]);
     assert_eq!(
         r["nginx"]["map"],
@@ -825,5 +849,449 @@ fn a_sparse_average_rate_reads_per_hour_not_as_zero() {
             .contains("the log's average rate is 0.1005/h (p99 across keys)"),
         "{}",
         out.stdout
+    );
+}
+
+/// `-p nginx` and `-p shaper` with only a drop target hold every wait to
+/// 1 s; the recommendation says what it drops, delays and how long.
+#[test]
+fn policies_that_delay_are_held_to_a_one_second_wait_by_default() {
+    for policy in ["nginx", "shaper"] {
+        let out = run(
+            &[
+                "size",
+                NASA,
+                "-q",
+                "--key-column",
+                "host",
+                "-p",
+                policy,
+                "--max-drop-rate",
+                "0.1",
+            ],
+            None,
+        );
+        assert_eq!(out.code, 0, "{}", out.stderr);
+        assert!(
+            out.stdout
+                .lines()
+                .next()
+                .unwrap()
+                .contains("wait ≤ 1s (default; --max-wait none lifts it)"),
+            "{}",
+            out.stdout
+        );
+        let rec = out
+            .stdout
+            .lines()
+            .find(|l| l.starts_with("recommended:"))
+            .unwrap();
+        assert!(
+            rec.contains("dropped 29 (0.09 %), delayed 5552 (17.93 %), wait p99 600ms max 800ms, keys hurt 17"),
+            "{rec}"
+        );
+        // The frontier table fits in 100 columns.
+        let table: Vec<&str> = out
+            .stdout
+            .lines()
+            .skip(3)
+            .take_while(|l| !l.is_empty())
+            .collect();
+        assert!(
+            table.len() > 5 && table[0].starts_with("rate ") && table[0].contains("burst  dropped"),
+            "{table:?}"
+        );
+        for l in table.iter().filter(|l| !l.starts_with("  ")) {
+            assert!(l.chars().count() <= 100, "{l}");
+        }
+        let (_, r) = size(&[
+            NASA,
+            "--key-column",
+            "host",
+            "-p",
+            policy,
+            "--max-drop-rate",
+            "0.1",
+        ]);
+        let rec = &r["recommended"];
+        assert!(
+            rec["wait_p99_ns"].as_u64().unwrap() <= 1_000_000_000,
+            "{rec}"
+        );
+        assert!(
+            rec["wait_max_ns"].as_u64().unwrap() <= 1_000_000_000,
+            "{rec}"
+        );
+        assert_eq!(rec["delayed"], 5552);
+        // Lifted, the tightest is the slowest rate, whatever it waits.
+        let (_, r) = size(&[
+            NASA,
+            "--key-column",
+            "host",
+            "-p",
+            policy,
+            "--max-drop-rate",
+            "0.1",
+            "--max-wait",
+            "none",
+        ]);
+        assert!(r["targets"].get("max_wait_ns").is_none());
+        assert!(r["recommended"]["wait_max_ns"].as_u64().unwrap() > 3_600_000_000_000);
+    }
+    // A policy that never delays has no wait target.
+    let (_, r) = size(&[NASA, "-p", "nginx:nodelay", "--max-drop-rate", "0.1"]);
+    assert!(r["targets"].get("max_wait_ns").is_none());
+    assert_eq!(r["targets"]["max_wait_default"], false);
+}
+
+#[test]
+fn an_empty_log_is_an_error_as_in_audit() {
+    let log = write("empty.csv", "ts,client\n");
+    let out = run(
+        &[
+            "size",
+            log.to_str().unwrap(),
+            "-p",
+            "gcra",
+            "--max-drops",
+            "0",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("the input has no rows"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// All rows at one instant: the rates run from 1/s to the busiest second,
+/// and the size that holds them all is recommended.
+#[test]
+fn a_log_of_one_instant_is_sized_from_its_busiest_second() {
+    let log = hand_log(
+        &(0..10)
+            .map(|_| (1_700_000_000_000, "a", 1))
+            .collect::<Vec<_>>(),
+    );
+    let (code, r) = size(&[
+        log.to_str().unwrap(),
+        "--time-format",
+        "epoch-ms",
+        "-p",
+        "gcra",
+        "--max-drops",
+        "2",
+    ]);
+    assert_eq!(code, 0, "{r}");
+    let rates: Vec<&str> = r["frontier"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["rate"].as_str().unwrap())
+        .collect();
+    assert_eq!(rates, ["1/s", "2/s", "5/s", "10/s"]);
+    assert_eq!(r["recommended"]["size"], 8);
+}
+
+/// A point whose burst takes longer to refill than the log spans, or a
+/// log shorter than the horizon, is marked untested and never picked.
+#[test]
+fn points_the_log_cannot_test_are_never_recommended() {
+    // 4 minutes of a steady 1 request per 2 s, and a burst of 20 at once.
+    let mut rows: Vec<(u64, &str, u32)> = (0..120).map(|i| (i * 2000, "a", 1)).collect();
+    rows.extend((0..20).map(|_| (60_000, "a", 1)));
+    rows.sort_by_key(|r| r.0);
+    let log = hand_log(&rows);
+    let input = [log.to_str().unwrap(), "--time-format", "epoch-ms"];
+    let mut args = input.to_vec();
+    args.extend(["-p", "gcra", "--rate", "1/min,1/s", "--max-drops", "0"]);
+    let (code, r) = size(&args);
+    assert_eq!(code, 0, "{r}");
+    let f = r["frontier"].as_array().unwrap();
+    // At 1/min a burst of about 21 takes 21 min to refill: untested.
+    assert_eq!(f[0]["tested"], false, "{}", f[0]);
+    assert_eq!(f[1]["tested"], true, "{}", f[1]);
+    assert_eq!(r["recommended"]["rate"], "1/s");
+    // A horizon longer than the log: nothing is tested, said plainly.
+    let mut args = input.to_vec();
+    args.extend([
+        "-p",
+        "gcra",
+        "--rate",
+        "1/s",
+        "--max-drops",
+        "0",
+        "--horizon",
+        "1h",
+    ]);
+    let out = run(&[&["size", "-q"][..], &args].concat(), None);
+    assert_eq!(out.code, 1);
+    assert!(out.stderr.contains("too short to test"), "{}", out.stderr);
+}
+
+/// The nginx snippet counts by what was sized: the client address, the
+/// URL, host and URL, a network prefix; a column nginx has no variable
+/// for is said plainly instead of a wrong zone key.
+#[test]
+fn the_nginx_snippet_keys_what_was_sized() {
+    let zone_of = |key: &str, extra: &[&str]| {
+        let mut args = vec![
+            NASA,
+            "--key-column",
+            key,
+            "-p",
+            "nginx:nodelay",
+            "--rate",
+            "1r/s",
+        ];
+        args.extend(["--max-drop-rate", "0.1"]);
+        args.extend_from_slice(extra);
+        size(&args).1["nginx"].clone()
+    };
+    let n = zone_of("url", &[]);
+    assert!(
+        n["limit_req_zone"]
+            .as_str()
+            .unwrap()
+            .starts_with("limit_req_zone $uri zone=drip:"),
+        "{n}"
+    );
+    let n = zone_of("host", &[]);
+    assert!(
+        n["limit_req_zone"]
+            .as_str()
+            .unwrap()
+            .starts_with("limit_req_zone $binary_remote_addr ")
+    );
+    let n = zone_of("host,url", &[]);
+    assert!(
+        n["limit_req_zone"]
+            .as_str()
+            .unwrap()
+            .starts_with("limit_req_zone $host$uri ")
+    );
+    let n = zone_of("logname", &[]);
+    assert_eq!(n["limit_req_zone"], "");
+    assert!(
+        n["key_problem"].as_str().unwrap().contains("'logname'"),
+        "{n}"
+    );
+    let n = zone_of("host", &["--key-prefix", "24,128"]);
+    assert!(
+        n["limit_req_zone"]
+            .as_str()
+            .unwrap()
+            .starts_with("limit_req_zone $drip_net ")
+    );
+    assert!(
+        n["map"]
+            .as_str()
+            .unwrap()
+            .starts_with("map $remote_addr $drip_net {\n"),
+        "{n}"
+    );
+    let n = zone_of("host", &["--key-prefix", "20"]);
+    assert!(n["key_problem"].as_str().unwrap().contains("/20"), "{n}");
+}
+
+/// Alternatives stand next to the pick, each by its rule, and a horizon
+/// that would pick otherwise is named.
+#[test]
+fn alternatives_and_horizon_sensitivity_are_shown() {
+    let (_, r) = size(&[
+        NASA,
+        "--key-column",
+        "host",
+        "-p",
+        "gcra",
+        "--max-drop-rate",
+        "0.1",
+    ]);
+    assert_eq!(r["recommended"]["spec"], "gcra:rate=10/min,burst=17");
+    let alt = &r["alternatives"][0];
+    assert_eq!(alt["rule"], "knee");
+    assert_eq!(alt["row"]["spec"], "gcra:rate=5/min,burst=22");
+    let notes: Vec<&str> = r["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_str().unwrap())
+        .collect();
+    assert!(
+        notes.iter().any(
+            |n| n.starts_with("the pick depends on --horizon (1m): 1s → gcra:rate=2/s,burst=6")
+        ),
+        "{notes:?}"
+    );
+    let (_, r) = size(&[
+        NASA,
+        "--key-column",
+        "host",
+        "-p",
+        "nginx",
+        "--max-drop-rate",
+        "0.1",
+    ]);
+    let alts = r["alternatives"].as_array().unwrap();
+    let lowest = alts.iter().find(|a| a["rule"] == "lowest wait").unwrap();
+    assert_eq!(lowest["row"]["spec"], "nginx:rate=20r/s,burst=4");
+    let marked: Vec<&Value> = r["frontier"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|f| f.get("marks").is_some())
+        .collect();
+    assert_eq!(marked.len(), 1 + alts.len());
+}
+
+/// `--headroom 2` sizes exactly what the log with every gap halved gives.
+#[test]
+fn headroom_compresses_the_times_exactly() {
+    let mut rows: Vec<(u64, &str, u32)> = Vec::new();
+    let mut t = 0u64;
+    for i in 0..400u64 {
+        t += (i * 7919) % 1300 + 1;
+        rows.push((t, if i % 3 == 0 { "a" } else { "b" }, 1));
+    }
+    let halved: Vec<(u64, &str, u32)> = rows
+        .iter()
+        .map(|&(at, k, c)| (rows[0].0 + (at - rows[0].0) / 2, k, c))
+        .collect();
+    let text = |rows: &[(u64, &str, u32)]| {
+        let mut s = String::from("ts,client,cost\n");
+        for (t, k, c) in rows {
+            s.push_str(&format!("{t},{k},{c}\n"));
+        }
+        s
+    };
+    let (a, b) = (
+        write("slow.csv", &text(&rows)),
+        write("fast.csv", &text(&halved)),
+    );
+    let run_on = |p: &PathBuf, extra: &[&str]| {
+        let mut args = vec![
+            p.to_str().unwrap(),
+            "--time-format",
+            "epoch-ms",
+            "--key-column",
+            "client",
+        ];
+        args.extend([
+            "-p",
+            "gcra",
+            "--rate",
+            "1/s,2/s,5/s",
+            "--max-drops",
+            "3",
+            "--horizon",
+            "1s",
+        ]);
+        args.extend_from_slice(extra);
+        size(&args).1
+    };
+    let (slow, fast) = (run_on(&a, &["--headroom", "2"]), run_on(&b, &[]));
+    assert_eq!(slow["frontier"], fast["frontier"]);
+    assert_eq!(slow["targets"]["headroom"], "2");
+    let notes = slow["notes"].to_string();
+    assert!(notes.contains("at the speed they came"), "{notes}");
+    // The input line shows the log as it came.
+    assert_eq!(
+        slow["input"]["last_ns"].as_u64().unwrap(),
+        rows[399].0 * 1_000_000
+    );
+}
+
+/// `--per 1h`: the pick holds the drop target in every hour, as `audit
+/// --timeline 1h` counts them, where the whole-log pick does not.
+#[test]
+fn per_hour_targets_hold_in_every_hour() {
+    let hours = |spec: &str| {
+        let args = [
+            "audit",
+            NASA,
+            "--key-column",
+            "host",
+            "-p",
+            spec,
+            "--timeline",
+            "1h",
+            "-f",
+            "json",
+            "-q",
+        ];
+        let out = run(&args, None);
+        json_of(&out)["timeline"]["rows"]
+            .as_array()
+            .unwrap()
+            .clone()
+    };
+    let worst = |rows: &[Value]| {
+        rows.iter()
+            .map(|r| r["dropped"].as_f64().unwrap() / r["arrived"].as_f64().unwrap())
+            .fold(0.0, f64::max)
+    };
+    let base = [
+        NASA,
+        "--key-column",
+        "host",
+        "-p",
+        "gcra",
+        "--max-drop-rate",
+        "0.1",
+    ];
+    let (_, whole) = size(&base);
+    let spec = whole["recommended"]["spec"].as_str().unwrap().to_string();
+    assert!(
+        worst(&hours(&spec)) > 0.001,
+        "{spec} already holds every hour"
+    );
+    let (code, per) = size(&[&base[..], &["--per", "1h"]].concat());
+    assert_eq!(code, 0);
+    assert_eq!(per["targets"]["per_ns"], 3_600_000_000_000u64);
+    let spec = per["recommended"]["spec"].as_str().unwrap();
+    let rows = hours(spec);
+    assert!(worst(&rows) <= 0.001, "{spec}");
+    let notes = per["notes"].to_string();
+    assert!(notes.contains("worst period of 1h starts"), "{notes}");
+}
+
+/// URLs logged with a query string: `$uri` counts them under their path,
+/// and the snippet says so.
+#[test]
+fn urls_with_queries_are_said_to_share_a_key_under_uri() {
+    let log = write(
+        "q.csv",
+        "ts,url\n1700000000,/a?x=1\n1700000000,/a?x=2\n1700000001,/a?x=1\n1700000002,/b\n",
+    );
+    let (_, r) = size(&[
+        log.to_str().unwrap(),
+        "--key-column",
+        "url",
+        "-p",
+        "nginx:nodelay",
+        "--rate",
+        "1r/s",
+        "--max-drops",
+        "0",
+        "--horizon",
+        "1s",
+    ]);
+    let n = &r["nginx"];
+    assert!(
+        n["limit_req_zone"]
+            .as_str()
+            .unwrap()
+            .starts_with("limit_req_zone $uri "),
+        "{n}"
+    );
+    assert!(
+        n["key_from"]
+            .as_str()
+            .unwrap()
+            .contains("2 of the log's URLs carry a query string"),
+        "{n}"
     );
 }

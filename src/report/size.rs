@@ -23,6 +23,8 @@ pub struct SizeReport {
     pub horizon_ns: u64,
     pub frontier: Vec<FrontierRow>,
     pub recommended: Option<FrontierRow>,
+    /// Other candidates, each by its own rule.
+    pub alternatives: Vec<Alternative>,
     /// Ready-to-paste nginx directives for the recommendation.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nginx: Option<NginxConf>,
@@ -34,7 +36,21 @@ pub struct SizeReport {
     /// Said plainly when nothing in the range meets the targets.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verdict: Option<String>,
+    #[serde(flatten)]
+    pub said: Said,
+}
+
+/// The notes beside the tables, and how much the formats for people show.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Said {
+    /// Notes on the input and targets.
     pub notes: Vec<String>,
+    /// How the sizes were found (shown with `--verbose`).
+    pub method_notes: Vec<String>,
+    /// Every column, each miss explained and the method notes in the
+    /// formats for people.
+    #[serde(skip)]
+    pub verbose: bool,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
@@ -48,6 +64,14 @@ pub struct Targets {
     pub max_keys_hurt: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_wait_ns: Option<u64>,
+    /// The wait target is the default for a policy that delays (not given).
+    pub max_wait_default: bool,
+    /// `--per`: the drop targets hold in every period of this length.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub per_ns: Option<u64>,
+    /// `--headroom F`: sized for the requests arriving F times as fast.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub headroom: Option<String>,
     /// Keys left out of the targets (`--exclude-keys`), found in the log.
     pub excluded_keys: u64,
     /// Requests of those keys.
@@ -68,9 +92,21 @@ impl Targets {
             parts.push(format!("keys hurt ≤ {k}"));
         }
         if let Some(w) = self.max_wait_ns {
-            parts.push(format!("wait ≤ {}", Nanos(w)));
+            let default = if self.max_wait_default {
+                " (default; --max-wait none lifts it)"
+            } else {
+                ""
+            };
+            parts.push(format!("wait ≤ {}{default}", readable(w)));
         }
-        parts.join(", ")
+        let mut text = parts.join(", ");
+        if let Some(p) = self.per_ns {
+            text.push_str(&format!(" in every {}", crate::time::span(p)));
+        }
+        if let Some(f) = &self.headroom {
+            text.push_str(&format!(" for the requests arriving {f}× as fast"));
+        }
+        text
     }
 }
 
@@ -91,10 +127,16 @@ pub struct FrontierRow {
     pub requests: u64,
     pub admitted: u64,
     pub delayed: u64,
+    /// Delayed requests, percent of all.
+    pub delayed_pct: f64,
     pub dropped: u64,
     pub drop_pct: f64,
     pub keys: u64,
     pub keys_hurt: u64,
+    /// False when the log cannot test this point: it spans less than a
+    /// full burst's refill at this rate (or less than one window), or
+    /// less than the horizon. Never recommended.
+    pub tested: bool,
     /// Shaping policies only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_p99_ns: Option<u64>,
@@ -111,6 +153,10 @@ pub struct FrontierRow {
     pub method: &'static str,
     /// Replays of the log this row took (the final audit replay included).
     pub replays: u32,
+    /// What the row is among the candidates: `pick`, `tightest`, `knee`,
+    /// `lowest-wait`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub marks: Vec<&'static str>,
     /// Why an infeasible row is infeasible.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -122,6 +168,11 @@ impl FrontierRow {
         self.requests = p.requests;
         self.admitted = p.admitted;
         self.delayed = p.delayed;
+        self.delayed_pct = if p.requests == 0 {
+            0.0
+        } else {
+            p.delayed as f64 * 100.0 / p.requests as f64
+        };
         self.dropped = p.dropped;
         self.drop_pct = p.drop_pct;
         self.keys = p.keys_seen;
@@ -138,16 +189,37 @@ impl FrontierRow {
     }
 }
 
+/// A candidate other than the pick, and the rule that chose it.
+#[derive(Clone, Debug, Serialize)]
+pub struct Alternative {
+    /// `knee` or `lowest wait`.
+    pub rule: &'static str,
+    /// The rule, in words.
+    pub why: String,
+    pub row: FrontierRow,
+}
+
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct NginxConf {
-    /// For one global bucket: the `map` giving every request one key.
+    /// The `map` building the key (one bucket for all, a network prefix),
+    /// its lines joined by newlines.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub map: Option<String>,
+    /// Empty when nginx cannot express the key (`key_problem` says why).
     pub limit_req_zone: String,
     pub limit_req: String,
     pub zone_mb: u64,
     /// The most keys active within any 60 s of the log.
     pub keys_active_60s: u64,
+    /// About how many states a megabyte of the zone keeps.
+    pub states_per_mb: u64,
+    /// How the log's key columns became the zone's key.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_from: Option<String>,
+    /// Why nginx cannot count by the key sized, said instead of a wrong
+    /// `limit_req_zone`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub key_problem: Option<String>,
 }
 
 /// Zero-drop sizes across keys at one rate or window.
@@ -236,27 +308,127 @@ fn opt_need(n: Option<u64>, h: Human) -> String {
     }
 }
 
-/// The frontier columns.
+/// A wait as people read it, rounded up at the precision shown: `340ms`,
+/// `1.7s`, `44s`, `12m44s`, `3h21m`, `2d5h`.
+pub fn readable(ns: u64) -> String {
+    const MS: u64 = Nanos::PER_MS;
+    const SEC: u64 = Nanos::PER_SEC;
+    let two = |a: u64, ua: &str, b: u64, ub: &str| {
+        if b == 0 {
+            format!("{a}{ua}")
+        } else {
+            format!("{a}{ua}{b}{ub}")
+        }
+    };
+    if ns == 0 {
+        return "0".into();
+    }
+    if ns < MS {
+        return Nanos(ns).to_string();
+    }
+    let ms = ns.div_ceil(MS);
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let tenths = ns.div_ceil(SEC / 10);
+    if tenths < 100 {
+        return match tenths % 10 {
+            0 => format!("{}s", tenths / 10),
+            d => format!("{}.{d}s", tenths / 10),
+        };
+    }
+    let s = ns.div_ceil(SEC);
+    if s < 3600 {
+        return if s < 60 {
+            format!("{s}s")
+        } else {
+            two(s / 60, "m", s % 60, "s")
+        };
+    }
+    let m = ns.div_ceil(60 * SEC);
+    if m < 24 * 60 {
+        return two(m / 60, "h", m % 60, "m");
+    }
+    let h = ns.div_ceil(3600 * SEC);
+    two(h / 24, "d", h % 24, "h")
+}
+
+fn wait_of(ns: Option<u64>, h: Human) -> String {
+    match h {
+        Human::Yes => ns.map_or("-".into(), readable),
+        Human::No => wait_cell(ns, h),
+    }
+}
+
+/// A row's mark: the pick and the alternatives it is, else why it is
+/// not a candidate.
+fn mark(r: &FrontierRow) -> String {
+    if !r.marks.is_empty() {
+        r.marks.join(", ")
+    } else if !r.feasible {
+        "misses".into()
+    } else if !r.tested {
+        "untested".into()
+    } else {
+        String::new()
+    }
+}
+
+/// The frontier as people read it by default (under 100 columns).
+pub const FRONTIER_BRIEF: &[Column<FrontierRow>] = &[
+    Column::text("point", |r, _| r.point().to_string()),
+    Column::num("size", |r, _| r.size.to_string()),
+    Column::num("dropped", |r, _| r.dropped.to_string()),
+    Column::num("drop %", |r, _| pct(r.drop_pct)),
+    Column::num("delayed", |r, _| r.delayed.to_string()),
+    Column::num("delay %", |r, _| pct(r.delayed_pct)),
+    Column::num("wait p99", |r, h| wait_of(r.wait_p99_ns, h)),
+    Column::num("wait max", |r, h| wait_of(r.wait_max_ns, h)),
+    Column::num("keys hurt", |r, _| r.keys_hurt.to_string()),
+    Column::text("", |r, _| mark(r)),
+];
+
+/// Every frontier column (`--verbose`, and the tables for scripts).
 pub const FRONTIER: &[Column<FrontierRow>] = &[
     Column::text("point", |r, _| r.point().to_string()),
     Column::num("size", |r, _| r.size.to_string()),
-    Column::text("feasible", |r, h| match (r.feasible, h) {
+    Column::text("meets_targets", |r, h| match (r.feasible, h) {
         (true, Human::Yes) => "yes".into(),
         (false, Human::Yes) => "NO".into(),
+        (f, Human::No) => f.to_string(),
+    }),
+    Column::text("tested", |r, h| match (r.tested, h) {
+        (true, Human::Yes) => "yes".into(),
+        (false, Human::Yes) => "no".into(),
         (f, Human::No) => f.to_string(),
     }),
     Column::num("requests", |r, _| r.requests.to_string()),
     Column::num("admitted", |r, _| r.admitted.to_string()),
     Column::num("delayed", |r, _| r.delayed.to_string()),
+    Column::num("delayed_pct", |r, _| pct(r.delayed_pct)),
     Column::num("dropped", |r, _| r.dropped.to_string()),
     Column::num("drop_pct", |r, _| pct(r.drop_pct)),
     Column::num("keys_hurt", |r, _| r.keys_hurt.to_string()),
-    Column::num("wait_p99", |r, h| wait_cell(r.wait_p99_ns, h)),
-    Column::num("wait_max", |r, h| wait_cell(r.wait_max_ns, h)),
-    Column::num("worst_in_horizon", |r, _| r.worst_in_horizon.to_string()),
-    Column::text("method", |r, _| r.method.to_string()),
+    Column::num("wait_p99", |r, h| wait_of(r.wait_p99_ns, h)),
+    Column::num("wait_max", |r, h| wait_of(r.wait_max_ns, h)),
+    Column::num("most_in_horizon", |r, _| r.worst_in_horizon.to_string()),
+    Column::text("found_by", |r, _| r.method.to_string()),
+    Column::text("mark", |r, _| mark(r)),
     Column::text("spec", |r, _| r.spec.clone()),
 ];
+
+/// The keys that need the most at a row's point, with their needs.
+fn top_keys(r: &NeedRow) -> String {
+    r.top
+        .iter()
+        .map(|k| {
+            let n = k.need.map_or("never".to_string(), |n| n.to_string());
+            let x = if k.excluded { " (excluded)" } else { "" };
+            format!("{} {n}{x}", k.key)
+        })
+        .collect::<Vec<_>>()
+        .join("; ")
+}
 
 /// The per-key need columns.
 pub const NEED: &[Column<NeedRow>] = &[
@@ -267,38 +439,49 @@ pub const NEED: &[Column<NeedRow>] = &[
     Column::num("p99", |r, h| opt_need(r.p99, h)),
     Column::num("p99.9", |r, h| opt_need(r.p99_9, h)),
     Column::num("max", |r, h| opt_need(r.max, h)),
-    Column::text("top_keys", |r, _| {
-        r.top
-            .iter()
-            .map(|k| {
-                let n = k.need.map_or("never".to_string(), |n| n.to_string());
-                let x = if k.excluded { " (excluded)" } else { "" };
-                format!("{} {n}{x}", k.key)
-            })
-            .collect::<Vec<_>>()
-            .join("; ")
-    }),
+    Column::text("top keys", |r, _| top_keys(r)),
 ];
+
+/// What a row does, in one line: dropped, delayed, waits, keys hurt.
+pub fn outcome(row: &FrontierRow) -> String {
+    format!(
+        "dropped {} ({} %), delayed {} ({} %), wait p99 {} max {}, keys hurt {}",
+        row.dropped,
+        pct(row.drop_pct),
+        row.delayed,
+        pct(row.delayed_pct),
+        readable(row.wait_p99_ns.unwrap_or(0)),
+        readable(row.wait_max_ns.unwrap_or(0)),
+        row.keys_hurt
+    )
+}
 
 /// Lines said under the tables: recommendation, nginx, rule, current.
 pub(crate) fn summary_lines(r: &SizeReport) -> Vec<String> {
     let mut lines = Vec::new();
     match &r.recommended {
         Some(rec) => {
+            lines.push(format!("recommended: {}  {}", rec.spec, outcome(rec)));
             lines.push(format!(
-                "recommended: {}  ({} {} at {} {}; at most {} requests in any {}; {} dropped, {} keys hurt)",
-                rec.spec,
+                "    at most {} requests in any {} ({} {} at {} {})",
+                rec.worst_in_horizon,
+                readable(r.horizon_ns),
                 r.size_param,
                 rec.size,
                 r.axis,
                 rec.point(),
-                rec.worst_in_horizon,
-                crate::time::span(r.horizon_ns),
-                rec.dropped,
-                rec.keys_hurt
             ));
         }
         None => lines.push("recommended: none".into()),
+    }
+    for a in &r.alternatives {
+        lines.push(format!(
+            "{} ({}): {}  {}",
+            a.rule,
+            a.why,
+            a.row.spec,
+            outcome(&a.row)
+        ));
     }
     if let Some(v) = &r.verdict {
         lines.push(v.clone());
@@ -336,21 +519,7 @@ pub(crate) fn summary_lines(r: &SizeReport) -> Vec<String> {
         ));
     }
     if let Some(n) = &r.nginx {
-        match &n.map {
-            Some(map) => {
-                lines.push(
-                    "nginx (one bucket for every request: the map gives each the same key, in the http block):"
-                        .into(),
-                );
-                lines.push(format!("    {map}"));
-            }
-            None => lines.push(format!(
-                "nginx ({} keys active within 60 s at most; about 16,000 per MB):",
-                n.keys_active_60s
-            )),
-        }
-        lines.push(format!("    {}", n.limit_req_zone));
-        lines.push(format!("    {}", n.limit_req));
+        nginx_lines(n, &mut lines);
     }
     for t in &r.rule_of_thumb.text {
         lines.push(format!("rule of thumb: {t}"));
@@ -372,10 +541,35 @@ pub(crate) fn summary_lines(r: &SizeReport) -> Vec<String> {
             lines.push(format!("    {ch}"));
         }
     }
-    for n in &r.notes {
+    for n in &r.said.notes {
         lines.push(format!("note: {n}"));
     }
+    if r.said.verbose {
+        for n in &r.said.method_notes {
+            lines.push(format!("method: {n}"));
+        }
+    }
     lines
+}
+
+/// The nginx directives to paste, and how they are keyed.
+fn nginx_lines(n: &NginxConf, lines: &mut Vec<String>) {
+    if let Some(why) = &n.key_problem {
+        lines.push(format!("nginx: no limit_req_zone written: {why}"));
+        lines.push(format!("    {}", n.limit_req));
+        return;
+    }
+    lines.push(format!(
+        "nginx ({}; {} keys active within 60 s at most, about {} a MB):",
+        n.key_from.as_deref().unwrap_or(""),
+        n.keys_active_60s,
+        n.states_per_mb
+    ));
+    for m in n.map.iter().flat_map(|m| m.split('\n')) {
+        lines.push(format!("    {m}"));
+    }
+    lines.push(format!("    {}", n.limit_req_zone));
+    lines.push(format!("    {}", n.limit_req));
 }
 
 pub(crate) fn heading(r: &SizeReport) -> String {
@@ -423,23 +617,48 @@ pub fn page<'a>(r: &'a SizeReport, plot: Option<&str>) -> Page<'a> {
         };
         page.add(Shown::HTML, figure);
     }
-    for n in &r.notes {
+    for n in &r.said.notes {
         page.add(Shown::HTML, Block::Paragraph(format!("note: {n}")));
+    }
+    for n in &r.said.method_notes {
+        page.add(Shown::HTML, Block::Paragraph(format!("method: {n}")));
     }
     page
 }
 
 /// The frontier, and why each infeasible point is.
 fn add_frontier(page: &mut Page, r: &SizeReport) {
-    let table = |h| Table::from_columns(FRONTIER, &r.frontier, h);
-    page.add(Shown::ALL, Block::Table(table(Human::Yes)));
-    page.data.push(table(Human::No));
-    for row in r.frontier.iter().filter(|f| f.note.is_some()) {
-        let note = format!("{}: {}", row.point(), row.note.as_deref().unwrap_or(""));
-        page.add(
-            Shown::TEXT | Shown::MARKDOWN,
-            Block::List(vec![note.clone()]),
+    let table = |cols, h| {
+        let mut t = Table::from_columns(cols, &r.frontier, h);
+        t.headers[0] = r.axis.into();
+        t.headers[1] = r.size_param.into();
+        t
+    };
+    let people = if r.said.verbose {
+        FRONTIER
+    } else {
+        FRONTIER_BRIEF
+    };
+    page.add(Shown::ALL, Block::Table(table(people, Human::Yes)));
+    page.data.push(table(FRONTIER, Human::No));
+    let missed: Vec<&FrontierRow> = r.frontier.iter().filter(|f| f.note.is_some()).collect();
+    if !r.said.verbose && !missed.is_empty() {
+        let brief = format!(
+            "{} of the {} points {} the targets (--verbose says why each)",
+            missed.len(),
+            r.frontier.len(),
+            if missed.len() == 1 { "misses" } else { "miss" }
         );
+        page.add(Shown::TEXT | Shown::MARKDOWN, Block::List(vec![brief]));
+    }
+    for row in missed {
+        let note = format!("{}: {}", row.point(), row.note.as_deref().unwrap_or(""));
+        if r.said.verbose {
+            page.add(
+                Shown::TEXT | Shown::MARKDOWN,
+                Block::List(vec![note.clone()]),
+            );
+        }
         page.add(Shown::HTML, Block::Paragraph(note));
     }
 }
@@ -456,9 +675,24 @@ fn add_need(page: &mut Page, r: &SizeReport) {
     page.add(Shown::TEXT, Block::Heading(long));
     let short = Block::Heading("Per-key need".into());
     page.add(Shown::MARKDOWN | Shown::HTML, short);
-    let table = |h| Table::from_columns(NEED, &r.per_key, h);
-    page.add(Shown::ALL, Block::Table(table(Human::Yes)));
-    page.data.push(table(Human::No));
+    let table = |h, cols: &[Column<NeedRow>]| {
+        let mut t = Table::from_columns(cols, &r.per_key, h);
+        t.headers[0] = r.axis.into();
+        if h == Human::No {
+            t.headers[7] = "top_keys".into();
+        }
+        t
+    };
+    let people = if r.said.verbose { NEED } else { &NEED[..7] };
+    page.add(Shown::ALL, Block::Table(table(Human::Yes, people)));
+    page.data.push(table(Human::No, NEED));
+    let at = r.recommended.as_ref().map(|rec| rec.point());
+    if let Some(n) = r.per_key.iter().find(|n| Some(n.point()) == at)
+        && !r.said.verbose
+    {
+        let line = format!("keys needing the most at {}: {}", n.point(), top_keys(n));
+        page.add(Shown::ALL, Block::List(vec![line]));
+    }
 }
 
 pub fn render_table(r: &SizeReport, out: &mut dyn Write) -> io::Result<()> {
@@ -479,4 +713,25 @@ pub fn render_json(r: &SizeReport, out: &mut dyn Write) -> io::Result<()> {
 
 pub fn render_html(r: &SizeReport, plot: Option<&str>, out: &mut dyn Write) -> io::Result<()> {
     super::html::write(&page(r, plot), out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::readable;
+
+    #[test]
+    fn waits_read_as_people_say_them() {
+        let ms = 1_000_000;
+        assert_eq!(readable(0), "0");
+        assert_eq!(readable(340 * ms), "340ms");
+        assert_eq!(readable(339 * ms + 1), "340ms");
+        assert_eq!(readable(1_700 * ms), "1.7s");
+        assert_eq!(readable(2_000 * ms), "2s");
+        assert_eq!(readable(999 * ms + 1), "1s");
+        assert_eq!(readable(44_000 * ms), "44s");
+        assert_eq!(readable(764_132 * ms), "12m45s");
+        assert_eq!(readable(120_000 * ms), "2m");
+        assert_eq!(readable(12_061_000 * ms), "3h22m");
+        assert_eq!(readable(3 * 86_400_000 * ms + 3_600_000 * ms), "3d1h");
+    }
 }

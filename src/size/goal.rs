@@ -1,8 +1,9 @@
 //! The targets `size` meets, read from the command line as exact
 //! fractions and counts, and the test of a candidate's tally against them.
 
+use super::per::PeriodCount;
 use super::probe::Tally;
-use crate::cli::SizeArgs;
+use crate::cli::{SizeArgs, WaitCap};
 use crate::percent::Percent;
 use crate::time::Nanos;
 use anyhow::{Result, anyhow, bail};
@@ -21,15 +22,21 @@ pub struct Goal {
     pub drops: Option<u64>,
     pub keys_hurt: Option<KeysHurt>,
     pub max_wait: Option<Nanos>,
+    /// The wait target is the default one (not given).
+    pub wait_default: bool,
     /// Requests and keys the targets count (known once the log is read).
     pub requests: u64,
     pub keys: u64,
 }
 
+/// The wait a policy that delays is held to when `--max-wait` is not given.
+pub const DEFAULT_WAIT: Nanos = Nanos::from_secs(1);
+
 impl Goal {
     /// The targets of `args` (at least one drop target), counting nothing
-    /// yet.
-    pub fn from_args(args: &SizeArgs) -> Result<Goal> {
+    /// yet; `delays`: the swept policy delays requests, so waits are a
+    /// target by default.
+    pub fn from_args(args: &SizeArgs, delays: bool) -> Result<Goal> {
         if args.max_drop_rate.is_none() && args.max_drops.is_none() && args.max_keys_hurt.is_none()
         {
             bail!(
@@ -48,24 +55,43 @@ impl Goal {
             })
             .transpose()?;
         let keys_hurt = args.max_keys_hurt.as_deref().map(keys_hurt).transpose()?;
+        let (max_wait, wait_default) = match args.max_wait {
+            Some(WaitCap::At(w)) => (Some(w), false),
+            Some(WaitCap::Lifted) => (None, false),
+            None if delays => (Some(DEFAULT_WAIT), true),
+            None => (None, false),
+        };
         Ok(Goal {
             drop_rate,
             drops: args.max_drops,
             keys_hurt,
-            max_wait: args.max_wait,
+            max_wait,
+            wait_default,
             requests: 0,
             keys: 0,
         })
     }
 
-    /// The drop targets (drop rate, drops, keys hurt) hold.
+    /// The drop targets (drop rate, drops, keys hurt) hold, over the
+    /// whole log and (with `--per`) in every period.
     pub fn drops_ok(&self, t: &Tally) -> bool {
+        !t.period_miss
+            && self.period_ok(PeriodCount {
+                dropped: t.dropped,
+                keys_hurt: t.keys_hurt,
+                requests: self.requests,
+                keys: self.keys,
+            })
+    }
+
+    /// The drop targets hold on the figures `c` (the whole log or a period).
+    pub fn period_ok(&self, c: PeriodCount) -> bool {
         self.drop_rate
-            .is_none_or(|p| !p.exceeded_by(t.dropped, self.requests))
-            && self.drops.is_none_or(|m| t.dropped <= m)
+            .is_none_or(|p| !p.exceeded_by(c.dropped, c.requests))
+            && self.drops.is_none_or(|m| c.dropped <= m)
             && self.keys_hurt.is_none_or(|k| match k {
-                KeysHurt::Count(m) => t.keys_hurt <= m,
-                KeysHurt::Share(p) => !p.exceeded_by(t.keys_hurt, self.keys),
+                KeysHurt::Count(m) => c.keys_hurt <= m,
+                KeysHurt::Share(p) => !p.exceeded_by(c.keys_hurt, c.keys),
             })
     }
 

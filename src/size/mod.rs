@@ -22,15 +22,21 @@
 pub mod family;
 pub mod goal;
 pub mod log;
+pub mod per;
+pub mod pick;
 pub mod probe;
 pub mod read;
 pub mod recommend;
 pub mod shape;
 pub mod sweep;
+pub mod zone_key;
 
 use crate::cli::{Format, SizeArgs};
-use crate::report::InputInfo;
-use crate::report::size::{Current, FrontierRow, NeedRow, NginxConf, RuleOfThumb, SizeReport};
+use crate::ingest::log::key::parse_prefix;
+use crate::report::size::{
+    Alternative, Current, FrontierRow, NeedRow, NginxConf, RuleOfThumb, Said, SizeReport,
+};
+use crate::report::{self, InputInfo};
 use anyhow::{Context, Result};
 use family::{Family, Point};
 use goal::Goal;
@@ -44,9 +50,12 @@ use sweep::{KeyNeeds, Sweep};
 pub fn run(args: SizeArgs) -> Result<u8> {
     let asked = Asked::of(&args)?;
     let mut goal = asked.goal.clone();
-    let input = read::read(&args, asked.key_col.as_deref(), &mut goal)?;
+    let mut input = read::read(&args, asked.key_col.as_deref(), &mut goal)?;
     let swept = sweep(&args, &asked, &input, &goal)?;
-    let found = recommend(&args, &asked, &input, &goal, &swept)?;
+    let mut found = recommend(&args, &asked, &input, &goal, &swept)?;
+    found
+        .notes
+        .extend(at_logged_speed(&mut input, &asked, &found)?);
     let report = report(&args, &asked, input, swept, found);
     render(&args, &report)
 }
@@ -71,12 +80,16 @@ impl Asked {
         check_outputs(args)?;
         let family = Family::parse(&args.policy)?;
         let points = family.points(args.rate.as_deref(), args.window.as_deref())?;
-        let goal = Goal::from_args(args)?;
-        if args.max_wait.is_some() && !family.shapes() && !args.quiet {
+        let goal = Goal::from_args(args, family.shapes())?;
+        let wait_given = matches!(args.max_wait, Some(crate::cli::WaitCap::At(_)));
+        if wait_given && !family.shapes() && !args.quiet {
             crate::say!(
                 "drip: note: --max-wait bounds the waits of shaping policies (shaper, nginx without nodelay); {} never delays a request",
                 family.name
             );
+        }
+        if let Some(h) = &args.headroom {
+            read::headroom(h)?;
         }
         let key_col = read::key_column(args, &family)?;
         let current = read::current_spec(args, key_col.as_deref())?;
@@ -108,6 +121,8 @@ fn sweep(args: &SizeArgs, asked: &Asked, input: &Input, goal: &Goal) -> Result<S
     let points = sweep::axis_points(family, asked.points.clone(), &shape, keyed)?;
     let threads = sweep::threads(&points);
     let needs = KeyNeeds::replay(family, &points, log, threads)?;
+    let ok = |c| goal.period_ok(c);
+    let periods = periods(args, input, &ok);
     let sweep = Sweep {
         family,
         log,
@@ -116,6 +131,7 @@ fn sweep(args: &SizeArgs, asked: &Asked, input: &Input, goal: &Goal) -> Result<S
         costs_vary: log.costs_vary(),
         keyed,
         horizon: args.horizon,
+        per: periods.as_ref(),
     };
     let frontier = sweep.frontier(&points, &needs, threads, input.show_progress)?;
     Ok(Swept {
@@ -130,12 +146,24 @@ fn sweep(args: &SizeArgs, asked: &Asked, input: &Input, goal: &Goal) -> Result<S
 /// What the report says beside the frontier.
 struct Found {
     recommended: Option<FrontierRow>,
+    alternatives: Vec<Alternative>,
     per_key: Vec<NeedRow>,
     rule_of_thumb: RuleOfThumb,
     nginx: Option<NginxConf>,
     verdict: Option<String>,
     current: Option<Current>,
     notes: Vec<String>,
+    method_notes: Vec<String>,
+}
+
+/// `--per`'s periods over the log, with the test each must pass.
+fn periods<'a>(
+    args: &SizeArgs,
+    input: &Input,
+    ok: &'a (dyn Fn(per::PeriodCount) -> bool + Sync),
+) -> Option<per::Periods<'a>> {
+    args.per
+        .map(|len| per::Periods::of(&input.log, &input.counted, len.0, ok))
 }
 
 /// The recommendation and what explains it.
@@ -148,53 +176,124 @@ fn recommend(
 ) -> Result<Found> {
     let (family, log, frontier) = (&asked.family, &input.log, &swept.frontier);
     let keyed = asked.key_col.is_some();
-    let recommended = recommend::recommended(frontier);
+    let ok = |c| goal.period_ok(c);
+    let periods = periods(args, input, &ok);
+    let chosen = pick::pick(frontier);
+    let recommended = chosen.map(|i| frontier[i].clone());
+    let alternatives = chosen.map_or(Vec::new(), |i| {
+        pick::alternatives(frontier, i, family.shapes())
+    });
     let per_key = if keyed {
         recommend::per_key(family, &swept.points, &swept.needs, input, args.top)
     } else {
         Vec::new()
     };
-    let rule_of_thumb = recommend::rule(family, &swept.shape, keyed, frontier, args.max_wait, log);
+    let rule_of_thumb = recommend::rule(family, &swept.shape, keyed, frontier, goal.max_wait, log);
     let nginx = match (&recommended, family.nginx()) {
-        (Some(rec), Some(n)) => Some(recommend::nginx_conf(&n, rec, log, keyed)),
+        (Some(rec), Some(n)) => {
+            let key = asked.key_col.as_deref().map(|c| {
+                let prefix = args.input.key_prefix.as_deref().map(parse_prefix);
+                zone_key::zone_key(c, prefix.transpose()?, log)
+            });
+            Some(recommend::nginx_conf(&n, rec, log, key))
+        }
         _ => None,
     };
-    let verdict = recommended.is_none().then(|| {
-        let last = swept
-            .points
-            .last()
-            .map_or(String::new(), |p| p.text.clone());
-        format!(
-            "no limit up to {last} meets {}: this is a capacity problem, not a limiter setting",
-            input.targets.describe()
-        )
-    });
+    let verdict = recommended
+        .is_none()
+        .then(|| verdict(frontier, &swept.shape, args, input));
     let current = match asked.current.clone() {
         None => None,
         Some(text) => Some(recommend::current(
             text,
             input,
-            keyed,
+            (keyed, periods.as_ref()),
             goal,
             recommended.as_ref(),
         )?),
     };
     let mut notes = input.notes.clone();
-    notes.extend(recommend::method_notes(frontier, swept.costs_vary));
+    if let (Some(rec), Some(p)) = (&recommended, &periods) {
+        notes.push(recommend::worst_period(rec, input, p)?);
+    }
+    let span_ok = |i: usize, h| sweep::tests(log, &swept.points[i], frontier[i].size, h);
+    notes.extend(pick::horizon_note(
+        family,
+        &swept.points,
+        frontier,
+        span_ok,
+        args.horizon,
+        chosen,
+    ));
+    let method_notes = recommend::method_notes(frontier, swept.costs_vary);
     Ok(Found {
         recommended,
+        alternatives,
         per_key,
         rule_of_thumb,
         nginx,
         verdict,
         current,
         notes,
+        method_notes,
     })
+}
+
+/// With `--headroom`: the log's times as they came back in place, and
+/// the recommendation replayed on them.
+fn at_logged_speed(input: &mut Input, asked: &Asked, found: &Found) -> Result<Option<String>> {
+    let Some(logged) = input.logged_at.take() else {
+        return Ok(None);
+    };
+    input.log.at = logged;
+    let Some(rec) = &found.recommended else {
+        return Ok(None);
+    };
+    let mut row = rec.clone();
+    row.fill(&sweep::audit(
+        &input.log,
+        &rec.spec,
+        asked.key_col.is_some(),
+        0,
+    )?);
+    Ok(Some(format!(
+        "sized with headroom {}: the frontier is the log's requests arriving that many times as fast; at the speed they came, the recommendation gives {}",
+        input.targets.headroom.as_deref().unwrap_or(""),
+        report::size::outcome(&row)
+    )))
+}
+
+/// Why nothing is recommended: nothing the log tests meets the targets.
+fn verdict(frontier: &[FrontierRow], shape: &Shape, args: &SizeArgs, input: &Input) -> String {
+    if frontier.iter().any(|r| r.feasible) {
+        return format!(
+            "the log spans {}: too short to test any limit of the range that meets {} (a full burst must refill at its rate, or a window pass, within the log, and the log must span --horizon {}); give a longer log, a shorter --horizon or higher rates",
+            report::size::readable(shape.span_ns),
+            input.targets.describe(),
+            report::size::readable(args.horizon.0)
+        );
+    }
+    let last = frontier.last().map_or("", |r| r.point());
+    format!(
+        "no limit up to {last} meets {}: this is a capacity problem, not a limiter setting",
+        input.targets.describe()
+    )
 }
 
 /// The report as data.
 fn report(args: &SizeArgs, asked: &Asked, input: Input, swept: Swept, found: Found) -> SizeReport {
     let (read, log) = (input.read, input.log);
+    let mut frontier = swept.frontier;
+    let marks = found
+        .recommended
+        .iter()
+        .map(|r| ("pick", r))
+        .chain(found.alternatives.iter().map(|a| (a.rule, &a.row)));
+    for (mark, rec) in marks {
+        for row in frontier.iter_mut().filter(|r| r.spec == rec.spec) {
+            row.marks.push(mark);
+        }
+    }
     SizeReport {
         input: InputInfo {
             files: read.names,
@@ -212,14 +311,19 @@ fn report(args: &SizeArgs, asked: &Asked, input: Input, swept: Swept, found: Fou
         size_param: asked.family.sizing.size_param,
         targets: input.targets,
         horizon_ns: args.horizon.0,
-        frontier: swept.frontier,
+        frontier,
         recommended: found.recommended,
+        alternatives: found.alternatives,
         nginx: found.nginx,
         per_key: found.per_key,
         rule_of_thumb: found.rule_of_thumb,
         current: found.current,
         verdict: found.verdict,
-        notes: found.notes,
+        said: Said {
+            notes: found.notes,
+            method_notes: found.method_notes,
+            verbose: args.verbose,
+        },
     }
 }
 

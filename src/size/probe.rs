@@ -12,6 +12,7 @@
 //!   drops, keys with any drop, the longest wait.
 
 use super::log::Log;
+use super::per::Periods;
 use crate::ingest::keys::EMPTY_KEY;
 use crate::policy::keyed::Store;
 use crate::policy::{Decision, Listed, Policy, PolicyConfig};
@@ -42,12 +43,21 @@ pub struct NeedJob<'a> {
 pub struct Needs {
     pub k: usize,
     pub need: Vec<u64>,
+    /// `wait[key · k + c]`: the longest wait of key's requests under
+    /// candidate c unbounded, ns; at any size of at least its need the
+    /// key's replay follows the unbounded one, so its waits are these.
+    pub wait: Vec<u64>,
 }
 
 impl Needs {
     #[inline]
     pub fn of(&self, key: usize, c: usize) -> u64 {
         self.need[key * self.k + c]
+    }
+
+    #[inline]
+    pub fn wait_of(&self, key: usize, c: usize) -> u64 {
+        self.wait[key * self.k + c]
     }
 }
 
@@ -61,6 +71,7 @@ impl Job for NeedJob<'_> {
         store.reserve_keys(keys);
         let policies = store.row().to_vec();
         let mut need = vec![0u64; k * keys];
+        let mut wait = vec![0u64; k * keys];
         for i in 0..log.len() {
             let key = log.key[i];
             if key == EMPTY_KEY {
@@ -69,20 +80,22 @@ impl Job for NeedJob<'_> {
             let now = Nanos(log.at[i]);
             let cost = log.cost(i);
             let states = store.row_mut(u64::from(key), now);
-            let row = &mut need[key as usize * k..key as usize * k + k];
-            for ((p, s), n) in policies.iter().zip(states).zip(row) {
+            let at = key as usize * k..key as usize * k + k;
+            let row = need[at.clone()].iter_mut().zip(&mut wait[at]);
+            for ((p, s), (n, w)) in policies.iter().zip(states).zip(row) {
                 match p.decide(s, now, cost) {
-                    Decision::Admit { .. } => {
+                    Decision::Admit { release } => {
                         let level = p.level(s, now).saturating_sub(self.offset);
                         if level > *n {
                             *n = level;
                         }
+                        *w = (*w).max(release.0 - now.0);
                     }
                     Decision::Refuse { .. } => *n = u64::MAX,
                 }
             }
         }
-        Needs { k, need }
+        Needs { k, need, wait }
     }
 }
 
@@ -94,6 +107,11 @@ pub struct Tally {
     pub keys_hurt: u64,
     /// The longest wait of an admitted request, ns.
     pub max_wait: u64,
+    /// With `--per`: some period misses the drop targets.
+    pub period_miss: bool,
+    /// With `--per`: the start (ns) of the period with the most drops, and
+    /// its drops.
+    pub worst_period: Option<(u64, u64)>,
 }
 
 /// K candidates in one replay.
@@ -105,6 +123,62 @@ pub struct ProbeJob<'a> {
     /// needs no more is never refused here, so its rows are skipped (only
     /// where no wait is measured).
     pub settled: Option<(&'a [u64], u64)>,
+    /// The longest wait of the settled keys (their waits are the same at
+    /// every size carried).
+    pub settled_wait: u64,
+    /// `--per`: the periods each target must hold in.
+    pub per: Option<&'a Periods<'a>>,
+}
+
+/// One probe's drops and keys hurt within the current period.
+struct InPeriod<'a> {
+    periods: &'a Periods<'a>,
+    /// The current period's index.
+    at: u64,
+    dropped: Vec<u64>,
+    hurt: Vec<u64>,
+    /// Per active key: the period of its flags, and the candidates that
+    /// refused it there.
+    key_at: Vec<u64>,
+    key_flags: Vec<u32>,
+}
+
+impl InPeriod<'_> {
+    /// Moves to the period of `now`, closing the one before.
+    fn enter(&mut self, now: u64, tally: &mut [Tally]) {
+        let p = now / self.periods.len;
+        if p != self.at {
+            self.close(tally);
+            self.at = p;
+        }
+    }
+
+    /// Counts the refusals `refused` of active key `key`.
+    fn refused(&mut self, key: usize, refused: u32) {
+        if self.key_at[key] != self.at {
+            self.key_at[key] = self.at;
+            self.key_flags[key] = 0;
+        }
+        let first = refused & !self.key_flags[key];
+        self.key_flags[key] |= refused;
+        for (c, (d, h)) in self.dropped.iter_mut().zip(&mut self.hurt).enumerate() {
+            *d += u64::from(refused >> c & 1);
+            *h += u64::from(first >> c & 1);
+        }
+    }
+
+    /// Checks the current period for each candidate, and starts afresh.
+    fn close(&mut self, tally: &mut [Tally]) {
+        for (c, t) in tally.iter_mut().enumerate() {
+            let count = self.periods.count(self.at, self.dropped[c], self.hurt[c]);
+            t.period_miss |= !(self.periods.ok)(count);
+            if count.dropped > t.worst_period.map_or(0, |w| w.1) {
+                t.worst_period = Some((self.at * self.periods.len, count.dropped));
+            }
+        }
+        self.dropped.fill(0);
+        self.hurt.fill(0);
+    }
 }
 
 impl Job for ProbeJob<'_> {
@@ -135,6 +209,14 @@ impl Job for ProbeJob<'_> {
         let mut hurt = vec![0u32; active as usize];
         let mut tally = vec![Tally::default(); k];
         let shapes = store.info().shapes;
+        let mut in_period = self.per.map(|periods| InPeriod {
+            periods,
+            at: periods.first,
+            dropped: vec![0; k],
+            hurt: vec![0; k],
+            key_at: vec![u64::MAX; active as usize],
+            key_flags: vec![0; active as usize],
+        });
         for i in 0..log.len() {
             let key = log.key[i];
             // An empty key is exempt; an excluded key is still replayed for
@@ -147,6 +229,9 @@ impl Job for ProbeJob<'_> {
                 continue;
             }
             let now = Nanos(log.at[i]);
+            if let Some(p) = in_period.as_mut() {
+                p.enter(now.0, &mut tally);
+            }
             let cost = log.cost(i);
             let mut refused = 0u32;
             let states = store.row_mut(u64::from(key), now);
@@ -164,6 +249,9 @@ impl Job for ProbeJob<'_> {
                     }
                 }
             }
+            if let Some(p) = in_period.as_mut().filter(|_| refused != 0) {
+                p.refused(key as usize, refused);
+            }
             let h = &mut hurt[key as usize];
             let first = refused & !*h;
             if first != 0 {
@@ -172,6 +260,12 @@ impl Job for ProbeJob<'_> {
                     t.keys_hurt += u64::from(first >> c & 1);
                 }
             }
+        }
+        if let Some(p) = in_period.as_mut() {
+            p.close(&mut tally);
+        }
+        for t in &mut tally {
+            t.max_wait = t.max_wait.max(self.settled_wait);
         }
         tally
     }
@@ -236,6 +330,8 @@ mod tests {
                 log: &l,
                 counted: &[],
                 settled: None,
+                settled_wait: 0,
+                per: None,
             },
         );
         assert_eq!((t[0].dropped, t[1].dropped), (8, 9));
@@ -279,6 +375,8 @@ mod tests {
                             log: &l,
                             counted: &[],
                             settled: None,
+                            settled_wait: 0,
+                            per: None,
                         },
                     );
                     assert_eq!(

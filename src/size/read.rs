@@ -26,6 +26,9 @@ pub struct Input {
     /// Notes for the report, found while reading.
     pub notes: Vec<String>,
     pub show_progress: bool,
+    /// With `--headroom`: the arrival times as logged (`log.at` holds them
+    /// compressed).
+    pub logged_at: Option<Vec<u64>>,
 }
 
 impl Input {
@@ -86,8 +89,11 @@ pub fn read(args: &SizeArgs, key_col: Option<&str>, goal: &mut Goal) -> Result<I
     let bar = progress::bytes_read(show_progress, &spec.files);
     let mut log = Log::new(keyed, args.input.cost_column.is_some());
     let read = stream::read_ordered(&spec, args.input.reorder_window, None, &bar, &mut log)?;
-    if read.summary.rows == 0 && !args.quiet {
-        crate::say!("drip: the input has no rows; every size is the smallest");
+    if read.summary.rows == 0 {
+        // Every size meets every target on nothing: no advice to give.
+        bail!(
+            "the input has no rows, so there is nothing to size a limit on; check the log's path and that it was written"
+        );
     }
     let mut input = Input {
         log,
@@ -100,12 +106,21 @@ pub fn read(args: &SizeArgs, key_col: Option<&str>, goal: &mut Goal) -> Result<I
                 .map(|t| t.trim().trim_end_matches('%').to_string()),
             max_drops: args.max_drops,
             max_keys_hurt: args.max_keys_hurt.as_deref().map(|t| t.trim().to_string()),
-            max_wait_ns: args.max_wait.map(|w| w.0),
+            max_wait_ns: goal.max_wait.map(|w| w.0),
+            max_wait_default: goal.wait_default,
+            per_ns: args.per.map(|p| p.0),
             ..Targets::default()
         },
         notes: Vec::new(),
         show_progress,
+        logged_at: None,
     };
+    if let Some(text) = &args.headroom {
+        let (num, den) = headroom(text)?;
+        input.targets.headroom = Some(text.trim().to_string());
+        let compressed = compress(&input.log.at, num, den);
+        input.logged_at = Some(std::mem::replace(&mut input.log.at, compressed));
+    }
     if let Some(path) = &args.exclude_keys {
         exclude_keys(args, path, key_col, &mut input)?;
     }
@@ -116,6 +131,41 @@ pub fn read(args: &SizeArgs, key_col: Option<&str>, goal: &mut Goal) -> Result<I
     // are admitted unlimited), except those of excluded keys.
     goal.requests = input.log.len() as u64 - input.targets.excluded_requests;
     Ok(input)
+}
+
+/// `--headroom F` as an exact fraction `num / den` above 1.
+pub fn headroom(text: &str) -> Result<(u64, u64)> {
+    let bad = || {
+        anyhow!("invalid --headroom '{text}': give how many times as fast, above 1, e.g. 1.5 or 2")
+    };
+    let t = text.trim();
+    let (whole, frac) = t.split_once('.').unwrap_or((t, ""));
+    if whole.is_empty() && frac.is_empty()
+        || !whole
+            .bytes()
+            .chain(frac.bytes())
+            .all(|b| b.is_ascii_digit())
+        || frac.len() > 9
+    {
+        return Err(bad());
+    }
+    let den = 10u64.pow(frac.len() as u32);
+    let num: u64 = format!("{whole}{frac}").parse().map_err(|_| bad())?;
+    if num <= den || whole.len() > 6 {
+        return Err(bad());
+    }
+    Ok((num, den))
+}
+
+/// Times compressed by `num / den` around the first: exact to the
+/// nanosecond, rounded down, order kept.
+fn compress(at: &[u64], num: u64, den: u64) -> Vec<u64> {
+    let Some(&first) = at.first() else {
+        return Vec::new();
+    };
+    at.iter()
+        .map(|&t| first + (u128::from(t - first) * u128::from(den) / u128::from(num)) as u64)
+        .collect()
 }
 
 /// Leaves the keys listed in `path` out of the targets, and notes the

@@ -6,29 +6,17 @@
 use super::family::{Family, Point};
 use super::goal::Goal;
 use super::log::Log;
+use super::per::Periods;
 use super::probe::{ProbeJob, Tally, dispatch};
 use super::read::Input;
 use super::shape::{Shape, average_text, quantile};
 use super::sweep::{KeyNeeds, MAX_SCAN, audit};
+use super::zone_key::ZoneKey;
 use crate::policy::{NginxLimitReq, parse_spec};
 use crate::rate::Rate;
 use crate::report::size::{Current, FrontierRow, KeyNeed, NeedRow, NginxConf, RuleOfThumb};
 use crate::time::Nanos;
 use anyhow::Result;
-
-/// The recommendation: the feasible row letting the fewest requests
-/// through in any horizon, then the smallest.
-pub fn recommended(frontier: &[FrontierRow]) -> Option<FrontierRow> {
-    frontier
-        .iter()
-        .filter(|r| r.feasible)
-        .min_by(|a, b| {
-            a.worst_in_horizon
-                .cmp(&b.worst_in_horizon)
-                .then(a.size.cmp(&b.size))
-        })
-        .cloned()
-}
 
 /// Each point's distribution of the keys' zero-drop sizes, and its top
 /// keys.
@@ -89,12 +77,38 @@ pub fn per_key(
     rows
 }
 
+/// The recommendation's period with the most drops, in words.
+pub fn worst_period(rec: &FrontierRow, input: &Input, periods: &Periods) -> Result<String> {
+    let config = parse_spec(&rec.spec)?.members[0].config;
+    let job = ProbeJob {
+        log: &input.log,
+        counted: &input.counted,
+        settled: None,
+        settled_wait: 0,
+        per: Some(periods),
+    };
+    let t = dispatch(&[config], job)[0];
+    let len = crate::time::span(periods.len);
+    Ok(match t.worst_period {
+        None => format!("no period of {len} has a drop under the recommendation"),
+        Some((start, dropped)) => {
+            let c = periods.count(start / periods.len, dropped, 0);
+            format!(
+                "the recommendation's worst period of {len} starts {}: {dropped} of its {} requests dropped ({} %); every period of {len} meets the drop targets",
+                crate::time::instant(start),
+                c.requests,
+                crate::report::pct(dropped as f64 * 100.0 / c.requests.max(1) as f64),
+            )
+        }
+    })
+}
+
 /// `--current` replayed as audit replays it, checked against the targets
 /// and compared with the recommendation.
 pub fn current(
     text: String,
     input: &Input,
-    keyed: bool,
+    (keyed, per): (bool, Option<&Periods>),
     goal: &Goal,
     recommended: Option<&FrontierRow>,
 ) -> Result<Current> {
@@ -110,6 +124,8 @@ pub fn current(
                 log,
                 counted: &input.counted,
                 settled: None,
+                settled_wait: 0,
+                per,
             },
         );
         Some(t[0])
@@ -119,6 +135,7 @@ pub fn current(
             dropped: p.dropped,
             keys_hurt: p.keys_with_drops,
             max_wait: p.wait.map_or(0, |w| w.max_ns),
+            ..Tally::default()
         })
     } else {
         None
@@ -273,27 +290,30 @@ pub fn rule(
     r
 }
 
-/// nginx directives for the recommendation, with a zone sized for the
-/// most keys active within 60 s (nginx keeps about 16,000 states a
-/// megabyte for `$binary_remote_addr`).
-pub fn nginx_conf(nginx: &NginxLimitReq, rec: &FrontierRow, log: &Log, keyed: bool) -> NginxConf {
-    let active = if keyed {
+/// nginx directives for the recommendation, keyed as it was sized
+/// (`key`: `None` for one bucket), with a zone sized for the most keys
+/// active within 60 s.
+pub fn nginx_conf(
+    nginx: &NginxLimitReq,
+    rec: &FrontierRow,
+    log: &Log,
+    key: Option<Result<ZoneKey, String>>,
+) -> NginxConf {
+    let active = if key.is_some() {
         active_keys(log, Nanos::from_secs(60))
     } else {
         1
     };
-    let mb = active.div_ceil(16_000).max(1);
     // One bucket for all: every request gets the same non-empty key (an
     // empty key would exempt it, and `$server_name` splits by server).
-    let (key, map) = if keyed {
-        ("$binary_remote_addr", None)
-    } else {
-        (
-            "$drip_all",
-            Some("map $remote_addr $drip_all { default all; }".to_string()),
-        )
-    };
-    let rate = rec.rate.clone().unwrap_or_default();
+    let key = key.unwrap_or_else(|| {
+        Ok(ZoneKey {
+            key: "$drip_all".into(),
+            map: vec!["map $remote_addr $drip_all { default all; }".into()],
+            from: "one bucket for every request: the map gives each the same key".into(),
+            state_bytes: 64,
+        })
+    });
     let mut req = format!("limit_req zone=drip burst={}", rec.size);
     match nginx.delay() {
         None => req.push_str(" nodelay"),
@@ -301,13 +321,28 @@ pub fn nginx_conf(nginx: &NginxLimitReq, rec: &FrontierRow, log: &Log, keyed: bo
         Some(d) => req.push_str(&format!(" delay={d}")),
     }
     req.push(';');
-    NginxConf {
-        map,
-        limit_req_zone: format!("limit_req_zone {key} zone=drip:{mb}m rate={rate};"),
+    let rate = rec.rate.clone().unwrap_or_default();
+    let mut conf = NginxConf {
         limit_req: req,
-        zone_mb: mb,
         keys_active_60s: active,
+        ..NginxConf::default()
+    };
+    match key {
+        Ok(k) => {
+            // nginx keeps about 16,000 address states a megabyte; a longer
+            // key takes a larger slab.
+            conf.states_per_mb = (1u64 << 20) / k.state_bytes;
+            conf.zone_mb = active.div_ceil(conf.states_per_mb).max(1);
+            conf.limit_req_zone = format!(
+                "limit_req_zone {} zone=drip:{}m rate={rate};",
+                k.key, conf.zone_mb
+            );
+            conf.map = (!k.map.is_empty()).then(|| k.map.join("\n"));
+            conf.key_from = Some(k.from);
+        }
+        Err(why) => conf.key_problem = Some(why),
     }
+    conf
 }
 
 /// The most distinct keys seen within any span of `w`.

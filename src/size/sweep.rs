@@ -7,6 +7,7 @@
 use super::family::{CAP, Family, Point, per_sec_cmp};
 use super::goal::Goal;
 use super::log::Log;
+use super::per::Periods;
 use super::probe::{self, NeedJob, Needs, ProbeJob, Tally, dispatch};
 use super::shape::Shape;
 use crate::engine::replay::{Replay, Run, Slot};
@@ -16,7 +17,7 @@ use crate::policy::{PolicyConfig, parse_spec};
 use crate::progress;
 use crate::rate::Rate;
 use crate::report::PolicyReport;
-use crate::report::size::FrontierRow;
+use crate::report::size::{FrontierRow, readable};
 use crate::time::Nanos;
 use anyhow::{Result, anyhow, bail};
 use std::collections::HashMap;
@@ -57,19 +58,19 @@ pub fn axis_points(
             })
             .collect();
     }
-    let lo = shape.mean_rate(keyed);
     let hi = Rate::new(shape.busiest.max(1), Nanos::from_secs(1)).map_err(|e| anyhow!(e))?;
     let hi = family.round_up(hi).map(|p| p.value);
-    let lo = lo.and_then(|r| family.round_up(r)).map(|p| p.value);
+    // A log of one instant has no average rate: from 1/s to its busiest
+    // second.
+    let one = Rate::new(1, Nanos::from_secs(1)).map_err(|e| anyhow!(e))?;
+    let lo = shape.mean_rate(keyed).unwrap_or(one);
+    let lo = family.round_up(lo).map(|p| p.value);
     Ok(match (lo, hi) {
         (Some(AxisPoint::Rate(lo)), Some(AxisPoint::Rate(hi))) => {
             let hi = if per_sec_cmp(lo, hi).is_gt() { lo } else { hi };
             family.ladder(lo, hi)
         }
-        _ => family.ladder(
-            Rate::new(1, Nanos::from_secs(1)).map_err(|e| anyhow!(e))?,
-            Rate::new(1, Nanos::from_secs(1)).map_err(|e| anyhow!(e))?,
-        ),
+        _ => family.ladder(one, one),
     })
 }
 
@@ -92,6 +93,12 @@ impl KeyNeeds {
     /// Key `key`'s zero-drop size at point `pi` (`u64::MAX`: never fits).
     pub fn of(&self, pi: usize, key: usize) -> u64 {
         self.needs[pi / self.group].of(key, pi % self.group)
+    }
+
+    /// Key `key`'s longest wait at point `pi` at any size of at least its
+    /// need, ns.
+    pub fn wait_of(&self, pi: usize, key: usize) -> u64 {
+        self.needs[pi / self.group].wait_of(key, pi % self.group)
     }
 
     /// Replays the log through every point's unbounded policy: one replay
@@ -142,13 +149,19 @@ pub struct Sweep<'a> {
     pub keyed: bool,
     /// The span the recommendation ranks by.
     pub horizon: Nanos,
+    /// `--per`: the periods every target holds in.
+    pub per: Option<&'a Periods<'a>>,
 }
+
+/// Each key's zero-drop size at one point, and its longest wait at any
+/// size of at least that.
+type KeyFacts<'a> = (&'a [u64], &'a [u64]);
 
 /// The tallies tried so far at one point, and the replays that tried them.
 struct Tried<'a> {
     sweep: &'a Sweep<'a>,
     point: &'a Point,
-    key_need: &'a [u64],
+    key_need: KeyFacts<'a>,
     seen: HashMap<u64, Tally>,
     replays: u32,
 }
@@ -203,7 +216,7 @@ impl Sweep<'_> {
                         if i >= points.len() {
                             break;
                         }
-                        let row = self.row(&points[i], |k| needs.of(i, k));
+                        let row = self.row(&points[i], |k| (needs.of(i, k), needs.wait_of(i, k)));
                         results.lock().expect("no panics hold the lock")[i] = Some(row);
                         bar.inc(1);
                     }
@@ -220,15 +233,15 @@ impl Sweep<'_> {
 
     /// The frontier row at `point`: the size found, with the figures of its
     /// audit replay; `need_of(key)`: the key's zero-drop size there.
-    fn row(&self, point: &Point, need_of: impl Fn(usize) -> u64) -> Result<FrontierRow> {
+    fn row(&self, point: &Point, need_of: impl Fn(usize) -> (u64, u64)) -> Result<FrontierRow> {
         let keys = self.log.keys();
-        let key_need: Vec<u64> = (0..keys).map(need_of).collect();
+        let (key_need, key_wait): (Vec<u64>, Vec<u64>) = (0..keys).map(need_of).unzip();
         let need = (0..keys)
             .filter(|&k| self.counted.is_empty() || self.counted[k])
             .map(|k| key_need[k])
             .max()
             .unwrap_or(0);
-        let found = self.search(point, &key_need, need)?;
+        let found = self.search(point, (&key_need, &key_wait), need)?;
         let spec = self.family.spec(&point.text, found.size);
         let report = audit(self.log, &spec, self.keyed, 0)?;
         let worst = self
@@ -243,6 +256,7 @@ impl Sweep<'_> {
             size: found.size,
             feasible: found.feasible,
             worst_in_horizon: worst,
+            tested: self.tests(point, found.size),
             method: found.method,
             replays: found.replays,
             note: found.note,
@@ -252,23 +266,35 @@ impl Sweep<'_> {
         Ok(row)
     }
 
+    /// True when the log can test `size` at `point` (see [`tests`]).
+    pub fn tests(&self, point: &Point, size: u64) -> bool {
+        tests(self.log, point, size, self.horizon)
+    }
+
     /// Tallies of `sizes` at `point`, one replay; `key_need`: each key's
     /// zero-drop size at this point.
-    fn probe(&self, point: &Point, key_need: &[u64], sizes: &[u64]) -> Result<Vec<Tally>> {
+    fn probe(&self, point: &Point, keyed: KeyFacts, sizes: &[u64]) -> Result<Vec<Tally>> {
+        let (key_need, key_wait) = keyed;
         let configs = sizes
             .iter()
             .map(|&s| self.family.config(point, s))
             .collect::<Result<Vec<PolicyConfig>>>()?;
-        // Waits are measured on every key; drops only happen to keys that
-        // need more than the size.
-        let waits = self.goal.max_wait.is_some() && self.family.shapes();
+        // Drops only happen to keys that need more than the size; a key
+        // that needs no more follows its unbounded replay, waits included.
         let smallest = sizes.iter().copied().min().unwrap_or(0);
+        let settled_wait = (0..key_need.len())
+            .filter(|&k| key_need[k] <= smallest && (self.counted.is_empty() || self.counted[k]))
+            .map(|k| key_wait[k])
+            .max()
+            .unwrap_or(0);
         Ok(dispatch(
             &configs,
             ProbeJob {
                 log: self.log,
                 counted: self.counted,
-                settled: (!waits).then_some((key_need, smallest)),
+                settled: Some((key_need, smallest)),
+                settled_wait,
+                per: self.per,
             },
         ))
     }
@@ -276,7 +302,7 @@ impl Sweep<'_> {
     /// The smallest size meeting the targets at `point`; `need`: the
     /// largest zero-drop size over the counted keys (`u64::MAX`: some
     /// request never fits).
-    fn search(&self, point: &Point, key_need: &[u64], need: u64) -> Result<Found> {
+    fn search(&self, point: &Point, key_need: KeyFacts, need: u64) -> Result<Found> {
         let min = self.family.sizing.min_size;
         let mut tried = Tried {
             sweep: self,
@@ -416,12 +442,31 @@ impl Sweep<'_> {
         match self.goal.max_wait {
             Some(w) if t.max_wait > w.0 => format!(
                 "the drop targets need {size_param} {size} or more here, and at {size} a request waits {} (over --max-wait {})",
-                Nanos(t.max_wait),
-                w
+                readable(t.max_wait),
+                readable(w.0)
             ),
             _ => format!("no {size_param} up to {size} meets the targets"),
         }
     }
+}
+
+/// True when `log` can test `size` at `point`: it spans `horizon`, and a
+/// full burst's refill at the rate (`size / rate`) or one window. A log
+/// of one instant tests only the size, at every point alike (nothing
+/// follows to refill for).
+pub fn tests(log: &Log, point: &Point, size: u64, horizon: Nanos) -> bool {
+    let span = match (log.at.first(), log.at.last()) {
+        (Some(a), Some(b)) => u128::from(b - a),
+        _ => 0,
+    };
+    if span == 0 {
+        return true;
+    }
+    let needs = match point.value {
+        AxisPoint::Rate(r) => u128::from(size) * u128::from(r.per().0) / u128::from(r.count()),
+        AxisPoint::Window(w) => u128::from(w.0),
+    };
+    span >= needs.max(u128::from(horizon.0))
 }
 
 /// The audit replay of one spec over the in-memory log: the figures

@@ -60,6 +60,8 @@ pub struct FrontierPoint<'a> {
     pub point: &'a str,
     pub size: u64,
     pub feasible: bool,
+    /// The wait p99 there (policies that delay).
+    pub wait_p99_ns: Option<u64>,
 }
 
 /// The zero-drop size across keys at one rate or window: p50, p90, p99,
@@ -80,6 +82,8 @@ pub struct SizePlot<'a> {
     pub frontier: Vec<FrontierPoint<'a>>,
     /// The recommended frontier point and its complete spec.
     pub recommended: Option<(&'a str, &'a str)>,
+    /// The alternatives to the recommendation: their point and rule.
+    pub alternatives: Vec<(&'a str, &'a str)>,
     /// Per-key needs (keyed specs); empty draws no second panel.
     pub needs: Vec<NeedPoint<'a>>,
 }
@@ -98,9 +102,15 @@ pub fn size_report_svg(r: &super::super::size::SizeReport) -> Result<String> {
                 point: f.point(),
                 size: f.size,
                 feasible: f.feasible,
+                wait_p99_ns: f.wait_p99_ns,
             })
             .collect(),
         recommended: r.recommended.as_ref().map(|f| (f.point(), f.spec.as_str())),
+        alternatives: r
+            .alternatives
+            .iter()
+            .map(|a| (a.row.point(), a.rule))
+            .collect(),
         needs: r
             .per_key
             .iter()
@@ -125,6 +135,8 @@ pub fn size_plot_size(with_needs: bool) -> (u32, u32) {
 
 const FEASIBLE: RGBColor = RGBColor(30, 110, 190);
 const RECOMMENDED: RGBColor = BOUND;
+const ALTERNATIVE: RGBColor = RGBColor(40, 150, 80);
+const WAIT: RGBColor = RGBColor(120, 120, 120);
 const QUANTILES: [(&str, RGBColor); 5] = [
     ("p50", RGBColor(150, 190, 230)),
     ("p90", RGBColor(80, 140, 210)),
@@ -209,6 +221,7 @@ fn draw_frontier(area: &Area, plot: &SizePlot, axis: &CategoryAxis) -> Result<()
         .margin_bottom(8)
         .x_label_area_size(42)
         .y_label_area_size(70)
+        .right_y_label_area_size(wait_axis(plot))
         .build_cartesian_2d(axis.clone(), 0.0..headroom(size_max))
         .map_err(draw_err)?;
     draw_grid(&mut chart, axis, plot.size_param, plot.axis)?;
@@ -254,6 +267,70 @@ fn draw_frontier(area: &Area, plot: &SizePlot, axis: &CategoryAxis) -> Result<()
             .label(format!("recommended: {}", svg_text(spec)))
             .legend(|(x, y)| Circle::new((x + 9, y), 6, RECOMMENDED.stroke_width(3)));
     }
+    draw_alternatives(&mut chart, plot, axis)?;
+    draw_waits(chart, plot, axis)
+}
+
+/// The width of the wait axis on the right: none when nothing waits (both
+/// panels alike, so their points line up).
+fn wait_axis(plot: &SizePlot) -> u32 {
+    if plot.frontier.iter().any(|f| f.wait_p99_ns.unwrap_or(0) > 0) {
+        70
+    } else {
+        0
+    }
+}
+
+/// The alternatives to the recommendation, each a triangle.
+fn draw_alternatives<'a>(
+    chart: &mut ChartContext<'a, SVGBackend<'a>, Cartesian2d<CategoryAxis, RangedCoordf64>>,
+    plot: &SizePlot,
+    axis: &CategoryAxis,
+) -> Result<()> {
+    for &(point, rule) in &plot.alternatives {
+        let Some(f) = plot.frontier.iter().find(|f| f.point == point) else {
+            continue;
+        };
+        let p = (axis.at(point), f.size as f64);
+        chart
+            .draw_series([TriangleMarker::new(p, 9, ALTERNATIVE.stroke_width(2))])
+            .map_err(draw_err)?
+            .label(format!("alternative: {rule} ({point})"))
+            .legend(|(x, y)| TriangleMarker::new((x + 9, y), 6, ALTERNATIVE.stroke_width(2)));
+    }
+    Ok(())
+}
+
+/// The wait p99 along the frontier, on a second axis in seconds, when the
+/// policy delays; then the legend.
+fn draw_waits<'a>(
+    chart: ChartContext<'a, SVGBackend<'a>, Cartesian2d<CategoryAxis, RangedCoordf64>>,
+    plot: &SizePlot,
+    axis: &CategoryAxis,
+) -> Result<()> {
+    let waits: Vec<(f64, f64)> = plot
+        .frontier
+        .iter()
+        .filter_map(|f| Some((axis.at(f.point), f.wait_p99_ns? as f64 / 1e9)))
+        .collect();
+    let mut chart = chart;
+    if waits.iter().all(|w| w.1 == 0.0) {
+        return legend(&mut chart);
+    }
+    let top = waits.iter().map(|w| w.1).fold(0.0, f64::max) * 1.12;
+    let mut chart = chart.set_secondary_coord(axis.clone(), 0.0..top);
+    chart
+        .configure_secondary_axes()
+        .y_desc("wait p99 (s)")
+        .y_label_formatter(&|v| format!("{v:.1}"))
+        .draw()
+        .map_err(draw_err)?;
+    chart
+        .draw_secondary_series(LineSeries::new(waits, WAIT.stroke_width(2)))
+        .map_err(draw_err)?
+        .label("wait p99 at that size (right axis)")
+        .legend(swatch(WAIT));
+    // The secondary series' labels are kept with the primary's.
     legend(&mut chart)
 }
 
@@ -281,6 +358,7 @@ fn draw_needs(area: &Area, plot: &SizePlot, axis: &CategoryAxis) -> Result<()> {
         .margin_bottom(8)
         .x_label_area_size(42)
         .y_label_area_size(70)
+        .right_y_label_area_size(wait_axis(plot))
         .build_cartesian_2d(axis.clone(), 0.0..headroom(need_max))
         .map_err(draw_err)?;
     let needed = format!("{} needed", plot.size_param);
