@@ -26,6 +26,7 @@ impl Config {
         let interval = interval_of_spec(&spec, keyed.is_some());
         let progress = shows_progress(&args);
         let share = share_of(&args, &spec, &target, keyed.is_some())?;
+        let jobs = jobs_of(&args)?;
         Ok(Config {
             spec,
             interval,
@@ -41,6 +42,7 @@ impl Config {
             share,
             control: args.control,
             replay: None,
+            jobs,
         })
     }
 
@@ -96,6 +98,7 @@ impl Config {
             reorder_window: r.reorder_window,
             max_pending: args.max_pending,
         };
+        let jobs = jobs_of(&args)?;
         let target = format!("replay at {}x", r.speed.trim());
         let progress = shows_progress(&args);
         Ok(Config {
@@ -118,8 +121,22 @@ impl Config {
             share: None,
             control: args.control,
             replay: Some(config),
+            jobs,
         })
     }
+}
+
+/// The command to start per record, after `--`, with its options checked.
+fn jobs_of(args: &PaceArgs) -> anyhow::Result<Option<super::jobs::JobsConfig>> {
+    let Some(jobs) = super::jobs::JobsConfig::from_args(&args.run, args.keep_order) else {
+        return Ok(None);
+    };
+    if args.stamp.is_some() {
+        bail!(
+            "--stamp prefixes lines written to stdout; with a command after -- no line is written: give the command the time itself (e.g. date) or drop --stamp"
+        );
+    }
+    Ok(Some(jobs))
 }
 
 /// The per-key options, checked.
@@ -158,8 +175,10 @@ fn keyed_config(args: &PaceArgs) -> anyhow::Result<Option<KeyedConfig>> {
             }
         }
         (None, None) => {
-            if args.keep_order {
-                bail!("--keep-order applies to per-key pacing: add --key REGEX or --key-field N");
+            if args.keep_order && args.run.command.is_empty() {
+                bail!(
+                    "--keep-order applies to per-key pacing or to commands: add --key REGEX or --key-field N, or a command after --"
+                );
             }
             return Ok(None);
         }

@@ -39,8 +39,11 @@ mod config;
 pub mod control;
 mod end;
 mod intake;
+mod jobs;
 pub mod keys;
 mod lanes;
+mod launch;
+mod passthru;
 mod reader;
 mod rejects;
 mod replay;
@@ -97,6 +100,8 @@ pub struct Config {
     control: Option<PathBuf>,
     /// `--replay`: lines at their logged times.
     replay: Option<replay::ReplayConfig>,
+    /// `-- COMMAND`: a command started per record instead of writing it.
+    jobs: Option<jobs::JobsConfig>,
 }
 
 /// Per-key pacing: where keys come from and how lines wait.
@@ -134,4 +139,6 @@ struct Pacer {
     output: Output,
     rejects: Rejects,
     tally: Tally,
+    /// `-- COMMAND`: the commands started and running.
+    jobs: Option<jobs::Jobs>,
 }

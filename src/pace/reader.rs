@@ -50,6 +50,13 @@ pub(super) struct Inbox {
     pub(super) reader_waiting: bool,
     /// Control commands (the FIFO, SIGUSR1) not yet applied.
     pub(super) control: Vec<control::Command>,
+    /// With a command: the commands that ended, not yet accounted for.
+    pub(super) exits: Vec<super::passthru::Exit>,
+    /// With a command: stop signals after the first (the second sends
+    /// the running commands SIGTERM).
+    pub(super) more_signals: u32,
+    /// With a command: downstream closed standard output.
+    pub(super) out_closed: bool,
 }
 
 impl Inbox {

@@ -2,6 +2,7 @@
 //! per-key lanes, a shared schedule) built from the configuration, and the
 //! threads that feed the shaper loop started: signals, control, reader.
 
+use super::jobs::Jobs;
 use super::keys::Keys;
 use super::lanes::Lanes;
 use super::reader::{self, Shared};
@@ -36,8 +37,9 @@ impl Pacer {
         let sharing = Sharing::start(&config, &mut timing, clock)?;
         let tunable = tunable(&config);
         let (schedule, lanes) = schedule_and_lanes(&config, stack, timing);
+        let jobs = start_jobs(&config, &output)?;
         let shared = Arc::new(Shared::new());
-        let wake = start_signals(&shared)?;
+        let wake = start_signals(&shared, jobs.is_some())?;
         control::start_usr1(Arc::clone(&shared))?;
         let fifo = start_control(&config, &shared)?;
         start_reader(input, &shared, clock, config.separator)?;
@@ -53,6 +55,7 @@ impl Pacer {
             output: Output::new(File::from(output), wake, config.stamp),
             rejects,
             tally,
+            jobs,
             config,
         })
     }
@@ -64,6 +67,9 @@ fn check_endpoints(config: &Config) -> anyhow::Result<()> {
     let mut outputs = vec![Endpoint::new("standard output", Place::Stdout)];
     if let Some(p) = &config.rejects {
         outputs.push(Endpoint::new(named("--rejects", p), Place::Path(p)));
+    }
+    if let Some(p) = config.jobs.as_ref().and_then(|j| j.failed.as_ref()) {
+        outputs.push(Endpoint::new(named("--failed", p), Place::Path(p)));
     }
     check_distinct(&[Endpoint::new("standard input", Place::Stdin)], &outputs)
 }
@@ -139,9 +145,31 @@ fn schedule_and_lanes(
     }
 }
 
+/// With a command after `--`: what runs the commands, printing on
+/// standard output and standard error.
+fn start_jobs(config: &Config, output: &OwnedFd) -> anyhow::Result<Option<Jobs>> {
+    let Some(c) = &config.jobs else {
+        return Ok(None);
+    };
+    let stdout = output.try_clone().context("cannot use standard output")?;
+    let stderr = io::stderr()
+        .as_fd()
+        .try_clone_to_owned()
+        .context("cannot use standard error")?;
+    let jobs = Jobs::start(
+        c.clone(),
+        config.separator,
+        File::from(stdout),
+        File::from(stderr),
+    )?;
+    Ok(Some(jobs))
+}
+
 /// Starts the thread that turns SIGINT/SIGTERM/SIGHUP into a stop; returns
-/// the end of a pipe that becomes readable then.
-fn start_signals(shared: &Arc<Shared>) -> anyhow::Result<io::PipeReader> {
+/// the end of a pipe that becomes readable then. A second signal exits at
+/// once; with commands running (`commands`) it is noted instead (the
+/// commands then get SIGTERM), and a third exits.
+fn start_signals(shared: &Arc<Shared>, commands: bool) -> anyhow::Result<io::PipeReader> {
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
@@ -162,6 +190,10 @@ fn start_signals(shared: &Arc<Shared>) -> anyhow::Result<io::PipeReader> {
             // The wake pipe lets a write to a downstream that stopped
             // reading give up at the next line end; inside a long line
             // it still waits, so a second signal leaves at once.
+            if commands && signals.next().is_some() {
+                s.lock().more_signals += 1;
+                s.main_cv.notify_one();
+            }
             if let Some(sig) = signals.next() {
                 crate::say!("drip: second signal: exiting without accounting for the backlog");
                 std::process::exit(128 + sig);
