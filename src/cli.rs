@@ -153,6 +153,9 @@ pub enum StatsFormat {
 
 #[derive(Debug, Args)]
 pub struct PaceArgs {
+    /// Files to read in order, as cat does ('-' is stdin; none: stdin).
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
     /// Lines per period: 5/s, 300/min, 2/h, 1/200ms, 0.5/s, 10k/s, or 10 (= 10/s).
     #[arg(long, short, value_parser = rate_arg)]
     pub rate: Option<Rate>,
@@ -197,6 +200,10 @@ pub struct PaceArgs {
     /// Pace each key separately; the key is field N (1 is the first), split by --field-sep.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub key_field: Option<u64>,
+    /// Pace each key separately; the key is the value at PATH (dotted:
+    /// request.customer) of each JSON line, whatever its spacing and key order.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["key", "key_field"])]
+    pub key_json: Option<String>,
     /// The separator for --key-field: one character, or 'tab' (default: runs of spaces and tabs).
     #[arg(long, value_name = "C", requires = "key_field")]
     pub field_sep: Option<String>,
@@ -293,7 +300,7 @@ fn codes_arg(s: &str) -> Result<Codes, String> {
 pub struct ReplayArgs {
     /// Release each line at its logged time's offset from the first line's
     /// (divided by --speed), instead of at a rate.
-    #[arg(long, conflicts_with_all = ["rate", "policy", "burst", "max_wait", "key", "key_field", "keep_order", "null", "catch_up"])]
+    #[arg(long, conflicts_with_all = ["rate", "policy", "burst", "max_wait", "key", "key_field", "key_json", "keep_order", "null", "catch_up"])]
     pub replay: bool,
     /// Replay this many times faster (10, 1000, 0.5).
     #[arg(long, default_value = "1", value_name = "X", requires = "replay")]

@@ -33,7 +33,10 @@ impl Config {
             target,
             on_full: args.on_full,
             rejects: args.rejects,
-            separator: if args.null { 0 } else { b'\n' },
+            input: super::reader::InputConfig {
+                files: args.files.clone(),
+                separator: if args.null { 0 } else { b'\n' },
+            },
             stamp: args.stamp,
             stats: args.stats,
             progress,
@@ -111,7 +114,10 @@ impl Config {
             target,
             on_full: args.on_full,
             rejects: args.rejects,
-            separator: b'\n',
+            input: super::reader::InputConfig {
+                files: args.files.clone(),
+                separator: b'\n',
+            },
             stamp: args.stamp,
             stats: args.stats,
             progress,
@@ -142,6 +148,15 @@ fn jobs_of(args: &PaceArgs) -> anyhow::Result<Option<super::jobs::JobsConfig>> {
 /// The per-key options, checked.
 fn keyed_config(args: &PaceArgs) -> anyhow::Result<Option<KeyedConfig>> {
     let source = match (&args.key, args.key_field) {
+        (None, None) if args.key_json.is_some() => {
+            let path = args.key_json.clone().unwrap_or_default();
+            if path.is_empty() || path.split('.').any(str::is_empty) {
+                bail!(
+                    "invalid --key-json '{path}': give a dotted path into each JSON line, e.g. request.customer"
+                );
+            }
+            KeySource::Json(path)
+        }
         (Some(pattern), _) => {
             let re = regex::bytes::Regex::new(pattern).map_err(|e| {
                 // The regex crate's message spans lines; its last says what.
@@ -177,7 +192,7 @@ fn keyed_config(args: &PaceArgs) -> anyhow::Result<Option<KeyedConfig>> {
         (None, None) => {
             if args.keep_order && args.run.command.is_empty() {
                 bail!(
-                    "--keep-order applies to per-key pacing or to commands: add --key REGEX or --key-field N, or a command after --"
+                    "--keep-order applies to per-key pacing or to commands: add --key REGEX, --key-field N or --key-json PATH, or a command after --"
                 );
             }
             return Ok(None);
@@ -270,7 +285,7 @@ fn share_of(
         None => None,
         Some(config) if keyed => {
             config.cannot_share(&format!(
-                "{} keeps one schedule for all lines; it cannot be combined with --key or --key-field",
+                "{} keeps one schedule for all lines; it cannot be combined with --key, --key-field or --key-json",
                 config.origin.name()
             ))?;
             None

@@ -20,11 +20,14 @@ impl Pacer {
         let read_error = self.stop_reading(g);
         self.rejects.flush();
         self.tally.finish();
+        if let Some(lanes) = self.intake.lanes() {
+            lanes.keys().check_unmatched();
+        }
         self.print_summary(ending);
         let stats = &self.tally.stats;
         self.rejects.say_failure(stats.dropped, stats.unsent);
-        if let Some(e) = read_error {
-            return Err(e).context("reading standard input");
+        if let Some((e, from)) = read_error {
+            return Err(e).context(format!("reading {from}"));
         }
         if let Some(e) = self.output.take_error() {
             anyhow::bail!(
@@ -37,12 +40,17 @@ impl Pacer {
     }
 
     /// Stops the reader and accounts for every line read and not written,
-    /// in input order; returns the read error, if reading failed.
-    fn stop_reading(&mut self, mut g: Guard<'_>) -> Option<io::Error> {
+    /// in input order; returns the read error and the input it came
+    /// from, if reading failed.
+    fn stop_reading(&mut self, mut g: Guard<'_>) -> Option<(io::Error, String)> {
         g.stop = true;
         let records: Vec<Record> = g.records.drain(..).collect();
         let partial = std::mem::take(&mut g.partial);
-        let read_error = g.read_error.take();
+        let from = match std::mem::take(&mut g.reading) {
+            name if name.is_empty() => "standard input".to_string(),
+            name => name,
+        };
+        let read_error = g.read_error.take().map(|e| (e, from));
         self.tally.stats.lines_in = g.lines_in;
         drop(g);
         self.shared.reader_cv.notify_one();

@@ -87,7 +87,8 @@ pub struct Config {
     target: String,
     on_full: OnFull,
     rejects: Option<PathBuf>,
-    separator: u8,
+    /// What is read: the files, and how records end.
+    input: reader::InputConfig,
     stamp: Option<Stamp>,
     stats: Option<StatsFormat>,
     progress: bool,

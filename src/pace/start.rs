@@ -16,6 +16,7 @@ use anyhow::Context;
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 impl Pacer {
@@ -26,10 +27,7 @@ impl Pacer {
             .as_fd()
             .try_clone_to_owned()
             .context("cannot use standard output")?;
-        let input = io::stdin()
-            .as_fd()
-            .try_clone_to_owned()
-            .context("cannot use standard input")?;
+        let inputs = open_inputs(&config.input.files)?;
         let stack: Stack = config.spec.build();
         let gap_keeping = keeps_gap(&config);
         let mut timing = Timing::new(config.interval, gap_keeping, config.catch_up);
@@ -42,7 +40,7 @@ impl Pacer {
         let wake = start_signals(&shared, jobs.is_some())?;
         control::start_usr1(Arc::clone(&shared))?;
         let fifo = start_control(&config, &shared)?;
-        start_reader(input, &shared, clock, config.separator)?;
+        start_reader(inputs, &shared, clock, config.input.separator)?;
         let replay = config.replay.clone().map(|c| replay::Replay::new(c, false));
         let tally = Tally::new(config.progress);
         Ok(Pacer {
@@ -65,13 +63,14 @@ impl Pacer {
 fn check_endpoints(config: &Config) -> anyhow::Result<()> {
     use crate::clash::{Endpoint, Place, check_distinct, named};
     let mut outputs = vec![Endpoint::new("standard output", Place::Stdout)];
+    let inputs = crate::clash::inputs(&config.input.files, "the input", "standard input");
     if let Some(p) = &config.rejects {
         outputs.push(Endpoint::new(named("--rejects", p), Place::Path(p)));
     }
     if let Some(p) = config.jobs.as_ref().and_then(|j| j.failed.as_ref()) {
         outputs.push(Endpoint::new(named("--failed", p), Place::Path(p)));
     }
-    check_distinct(&[Endpoint::new("standard input", Place::Stdin)], &outputs)
+    check_distinct(&inputs, &outputs)
 }
 
 /// Whether the timing keeps half an interval between writes: a lone
@@ -134,7 +133,7 @@ fn schedule_and_lanes(
                 .map(|m| m.key != KeyChoice::Global)
                 .collect();
             let lanes = Lanes::new(
-                Keys::new(k.source.clone(), config.separator),
+                Keys::new(k.source.clone(), config.input.separator),
                 per_key,
                 k.keep_order,
                 config.on_full,
@@ -158,7 +157,7 @@ fn start_jobs(config: &Config, output: &OwnedFd) -> anyhow::Result<Option<Jobs>>
         .context("cannot use standard error")?;
     let jobs = Jobs::start(
         c.clone(),
-        config.separator,
+        config.input.separator,
         File::from(stdout),
         File::from(stderr),
     )?;
@@ -219,7 +218,7 @@ fn start_control(config: &Config, shared: &Arc<Shared>) -> anyhow::Result<Option
 }
 
 fn start_reader(
-    input: OwnedFd,
+    inputs: Vec<reader::Source>,
     shared: &Arc<Shared>,
     clock: MonotonicClock,
     sep: u8,
@@ -227,7 +226,46 @@ fn start_reader(
     let s = Arc::clone(shared);
     std::thread::Builder::new()
         .name("reader".into())
-        .spawn(move || reader::read_loop(File::from(input), &s, clock, sep))
+        .spawn(move || reader::read_loop(inputs, &s, clock, sep))
         .context("cannot start the reader thread")?;
     Ok(())
+}
+
+/// Opens the inputs in order (none: standard input), so a file that
+/// cannot be read stops the run before anything is sent.
+fn open_inputs(files: &[PathBuf]) -> anyhow::Result<Vec<reader::Source>> {
+    let stdin = || -> anyhow::Result<reader::Source> {
+        let fd = io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .context("cannot use standard input")?;
+        Ok(reader::Source {
+            name: String::new(),
+            file: File::from(fd),
+        })
+    };
+    if files.is_empty() {
+        return Ok(vec![stdin()?]);
+    }
+    files
+        .iter()
+        .map(|f| {
+            if f.as_os_str() == "-" {
+                return stdin();
+            }
+            let file = File::open(f).with_context(|| {
+                format!(
+                    "cannot open '{}'; give files to read, or none to read standard input",
+                    f.display()
+                )
+            })?;
+            if file.metadata().is_ok_and(|m| m.is_dir()) {
+                anyhow::bail!("'{}' is a directory; give files to read", f.display());
+            }
+            Ok(reader::Source {
+                name: format!("'{}'", f.display()),
+                file,
+            })
+        })
+        .collect()
 }

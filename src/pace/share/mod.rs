@@ -207,8 +207,9 @@ impl Plan {
 
 /// A place a schedule is kept.
 pub trait Backend: Send {
-    /// Makes sure the schedule can be reached (a connection for Redis).
-    fn connect(&mut self) -> Result<(), String>;
+    /// Makes sure the schedule can be reached (a connection for Redis),
+    /// waiting about `patience` at most.
+    fn connect(&mut self, patience: Duration) -> Result<(), String>;
     /// Reserves per `params` on the authority's clock, waiting at most
     /// about `patience` for a busy schedule (a state file's lock) before
     /// calling it an error.
@@ -392,12 +393,15 @@ impl Sharer {
             startup_error: None,
             jitter: seed | 1,
         };
-        if let Err(e) = sharer.backend.connect() {
+        let started = Instant::now();
+        if let Err(e) = sharer.backend.connect(sharer.patience(now)) {
             sharer.summary.errors += 1;
             if sharer.config.on_error == OnShareError::Fail {
                 sharer.startup_error = Some(e);
             } else {
-                sharer.failed(e, now, now)?;
+                // The outage started when the attempt did.
+                let spent = Nanos(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX));
+                sharer.failed(e, now, now.saturating_add(spent))?;
             }
         }
         Ok(sharer)
