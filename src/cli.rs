@@ -127,7 +127,9 @@ pub struct ShareArgs {
     #[arg(long, value_name = "PATH|URL|none")]
     pub share: Option<std::ffi::OsString>,
     /// The schedule's name in Redis (the key is drip:{NAME}). Default: the
-    /// environment's DRIP_SHARE_KEY.
+    /// environment's DRIP_SHARE_KEY. Without --share: this user's schedule
+    /// NAME on this host (a state file under $XDG_RUNTIME_DIR or a private
+    /// folder in the temporary folder).
     #[arg(long, value_name = "NAME")]
     pub share_key: Option<String>,
     /// When the shared schedule cannot be reached: wait, fail, or local.

@@ -14,6 +14,7 @@
 //! long to wait, so the driver keeps reacting to signals.
 
 pub mod file;
+pub mod host;
 pub mod redis;
 pub mod reserve;
 
@@ -247,6 +248,19 @@ impl ShareConfig {
             Some(s) => Some((s.clone(), Origin::Flag)),
             None => from_env(ENV_SHARE).map(|s| (s, Origin::Env)),
         };
+        // `--share-key NAME` alone: the per-user state file of NAME.
+        let host_file = match (&given, &args.share_key) {
+            (None, Some(name)) if name.is_empty() => {
+                bail!("--share-key is empty; give the schedule a name")
+            }
+            (None, Some(name)) => Some(host::state_file(name)?),
+            _ => None,
+        };
+        let given = given.or_else(|| {
+            host_file
+                .as_ref()
+                .map(|f| (f.clone().into_os_string(), Origin::Flag))
+        });
         let Some((share, origin)) = given.filter(|(s, _)| s != "none") else {
             if args.fallback_rate.is_some() {
                 bail!("--fallback-rate is for --on-share-error local with --share; remove it");
@@ -259,7 +273,10 @@ impl ShareConfig {
             (None, Some(k)) => Some((k.as_str(), Origin::Env)),
             (None, None) => None,
         };
-        let location = Location::parse(&share, origin, key).map_err(|e| origin.explain(e))?;
+        let location = match host_file {
+            Some(f) => Location::File(f),
+            None => Location::parse(&share, origin, key).map_err(|e| origin.explain(e))?,
+        };
         match (args.on_share_error, args.fallback_rate) {
             (OnShareError::Local, None) => bail!(
                 "--on-share-error local needs --fallback-rate RATE: the rate each process sends at alone (for example the shared rate divided by the number of processes)"
@@ -349,6 +366,9 @@ pub struct Sharer {
     plan: Plan,
     /// The local fallback: its plan and state (µs on the monotonic clock).
     fallback: Option<(Params, u64)>,
+    /// The local fallback of a Redis key: this user's state file of the
+    /// same name on this host, so successive processes stay limited.
+    fallback_file: Option<Box<dyn Backend>>,
     outage: Option<Outage>,
     /// Under `fail`: the first connection's error, given up at the first
     /// reservation (so a driver's summary is printed before it exits).
@@ -380,8 +400,16 @@ impl Sharer {
             .duration_since(UNIX_EPOCH)
             .map_or(1, |d| d.subsec_nanos() as u64)
             ^ u64::from(std::process::id()) << 32;
+        let fallback_file = match (&config.location, config.on_error) {
+            (Location::Redis { name, .. }, OnShareError::Local) => host::state_file(name)
+                .and_then(|p| file::FileBackend::open(&p, false))
+                .ok()
+                .map(|b| Box::new(b) as Box<dyn Backend>),
+            _ => None,
+        };
         let mut sharer = Sharer {
             backend,
+            fallback_file,
             summary: ShareSummary {
                 schedule: config.location.describe(),
                 ..ShareSummary::default()
@@ -542,8 +570,18 @@ impl Sharer {
                 retry_after: BACKOFF_FIRST,
             };
         };
-        let (s, outcome) = reserve::reserve(*state, now.0 / MICROS, *params);
-        *state = s;
+        let file = self
+            .fallback_file
+            .as_mut()
+            .and_then(|b| b.reserve(*params, file::LOCK_DEADLINE).ok());
+        let outcome = match file {
+            Some(outcome) => outcome,
+            None => {
+                let (s, outcome) = reserve::reserve(*state, now.0 / MICROS, *params);
+                *state = s;
+                outcome
+            }
+        };
         match outcome {
             Outcome::Granted { .. } => self.summary.fallback_grants += 1,
             Outcome::Refused { .. } => self.summary.fallback_refusals += 1,
