@@ -61,8 +61,12 @@ impl Pacer {
             let at = self.clock.now();
             let clock = self.clock;
             let s = Arc::clone(&self.shared);
+            let len = p.item.len() as u64;
             match jobs.spawn(p.item, at, s, move || clock.now()) {
-                Ok(true) => self.tally.stats.sent(p.arrived, at),
+                Ok(true) => {
+                    self.tally.stats.sent(p.arrived, at);
+                    self.tally.bytes_done += len;
+                }
                 Ok(false) => {}
                 Err(e) => {
                     jobs.not_started(e);

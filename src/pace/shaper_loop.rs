@@ -299,6 +299,7 @@ impl Pacer {
         self.schedule.wrote(self.clock.now());
         for p in self.output.sent(w.lines) {
             self.tally.stats.sent(p.arrived, w.at);
+            self.tally.bytes_done += p.item.len() as u64;
         }
         self.tally.update(&self.clock, self.schedule.backlog());
         for item in self.output.drain_unsent(w.lines) {

@@ -42,7 +42,7 @@ impl Pacer {
         let fifo = start_control(&config, &shared)?;
         start_reader(inputs, &shared, clock, config.input.separator)?;
         let replay = config.replay.clone().map(|c| replay::Replay::new(c, false));
-        let tally = Tally::new(config.progress);
+        let tally = Tally::new(config.progress, input_size(&config.input.files));
         Ok(Pacer {
             clock,
             shared,
@@ -229,6 +229,24 @@ fn start_reader(
         .spawn(move || reader::read_loop(inputs, &s, clock, sep))
         .context("cannot start the reader thread")?;
     Ok(())
+}
+
+/// The size of the input in bytes, when every input is a file named
+/// (standard input, a pipe or a device has no size known ahead).
+fn input_size(files: &[PathBuf]) -> Option<u64> {
+    if files.is_empty() {
+        return None;
+    }
+    files
+        .iter()
+        .map(|f| {
+            (f.as_os_str() != "-")
+                .then(|| std::fs::metadata(f).ok())
+                .flatten()
+                .filter(std::fs::Metadata::is_file)
+                .map(|m| m.len())
+        })
+        .sum()
 }
 
 /// Opens the inputs in order (none: standard input), so a file that
