@@ -71,7 +71,8 @@ fn main() {
     let mut fb = FileBackend::open(file.as_ref(), false).expect("a state file");
     let mut rb = redis_url.map(|u| {
         let mut b = RedisBackend::open(&u, "share-cost").expect("a Redis URL");
-        b.connect().expect("Redis answers");
+        b.connect(std::time::Duration::from_secs(1))
+            .expect("Redis answers");
         (
             b,
             redis::Client::open(u.as_str())

@@ -5,7 +5,8 @@
 //!
 //! Files are compared by device and inode, so a symlink, a hard link or
 //! `/dev/stdout` pointing at the same file is caught too. Only regular
-//! files are compared: a terminal or `/dev/null` on both sides is fine. An
+//! files and pipes are compared (`/dev/stdin` naming the input's pipe is
+//! caught): a terminal or `/dev/null` on both sides is fine. An
 //! output that does not exist yet cannot be an input; two such outputs are
 //! compared by their directory's canonical path and their name.
 
@@ -66,7 +67,10 @@ fn identity(place: &Place) -> Option<Identity> {
             .metadata()
             .ok()?,
     };
-    meta.is_file().then(|| Identity::File {
+    // A pipe is compared as a file is: `--rejects /dev/stdin` with piped
+    // input would feed the run its own output.
+    use std::os::unix::fs::FileTypeExt;
+    (meta.is_file() || meta.file_type().is_fifo()).then(|| Identity::File {
         dev: meta.dev(),
         ino: meta.ino(),
     })
@@ -136,13 +140,19 @@ pub fn check_logs_once(logs: &[Endpoint]) -> Result<()> {
 /// The logs a command reads, as inputs: each file, and standard input
 /// when no file is given or `-` is one of them.
 pub fn logs(files: &[PathBuf]) -> Vec<Endpoint<'_>> {
+    inputs(files, "the log", "standard input (the log)")
+}
+
+/// Files read in order as inputs, each named `file 'path'`, and standard
+/// input (named `stdin`) when no file is given or `-` is one of them.
+pub fn inputs<'a>(files: &'a [PathBuf], file: &str, stdin: &str) -> Vec<Endpoint<'a>> {
     let mut inputs: Vec<Endpoint> = files
         .iter()
         .filter(|f| f.as_os_str() != "-")
-        .map(|f| Endpoint::new(named("the log", f), Place::Path(f)))
+        .map(|f| Endpoint::new(named(file, f), Place::Path(f)))
         .collect();
     if files.is_empty() || files.iter().any(|f| f.as_os_str() == "-") {
-        inputs.push(Endpoint::new("standard input (the log)", Place::Stdin));
+        inputs.push(Endpoint::new(stdin, Place::Stdin));
     }
     inputs
 }

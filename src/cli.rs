@@ -141,7 +141,9 @@ pub struct ShareArgs {
     #[arg(long, value_name = "PATH|URL|none")]
     pub share: Option<std::ffi::OsString>,
     /// The schedule's name in Redis (the key is drip:{NAME}). Default: the
-    /// environment's DRIP_SHARE_KEY.
+    /// environment's DRIP_SHARE_KEY. Without --share: this user's schedule
+    /// NAME on this host (a state file under $XDG_RUNTIME_DIR or a private
+    /// folder in the temporary folder).
     #[arg(long, value_name = "NAME")]
     pub share_key: Option<String>,
     /// When the shared schedule cannot be reached: wait, fail, or local.
@@ -167,6 +169,9 @@ pub enum StatsFormat {
 
 #[derive(Debug, Args)]
 pub struct PaceArgs {
+    /// Files to read in order, as cat does ('-' is stdin; none: stdin).
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
     /// Lines per period: 5/s, 300/min, 2/h, 1/200ms, 0.5/s, 10k/s, or 10 (= 10/s).
     #[arg(long, short, value_parser = rate_arg)]
     pub rate: Option<Rate>,
@@ -211,6 +216,10 @@ pub struct PaceArgs {
     /// Pace each key separately; the key is field N (1 is the first), split by --field-sep.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
     pub key_field: Option<u64>,
+    /// Pace each key separately; the key is the value at PATH (dotted:
+    /// request.customer) of each JSON line, whatever its spacing and key order.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["key", "key_field"])]
+    pub key_json: Option<String>,
     /// The separator for --key-field: one character, or 'tab' (default: runs of spaces and tabs).
     #[arg(long, value_name = "C", requires = "key_field")]
     pub field_sep: Option<String>,
@@ -230,6 +239,75 @@ pub struct PaceArgs {
     pub control: Option<PathBuf>,
     #[command(flatten)]
     pub replay: ReplayArgs,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+/// `pace -- COMMAND`: one command started per record at its slot.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// With a command: at most N commands run at once; at the cap the
+    /// schedule waits, then moves on without a burst (default 64).
+    #[arg(long, short = 'j', value_name = "N", default_value_t = 64,
+          value_parser = clap::value_parser!(u64).range(1..), requires = "command")]
+    pub jobs: u64,
+    /// With a command: prefix each line it prints with its record and a tab.
+    #[arg(long, requires = "command")]
+    pub tag: bool,
+    /// With a command: write each record whose command failed (after its
+    /// retries) to FILE, as it came; a rerun on FILE retries only those.
+    #[arg(long, value_name = "FILE", requires = "command")]
+    pub failed: Option<PathBuf>,
+    /// With a command: run a failed command again up to N times, each in a
+    /// slot of its own after a backoff (--retry-delay, doubled each time).
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "command")]
+    pub retry: u32,
+    /// The exit statuses that are retried, e.g. 75 or 1-125,137 (default: any failure).
+    #[arg(long, value_name = "CODES", requires = "retry", value_parser = codes_arg)]
+    pub retry_on: Option<Codes>,
+    /// The backoff before the first retry; each further retry waits twice as long.
+    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "1s", requires = "retry")]
+    pub retry_delay: Nanos,
+    /// With a command: an exit status meaning "rate limited" (a wrapper turns
+    /// HTTP 429 into it): it pauses the whole schedule for --pause-for.
+    #[arg(long, value_name = "CODES", value_parser = codes_arg, requires = "command")]
+    pub pause_on: Option<Codes>,
+    /// How long --pause-on pauses the schedule.
+    #[arg(long, value_name = "DUR", value_parser = positive_duration_arg, default_value = "10s", requires = "pause_on")]
+    pub pause_for: Nanos,
+    /// The command started for each record (after '--'): '{}' in its
+    /// arguments is replaced by the record, else the record is its last
+    /// argument. Run directly, never through a shell.
+    #[arg(last = true, value_name = "COMMAND")]
+    pub command: Vec<std::ffi::OsString>,
+}
+
+/// A set of exit statuses: `75`, `1-125,137`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Codes(pub Vec<(i32, i32)>);
+
+impl Codes {
+    /// Whether `code` is in the set.
+    pub fn contains(&self, code: i32) -> bool {
+        self.0.iter().any(|&(lo, hi)| (lo..=hi).contains(&code))
+    }
+}
+
+fn codes_arg(s: &str) -> Result<Codes, String> {
+    let one = |t: &str| -> Result<i32, String> {
+        t.trim()
+            .parse::<i32>()
+            .ok()
+            .filter(|c| (1..=255).contains(c))
+            .ok_or_else(|| format!("'{t}' is not an exit status from 1 to 255"))
+    };
+    s.split(',')
+        .map(|part| match part.split_once('-') {
+            Some((lo, hi)) => Ok((one(lo)?, one(hi)?)),
+            None => one(part).map(|c| (c, c)),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Codes)
 }
 
 /// `pace --replay`: lines at their logged times. The reading options mean
@@ -238,7 +316,7 @@ pub struct PaceArgs {
 pub struct ReplayArgs {
     /// Release each line at its logged time's offset from the first line's
     /// (divided by --speed), instead of at a rate.
-    #[arg(long, conflicts_with_all = ["rate", "policy", "burst", "max_wait", "key", "key_field", "keep_order", "null", "catch_up"])]
+    #[arg(long, conflicts_with_all = ["rate", "policy", "burst", "max_wait", "key", "key_field", "key_json", "keep_order", "null", "catch_up"])]
     pub replay: bool,
     /// Replay this many times faster (10, 1000, 0.5).
     #[arg(long, default_value = "1", value_name = "X", requires = "replay")]

@@ -27,7 +27,7 @@ pub const TOO_LONG: u8 = 3;
 pub fn run(args: GateArgs) -> anyhow::Result<u8> {
     let Some(config) = ShareConfig::from_args(&args.share)? else {
         bail!(
-            "drip gate needs --share PATH|redis://... (or DRIP_SHARE): the schedule it takes a slot in"
+            "drip gate needs --share-key NAME (this user's schedule NAME on this host) or --share PATH|redis://... (or DRIP_SHARE): the schedule it takes a slot in"
         );
     };
     let shaper = Shaper::new(args.rate, ShaperBound::Burst(args.burst));

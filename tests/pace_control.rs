@@ -11,7 +11,7 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 mod common;
-use common::{kill, numbered, spawn_timed, summary, tmpdir};
+use common::{kill, numbered, s, spawn_pace, spawn_timed, summary, tmpdir};
 
 /// Waits until drip has made its FIFO, then writes `command` to it.
 fn send(fifo: &Path, command: &str) {
@@ -211,4 +211,40 @@ fn a_command_without_a_newline_ends_when_its_writer_closes() {
         2,
         "{err}"
     );
+}
+
+#[test]
+fn a_removed_fifo_is_reported_once_and_created_again() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tmpdir();
+    let ctl = dir.join("ctl");
+    let mut child = spawn_pace(&["--rate", "10/s", "--control", s(&ctl)]);
+    let fifo =
+        |p: &std::path::Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_fifo());
+    let t0 = std::time::Instant::now();
+    while !fifo(&ctl) && t0.elapsed() < std::time::Duration::from_secs(5) {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    std::fs::remove_file(&ctl).unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    assert!(fifo(&ctl), "the FIFO was not created again");
+    // A plain file in its place (a writer that found no FIFO) ends live
+    // control with a message, and is left alone.
+    std::fs::remove_file(&ctl).unwrap();
+    std::fs::write(&ctl, "pause\n").unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(1200));
+    drop(child.stdin.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(
+        err.matches("was removed; created it again").count(),
+        1,
+        "{err}"
+    );
+    assert!(
+        err.contains("was replaced by something that is not a FIFO"),
+        "{err}"
+    );
+    assert_eq!(std::fs::read_to_string(&ctl).unwrap(), "pause\n");
 }

@@ -65,3 +65,13 @@ fn pace_shows_its_status_line_on_a_terminal_unless_told_not_to() {
     let hidden = on_a_terminal("pace --rate 50/s --no-progress < fixtures/small.csv");
     assert!(!hidden.contains(" sent, "), "{hidden}");
 }
+
+#[test]
+fn pace_shows_an_eta_when_the_input_size_is_known() {
+    // A file named: its size is known, so the status line has an ETA.
+    let named = on_a_terminal("pace --rate 50/s fixtures/small.csv");
+    assert!(named.contains(", ETA "), "{named}");
+    // Standard input: no size, no ETA.
+    let piped = on_a_terminal("pace --rate 50/s < fixtures/small.csv");
+    assert!(!piped.contains("ETA"), "{piped}");
+}

@@ -1076,7 +1076,7 @@ fn an_inherited_drip_share_never_breaks_a_run_that_cannot_share() {
     // Runs that cannot share go on alone, with a note naming the variable.
     for (args, input, why) in [
         (
-            vec!["--rate", "100/s", "--key", "x"],
+            vec!["--rate", "100/s", "--key", "[0-9]"],
             &b"1\n2\n"[..],
             "--key",
         ),
@@ -1104,7 +1104,7 @@ fn an_inherited_drip_share_never_breaks_a_run_that_cannot_share() {
     // --share none: no note, no schedule.
     let out = pace_with_env(
         env,
-        &["--rate", "100/s", "--key", "x", "--share", "none"],
+        &["--rate", "100/s", "--key", "[0-9]", "--share", "none"],
         b"1\n",
     );
     assert_eq!(out.status.code(), Some(0));
@@ -1179,4 +1179,44 @@ fn an_inherited_drip_share_never_breaks_a_run_that_cannot_share() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert!(state.exists());
+}
+
+#[test]
+fn a_server_that_never_answers_is_given_up_at_the_share_timeout() {
+    // Accepts connections and never replies: connect, write and read all
+    // count against --share-timeout.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for c in listener.incoming() {
+            held.push(c);
+        }
+    });
+    let url = format!("redis://127.0.0.1:{port}");
+    let t0 = std::time::Instant::now();
+    let out = common::run_pace(
+        &[
+            "--rate",
+            "10/s",
+            "--share",
+            &url,
+            "--share-key",
+            "t",
+            "--share-timeout",
+            "2s",
+        ],
+        b"a\n",
+    );
+    let took = t0.elapsed().as_secs_f64();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        (1.9..=2.2).contains(&took),
+        "gave up after {took:.3}s, not 2 s"
+    );
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--share-timeout") && err.contains("no answer"),
+        "{err}"
+    );
 }

@@ -26,13 +26,17 @@ impl Config {
         let interval = interval_of_spec(&spec, keyed.is_some());
         let progress = shows_progress(&args);
         let share = share_of(&args, &spec, &target, keyed.is_some())?;
+        let jobs = jobs_of(&args)?;
         Ok(Config {
             spec,
             interval,
             target,
             on_full: args.on_full,
             rejects: args.rejects,
-            separator: if args.null { 0 } else { b'\n' },
+            input: super::reader::InputConfig {
+                files: args.files.clone(),
+                separator: if args.null { 0 } else { b'\n' },
+            },
             stamp: args.stamp,
             stats: args.stats,
             progress,
@@ -41,6 +45,7 @@ impl Config {
             share,
             control: args.control,
             replay: None,
+            jobs,
         })
     }
 
@@ -96,6 +101,7 @@ impl Config {
             reorder_window: r.reorder_window,
             max_pending: args.max_pending,
         };
+        let jobs = jobs_of(&args)?;
         let target = format!("replay at {}x", r.speed.trim());
         let progress = shows_progress(&args);
         Ok(Config {
@@ -108,7 +114,10 @@ impl Config {
             target,
             on_full: args.on_full,
             rejects: args.rejects,
-            separator: b'\n',
+            input: super::reader::InputConfig {
+                files: args.files.clone(),
+                separator: b'\n',
+            },
             stamp: args.stamp,
             stats: args.stats,
             progress,
@@ -118,13 +127,36 @@ impl Config {
             share: None,
             control: args.control,
             replay: Some(config),
+            jobs,
         })
     }
+}
+
+/// The command to start per record, after `--`, with its options checked.
+fn jobs_of(args: &PaceArgs) -> anyhow::Result<Option<super::jobs::JobsConfig>> {
+    let Some(jobs) = super::jobs::JobsConfig::from_args(&args.run, args.keep_order) else {
+        return Ok(None);
+    };
+    if args.stamp.is_some() {
+        bail!(
+            "--stamp prefixes lines written to stdout; with a command after -- no line is written: give the command the time itself (e.g. date) or drop --stamp"
+        );
+    }
+    Ok(Some(jobs))
 }
 
 /// The per-key options, checked.
 fn keyed_config(args: &PaceArgs) -> anyhow::Result<Option<KeyedConfig>> {
     let source = match (&args.key, args.key_field) {
+        (None, None) if args.key_json.is_some() => {
+            let path = args.key_json.clone().unwrap_or_default();
+            if path.is_empty() || path.split('.').any(str::is_empty) {
+                bail!(
+                    "invalid --key-json '{path}': give a dotted path into each JSON line, e.g. request.customer"
+                );
+            }
+            KeySource::Json(path)
+        }
         (Some(pattern), _) => {
             let re = regex::bytes::Regex::new(pattern).map_err(|e| {
                 // The regex crate's message spans lines; its last says what.
@@ -158,8 +190,10 @@ fn keyed_config(args: &PaceArgs) -> anyhow::Result<Option<KeyedConfig>> {
             }
         }
         (None, None) => {
-            if args.keep_order {
-                bail!("--keep-order applies to per-key pacing: add --key REGEX or --key-field N");
+            if args.keep_order && args.run.command.is_empty() {
+                bail!(
+                    "--keep-order applies to per-key pacing or to commands: add --key REGEX, --key-field N or --key-json PATH, or a command after --"
+                );
             }
             return Ok(None);
         }
@@ -247,7 +281,7 @@ fn share_of(
         None => None,
         Some(config) if keyed => {
             config.cannot_share(&format!(
-                "{} keeps one schedule for all lines; it cannot be combined with --key or --key-field",
+                "{} keeps one schedule for all lines; it cannot be combined with --key, --key-field or --key-json",
                 config.origin.name()
             ))?;
             None

@@ -83,7 +83,6 @@ pub struct Fifo {
 impl Fifo {
     /// Creates the FIFO at `path`, or checks that what is there is one.
     pub fn open(path: &Path) -> anyhow::Result<Fifo> {
-        use std::os::unix::ffi::OsStrExt;
         use std::os::unix::fs::FileTypeExt;
         let created = match std::fs::metadata(path) {
             Ok(m) if m.file_type().is_fifo() => false,
@@ -92,14 +91,9 @@ impl Fifo {
                 path.display()
             ),
             Err(_) => {
-                let c = std::ffi::CString::new(path.as_os_str().as_bytes())
-                    .context("--control: the path contains a NUL byte")?;
-                // SAFETY: `c` is a valid NUL-terminated path.
-                if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
-                    return Err(std::io::Error::last_os_error()).with_context(|| {
-                        format!("cannot create the control FIFO '{}'", path.display())
-                    });
-                }
+                make_fifo(path).with_context(|| {
+                    format!("cannot create the control FIFO '{}'", path.display())
+                })?;
                 true
             }
         };
@@ -129,10 +123,103 @@ impl Fifo {
 
 impl Drop for Fifo {
     fn drop(&mut self) {
-        if self.created {
+        use std::os::unix::fs::FileTypeExt;
+        // Only a FIFO: a file a writer left in its place is theirs.
+        let fifo = std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.file_type().is_fifo());
+        if self.created && fifo {
             let _ = std::fs::remove_file(&self.path);
         }
     }
+}
+
+/// Creates a FIFO at `path`, readable and writable by this user only.
+fn make_fifo(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| std::io::Error::other("the path contains a NUL byte"))?;
+    // SAFETY: `c` is a valid NUL-terminated path.
+    if unsafe { libc::mkfifo(c.as_ptr(), 0o600) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// How often the reading thread checks, while no writer comes, that the
+/// FIFO is still at its path.
+const WATCH_EVERY: i32 = 500;
+
+/// Opens the FIFO at `path` for reading and waits for a writer; every
+/// [`WATCH_EVERY`] ms meanwhile, checks that the path still names it. A
+/// FIFO removed is said once and created again; anything else in its
+/// place (a file a writer created) is said and ends live control (None).
+fn wait_for_writer(path: &Path) -> Option<File> {
+    use std::os::fd::AsRawFd;
+    use std::os::unix::fs::{FileTypeExt, MetadataExt, OpenOptionsExt};
+    let shown = path.display();
+    loop {
+        let file = match File::options()
+            .read(true)
+            .custom_flags(libc::O_NONBLOCK)
+            .open(path)
+        {
+            Ok(f) => f,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                if !recreate(path) {
+                    return None;
+                }
+                continue;
+            }
+            Err(e) => {
+                crate::say!(
+                    "drip: cannot open the control FIFO '{shown}' again: {e}; live control is off"
+                );
+                return None;
+            }
+        };
+        let ours = file.metadata().ok().map(|m| (m.dev(), m.ino()));
+        loop {
+            let mut fd = libc::pollfd {
+                fd: file.as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            let ready = unsafe { libc::poll(&mut fd, 1, WATCH_EVERY) };
+            if ready > 0 {
+                // A writer: reads wait for its bytes from here on.
+                // SAFETY: fcntl on an open descriptor; no memory involved.
+                unsafe { libc::fcntl(file.as_raw_fd(), libc::F_SETFL, 0) };
+                return Some(file);
+            }
+            let here = std::fs::symlink_metadata(path);
+            match here {
+                Ok(m) if Some((m.dev(), m.ino())) == ours => continue,
+                Ok(m) if m.file_type().is_fifo() => break,
+                Ok(_) => {
+                    crate::say!(
+                        "drip: the control FIFO '{shown}' was replaced by something that is not a FIFO (a writer that found it removed creates a plain file); live control is off: remove '{shown}' and restart, or give another --control PATH"
+                    );
+                    return None;
+                }
+                Err(_) if recreate(path) => break,
+                Err(_) => return None,
+            }
+        }
+    }
+}
+
+/// The FIFO was removed from `path`: says so once, and creates it again;
+/// false when it cannot be (live control is then off).
+fn recreate(path: &Path) -> bool {
+    let shown = path.display();
+    if let Err(e) = make_fifo(path) {
+        crate::say!(
+            "drip: the control FIFO '{shown}' was removed and cannot be created again: {e}; live control is off"
+        );
+        return false;
+    }
+    crate::say!("drip: the control FIFO '{shown}' was removed; created it again");
+    true
 }
 
 /// Reads commands from the FIFO into the inbox until the process ends.
@@ -140,18 +227,12 @@ impl Drop for Fifo {
 /// The FIFO is opened for reading only, so that a writer closing it ends
 /// its last command even without a newline (`printf 'pause 30s' > ctl`),
 /// and the next writer's bytes never join it; then it is opened again,
-/// which waits for the next writer.
+/// which waits for the next writer. While it waits, a FIFO removed from
+/// its path is reported once and created again.
 pub(super) fn read_loop(path: PathBuf, shared: &Arc<Shared>) {
     loop {
-        let file = match File::open(&path) {
-            Ok(f) => f,
-            Err(e) => {
-                crate::say!(
-                    "drip: cannot open the control FIFO '{}' again: {e}; live control is off",
-                    path.display()
-                );
-                return;
-            }
+        let Some(file) = wait_for_writer(&path) else {
+            return;
         };
         if !read_writer(BufReader::new(file), shared) {
             return;

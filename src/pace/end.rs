@@ -15,14 +15,19 @@ use std::io::{self, Write};
 impl Pacer {
     /// Ends the run that `ending` stopped; the exit status.
     pub(super) fn finish(mut self, g: Guard<'_>, ending: Ending) -> anyhow::Result<u8> {
+        let shared = std::sync::Arc::clone(&self.shared);
+        let g = self.wait_for_jobs(g, &shared);
         let read_error = self.stop_reading(g);
         self.rejects.flush();
         self.tally.finish();
+        if let Some(lanes) = self.intake.lanes() {
+            lanes.keys().check_unmatched();
+        }
         self.print_summary(ending);
         let stats = &self.tally.stats;
         self.rejects.say_failure(stats.dropped, stats.unsent);
-        if let Some(e) = read_error {
-            return Err(e).context("reading standard input");
+        if let Some((e, from)) = read_error {
+            return Err(e).context(format!("reading {from}"));
         }
         if let Some(e) = self.output.take_error() {
             anyhow::bail!(
@@ -35,12 +40,17 @@ impl Pacer {
     }
 
     /// Stops the reader and accounts for every line read and not written,
-    /// in input order; returns the read error, if reading failed.
-    fn stop_reading(&mut self, mut g: Guard<'_>) -> Option<io::Error> {
+    /// in input order; returns the read error and the input it came
+    /// from, if reading failed.
+    fn stop_reading(&mut self, mut g: Guard<'_>) -> Option<(io::Error, String)> {
         g.stop = true;
         let records: Vec<Record> = g.records.drain(..).collect();
         let partial = std::mem::take(&mut g.partial);
-        let read_error = g.read_error.take();
+        let from = match std::mem::take(&mut g.reading) {
+            name if name.is_empty() => "standard input".to_string(),
+            name => name,
+        };
+        let read_error = g.read_error.take().map(|e| (e, from));
         self.tally.stats.lines_in = g.lines_in;
         drop(g);
         self.shared.reader_cv.notify_one();
@@ -75,6 +85,7 @@ impl Pacer {
                     | Ending::ReadError
                     | Ending::WriteError
                     | Ending::RejectsError
+                    | Ending::CommandError
             );
         if self.config.stats.is_none() && !early {
             return;
@@ -87,6 +98,7 @@ impl Pacer {
         );
         summary.keys = self.intake.lanes().map(|l| l.keys().summary(BUSIEST_KEYS));
         summary.share = self.sharing.summary();
+        summary.commands = self.jobs.as_ref().map(|j| j.counts());
         summary.paused_ms = self.schedule.paused().0 as f64 / 1e6;
         if let Some(text) = self.control.retuned() {
             summary.target = format!("{} (shaper now {text})", summary.target);
@@ -105,6 +117,12 @@ impl Pacer {
         match ending {
             // Lines not kept in the rejects file make it an I/O error.
             Ending::Eof | Ending::BrokenPipe if lost => 2,
+            // A command failed for good (its record is in --failed).
+            Ending::Eof | Ending::BrokenPipe
+                if self.jobs.as_ref().is_some_and(|j| j.any_failed()) =>
+            {
+                1
+            }
             Ending::Eof | Ending::BrokenPipe => 0,
             Ending::ReadError | Ending::WriteError | Ending::RejectsError => 2,
             Ending::Sighup => 129,
@@ -115,6 +133,19 @@ impl Pacer {
                     self.config.target
                 );
                 3
+            }
+            Ending::CommandError => {
+                let e = self
+                    .jobs
+                    .as_mut()
+                    .and_then(|j| j.error.take())
+                    .expect("a command error ends the run");
+                crate::say!(
+                    "drip: {e:#}; check the command after --; {} record(s) not started{}",
+                    self.tally.stats.unsent,
+                    self.rejects.kept_in()
+                );
+                2
             }
             Ending::Sigint => 130,
             Ending::Sigterm => 143,
@@ -132,8 +163,12 @@ impl Pacer {
         }
     }
 
-    /// Accounts for a line read and not written.
+    /// Accounts for a line read and not written (a retry on its way
+    /// fails for good instead).
     fn unsent(&mut self, item: &[u8]) {
+        if self.left_over(item) {
+            return;
+        }
         shaper_loop::unsent(&mut self.tally, &mut self.rejects, item);
     }
 }

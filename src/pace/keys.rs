@@ -7,9 +7,15 @@
 //! what is matched. A line without a key (no match, too few fields, an
 //! empty group) is paced under one shared bucket of its own, so a line
 //! with an unexpected shape is never let through unpaced; the summary
-//! counts such lines.
+//! counts such lines, and when none of the first [`CHECKED`] lines has a
+//! key one warning says so. `--key-json PATH` takes the value at a dotted
+//! path of each JSON line, read by the same reader `audit` uses for
+//! ndjson (spacing and key order do not matter; a string is unescaped, a
+//! number kept as written).
 
 use crate::ingest::keys::{EMPTY_KEY, Interner, KeyNames};
+use crate::ingest::log::ndjson::Ndjson;
+use crate::ingest::log::{Fields, LineParser};
 use crate::policy::keyed::KeyId;
 use regex::bytes::Regex;
 use serde::Serialize;
@@ -21,7 +27,12 @@ pub enum KeySource {
     Pattern(Regex),
     /// A 1-based field, split on one byte, or on blank runs when `None`.
     Field { index: usize, sep: Option<u8> },
+    /// The value at a dotted path of a JSON line.
+    Json(String),
 }
+
+/// Lines looked at before a key that matched none of them is reported.
+pub const CHECKED: u64 = 1000;
 
 impl KeySource {
     /// The key bytes of `line` (without its separator), if it has one.
@@ -39,8 +50,46 @@ impl KeySource {
                 .split(|b| *b == b' ' || *b == b'\t')
                 .filter(|f| !f.is_empty())
                 .nth(index - 1)?,
+            // Read by `Keys`, which keeps the JSON reader.
+            KeySource::Json(_) => return None,
         };
         (!key.is_empty()).then_some(key)
+    }
+
+    /// The option that gave the key, for messages.
+    fn named(&self) -> String {
+        match self {
+            KeySource::Pattern(re) => format!("--key '{}'", re.as_str()),
+            KeySource::Field { index, .. } => format!("--key-field {index}"),
+            KeySource::Json(path) => format!("--key-json {path}"),
+        }
+    }
+}
+
+/// `--key-json`: the JSON reader, the path's field and a line's fields.
+struct JsonKey {
+    reader: Ndjson,
+    field: usize,
+    fields: Fields,
+}
+
+impl JsonKey {
+    fn new(path: &str) -> Option<JsonKey> {
+        let mut reader = Ndjson::default();
+        let field = reader.field(path)?;
+        Some(JsonKey {
+            reader,
+            field,
+            fields: Fields::default(),
+        })
+    }
+
+    /// The key of one line: the value at the path, if the line is a JSON
+    /// object that has one.
+    fn key<'a>(&'a mut self, line: &'a [u8]) -> Option<&'a [u8]> {
+        self.fields.clear();
+        self.reader.parse(line, &mut self.fields).ok()?;
+        self.fields.get(line, self.field).filter(|k| !k.is_empty())
     }
 }
 
@@ -50,6 +99,7 @@ pub const NO_KEY: KeyId = EMPTY_KEY as KeyId;
 /// Keys seen so far, by dense id, with the lines each had.
 pub struct Keys {
     source: KeySource,
+    json: Option<JsonKey>,
     separator: u8,
     interner: Interner,
     names: KeyNames,
@@ -69,6 +119,8 @@ pub struct KeyCount {
 pub struct KeySummary {
     /// Distinct keys seen.
     pub seen: u64,
+    /// Lines that had a key.
+    pub with_key: u64,
     /// Lines that had no key (paced together under one bucket).
     pub without_key: u64,
     /// The keys with the most lines, most first (ties by first seen).
@@ -78,8 +130,13 @@ pub struct KeySummary {
 impl Keys {
     /// Keys from `source` for records ending in `separator`.
     pub fn new(source: KeySource, separator: u8) -> Keys {
+        let json = match &source {
+            KeySource::Json(path) => JsonKey::new(path),
+            _ => None,
+        };
         Keys {
             source,
+            json,
             separator,
             interner: Interner::default(),
             names: KeyNames::default(),
@@ -97,8 +154,15 @@ impl Keys {
         } else {
             line
         };
-        let Some(key) = self.source.extract(line) else {
+        let found = match &mut self.json {
+            Some(j) => j.key(line),
+            None => self.source.extract(line),
+        };
+        let Some(key) = found else {
             self.keyless += 1;
+            if self.keyless == CHECKED && self.lines.is_empty() {
+                self.say_unmatched();
+            }
             return NO_KEY;
         };
         let (id, new) = self.interner.intern(key);
@@ -108,6 +172,26 @@ impl Keys {
         }
         self.lines[id as usize] += 1;
         KeyId::from(id)
+    }
+
+    /// At the end of a run shorter than [`CHECKED`] lines: the warning
+    /// when no line had a key.
+    pub fn check_unmatched(&self) {
+        if self.lines.is_empty() && self.keyless > 0 && self.keyless < CHECKED {
+            self.say_unmatched();
+        }
+    }
+
+    fn say_unmatched(&self) {
+        let n = self.keyless.min(CHECKED);
+        let hint = match self.source {
+            KeySource::Json(_) => "check the path (dotted, as in audit's --key-column for ndjson)",
+            _ => "check it; for JSON lines use --key-json PATH",
+        };
+        crate::say!(
+            "drip: warning: {} found no key in the first {n} line(s): they are all paced together under one bucket; {hint}",
+            self.source.named()
+        );
     }
 
     /// Distinct keys seen.
@@ -123,6 +207,7 @@ impl Keys {
         ids.sort_by(|&a, &b| self.lines[b].cmp(&self.lines[a]));
         KeySummary {
             seen: self.lines.len() as u64,
+            with_key: self.lines.iter().sum(),
             without_key: self.keyless,
             busiest: ids
                 .into_iter()
@@ -139,7 +224,10 @@ impl Keys {
 impl KeySummary {
     /// One line for the text summary.
     pub fn to_text(&self) -> String {
-        let mut s = format!("  keys     {} seen", self.seen);
+        let mut s = format!(
+            "  keys     {} seen, {} lines with a key",
+            self.seen, self.with_key
+        );
         if self.without_key > 0 {
             s.push_str(&format!(", {} lines without a key", self.without_key));
         }
@@ -204,6 +292,23 @@ mod tests {
     }
 
     #[test]
+    fn a_json_path_reads_any_spacing_and_key_order() {
+        let mut keys = Keys::new(KeySource::Json("req.customer".into()), b'\n');
+        let lines = [
+            "{\"req\":{\"customer\":\"acme\"},\"n\":1}\n",
+            "{ \"n\" : 2, \"req\" : { \"id\": 7, \"customer\" : \"acme\" } }\n",
+            "{\"req\":{\"customer\":\"b\\u00e9ta\"}}\n",
+            "{\"req\":{}}\n",
+            "not json\n",
+        ];
+        let ids: Vec<KeyId> = lines.iter().map(|l| keys.key_of(l.as_bytes())).collect();
+        assert_eq!(ids, [0, 0, 1, NO_KEY, NO_KEY]);
+        let s = keys.summary(5);
+        assert_eq!((s.with_key, s.without_key), (3, 2));
+        assert_eq!(s.busiest[1].key, "béta");
+    }
+
+    #[test]
     fn keys_are_counted_and_the_busiest_listed() {
         let mut keys = Keys::new(pattern("^([a-z]+) "), b'\n');
         let mut ids = Vec::new();
@@ -219,7 +324,7 @@ mod tests {
         assert_eq!(busiest, [("b", 3), ("a", 1)]);
         assert_eq!(
             s.to_text(),
-            "  keys     3 seen, 1 lines without a key; busiest b 3, a 1\n"
+            "  keys     3 seen, 5 lines with a key, 1 lines without a key; busiest b 3, a 1\n"
         );
     }
 }

@@ -39,8 +39,11 @@ mod config;
 pub mod control;
 mod end;
 mod intake;
+mod jobs;
 pub mod keys;
 mod lanes;
+mod launch;
+mod passthru;
 mod reader;
 mod rejects;
 mod replay;
@@ -84,7 +87,8 @@ pub struct Config {
     target: String,
     on_full: OnFull,
     rejects: Option<PathBuf>,
-    separator: u8,
+    /// What is read: the files, and how records end.
+    input: reader::InputConfig,
     stamp: Option<Stamp>,
     stats: Option<StatsFormat>,
     progress: bool,
@@ -97,6 +101,8 @@ pub struct Config {
     control: Option<PathBuf>,
     /// `--replay`: lines at their logged times.
     replay: Option<replay::ReplayConfig>,
+    /// `-- COMMAND`: a command started per record instead of writing it.
+    jobs: Option<jobs::JobsConfig>,
 }
 
 /// Per-key pacing: where keys come from and how lines wait.
@@ -134,4 +140,6 @@ struct Pacer {
     output: Output,
     rejects: Rejects,
     tally: Tally,
+    /// `-- COMMAND`: the commands started and running.
+    jobs: Option<jobs::Jobs>,
 }

@@ -1,5 +1,5 @@
-//! The reader: stdin bytes into records in an inbox the shaper loop
-//! takes them from.
+//! The reader: the input's bytes (the files named, in order, or stdin)
+//! into records in an inbox the shaper loop takes them from.
 //!
 //! A record is the bytes up to and including a separator; the bytes after
 //! the last separator wait in `partial` until the next read completes them
@@ -50,6 +50,15 @@ pub(super) struct Inbox {
     pub(super) reader_waiting: bool,
     /// Control commands (the FIFO, SIGUSR1) not yet applied.
     pub(super) control: Vec<control::Command>,
+    /// With a command: the commands that ended, not yet accounted for.
+    pub(super) exits: Vec<super::passthru::Exit>,
+    /// With a command: stop signals after the first (the second sends
+    /// the running commands SIGTERM).
+    pub(super) more_signals: u32,
+    /// With a command: downstream closed standard output.
+    pub(super) out_closed: bool,
+    /// The input being read, for messages (empty: standard input).
+    pub(super) reading: String,
 }
 
 impl Inbox {
@@ -125,18 +134,57 @@ impl Shared {
     }
 }
 
-/// The reader thread: reads stdin until it ends, fails, or the main
-/// thread says stop.
-pub(super) fn read_loop(mut input: File, shared: &Shared, clock: MonotonicClock, sep: u8) {
+/// What a run reads: the files named, in order (`-` is standard input;
+/// none: standard input), and the byte records end with.
+#[derive(Clone)]
+pub(super) struct InputConfig {
+    pub(super) files: Vec<std::path::PathBuf>,
+    pub(super) separator: u8,
+}
+
+/// One input: a file named on the command line, or standard input.
+pub(super) struct Source {
+    /// For messages: `'path'`, or `standard input`.
+    pub(super) name: String,
+    pub(super) file: File,
+}
+
+/// The reader thread: reads the inputs in order, each until it ends, then
+/// the next, until one fails or the main thread says stop. A file's last
+/// bytes without a separator are a record of their own, given one unless
+/// they end the last input.
+pub(super) fn read_loop(inputs: Vec<Source>, shared: &Shared, clock: MonotonicClock, sep: u8) {
+    let count = inputs.len();
+    for (n, input) in inputs.into_iter().enumerate() {
+        shared.lock().reading = input.name;
+        if !read_one(input.file, shared, clock, sep, n + 1 == count) {
+            return;
+        }
+    }
+}
+
+/// Reads one input to its end; false when the run reads no further (the
+/// input failed, or the main thread said stop).
+fn read_one(mut input: File, shared: &Shared, clock: MonotonicClock, sep: u8, last: bool) -> bool {
     let mut buf = vec![0u8; READ_CHUNK];
     loop {
         if !wait_for_room(shared) {
-            return;
+            return false;
         }
         let result = input.read(&mut buf);
         let now = clock.now();
         let mut g = shared.lock();
         match result {
+            Ok(0) if !last => {
+                // The next file starts a new record, as awk reads files.
+                if !g.partial.is_empty() {
+                    g.partial.push(sep);
+                }
+                end_of_file(&mut g, now);
+                drop(g);
+                shared.main_cv.notify_one();
+                return true;
+            }
             Ok(0) => end_of_input(&mut g, now),
             Ok(n) => {
                 g.ingest(&buf[..n], now, sep);
@@ -155,7 +203,7 @@ pub(super) fn read_loop(mut input: File, shared: &Shared, clock: MonotonicClock,
         drop(g);
         shared.main_cv.notify_one();
         if done {
-            return;
+            return false;
         }
     }
 }
@@ -173,11 +221,16 @@ fn wait_for_room(shared: &Shared) -> bool {
 
 /// The input ended: bytes after the last separator are the last record.
 fn end_of_input(g: &mut Inbox, now: Nanos) {
+    end_of_file(g, now);
+    g.eof = true;
+}
+
+/// A file ended: bytes after its last separator are a record.
+fn end_of_file(g: &mut Inbox, now: Nanos) {
     if !g.partial.is_empty() {
         let last = std::mem::take(&mut g.partial);
         g.push(now, last);
     }
-    g.eof = true;
 }
 
 /// The error for a record longer than [`MAX_RECORD`], with the likely fix.

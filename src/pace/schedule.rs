@@ -352,7 +352,14 @@ impl<T> Schedule<T> {
     /// Moves the records due at real instant `now` into `out`, in order:
     /// with a gap to keep, the head alone; else every record due. Re-bases
     /// first when the head is a stall late. Returns how many were moved.
+    #[cfg(test)]
     pub fn take_due(&mut self, now: Nanos, out: &mut Vec<Pending<T>>) -> usize {
+        self.take_due_upto(now, out, usize::MAX)
+    }
+
+    /// [`take_due`](Self::take_due), `most` records at most (commands
+    /// start only as far as `--jobs` leaves room).
+    pub fn take_due_upto(&mut self, now: Nanos, out: &mut Vec<Pending<T>>, most: usize) -> usize {
         match self.next_due() {
             Some(due) if due <= now => {}
             _ => return 0,
@@ -361,7 +368,10 @@ impl<T> Schedule<T> {
         self.settle(head, now);
         let mut n = 0;
         while let Some(p) = self.queue.front() {
-            if self.real_time(p.release) > now || (n == 1 && self.timing.min_gap.is_some()) {
+            if self.real_time(p.release) > now
+                || n == most
+                || (n == 1 && self.timing.min_gap.is_some())
+            {
                 break;
             }
             out.extend(self.queue.pop());

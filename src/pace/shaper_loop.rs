@@ -26,6 +26,7 @@ impl Pacer {
         let shared = Arc::clone(&self.shared);
         let mut g = shared.lock();
         let ending = loop {
+            self.collect_exits(&mut g);
             if let Some(ending) = stopped(&g) {
                 break ending;
             }
@@ -229,6 +230,9 @@ impl Pacer {
         if self.sharing.failed() {
             return (g, Some(Then::End(Ending::ShareError)));
         }
+        if self.start_failed() {
+            return (g, Some(Then::End(Ending::CommandError)));
+        }
         if self.rejects.failed() && !g.stop {
             // Read no more: lines read from now on could not be kept.
             g.stop = true;
@@ -272,6 +276,9 @@ impl Pacer {
         shared: &'a Shared,
         now: Nanos,
     ) -> (Guard<'a>, Wrote) {
+        if self.jobs.is_some() {
+            return self.start_due(g, shared, now);
+        }
         if !self.output.take_due(&mut self.schedule, now) {
             return (g, Wrote::Nothing);
         }
@@ -292,6 +299,7 @@ impl Pacer {
         self.schedule.wrote(self.clock.now());
         for p in self.output.sent(w.lines) {
             self.tally.stats.sent(p.arrived, w.at);
+            self.tally.bytes_done += p.item.len() as u64;
         }
         self.tally.update(&self.clock, self.schedule.backlog());
         for item in self.output.drain_unsent(w.lines) {
@@ -307,17 +315,23 @@ impl Pacer {
         if self.rejects.failed() && self.schedule.backlog() == 0 {
             return Some(Ending::RejectsError);
         }
-        let done =
-            g.eof && g.records.is_empty() && self.schedule.backlog() == 0 && self.intake.is_empty();
+        let done = g.eof
+            && g.records.is_empty()
+            && self.schedule.backlog() == 0
+            && self.intake.is_empty()
+            && self.jobs_idle();
         done.then_some(Ending::Eof)
     }
 
     /// When to wake next (real time): the next write, or a line waiting
     /// in the intake. `None`: only news from another thread.
     fn next_wake(&self) -> Option<Nanos> {
+        // At the --jobs cap, a command that ends is the news to wait for.
+        let due = self.schedule.next_due().filter(|_| self.jobs_have_room());
         [
-            self.schedule.next_due(),
+            due,
             self.intake.next_wake(&self.schedule),
+            self.next_retry(),
         ]
         .into_iter()
         .flatten()
@@ -355,6 +369,9 @@ fn stopped(g: &Inbox) -> Option<Ending> {
             signal_hook::consts::SIGHUP => Ending::Sighup,
             _ => Ending::Sigint,
         });
+    }
+    if g.out_closed {
+        return Some(Ending::BrokenPipe);
     }
     g.read_error.is_some().then_some(Ending::ReadError)
 }

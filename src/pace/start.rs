@@ -2,6 +2,7 @@
 //! per-key lanes, a shared schedule) built from the configuration, and the
 //! threads that feed the shaper loop started: signals, control, reader.
 
+use super::jobs::Jobs;
 use super::keys::Keys;
 use super::lanes::Lanes;
 use super::reader::{self, Shared};
@@ -15,6 +16,7 @@ use anyhow::Context;
 use std::fs::File;
 use std::io::{self, Write};
 use std::os::fd::{AsFd, OwnedFd};
+use std::path::PathBuf;
 use std::sync::Arc;
 
 impl Pacer {
@@ -25,10 +27,7 @@ impl Pacer {
             .as_fd()
             .try_clone_to_owned()
             .context("cannot use standard output")?;
-        let input = io::stdin()
-            .as_fd()
-            .try_clone_to_owned()
-            .context("cannot use standard input")?;
+        let inputs = open_inputs(&config.input.files)?;
         let stack: Stack = config.spec.build();
         let gap_keeping = keeps_gap(&config);
         let mut timing = Timing::new(config.interval, gap_keeping, config.catch_up);
@@ -36,13 +35,14 @@ impl Pacer {
         let sharing = Sharing::start(&config, &mut timing, clock)?;
         let tunable = tunable(&config);
         let (schedule, lanes) = schedule_and_lanes(&config, stack, timing);
+        let jobs = start_jobs(&config, &output)?;
         let shared = Arc::new(Shared::new());
-        let wake = start_signals(&shared)?;
+        let wake = start_signals(&shared, jobs.is_some())?;
         control::start_usr1(Arc::clone(&shared))?;
         let fifo = start_control(&config, &shared)?;
-        start_reader(input, &shared, clock, config.separator)?;
+        start_reader(inputs, &shared, clock, config.input.separator)?;
         let replay = config.replay.clone().map(|c| replay::Replay::new(c, false));
-        let tally = Tally::new(config.progress);
+        let tally = Tally::new(config.progress, input_size(&config.input.files));
         Ok(Pacer {
             clock,
             shared,
@@ -53,6 +53,7 @@ impl Pacer {
             output: Output::new(File::from(output), wake, config.stamp),
             rejects,
             tally,
+            jobs,
             config,
         })
     }
@@ -62,10 +63,14 @@ impl Pacer {
 fn check_endpoints(config: &Config) -> anyhow::Result<()> {
     use crate::clash::{Endpoint, Place, check_distinct, named};
     let mut outputs = vec![Endpoint::new("standard output", Place::Stdout)];
+    let inputs = crate::clash::inputs(&config.input.files, "the input", "standard input");
     if let Some(p) = &config.rejects {
         outputs.push(Endpoint::new(named("--rejects", p), Place::Path(p)));
     }
-    check_distinct(&[Endpoint::new("standard input", Place::Stdin)], &outputs)
+    if let Some(p) = config.jobs.as_ref().and_then(|j| j.failed.as_ref()) {
+        outputs.push(Endpoint::new(named("--failed", p), Place::Path(p)));
+    }
+    check_distinct(&inputs, &outputs)
 }
 
 /// Whether the timing keeps half an interval between writes: a lone
@@ -128,7 +133,7 @@ fn schedule_and_lanes(
                 .map(|m| m.key != KeyChoice::Global)
                 .collect();
             let lanes = Lanes::new(
-                Keys::new(k.source.clone(), config.separator),
+                Keys::new(k.source.clone(), config.input.separator),
                 per_key,
                 k.keep_order,
                 config.on_full,
@@ -139,9 +144,31 @@ fn schedule_and_lanes(
     }
 }
 
+/// With a command after `--`: what runs the commands, printing on
+/// standard output and standard error.
+fn start_jobs(config: &Config, output: &OwnedFd) -> anyhow::Result<Option<Jobs>> {
+    let Some(c) = &config.jobs else {
+        return Ok(None);
+    };
+    let stdout = output.try_clone().context("cannot use standard output")?;
+    let stderr = io::stderr()
+        .as_fd()
+        .try_clone_to_owned()
+        .context("cannot use standard error")?;
+    let jobs = Jobs::start(
+        c.clone(),
+        config.input.separator,
+        File::from(stdout),
+        File::from(stderr),
+    )?;
+    Ok(Some(jobs))
+}
+
 /// Starts the thread that turns SIGINT/SIGTERM/SIGHUP into a stop; returns
-/// the end of a pipe that becomes readable then.
-fn start_signals(shared: &Arc<Shared>) -> anyhow::Result<io::PipeReader> {
+/// the end of a pipe that becomes readable then. A second signal exits at
+/// once; with commands running (`commands`) it is noted instead (the
+/// commands then get SIGTERM), and a third exits.
+fn start_signals(shared: &Arc<Shared>, commands: bool) -> anyhow::Result<io::PipeReader> {
     let mut signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
@@ -162,6 +189,10 @@ fn start_signals(shared: &Arc<Shared>) -> anyhow::Result<io::PipeReader> {
             // The wake pipe lets a write to a downstream that stopped
             // reading give up at the next line end; inside a long line
             // it still waits, so a second signal leaves at once.
+            if commands && signals.next().is_some() {
+                s.lock().more_signals += 1;
+                s.main_cv.notify_one();
+            }
             if let Some(sig) = signals.next() {
                 crate::say!("drip: second signal: exiting without accounting for the backlog");
                 std::process::exit(128 + sig);
@@ -187,7 +218,7 @@ fn start_control(config: &Config, shared: &Arc<Shared>) -> anyhow::Result<Option
 }
 
 fn start_reader(
-    input: OwnedFd,
+    inputs: Vec<reader::Source>,
     shared: &Arc<Shared>,
     clock: MonotonicClock,
     sep: u8,
@@ -195,7 +226,64 @@ fn start_reader(
     let s = Arc::clone(shared);
     std::thread::Builder::new()
         .name("reader".into())
-        .spawn(move || reader::read_loop(File::from(input), &s, clock, sep))
+        .spawn(move || reader::read_loop(inputs, &s, clock, sep))
         .context("cannot start the reader thread")?;
     Ok(())
+}
+
+/// The size of the input in bytes, when every input is a file named
+/// (standard input, a pipe or a device has no size known ahead).
+fn input_size(files: &[PathBuf]) -> Option<u64> {
+    if files.is_empty() {
+        return None;
+    }
+    files
+        .iter()
+        .map(|f| {
+            (f.as_os_str() != "-")
+                .then(|| std::fs::metadata(f).ok())
+                .flatten()
+                .filter(std::fs::Metadata::is_file)
+                .map(|m| m.len())
+        })
+        .sum()
+}
+
+/// Opens the inputs in order (none: standard input), so a file that
+/// cannot be read stops the run before anything is sent.
+fn open_inputs(files: &[PathBuf]) -> anyhow::Result<Vec<reader::Source>> {
+    let stdin = || -> anyhow::Result<reader::Source> {
+        let fd = io::stdin()
+            .as_fd()
+            .try_clone_to_owned()
+            .context("cannot use standard input")?;
+        Ok(reader::Source {
+            name: String::new(),
+            file: File::from(fd),
+        })
+    };
+    if files.is_empty() {
+        return Ok(vec![stdin()?]);
+    }
+    files
+        .iter()
+        .map(|f| {
+            if f.as_os_str() == "-" {
+                return stdin();
+            }
+            let file = File::open(f).with_context(|| {
+                format!(
+                    "cannot open '{}'; give files to read, or none to read standard input",
+                    f.display()
+                )
+            })?;
+            if file.metadata().is_ok_and(|m| m.is_dir()) {
+                anyhow::bail!("'{}' is a directory; give files to read", f.display());
+            }
+            Ok(reader::Source {
+                name: format!("'{}'", f.display()),
+                file,
+            })
+        })
+        .collect()
 }

@@ -36,6 +36,8 @@ pub enum Ending {
     /// The `--rejects` file could not be written: input was read no
     /// further and what was admitted was sent.
     RejectsError,
+    /// A command after `--` could not be started.
+    CommandError,
 }
 
 /// Counters and the wait histogram of one run.
@@ -80,6 +82,9 @@ pub struct Summary {
     /// With `--share`: the schedule's reservations, refusals and errors.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub share: Option<crate::pace::share::ShareSummary>,
+    /// With a command after `--`: the commands' counts and durations.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub commands: Option<super::jobs::JobCounts>,
 }
 
 /// Waits from arrival to write, ms: nearest-rank p50 and p99, and the
@@ -152,6 +157,7 @@ impl Stats {
             paused_ms: 0.0,
             keys: None,
             share: None,
+            commands: None,
         }
     }
 }
@@ -173,6 +179,7 @@ impl Summary {
             Ending::WriteError => "standard output could not be written",
             Ending::ReadError => "standard input could not be read",
             Ending::RejectsError => "the rejects file could not be written",
+            Ending::CommandError => "a command could not be started",
         };
         let partial = if self.partial_bytes > 0 {
             format!(
@@ -197,8 +204,20 @@ impl Summary {
                 s.fallback_refusals
             )
         });
+        let commands = self.commands.as_ref().map_or(String::new(), |c| {
+            format!(
+                "  commands started {}, succeeded {}, failed {}, retried {}, running at the stop {}; duration p50 {:.3}ms, p99 {:.3}ms\n",
+                c.started,
+                c.succeeded,
+                c.failed,
+                c.retried,
+                c.running_at_stop,
+                c.duration_p50_ms,
+                c.duration_p99_ms
+            )
+        });
         format!(
-            "drip pace: {ended}\n  lines    in {}, out {}, dropped {}, unsent {}{partial}\n  elapsed  {:.3}s\n  rate     {rate} (target {})\n  wait     p50 {:.3}ms, p99 {:.3}ms, max {:.3}ms\n{keys}{share}",
+            "drip pace: {ended}\n  lines    in {}, out {}, dropped {}, unsent {}{partial}\n  elapsed  {:.3}s\n  rate     {rate} (target {})\n  wait     p50 {:.3}ms, p99 {:.3}ms, max {:.3}ms\n{keys}{share}{commands}",
             self.lines_in,
             self.lines_out,
             self.dropped,

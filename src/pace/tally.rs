@@ -15,17 +15,37 @@ pub(super) struct Tally {
     rate_mark: (Nanos, u64),
     /// Lines per second over the last measured span, for the progress line.
     shown_rate: f64,
+    /// The input's size in bytes, when it is known (files, not a pipe),
+    /// and the bytes of the lines done so far: the progress line's ETA.
+    input_size: Option<u64>,
+    pub(super) bytes_done: u64,
 }
 
 impl Tally {
     /// No counts yet; the progress line shows when `progress`.
-    pub(super) fn new(progress: bool) -> Tally {
+    pub(super) fn new(progress: bool, input_size: Option<u64>) -> Tally {
         Tally {
             stats: Stats::new(),
             bar: crate::progress::status_line(progress),
             rate_mark: (Nanos::ZERO, 0),
             shown_rate: 0.0,
+            input_size,
+            bytes_done: 0,
         }
+    }
+
+    /// The time left at the pace so far, when the input's size is known.
+    fn eta(&self, now: Nanos) -> String {
+        let (Some(total), done) = (self.input_size, self.bytes_done) else {
+            return String::new();
+        };
+        if done == 0 || done >= total {
+            return String::new();
+        }
+        // Display only: a float is fine here.
+        let left = now.0 as f64 * (total - done) as f64 / done as f64;
+        let secs = std::time::Duration::from_secs((left / 1e9).round() as u64);
+        format!(", ETA {}", humantime::format_duration(secs))
     }
 
     /// Redraws the progress line (indicatif limits the redraw rate), with
@@ -43,8 +63,11 @@ impl Tally {
             self.rate_mark = (now, self.stats.lines_out);
         }
         self.bar.set_message(format!(
-            "{} sent, {} dropped, {waiting} waiting, {:.1}/s",
-            self.stats.lines_out, self.stats.dropped, self.shown_rate
+            "{} sent, {} dropped, {waiting} waiting, {:.1}/s{}",
+            self.stats.lines_out,
+            self.stats.dropped,
+            self.shown_rate,
+            self.eta(now)
         ));
         self.bar.tick();
     }

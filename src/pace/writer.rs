@@ -57,8 +57,23 @@ impl Output {
 
     /// Takes the lines due at `now` from the schedule; false when none is.
     pub(super) fn take_due(&mut self, schedule: &mut Schedule<Vec<u8>>, now: Nanos) -> bool {
+        self.take_due_upto(schedule, now, usize::MAX)
+    }
+
+    /// [`take_due`](Self::take_due), `most` lines at most.
+    pub(super) fn take_due_upto(
+        &mut self,
+        schedule: &mut Schedule<Vec<u8>>,
+        now: Nanos,
+        most: usize,
+    ) -> bool {
         self.due.clear();
-        schedule.take_due(now, &mut self.due) > 0
+        schedule.take_due_upto(now, &mut self.due, most) > 0
+    }
+
+    /// The lines taken, to be handed on elsewhere (commands to start).
+    pub(super) fn take_pending(&mut self) -> Vec<Pending<Vec<u8>>> {
+        std::mem::take(&mut self.due)
     }
 
     /// Writes the lines taken (stamped if asked) in one write, as far as

@@ -245,7 +245,7 @@ fn check_local(probe: &Path, path: &Path, allow: bool) -> anyhow::Result<()> {
 }
 
 impl Backend for FileBackend {
-    fn connect(&mut self) -> Result<(), String> {
+    fn connect(&mut self, _patience: Duration) -> Result<(), String> {
         Ok(())
     }
 

@@ -14,6 +14,7 @@
 //! long to wait, so the driver keeps reacting to signals.
 
 pub mod file;
+pub mod host;
 pub mod redis;
 pub mod reserve;
 
@@ -189,8 +190,9 @@ impl Plan {
 
 /// A place a schedule is kept.
 pub trait Backend: Send {
-    /// Makes sure the schedule can be reached (a connection for Redis).
-    fn connect(&mut self) -> Result<(), String>;
+    /// Makes sure the schedule can be reached (a connection for Redis),
+    /// waiting about `patience` at most.
+    fn connect(&mut self, patience: Duration) -> Result<(), String>;
     /// Reserves per `params` on the authority's clock, waiting at most
     /// about `patience` for a busy schedule (a state file's lock) before
     /// calling it an error.
@@ -228,6 +230,19 @@ impl ShareConfig {
             Some(s) => Some((s.clone(), Origin::Flag)),
             None => from_env(ENV_SHARE).map(|s| (s, Origin::Env)),
         };
+        // `--share-key NAME` alone: the per-user state file of NAME.
+        let host_file = match (&given, &args.share_key) {
+            (None, Some(name)) if name.is_empty() => {
+                bail!("--share-key is empty; give the schedule a name")
+            }
+            (None, Some(name)) => Some(host::state_file(name)?),
+            _ => None,
+        };
+        let given = given.or_else(|| {
+            host_file
+                .as_ref()
+                .map(|f| (f.clone().into_os_string(), Origin::Flag))
+        });
         let Some((share, origin)) = given.filter(|(s, _)| s != "none") else {
             if args.fallback_rate.is_some() {
                 bail!("--fallback-rate is for --on-share-error local with --share; remove it");
@@ -240,7 +255,10 @@ impl ShareConfig {
             (None, Some(k)) => Some((k.as_str(), Origin::Env)),
             (None, None) => None,
         };
-        let location = Location::parse(&share, origin, key).map_err(|e| origin.explain(e))?;
+        let location = match host_file {
+            Some(f) => Location::File(f),
+            None => Location::parse(&share, origin, key).map_err(|e| origin.explain(e))?,
+        };
         match (args.on_share_error, args.fallback_rate) {
             (OnShareError::Local, None) => bail!(
                 "--on-share-error local needs --fallback-rate RATE: the rate each process sends at alone (for example the shared rate divided by the number of processes)"
@@ -330,6 +348,9 @@ pub struct Sharer {
     plan: Plan,
     /// The local fallback: its plan and state (µs on the monotonic clock).
     fallback: Option<(Params, u64)>,
+    /// The local fallback of a Redis key: this user's state file of the
+    /// same name on this host, so successive processes stay limited.
+    fallback_file: Option<Box<dyn Backend>>,
     outage: Option<Outage>,
     /// Under `fail`: the first connection's error, given up at the first
     /// reservation (so a driver's summary is printed before it exits).
@@ -361,8 +382,16 @@ impl Sharer {
             .duration_since(UNIX_EPOCH)
             .map_or(1, |d| d.subsec_nanos() as u64)
             ^ u64::from(std::process::id()) << 32;
+        let fallback_file = match (&config.location, config.on_error) {
+            (Location::Redis { name, .. }, OnShareError::Local) => host::state_file(name)
+                .and_then(|p| file::FileBackend::open(&p, false))
+                .ok()
+                .map(|b| Box::new(b) as Box<dyn Backend>),
+            _ => None,
+        };
         let mut sharer = Sharer {
             backend,
+            fallback_file,
             summary: ShareSummary {
                 schedule: config.location.describe(),
                 ..ShareSummary::default()
@@ -374,12 +403,15 @@ impl Sharer {
             startup_error: None,
             jitter: seed | 1,
         };
-        if let Err(e) = sharer.backend.connect() {
+        let started = Instant::now();
+        if let Err(e) = sharer.backend.connect(sharer.patience(now)) {
             sharer.summary.errors += 1;
             if sharer.config.on_error == OnShareError::Fail {
                 sharer.startup_error = Some(e);
             } else {
-                sharer.failed(e, now, now)?;
+                // The outage started when the attempt did.
+                let spent = Nanos(u64::try_from(started.elapsed().as_nanos()).unwrap_or(u64::MAX));
+                sharer.failed(e, now, now.saturating_add(spent))?;
             }
         }
         Ok(sharer)
@@ -520,8 +552,18 @@ impl Sharer {
                 retry_after: BACKOFF_FIRST,
             };
         };
-        let (s, outcome) = reserve::reserve(*state, now.0 / MICROS, *params);
-        *state = s;
+        let file = self
+            .fallback_file
+            .as_mut()
+            .and_then(|b| b.reserve(*params, file::LOCK_DEADLINE).ok());
+        let outcome = match file {
+            Some(outcome) => outcome,
+            None => {
+                let (s, outcome) = reserve::reserve(*state, now.0 / MICROS, *params);
+                *state = s;
+                outcome
+            }
+        };
         match outcome {
             Outcome::Granted { .. } => self.summary.fallback_grants += 1,
             Outcome::Refused { .. } => self.summary.fallback_refusals += 1,

@@ -16,7 +16,7 @@
 use super::Backend;
 use super::reserve::{Outcome, Params};
 use anyhow::bail;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// The reservation, run on the server. Lua numbers are doubles: exact for
 /// microsecond instants (below 2^53 until the year 2255). `%d` writes plain
@@ -34,7 +34,7 @@ redis.call('SET', KEYS[1], string.format('%d', nf), 'PX', math.ceil((nf - now) /
 return {1, delay, now}
 ";
 
-/// Connect, read and write timeout.
+/// The longest one call waits: connect, write and read together.
 pub const TIMEOUT: Duration = Duration::from_secs(1);
 
 /// The Redis key of schedule `name`.
@@ -74,12 +74,18 @@ impl RedisBackend {
                 "--share {shown}: this drip was built without TLS; build it with --features tls-rustls, or use redis://"
             );
         }
-        let client = redis::Client::open(url).map_err(|e| {
+        let bad = |e: redis::RedisError| {
             anyhow::anyhow!(
                 "--share {shown}: not a Redis URL ({}); the form is redis://[user:pass@]host[:port][/db]#NAME",
                 e.to_string().replace(url, &shown)
             )
-        })?;
+        };
+        let client = redis::Client::open(url).map_err(bad)?;
+        // No CLIENT SETINFO at connect: its replies are read with a timeout
+        // each and their failure ignored, which doubled a connect's wait.
+        let info = client.get_connection_info().clone();
+        let settings = info.redis_settings().clone().set_skip_set_lib_name();
+        let client = redis::Client::open(info.set_redis_settings(settings)).map_err(bad)?;
         Ok(RedisBackend {
             client,
             conn: None,
@@ -88,14 +94,31 @@ impl RedisBackend {
         })
     }
 
-    fn connection(&mut self) -> Result<&mut redis::Connection, redis::RedisError> {
+    /// The connection, made if needed; connecting, and then each write
+    /// and read, waits until `deadline` at most.
+    fn connection(
+        &mut self,
+        deadline: Instant,
+    ) -> Result<&mut redis::Connection, redis::RedisError> {
+        let left = || {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                Err(redis::RedisError::from(std::io::Error::new(
+                    std::io::ErrorKind::TimedOut,
+                    "timed out",
+                )))
+            } else {
+                Ok(left)
+            }
+        };
         if self.conn.is_none() {
-            let conn = self.client.get_connection_with_timeout(TIMEOUT)?;
-            conn.set_read_timeout(Some(TIMEOUT))?;
-            conn.set_write_timeout(Some(TIMEOUT))?;
-            self.conn = Some(conn);
+            self.conn = Some(self.client.get_connection_with_timeout(left()?)?);
         }
-        Ok(self.conn.as_mut().expect("connected above"))
+        let conn = self.conn.as_mut().expect("connected above");
+        let t = left()?;
+        conn.set_read_timeout(Some(t))?;
+        conn.set_write_timeout(Some(t))?;
+        Ok(conn)
     }
 
     /// Runs `f` on the connection; a failure drops the connection (it may
@@ -104,11 +127,15 @@ impl RedisBackend {
     /// signal arrives, whatever the handler's flags say.
     fn with_connection<T>(
         &mut self,
+        patience: Duration,
         mut f: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
     ) -> Result<T, String> {
         let mut tries = 0;
+        // Connect, write and read together take TIMEOUT at most, and no
+        // longer than the patience the caller has left.
+        let deadline = Instant::now() + TIMEOUT.min(patience);
         loop {
-            let result = self.connection().and_then(&mut f);
+            let result = self.connection(deadline).and_then(&mut f);
             match result {
                 Ok(v) => return Ok(v),
                 Err(e) => {
@@ -122,11 +149,12 @@ impl RedisBackend {
         }
     }
 
-    /// Runs the script once: (granted, delay or retry_after, server now), µs.
-    pub fn call(&mut self, params: Params) -> Result<(bool, u64, u64), String> {
+    /// Runs the script once, within `patience`: (granted, delay or
+    /// retry_after, server now), µs.
+    pub fn call(&mut self, params: Params, patience: Duration) -> Result<(bool, u64, u64), String> {
         let key = self.key.clone();
         let script = self.script.clone();
-        let (granted, wait, now): (i64, i64, i64) = self.with_connection(|conn| {
+        let (granted, wait, now): (i64, i64, i64) = self.with_connection(patience, |conn| {
             script
                 .key(&key)
                 .arg(params.interval)
@@ -151,18 +179,22 @@ fn interrupted(e: &redis::RedisError) -> bool {
 
 /// A Redis error as one line.
 fn describe(e: redis::RedisError) -> String {
+    if e.is_timeout() {
+        return "no answer in time (the server accepts connections and does not reply)".into();
+    }
     e.to_string().lines().next().unwrap_or("error").to_string()
 }
 
 impl Backend for RedisBackend {
-    fn connect(&mut self) -> Result<(), String> {
-        let _: String = self.with_connection(|conn| redis::cmd("PING").query(conn))?;
+    fn connect(&mut self, patience: Duration) -> Result<(), String> {
+        let _: String = self.with_connection(patience, |conn| redis::cmd("PING").query(conn))?;
         Ok(())
     }
 
-    /// A Redis call waits up to its own connect and read timeout (1 s).
-    fn reserve(&mut self, params: Params, _patience: Duration) -> Result<Outcome, String> {
-        let (granted, wait, _) = self.call(params)?;
+    /// A Redis call (connect, write and read) waits up to 1 s, and no
+    /// longer than `patience`.
+    fn reserve(&mut self, params: Params, patience: Duration) -> Result<Outcome, String> {
+        let (granted, wait, _) = self.call(params, patience)?;
         Ok(if granted {
             Outcome::Granted { delay: wait }
         } else {

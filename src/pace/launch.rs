@@ -1,0 +1,135 @@
+//! The shaper loop's side of `pace -- COMMAND`: the records due start
+//! their commands (as many as `--jobs` leaves room for; the others wait in
+//! the schedule, which re-bases after the stall as for a slow stdout),
+//! the commands that ended are accounted for, retries go back to the front
+//! of the inbox once their backoff is over, and at the end the running
+//! commands are waited for.
+
+use super::Pacer;
+use super::control::Command;
+use super::reader::{Guard, Record, Shared};
+use super::writer::Wrote;
+use crate::clock::Clock;
+use crate::time::Nanos;
+use std::sync::Arc;
+
+impl Pacer {
+    /// Accounts for the commands that ended, and puts the retries whose
+    /// backoff is over at the front of the inbox (each takes a fresh slot).
+    pub(super) fn collect_exits(&mut self, g: &mut Guard<'_>) {
+        let Some(jobs) = &mut self.jobs else {
+            return;
+        };
+        let now = self.clock.now();
+        let stopping = g.signal.is_some();
+        for exit in std::mem::take(&mut g.exits) {
+            if exit.closed {
+                g.out_closed = true;
+            }
+            if let Some(span) = jobs.exited(exit, now, stopping) {
+                g.control.push(Command::Pause(Some(span)));
+            }
+        }
+        for record in jobs.due_retries(now).into_iter().rev() {
+            g.buffered += record.len();
+            g.records.push_front(Record {
+                line: 0,
+                arrived: now,
+                bytes: record,
+            });
+        }
+    }
+
+    /// Starts the commands of the records due at `now`, as many as there
+    /// is room for, without holding the inbox's lock meanwhile.
+    pub(super) fn start_due<'a>(
+        &mut self,
+        g: Guard<'a>,
+        shared: &'a Shared,
+        now: Nanos,
+    ) -> (Guard<'a>, Wrote) {
+        let Some(jobs) = &mut self.jobs else {
+            return (g, Wrote::Nothing);
+        };
+        let room = jobs.room();
+        if room == 0 || !self.output.take_due_upto(&mut self.schedule, now, room) {
+            return (g, Wrote::Nothing);
+        }
+        drop(g);
+        let mut due = self.output.take_pending().into_iter();
+        for p in due.by_ref() {
+            let at = self.clock.now();
+            let clock = self.clock;
+            let s = Arc::clone(&self.shared);
+            let len = p.item.len() as u64;
+            match jobs.spawn(p.item, at, s, move || clock.now()) {
+                Ok(true) => {
+                    self.tally.stats.sent(p.arrived, at);
+                    self.tally.bytes_done += len;
+                }
+                Ok(false) => {}
+                Err(e) => {
+                    jobs.not_started(e);
+                    break;
+                }
+            }
+        }
+        // What a failed start left is unsent.
+        for p in due {
+            super::shaper_loop::unsent(&mut self.tally, &mut self.rejects, &p.item);
+        }
+        self.schedule.wrote(self.clock.now());
+        self.tally.update(&self.clock, self.schedule.backlog());
+        (shared.lock(), Wrote::All)
+    }
+
+    /// Whether the commands are all done (none runs, no retry waits).
+    pub(super) fn jobs_idle(&self) -> bool {
+        self.jobs.as_ref().is_none_or(|j| j.idle())
+    }
+
+    /// Whether a record due could start now.
+    pub(super) fn jobs_have_room(&self) -> bool {
+        self.jobs.as_ref().is_none_or(|j| j.room() > 0)
+    }
+
+    /// When the next retry's backoff ends.
+    pub(super) fn next_retry(&self) -> Option<Nanos> {
+        self.jobs.as_ref().and_then(|j| j.next_retry())
+    }
+
+    /// At the end of the run: waits for the running commands (a second
+    /// signal sends them SIGTERM); retries not yet started fail for good.
+    pub(super) fn wait_for_jobs<'a>(&mut self, mut g: Guard<'a>, shared: &'a Shared) -> Guard<'a> {
+        let Some(jobs) = &mut self.jobs else {
+            return g;
+        };
+        jobs.stopping();
+        loop {
+            let now = self.clock.now();
+            for exit in std::mem::take(&mut g.exits) {
+                jobs.exited(exit, now, true);
+            }
+            if jobs.running() == 0 {
+                break;
+            }
+            if g.more_signals > 0 {
+                jobs.terminate();
+            }
+            g = shared.wait_main(g, None);
+        }
+        jobs.give_up_retries();
+        g
+    }
+
+    /// Why the commands could not go on: one could not be started.
+    pub(super) fn start_failed(&self) -> bool {
+        self.jobs.as_ref().is_some_and(|j| j.error.is_some())
+    }
+
+    /// A record read and not started at the end: a retry on its way
+    /// fails for good, any other is unsent.
+    pub(super) fn left_over(&mut self, item: &[u8]) -> bool {
+        self.jobs.as_mut().is_some_and(|j| j.left_over(item))
+    }
+}
