@@ -171,7 +171,7 @@ impl<'s> LogReader<'s> {
             return Ok(go);
         }
         let parser = crate::ingest::log::parser(f, spec.log_format.as_deref())?;
-        let mut rows = LineRows::new(reader, parser, &name, spec.quiet)?;
+        let mut rows = LineRows::new(reader, parser, &name, spec.quiet, spec.tolerance.max_line)?;
         if rows.pending.is_none() {
             return Ok(true); // no request lines: nothing to resolve columns against
         }
@@ -588,3 +588,4 @@ fn log_like(header: Option<&[String]>) -> bool {
             .any(|c| c.matches(' ').count() >= 2 || c.contains(['[', '"', '/']))
     })
 }
+
