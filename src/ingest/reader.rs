@@ -195,6 +195,11 @@ impl<'s> LogReader<'s> {
             .fill_buf()
             .with_context(|| format!("cannot read '{name}'"))?;
         let detected = crate::ingest::log::detect(sample).unwrap_or(InputFormat::Csv);
+        if detected == InputFormat::Csv
+            && let Some(hint) = first_line(sample).and_then(crate::ingest::log::forwarded::hint)
+        {
+            bail!("{name}: its first line is in no format drip detects: {hint}");
+        }
         let Some(f) = self.format else {
             if sample.is_empty() {
                 return Ok(None);
@@ -589,3 +594,11 @@ fn log_like(header: Option<&[String]>) -> bool {
     })
 }
 
+/// The first line of a sample that is not blank (without a byte order
+/// mark).
+fn first_line(sample: &[u8]) -> Option<&[u8]> {
+    crate::ingest::log::strip_bom(sample)
+        .split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .find(|l| !l.trim_ascii().is_empty())
+}

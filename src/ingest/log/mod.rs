@@ -14,6 +14,8 @@
 //! - `traefik` ([`traefik`]), `elb` ([`elb`]), `s3` ([`s3`]), `squid`
 //!   ([`squid`]), `envoy` ([`envoy`]): fixed layouts ([`fixed`]);
 //! - `haproxy` ([`haproxy`]): `option httplog`, syslog prefix or not;
+//! - nginx lines with an X-Forwarded-For list first ([`forwarded`]) are
+//!   recognised to name the `--log-format` that reads them;
 //! - an Apache `LogFormat` string given to `--log-format` ([`apache`]) is
 //!   read as an nginx `log_format` is.
 //!
@@ -32,6 +34,7 @@ pub mod clf;
 pub mod elb;
 pub mod envoy;
 pub mod fixed;
+pub mod forwarded;
 pub mod haproxy;
 pub mod key;
 pub mod ndjson;
@@ -451,6 +454,9 @@ pub fn shape_hint(line: &[u8], format: &str) -> Option<String> {
         InputFormat::Vcommon => format == "vcombined",
         _ => false,
     };
+    if let Some(hint) = forwarded::hint(line) {
+        return Some(hint);
+    }
     let other = detect(line).filter(|&f| f.name() != format && !shorter(f))?;
     let name = other.name();
     let shape = match other {
