@@ -245,10 +245,22 @@ impl Ndjson {
             let c: &[u8; 64] = c.try_into().expect("64 bytes");
             self.stops.push(crate::ingest::marks::json_stops(c));
         }
-        // The last part padded with NULs: stops past the line's end.
-        let mut last = [0u8; 64];
-        last[..chunks.remainder().len()].copy_from_slice(chunks.remainder());
-        self.stops.push(crate::ingest::marks::json_stops(&last));
+        // The last part, with stops past the line's end: read from the
+        // line's last 64 bytes where it has as many, else padded.
+        let r = chunks.remainder().len();
+        let last = match line.len().checked_sub(64) {
+            _ if r == 0 => 0,
+            Some(from) => {
+                let tail: &[u8; 64] = line[from..].try_into().expect("64 bytes");
+                crate::ingest::marks::json_stops(tail) >> (64 - r)
+            }
+            None => {
+                let mut padded = [0u8; 64];
+                padded[..r].copy_from_slice(chunks.remainder());
+                crate::ingest::marks::json_stops(&padded)
+            }
+        };
+        self.stops.push(last | !0u64 << r);
         let mut quick = Quick {
             s: line,
             i: 0,
