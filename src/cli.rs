@@ -444,10 +444,10 @@ pub struct InputArgs {
     /// Skip and count rows that cannot be read instead of failing.
     #[arg(long)]
     pub skip_bad: bool,
-    /// The longest CSV line read: a longer one (a file without line ends,
-    /// binary data) stops the run with its line number before it is held
-    /// in memory. Bytes, or K, M, G (powers of 1024). (An access-log line
-    /// over 1 MiB is a bad line, which --skip-bad skips.)
+    /// The longest line read: a longer one (a file without line ends,
+    /// binary data) is never held in memory. A CSV line stops the run with
+    /// its line number; an access-log line is a bad line, which --skip-bad
+    /// skips and counts. Bytes, or K, M, G (powers of 1024).
     #[arg(long, default_value = "1M", value_name = "SIZE")]
     pub max_line: String,
 }

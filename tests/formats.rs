@@ -1686,3 +1686,61 @@ fn traefik_json_is_read_from_its_arrival() {
     assert_eq!(j["input"]["time_column"], "StartUTC");
     assert_eq!(j["input"]["first_ns"], 1_506_975_727_123_456_789u64);
 }
+
+/// nginx lines logging `$http_x_forwarded_for` first: two addresses are
+/// not taken for a virtual host and its client; the message names the
+/// flags that read them, and those flags do.
+#[test]
+fn a_forwarded_list_in_front_is_named_then_read() {
+    let log = concat!(
+        "203.0.113.7, 10.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.1\" 200 5 \"-\" \"curl/8\"\n",
+        "198.51.100.2, 10.0.0.1, 10.0.0.2 - bob [10/Oct/2000:13:55:37 -0700] \"GET /a HTTP/1.1\" 404 9 \"-\" \"curl/8\"\n",
+        "192.0.2.9 - - [10/Oct/2000:13:55:38 -0700] \"GET /b HTTP/1.1\" 200 7 \"-\" \"curl/8\"\n",
+    );
+    let flags = r#"--log-format '$http_x_forwarded_for - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent"' --key-column http_x_forwarded_for"#;
+    // Only such lines: no format is detected, the flags are named.
+    let listed: String = log.lines().take(2).map(|l| format!("{l}\n")).collect();
+    let err = fails(listed.as_bytes(), "xff.log", &[]);
+    assert!(
+        err.contains("xff.log: its first line is in no format drip detects: it starts with an X-Forwarded-For list")
+            && err.ends_with(flags),
+        "{err}"
+    );
+    // Among Combined lines, the line is named with the same flags.
+    let err = fails(log.as_bytes(), "xff.log", &[]);
+    assert!(
+        err.contains(
+            "xff.log:1: this is not a combined line: it starts with an X-Forwarded-For list"
+        ) && err.contains(flags),
+        "{err}"
+    );
+    // Read as vcombined by mistake, the first line would be one request
+    // of client 10.0.0.1: it is named instead.
+    let err = fails(log.as_bytes(), "xff.log", &["--input-format", "vcombined"]);
+    assert!(
+        err.contains(
+            "xff.log:1: this is not a vcombined line: it starts with an X-Forwarded-For list"
+        ),
+        "{err}"
+    );
+    let p = write("xff-read.log", log);
+    let format = r#"$http_x_forwarded_for - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent""#;
+    let out = drip(
+        &[
+            s(&p),
+            "-p",
+            "gcra:rate=1/s",
+            "-q",
+            "-f",
+            "json",
+            "--log-format",
+            format,
+            "--key-column",
+            "http_x_forwarded_for",
+        ],
+        None,
+    );
+    let v = json(&out);
+    assert_eq!(v["input"]["rows"], 3);
+    assert_eq!(v["policies"][0]["keys"], 3);
+}

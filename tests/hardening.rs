@@ -1102,6 +1102,64 @@ fn a_line_longer_than_max_line_stops_with_its_line_number() {
     );
 }
 
+// An access-log line longer than --max-line stops at its line, or with
+// --skip-bad is skipped and counted; the lines after it are read.
+
+#[test]
+fn an_access_log_line_longer_than_max_line_is_named_or_skipped() {
+    let dir = tmpdir();
+    let line = |i: usize, ua: &str| {
+        format!(
+            "10.0.0.{} - - [10/Oct/2000:13:55:{:02} -0700] \"GET /a HTTP/1.1\" 200 5 \"-\" \"{ua}\"\n",
+            i % 5,
+            i
+        )
+    };
+    let mut text: String = (0..20).map(|i| line(i, "curl/8")).collect();
+    text.push_str(&line(20, &"y".repeat(5000)));
+    text.extend((21..40).map(|i| line(i, "curl/8")));
+    let f = dir.join("access.log");
+    std::fs::write(&f, &text).unwrap();
+    let args = [
+        "audit",
+        s(&f),
+        "-p",
+        "gcra:rate=1/s",
+        "--max-line",
+        "4K",
+        "-q",
+    ];
+    let out = run(&args, None);
+    let err = one_error_line(&out);
+    assert!(
+        err.contains(
+            "access.log:21: combined line: the line is longer than 4096 bytes (--max-line)"
+        ),
+        "{err}"
+    );
+    let mut skip = args.to_vec();
+    skip.extend(["--skip-bad", "-f", "json"]);
+    let v = json(&run(&skip, None));
+    assert_eq!(v["input"]["rows"], 39);
+    assert_eq!(v["input"]["bad_rows_skipped"], 1);
+    // A higher limit reads the long line.
+    let v = json(&run(
+        &[
+            "audit",
+            s(&f),
+            "-p",
+            "gcra:rate=1/s",
+            "--max-line",
+            "8K",
+            "-f",
+            "json",
+            "-q",
+        ],
+        None,
+    ));
+    assert_eq!(v["input"]["rows"], 40);
+}
+
 // A gzip file cut short is named; gzip inside gzip is refused as binary.
 
 #[test]

@@ -100,8 +100,9 @@ pub struct InputSpec {
 pub struct Tolerance {
     /// Rows that cannot be read are skipped and counted, instead of an error.
     pub skip_bad: bool,
-    /// The longest CSV line, in bytes: a longer one stops the read before
-    /// it is held in memory.
+    /// The longest line, in bytes: a longer one is never held in memory. A
+    /// CSV line stops the read; a line of an access-log format is a bad
+    /// row (skipped and counted with `skip_bad`).
     pub max_line: usize,
 }
 

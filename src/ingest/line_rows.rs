@@ -6,7 +6,6 @@ use super::input::{ColSel, pick_time_column};
 use super::rows::Rows;
 use crate::quote::shown_str;
 use anyhow::{Context, Result, anyhow, bail};
-use std::io::BufRead;
 
 /// Lines of an access-log format.
 pub(super) struct LineRows<R> {
@@ -17,11 +16,13 @@ pub(super) struct LineRows<R> {
     pub(super) pending: Option<crate::ingest::log::Line>,
     dash_is_empty: bool,
     quiet: bool,
+    /// `--max-line`, for the message of a longer line.
+    max_line: usize,
     /// Lines whose last quoted field the line's end cut off, kept.
     pub(super) truncated: u64,
 }
 
-impl<R: BufRead> LineRows<R> {
+impl<R: std::io::Read> LineRows<R> {
     /// Reads up to the first request line, so the format knows its field
     /// names (a W3C `#Fields:` line, a JSON line's paths).
     pub(super) fn new(
@@ -29,16 +30,17 @@ impl<R: BufRead> LineRows<R> {
         mut parser: Box<dyn crate::ingest::log::LineParser>,
         name: &str,
         quiet: bool,
+        max_line: usize,
     ) -> Result<Self> {
         use crate::ingest::log::Line;
-        let mut lines = crate::ingest::log::Lines::new(reader);
+        let mut lines = crate::ingest::log::Lines::new(reader, max_line);
         let pending = loop {
             let l = lines
                 .next_line()
                 .with_context(|| format!("{name}: cannot read the log"))?;
             match l {
-                Line::Ok if lines.buf.trim_ascii().is_empty() => continue,
-                Line::Ok if parser.learn(&lines.buf) => continue,
+                Line::Ok if lines.text().trim_ascii().is_empty() => continue,
+                Line::Ok if parser.learn(lines.text()) => continue,
                 Line::End => break None,
                 l => break Some(l),
             }
@@ -50,6 +52,7 @@ impl<R: BufRead> LineRows<R> {
             fields: crate::ingest::log::Fields::default(),
             pending,
             quiet,
+            max_line,
             truncated: 0,
         })
     }
@@ -62,7 +65,7 @@ impl<R> LineRows<R> {
     #[cold]
     fn shaped(&self, e: String) -> String {
         let format = self.parser.format();
-        match crate::ingest::log::shape_hint(&self.lines.buf, format) {
+        match crate::ingest::log::shape_hint(self.lines.text(), format) {
             Some(hint) => format!(
                 "this is not {} {format} line: {hint}",
                 crate::ingest::log::article(format)
@@ -72,7 +75,7 @@ impl<R> LineRows<R> {
     }
 }
 
-impl<R: BufRead> Rows for LineRows<R> {
+impl<R: std::io::Read> Rows for LineRows<R> {
     fn header(&self) -> Option<&[String]> {
         self.parser.names()
     }
@@ -146,14 +149,17 @@ impl<R: BufRead> Rows for LineRows<R> {
                 Line::End => return Ok(None),
                 Line::TooLong => {
                     return Ok(Some(Err(format!(
-                        "the line is longer than {} bytes",
-                        crate::ingest::log::MAX_LINE
+                        "the line is longer than {} bytes (--max-line); raise --max-line to read it",
+                        self.max_line
                     ))));
                 }
-                Line::Ok if self.lines.buf.trim_ascii().is_empty() => continue,
                 Line::Ok => {
+                    let text = self.lines.text();
+                    if text.trim_ascii().is_empty() {
+                        continue;
+                    }
                     self.fields.clear();
-                    match self.parser.parse(&self.lines.buf, &mut self.fields) {
+                    match self.parser.parse(text, &mut self.fields) {
                         Ok(Parsed::Record) => {
                             self.truncated += u64::from(self.fields.cut);
                             return Ok(Some(Ok(())));
@@ -176,7 +182,7 @@ impl<R: BufRead> Rows for LineRows<R> {
 
     #[inline]
     fn get(&self, i: usize) -> Option<&[u8]> {
-        match self.fields.get(&self.lines.buf, i) {
+        match self.fields.get(self.lines.text(), i) {
             Some(b"-") if self.dash_is_empty => Some(b""),
             v => v,
         }
@@ -195,7 +201,7 @@ impl<R: BufRead> Rows for LineRows<R> {
             return Ok(());
         }
         let mut fields = crate::ingest::log::Fields::default();
-        match self.parser.parse(&self.lines.buf, &mut fields) {
+        match self.parser.parse(self.lines.text(), &mut fields) {
             Err(e) => bail!(
                 "{file}:{}: {} line: {e}; is the log in this format? Set --input-format to its format, or leave it out to detect it",
                 self.lines.line,

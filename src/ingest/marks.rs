@@ -1,6 +1,8 @@
 //! Where the bytes a CSV line splitter stops at are, 64 bytes at a time:
 //! one bit per byte for newlines, delimiters, quotes and carriage returns,
 //! so a line is cut by walking bits instead of calling a search per field.
+//! [`json_stops`] does the same for the bytes that end a plain run of a
+//! JSON string.
 
 /// Bit `i` of each mask is set when byte `i` of the block is that byte.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -107,6 +109,48 @@ fn whole_block_sse2(block: &[u8; 64], delimiter: u8) -> Marks {
     }
 }
 
+/// Bit `i` is set when byte `i` of `block` ends a plain run of a JSON
+/// string: a quote, a backslash, a control character or a byte above
+/// ASCII.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+pub fn json_stops(block: &[u8; 64]) -> u64 {
+    use std::arch::x86_64::{
+        __m128i, _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
+        _mm_set1_epi8,
+    };
+    // SAFETY: SSE2 is in the x86-64 baseline; each load reads 16 bytes
+    // inside the 64-byte block (unaligned loads are allowed).
+    unsafe {
+        let (quote, backslash) = (_mm_set1_epi8(b'"' as i8), _mm_set1_epi8(b'\\' as i8));
+        // Signed: a byte above ASCII is negative, so below a space too.
+        let space = _mm_set1_epi8(b' ' as i8);
+        let mut bits = 0u64;
+        for part in 0..4 {
+            let v = _mm_loadu_si128(block.as_ptr().add(16 * part).cast::<__m128i>());
+            let stop = _mm_or_si128(
+                _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                _mm_cmplt_epi8(v, space),
+            );
+            bits |= u64::from(_mm_movemask_epi8(stop) as u16) << (16 * part);
+        }
+        bits
+    }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline]
+pub fn json_stops(block: &[u8; 64]) -> u64 {
+    json_stops_bytewise(block)
+}
+
+/// [`json_stops`] byte by byte: what the fast version must equal.
+#[cfg_attr(target_arch = "x86_64", cfg(test))]
+fn json_stops_bytewise(block: &[u8; 64]) -> u64 {
+    let stop = |b: u8| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b);
+    (0..64).fold(0, |m, i| m | u64::from(stop(block[i])) << i)
+}
+
 #[cfg(not(target_arch = "x86_64"))]
 #[inline]
 fn whole_block(block: &[u8; 64], delimiter: u8) -> Marks {
@@ -129,18 +173,19 @@ fn bytewise(block: &[u8; 64], delimiter: u8) -> Marks {
 
 #[cfg(test)]
 mod tests {
-    use super::{Marks, bytewise};
+    use super::{Marks, bytewise, json_stops, json_stops_bytewise};
     use crate::testing::Rng;
 
     #[test]
     fn marks_are_those_found_byte_by_byte() {
         let mut rng = Rng(0x6d61_726b);
-        let alphabet: &[u8] = b"\n,\"\r;\t\0ab\xff\x80";
+        let alphabet: &[u8] = b"\n,\"\r;\t\0ab\xff\x80\\ !\x1f\x7f";
         for _ in 0..2000 {
             let mut block = [0u8; 64];
             for b in &mut block {
                 *b = alphabet[rng.below(alphabet.len() as u64) as usize];
             }
+            assert_eq!(json_stops(&block), json_stops_bytewise(&block));
             for delimiter in [b',', b';', b'\t', 0, 0xff] {
                 assert_eq!(Marks::of(&block, delimiter), bytewise(&block, delimiter));
                 #[cfg(target_arch = "x86_64")]

@@ -39,8 +39,8 @@ impl<R: Read> Read for Counting<R> {
 /// `reader` with its lines at most `max_line` bytes: a longer one is an
 /// error naming its line (of `name`) before it is held in memory. For CSV,
 /// whose parser would hold a field of any length; access-log lines are
-/// read by `log::Lines`, which keeps at most `log::MAX_LINE` bytes of a
-/// line and makes a longer one a bad line.
+/// read by `log::Lines`, which holds no line longer than `max_line` and
+/// makes it a bad line.
 pub(super) fn limit_lines(
     reader: Box<dyn BufRead + Send>,
     max_line: usize,

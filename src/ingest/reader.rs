@@ -171,7 +171,7 @@ impl<'s> LogReader<'s> {
             return Ok(go);
         }
         let parser = crate::ingest::log::parser(f, spec.log_format.as_deref())?;
-        let mut rows = LineRows::new(reader, parser, &name, spec.quiet)?;
+        let mut rows = LineRows::new(reader, parser, &name, spec.quiet, spec.tolerance.max_line)?;
         if rows.pending.is_none() {
             return Ok(true); // no request lines: nothing to resolve columns against
         }
@@ -195,6 +195,11 @@ impl<'s> LogReader<'s> {
             .fill_buf()
             .with_context(|| format!("cannot read '{name}'"))?;
         let detected = crate::ingest::log::detect(sample).unwrap_or(InputFormat::Csv);
+        if detected == InputFormat::Csv
+            && let Some(hint) = first_line(sample).and_then(crate::ingest::log::forwarded::hint)
+        {
+            bail!("{name}: its first line is in no format drip detects: {hint}");
+        }
         let Some(f) = self.format else {
             if sample.is_empty() {
                 return Ok(None);
@@ -587,4 +592,13 @@ fn log_like(header: Option<&[String]>) -> bool {
         h.iter()
             .any(|c| c.matches(' ').count() >= 2 || c.contains(['[', '"', '/']))
     })
+}
+
+/// The first line of a sample that is not blank (without a byte order
+/// mark).
+fn first_line(sample: &[u8]) -> Option<&[u8]> {
+    crate::ingest::log::strip_bom(sample)
+        .split(|&b| b == b'\n')
+        .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+        .find(|l| !l.trim_ascii().is_empty())
 }

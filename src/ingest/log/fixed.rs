@@ -140,7 +140,15 @@ impl Fixed {
         out.spans.extend_from_slice(&t.spans[..written]);
         out.spans.resize(self.derived(), super::MISSING);
         for &(i, _) in l.ports {
-            out.push_sub(line, super::key::strip_port(out.in_line(line, i)));
+            let host = out.in_line(line, i);
+            if host.ends_with(b",") {
+                // The first of a list of addresses (X-Forwarded-For).
+                return Err(format!(
+                    "field {i} ({}) ends with a comma: not a host",
+                    names[i]
+                ));
+            }
+            out.push_sub(line, super::key::strip_port(host));
         }
         if let Some(r) = l.request {
             let (m, u, p) = split_request(out.in_line(line, r));

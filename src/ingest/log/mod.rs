@@ -14,6 +14,8 @@
 //! - `traefik` ([`traefik`]), `elb` ([`elb`]), `s3` ([`s3`]), `squid`
 //!   ([`squid`]), `envoy` ([`envoy`]): fixed layouts ([`fixed`]);
 //! - `haproxy` ([`haproxy`]): `option httplog`, syslog prefix or not;
+//! - nginx lines with an X-Forwarded-For list first ([`forwarded`]) are
+//!   recognised to name the `--log-format` that reads them;
 //! - an Apache `LogFormat` string given to `--log-format` ([`apache`]) is
 //!   read as an nginx `log_format` is.
 //!
@@ -32,6 +34,7 @@ pub mod clf;
 pub mod elb;
 pub mod envoy;
 pub mod fixed;
+pub mod forwarded;
 pub mod haproxy;
 pub mod key;
 pub mod ndjson;
@@ -44,8 +47,6 @@ pub mod vhost;
 pub mod w3c;
 
 use fixed::Fixed;
-
-use std::io::BufRead;
 
 /// How a log's lines are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -112,8 +113,7 @@ impl InputFormat {
     }
 }
 
-/// Longest line read; a longer one is a bad line (and the rest of it is
-/// skipped), so a file without newlines cannot fill memory.
+/// The longest line detection reads, and the default of `--max-line`.
 pub const MAX_LINE: usize = 1 << 20;
 
 /// Values of one line's fields: byte spans into the line, or into
@@ -219,12 +219,24 @@ pub trait LineParser: Send {
     }
 }
 
-/// Reads lines of at most [`MAX_LINE`] bytes from a buffered reader, each
-/// without its `\n` or `\r\n`.
+/// Reads lines of at most `max` bytes (`--max-line`) from a reader, each
+/// without its `\n` or `\r\n`. Lines are found with `memchr` in a large
+/// block and read where they lie: no line is copied, and a line is moved
+/// only when it straddles the end of a block. A longer line is never held:
+/// it is skipped to its end and reported as [`Line::TooLong`].
 pub struct Lines<R> {
     inner: R,
-    pub buf: Vec<u8>,
-    /// 1-based number of the line in `buf`.
+    block: Vec<u8>,
+    /// The current line's span in `block`.
+    span: (usize, usize),
+    /// Unread bytes: `block[pos..filled]`.
+    pos: usize,
+    filled: usize,
+    /// Bytes from `pos` on known to hold no newline.
+    scanned: usize,
+    eof: bool,
+    max: usize,
+    /// 1-based number of the current line.
     pub line: u64,
 }
 
@@ -235,60 +247,107 @@ pub enum Line {
     End,
 }
 
-impl<R: BufRead> Lines<R> {
-    pub fn new(inner: R) -> Lines<R> {
+/// Bytes read at a time.
+const BLOCK: usize = 1 << 18;
+
+impl<R> Lines<R> {
+    /// The current line.
+    #[inline]
+    pub fn text(&self) -> &[u8] {
+        &self.block[self.span.0..self.span.1]
+    }
+}
+
+impl<R: std::io::Read> Lines<R> {
+    /// Lines of at most `max` bytes.
+    pub fn new(inner: R, max: usize) -> Lines<R> {
         Lines {
             inner,
-            buf: Vec::with_capacity(1024),
+            block: vec![0; BLOCK],
+            span: (0, 0),
+            pos: 0,
+            filled: 0,
+            scanned: 0,
+            eof: false,
+            max,
             line: 0,
         }
     }
 
-    pub fn next_line(&mut self) -> std::io::Result<Line> {
-        self.buf.clear();
-        let mut too_long = false;
-        let mut any = false;
+    /// Reads more bytes after the unread ones (moved to the front first):
+    /// false at the end of the input.
+    fn more(&mut self) -> std::io::Result<bool> {
+        if self.pos > 0 {
+            self.block.copy_within(self.pos..self.filled, 0);
+            self.filled -= self.pos;
+            self.pos = 0;
+        }
+        if self.filled == self.block.len() {
+            let len = (self.block.len() * 2).min(self.max.saturating_add(2).max(BLOCK));
+            self.block.resize(len.max(self.filled + 1), 0);
+        }
         loop {
-            let chunk = match self.inner.fill_buf() {
-                Ok(c) => c,
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(e),
-            };
-            if chunk.is_empty() {
-                break;
-            }
-            any = true;
-            let (part, used, done) = match memchr::memchr(b'\n', chunk) {
-                Some(i) => (&chunk[..i], i + 1, true),
-                None => (chunk, chunk.len(), false),
-            };
-            if !too_long {
-                if self.buf.len() + part.len() > MAX_LINE {
-                    // Keep nothing more of this line; skip to its end.
-                    too_long = true;
-                    self.buf.clear();
-                } else {
-                    self.buf.extend_from_slice(part);
+            match self.inner.read(&mut self.block[self.filled..]) {
+                Ok(0) => return Ok(false),
+                Ok(n) => {
+                    self.filled += n;
+                    return Ok(true);
                 }
-            }
-            self.inner.consume(used);
-            if done {
-                break;
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
             }
         }
-        if !any {
-            return Ok(Line::End);
-        }
+    }
+
+    pub fn next_line(&mut self) -> std::io::Result<Line> {
+        let mut too_long = false;
+        let end = loop {
+            let from = self.pos + self.scanned;
+            if let Some(i) = memchr::memchr(b'\n', &self.block[from..self.filled]) {
+                break Some(from + i);
+            }
+            self.scanned = self.filled - self.pos;
+            if self.scanned > self.max {
+                // Keep nothing more of this line; skip to its end.
+                too_long = true;
+                self.pos = self.filled;
+                self.scanned = 0;
+            }
+            if self.eof || !self.more()? {
+                self.eof = true;
+                break None;
+            }
+        };
+        self.scanned = 0;
+        let (s, e) = match end {
+            Some(e) => {
+                let s = self.pos;
+                self.pos = e + 1;
+                (s, e)
+            }
+            None if self.pos == self.filled && !too_long => return Ok(Line::End),
+            None => {
+                let s = self.pos;
+                self.pos = self.filled;
+                (s, self.filled)
+            }
+        };
         self.line += 1;
-        if too_long {
+        if too_long || e - s > self.max {
+            self.span = (s, s);
             return Ok(Line::TooLong);
         }
-        if self.buf.last() == Some(&b'\r') {
-            self.buf.pop();
-        }
-        if self.line == 1 && self.buf.starts_with(BOM) {
-            self.buf.drain(..BOM.len());
-        }
+        let e = if e > s && self.block[e - 1] == b'\r' {
+            e - 1
+        } else {
+            e
+        };
+        let s = if self.line == 1 && self.block[s..e].starts_with(BOM) {
+            s + BOM.len()
+        } else {
+            s
+        };
+        self.span = (s, e);
         Ok(Line::Ok)
     }
 }
@@ -395,6 +454,9 @@ pub fn shape_hint(line: &[u8], format: &str) -> Option<String> {
         InputFormat::Vcommon => format == "vcombined",
         _ => false,
     };
+    if let Some(hint) = forwarded::hint(line) {
+        return Some(hint);
+    }
     let other = detect(line).filter(|&f| f.name() != format && !shorter(f))?;
     let name = other.name();
     let shape = match other {
@@ -554,11 +616,11 @@ mod tests {
     #[test]
     fn a_bom_is_no_part_of_the_first_line() {
         let data = b"\xEF\xBB\xBFfirst\n\xEF\xBB\xBFsecond\n";
-        let mut l = Lines::new(std::io::BufReader::new(&data[..]));
+        let mut l = Lines::new(&data[..], MAX_LINE);
         l.next_line().unwrap();
-        assert_eq!(l.buf, b"first");
+        assert_eq!(l.text(), b"first");
         l.next_line().unwrap();
-        assert_eq!(l.buf, b"\xEF\xBB\xBFsecond");
+        assert_eq!(l.text(), b"\xEF\xBB\xBFsecond");
     }
 
     #[test]
@@ -584,14 +646,66 @@ mod tests {
     }
 
     #[test]
-    fn long_lines_are_cut_and_skipped() {
+    fn long_lines_are_skipped_whole() {
         let mut data = vec![b'x'; MAX_LINE + 10];
         data.extend_from_slice(b"\nnext\r\n");
-        let mut l = Lines::new(std::io::BufReader::new(&data[..]));
+        let mut l = Lines::new(&data[..], MAX_LINE);
         assert!(matches!(l.next_line().unwrap(), Line::TooLong));
         assert!(matches!(l.next_line().unwrap(), Line::Ok));
-        assert_eq!(l.buf, b"next");
+        assert_eq!(l.text(), b"next");
         assert_eq!(l.line, 2);
         assert!(matches!(l.next_line().unwrap(), Line::End));
+    }
+
+    /// Reads `data` a few bytes at a time, as a pipe may give it.
+    struct Trickle<'a>(&'a [u8], usize);
+
+    impl std::io::Read for Trickle<'_> {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = self.1.min(buf.len()).min(self.0.len());
+            buf[..n].copy_from_slice(&self.0[..n]);
+            self.0 = &self.0[n..];
+            Ok(n)
+        }
+    }
+
+    #[test]
+    fn lines_are_the_same_however_the_bytes_come() {
+        let mut text = Vec::new();
+        for i in 0..3000u32 {
+            text.extend(std::iter::repeat_n(
+                b'a' + (i % 26) as u8,
+                (i * 7 % 300) as usize,
+            ));
+            text.extend_from_slice(if i % 3 == 0 { b"\r\n" } else { b"\n" });
+        }
+        text.extend_from_slice(b"last, no line end");
+        let want: Vec<&[u8]> = text
+            .split(|&b| b == b'\n')
+            .map(|l| l.strip_suffix(b"\r").unwrap_or(l))
+            .collect();
+        for (step, max) in [(1, 1000), (7, 1000), (1 << 20, 1000), (5, 250)] {
+            let mut l = Lines::new(Trickle(&text, step), max);
+            for (n, w) in want.iter().enumerate() {
+                match l.next_line().unwrap() {
+                    Line::Ok => assert_eq!(l.text(), *w, "line {}", n + 1),
+                    Line::TooLong => assert!(w.len() > max, "line {}", n + 1),
+                    Line::End => panic!("ended before line {}", n + 1),
+                }
+                assert_eq!(l.line, n as u64 + 1);
+            }
+            assert!(matches!(l.next_line().unwrap(), Line::End));
+        }
+    }
+
+    #[test]
+    fn a_line_over_max_line_is_never_held() {
+        let mut data = vec![b'{'; 10 << 20];
+        data.extend_from_slice(b"\nok\n");
+        let mut l = Lines::new(Trickle(&data, 1 << 16), 4096);
+        assert!(matches!(l.next_line().unwrap(), Line::TooLong));
+        assert!(l.block.len() <= BLOCK.max(4096 + 2), "{}", l.block.len());
+        assert!(matches!(l.next_line().unwrap(), Line::Ok));
+        assert_eq!((l.text(), l.line), (&b"ok"[..], 2));
     }
 }

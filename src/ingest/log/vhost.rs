@@ -26,14 +26,15 @@ pub static VCOMMON: Layout = Layout::new("vcommon", &[VHOST, NAMES.split_at(7).0
     .ports(&[(0, "server_name")])
     .request(5);
 
-/// Whether a tokenised line is a Combined line after a virtual host.
+/// Whether a tokenised line is a Combined line after a virtual host (not
+/// after the first of two forwarded addresses, `203.0.113.7,`).
 pub fn combined(line: &[u8], f: &super::Fields) -> bool {
-    super::clf::clf_at(line, f, 1) == Some(true)
+    super::forwarded::listed(line, f) == 0 && super::clf::clf_at(line, f, 1) == Some(true)
 }
 
 /// Whether a tokenised line is a Common line after a virtual host.
 pub fn common(line: &[u8], f: &super::Fields) -> bool {
-    super::clf::clf_at(line, f, 1) == Some(false)
+    super::forwarded::listed(line, f) == 0 && super::clf::clf_at(line, f, 1) == Some(false)
 }
 
 #[cfg(test)]
