@@ -405,4 +405,20 @@ fn a_command_that_cannot_run_stops_the_run_with_one_message() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot run '/nonexistent/cmd'"), "{err}");
     assert!(err.contains("check the command after --"), "{err}");
+    // Nothing is lost: the record whose command could not start is kept
+    // with the ones after it.
+    let rejects = tmp("cannot-run.rejects");
+    let out = run_pace(
+        &[
+            "--rate",
+            "100/s",
+            "--rejects",
+            rejects.to_str().unwrap(),
+            "--",
+            "/nonexistent/cmd",
+        ],
+        b"a\nb\nc\n",
+    );
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read(&rejects).unwrap(), b"a\nb\nc\n");
 }

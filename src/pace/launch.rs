@@ -62,7 +62,9 @@ impl Pacer {
             let clock = self.clock;
             let s = Arc::clone(&self.shared);
             let len = p.item.len() as u64;
-            match jobs.spawn(p.item, at, s, move || clock.now()) {
+            // Kept until the command has started: one that cannot start
+            // leaves its record unsent, as the records after it.
+            match jobs.spawn(p.item.clone(), at, s, move || clock.now()) {
                 Ok(true) => {
                     self.tally.stats.sent(p.arrived, at);
                     self.tally.bytes_done += len;
@@ -70,6 +72,7 @@ impl Pacer {
                 Ok(false) => {}
                 Err(e) => {
                     jobs.not_started(e);
+                    super::shaper_loop::unsent(&mut self.tally, &mut self.rejects, &p.item);
                     break;
                 }
             }
