@@ -1158,15 +1158,15 @@ fn strip_port_counts_clients_not_connections() {
     assert_eq!(without["policies"][0]["dropped"], 0);
 }
 
-/// The README's column list is the CSV header, and each column is in the
-/// JSON under its own name or the name the README gives it there.
+/// The column list of docs/output.md is the CSV header, and each column is
+/// in the JSON under its own name or the name the guide gives it there.
 #[test]
-fn readme_column_list_matches_csv_and_json() {
+fn documented_column_list_matches_csv_and_json() {
     let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/README.md")).unwrap();
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/docs/output.md")).unwrap();
     let start = readme
         .find("column list:\n\n| column | meaning |")
-        .expect("the README's column list");
+        .expect("the column list of docs/output.md");
     let table: Vec<&str> = readme[start..]
         .lines()
         .skip(4)
@@ -1224,7 +1224,7 @@ fn readme_column_list_matches_csv_and_json() {
             .or_else(|| json_para.find(&said2).map(|i| i + said2.len()))
             .unwrap_or_else(|| {
                 panic!(
-                    "column {n} is not in the JSON, and the README does not say its JSON name: {p}"
+                    "column {n} is not in the JSON, and docs/output.md does not say its JSON name: {p}"
                 )
             });
         let other = &json_para[at..at + json_para[at..].find('`').unwrap()];
