@@ -4,7 +4,10 @@
 //! ([`timeline`]); [`interval`] picks and builds a timeline of a few
 //! hundred intervals for it; [`size_svg`]
 //! draws a sizing sweep ([`size`]). This file holds what they share: the
-//! frame with its title, the legend, colours, and the text rule.
+//! frame with its title, a panel's title band with its headline figures,
+//! the legend column beside the panels (legends never cover data), line
+//! strokes with dash patterns (lines that may coincide stay apart),
+//! colours, and the text rule.
 //!
 //! Text drawn (titles, labels, specs, file names) comes from logs, configs
 //! and the command line: plotters escapes what XML reserves, and
@@ -149,8 +152,9 @@ impl Entry {
 /// Width of the legend column beside every panel: legends sit there, never
 /// over the data.
 const LEGEND_W: u32 = 330;
-/// The legend's background, which tells its box apart in the SVG.
-pub const LEGEND_FILL: RGBColor = RGBColor(250, 250, 246);
+/// The legend's background (`#FAFAF6`), which tells its box apart in the
+/// SVG (tests/plot.rs finds legend boxes by it).
+const LEGEND_FILL: RGBColor = RGBColor(250, 250, 246);
 /// Characters of legend text on one line; longer entries wrap.
 const LEGEND_CHARS: usize = 38;
 /// Height of one line of legend text.
