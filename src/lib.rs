@@ -65,5 +65,7 @@ pub mod share {
 
 /// The size plot's drawing, for the tests that render it.
 pub mod plot {
-    pub use crate::report::plot::{FrontierPoint, NeedPoint, SizePlot, size_plot_size, size_svg};
+    pub use crate::report::plot::{
+        Figures, FrontierPoint, NeedPoint, SizePlot, size_plot_size, size_svg,
+    };
 }

@@ -109,15 +109,18 @@ fn timeline_plot_renders_to_its_stated_size_and_matches_the_golden_image() {
 
     for want in [
         "drip audit: fixtures/nasa_19950801.tsv, 30969 rows",
-        "gcra:rate=1/s,burst=10",
-        "global-queue  (shaper:rate=2/s,burst=20,key=none,label=global-queue)",
-        "arrived",
-        "sent",
-        "dropped",
+        // Each panel's title carries its headline figures.
+        "gcra:rate=1/s,burst=10 — 5 dropped, 0.02 %, 2 of 2365 keys hurt",
+        "global-queue  (shaper:rate=2/s,burst=20,key=none,label=global-queue) \
+         — 82 dropped, 0.26 %, 16703 delayed, wait p99 7s",
+        // The legends say how lines that coincide are told apart.
+        "arrived (wide, pale)",
+        "sent (thin; on arrived where equal)",
+        "dropped (dashed)",
         "peak level",
         "peak backlog",
-        "bound (10)",
-        "bound (20)",
+        "bound (10), dashed",
+        "bound (20), dashed",
         // 13 hours in 2-minute intervals: 387 of them.
         "requests per 2m",
         "06:00",
@@ -281,7 +284,7 @@ fn bad_plot_paths_are_one_line_and_status_2() {
 }
 
 fn size_plot_data(needs: bool) -> String {
-    use drip::plot::{FrontierPoint, NeedPoint, SizePlot, size_svg};
+    use drip::plot::{Figures, FrontierPoint, NeedPoint, SizePlot, size_svg};
     let rates = ["1/s", "2/s", "5/s", "10/s", "20/s", "50/s"];
     let sizes = [
         (480, false),
@@ -306,6 +309,14 @@ fn size_plot_data(needs: bool) -> String {
             })
             .collect(),
         recommended: Some(("10/s", "gcra:rate=10/s,burst=21")),
+        pick: Some(Figures {
+            dropped: 12,
+            drop_pct: 0.0387,
+            delayed: 0,
+            wait_p99_ns: None,
+            keys_hurt: 3,
+            keys: 2365,
+        }),
         alternatives: Vec::new(),
         needs: if needs {
             rates
@@ -342,15 +353,17 @@ fn sizing_plot_renders_to_its_stated_size_and_matches_the_golden_image() {
     assert_eq!((w, h), (1200, 44 + 420 + 340));
     for want in [
         "drip size: access.log, 30969 rows, drop ≤ 0.5 %",
-        "smallest burst per rate that meets the targets",
+        "smallest burst per rate that meets the targets — pick 10/s, burst 21: \
+         12 dropped, 0.04 %, 3 of 2365 keys hurt",
         "recommended: gcra:rate=10/s,burst=21",
         "misses the targets at any size tried",
-        "per-key need: the zero-drop burst of each key, across 2365 keys",
+        "per-key need: the zero-drop burst of each key, across 2365 keys \
+         — at 10/s: p99 16, p99.9 38, max 76",
         "1/s",
         "50/s",
-        "p50",
-        "p99.9",
-        "max",
+        "p50 (dots; over p90 if equal)",
+        "p99.9 (long dashes; over max if equal)",
+        "max (solid)",
     ] {
         assert!(has_text(&texts, want), "no text '{want}' in {texts:?}");
     }
@@ -442,8 +455,11 @@ fn size_plot_is_written_and_renders() {
     assert_eq!((w, h), (1200, 44 + 420 + 340));
     for want in [
         "recommended: gcra:rate=1/s,burst=8",
-        "smallest burst per rate that meets the targets",
-        "per-key need: the zero-drop burst of each key, across 2365 keys",
+        "smallest burst per rate that meets the targets — pick 1/s, burst 8: \
+         17 dropped, 0.05 %, 5 of 2365 keys hurt",
+        "per-key need: the zero-drop burst of each key, across 2365 keys \
+         — at 1/s: p99 6, p99.9 10, max 13",
+        "alternative: knee (5/s)",
         "10/s",
     ] {
         assert!(has_text(&texts, want), "no text '{want}' in {texts:?}");
@@ -473,4 +489,178 @@ fn size_plot_is_written_and_renders() {
         "{}",
         out.stderr
     );
+}
+
+/// A rectangle in the SVG's pixels: (left, top, right, bottom).
+type Rect = (f64, f64, f64, f64);
+
+/// The number in attribute `a` of `n`.
+fn num(n: &usvg::roxmltree::Node, a: &str) -> f64 {
+    n.attribute(a)
+        .unwrap_or_else(|| panic!("no {a}"))
+        .parse()
+        .unwrap()
+}
+
+/// The plot area of every chart in the SVG: the extent of its grid (the
+/// faint lines the mesh draws across the whole area, each vertical one
+/// from its top to its bottom, each horizontal one from its left to its
+/// right).
+fn plot_areas(doc: &usvg::roxmltree::Document) -> Vec<Rect> {
+    let grid: Vec<Rect> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("line") && n.attribute("opacity") == Some("0.12"))
+        .map(|n| {
+            let (x1, y1, x2, y2) = (num(&n, "x1"), num(&n, "y1"), num(&n, "x2"), num(&n, "y2"));
+            (x1.min(x2), y1.min(y2), x1.max(x2), y1.max(y2))
+        })
+        .collect();
+    let mut areas: Vec<Rect> = Vec::new();
+    for v in grid.iter().filter(|l| l.0 == l.2) {
+        if areas.iter().any(|a| a.1 == v.1 && a.3 == v.3) {
+            continue;
+        }
+        // The horizontal lines between this one's ends span the area.
+        let across: Vec<&Rect> = grid
+            .iter()
+            .filter(|h| h.1 == h.3 && h.1 >= v.1 && h.1 <= v.3)
+            .collect();
+        let left = across.iter().map(|h| h.0).fold(v.0, f64::min);
+        let right = across.iter().map(|h| h.2).fold(v.2, f64::max);
+        areas.push((left, v.1, right, v.3));
+    }
+    areas
+}
+
+/// The legend boxes: rectangles filled with the legend's background.
+fn legend_boxes(doc: &usvg::roxmltree::Document) -> Vec<Rect> {
+    doc.descendants()
+        .filter(|n| n.has_tag_name("rect") && n.attribute("fill") == Some("#FAFAF6"))
+        .map(|n| {
+            let (x, y) = (num(&n, "x"), num(&n, "y"));
+            (x, y, x + num(&n, "width"), y + num(&n, "height"))
+        })
+        .collect()
+}
+
+fn overlaps(a: &Rect, b: &Rect) -> bool {
+    a.0 < b.2 && b.0 < a.2 && a.1 < b.3 && b.1 < a.3
+}
+
+/// The legend boxes of `svg` that cover part of a chart's plot area,
+/// with the area.
+fn legends_over_data(doc: &usvg::roxmltree::Document) -> Vec<(Rect, Rect)> {
+    let areas = plot_areas(doc);
+    legend_boxes(doc)
+        .into_iter()
+        .flat_map(|b| {
+            areas
+                .iter()
+                .filter(move |a| overlaps(a, &b))
+                .map(move |a| (b, *a))
+        })
+        .collect()
+}
+
+/// No legend box covers any part of a chart's plot area, and each legend
+/// text named in `labels` starts inside a legend box.
+fn assert_legends_outside_the_data(svg: &str, charts: usize, legends: usize, labels: &[&str]) {
+    let doc = usvg::roxmltree::Document::parse(svg).unwrap();
+    let areas = plot_areas(&doc);
+    let boxes = legend_boxes(&doc);
+    assert_eq!(areas.len(), charts, "plot areas: {areas:?}");
+    assert_eq!(boxes.len(), legends, "legend boxes: {boxes:?}");
+    let over = legends_over_data(&doc);
+    assert!(over.is_empty(), "legends over plot areas: {over:?}");
+    for label in labels {
+        let text = doc
+            .descendants()
+            .find(|n| n.has_tag_name("text") && n.text().map(str::trim) == Some(*label))
+            .unwrap_or_else(|| panic!("no legend text '{label}'"));
+        let (x, y) = (num(&text, "x"), num(&text, "y"));
+        assert!(
+            boxes
+                .iter()
+                .any(|b| x >= b.0 && x <= b.2 && y >= b.1 && y <= b.3),
+            "'{label}' at ({x}, {y}) is in no legend box {boxes:?}"
+        );
+    }
+}
+
+#[test]
+fn timeline_legends_sit_beside_the_panels() {
+    assert_legends_outside_the_data(
+        &nasa_plot(&[]),
+        4,
+        4,
+        &[
+            "arrived (wide, pale)",
+            "dropped (dashed)",
+            "bound (20), dashed",
+        ],
+    );
+}
+
+#[test]
+fn sizing_legends_sit_beside_the_panels() {
+    assert_legends_outside_the_data(
+        &size_plot_data(true),
+        2,
+        2,
+        &[
+            "recommended: gcra:rate=10/s,burst=21",
+            "p99.9 (long dashes; over max if equal)",
+        ],
+    );
+    assert_legends_outside_the_data(
+        &size_plot_data(false),
+        1,
+        1,
+        &["misses the targets at any size tried"],
+    );
+    // A delaying policy: the wait on a right axis, the alternatives marked.
+    let path = tmp("size-nginx.svg");
+    let out = run(
+        &[
+            "size",
+            NASA,
+            "-q",
+            "--key-column",
+            "host",
+            "-p",
+            "nginx",
+            "--max-drop-rate",
+            "0.1",
+            "--plot",
+            path.to_str().unwrap(),
+        ],
+        None,
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_legends_outside_the_data(
+        &std::fs::read_to_string(&path).unwrap(),
+        2,
+        2,
+        &[
+            "wait p99, right axis (dashed)",
+            "alternative: lowest wait (20r/s)",
+        ],
+    );
+}
+
+/// The check sees a legend drawn over the data: a box of the legend's
+/// background added inside the first plot area is found.
+#[test]
+fn the_legend_check_sees_a_legend_over_the_data() {
+    let svg = nasa_plot(&[]);
+    let doc = usvg::roxmltree::Document::parse(&svg).unwrap();
+    let (x, y, ..) = plot_areas(&doc)[0];
+    let rect = format!(
+        "<rect x=\"{}\" y=\"{}\" width=\"90\" height=\"60\" fill=\"#FAFAF6\"/>",
+        x + 10.0,
+        y + 10.0
+    );
+    let bad = svg.replace("</svg>", &format!("{rect}</svg>"));
+    let doc = usvg::roxmltree::Document::parse(&bad).unwrap();
+    assert_eq!(legends_over_data(&doc).len(), 1);
 }

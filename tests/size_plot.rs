@@ -36,7 +36,7 @@ fn a_delaying_policy_plots_its_wait_and_marks_the_alternatives() {
         .collect();
     for want in [
         "wait p99 (s)",
-        "wait p99 at that size (right axis)",
+        "wait p99, right axis (dashed)",
         "alternative: lowest wait (20r/s)",
         "recommended: nginx:rate=5r/s,burst=4",
     ] {

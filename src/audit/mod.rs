@@ -76,6 +76,14 @@ fn audit_plot(
             spec: &p.spec,
             level_kind: p.peak_kind,
             bound: p.bound,
+            figures: plot::Figures {
+                dropped: p.dropped,
+                drop_pct: p.drop_pct,
+                delayed: p.delayed,
+                wait_p99_ns: p.wait.map(|w| w.p99_ns),
+                keys_hurt: p.keys_with_drops,
+                keys: p.keys_seen,
+            },
         })
         .collect();
     let title = format!(

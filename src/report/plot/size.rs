@@ -3,7 +3,8 @@
 //! of the rates or windows tried.
 
 use super::{
-    Area, BOUND, DROPPED, HEADER, WIDTH, draw_err, draw_svg, headroom, legend, svg_text, swatch,
+    Area, BOUND, DROPPED, Entry, Figures, HEADER, Mark, Stroke, WIDTH, draw_err, draw_legend,
+    draw_line, draw_svg, headline, headroom, panel_areas, svg_text,
 };
 use anyhow::Result;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
@@ -82,6 +83,8 @@ pub struct SizePlot<'a> {
     pub frontier: Vec<FrontierPoint<'a>>,
     /// The recommended frontier point and its complete spec.
     pub recommended: Option<(&'a str, &'a str)>,
+    /// The recommendation's figures, said in the panels' titles.
+    pub pick: Option<Figures>,
     /// The alternatives to the recommendation: their point and rule.
     pub alternatives: Vec<(&'a str, &'a str)>,
     /// Per-key needs (keyed specs); empty draws no second panel.
@@ -106,6 +109,14 @@ pub fn size_report_svg(r: &super::super::size::SizeReport) -> Result<String> {
             })
             .collect(),
         recommended: r.recommended.as_ref().map(|f| (f.point(), f.spec.as_str())),
+        pick: r.recommended.as_ref().map(|f| Figures {
+            dropped: f.dropped,
+            drop_pct: f.drop_pct,
+            delayed: f.delayed,
+            wait_p99_ns: f.wait_p99_ns,
+            keys_hurt: f.keys_hurt,
+            keys: f.keys,
+        }),
         alternatives: r
             .alternatives
             .iter()
@@ -137,13 +148,37 @@ const FEASIBLE: RGBColor = RGBColor(30, 110, 190);
 const RECOMMENDED: RGBColor = BOUND;
 const ALTERNATIVE: RGBColor = RGBColor(40, 150, 80);
 const WAIT: RGBColor = RGBColor(120, 120, 120);
-const QUANTILES: [(&str, RGBColor); 5] = [
-    ("p50", RGBColor(150, 190, 230)),
-    ("p90", RGBColor(80, 140, 210)),
-    ("p99", RGBColor(30, 90, 170)),
-    ("p99.9", RGBColor(110, 60, 170)),
-    ("max", RGBColor(210, 40, 40)),
+/// The need quantiles, p50 first, each with its line and its marker's
+/// radius. They are drawn from max down, each over the one above it with
+/// a sparser pattern and a smaller marker, so where two are equal both
+/// show: the higher one's colour in the lower one's gaps, rings around a
+/// dot.
+const QUANTILES: [(&str, Stroke, i32); 5] = [
+    (
+        "p50 (dots; over p90 if equal)",
+        Stroke::dashed(RGBColor(150, 190, 230), 3, 2, 6),
+        2,
+    ),
+    (
+        "p90 (short dashes; over p99 if equal)",
+        Stroke::dashed(RGBColor(80, 140, 210), 2, 4, 5),
+        3,
+    ),
+    (
+        "p99 (dashes; over p99.9 if equal)",
+        Stroke::dashed(RGBColor(30, 90, 170), 2, 7, 5),
+        4,
+    ),
+    (
+        "p99.9 (long dashes; over max if equal)",
+        Stroke::dashed(RGBColor(110, 60, 170), 2, 12, 5),
+        5,
+    ),
+    ("max (solid)", Stroke::solid(RGBColor(210, 40, 40), 3), 6),
 ];
+const FRONTIER_STROKE: Stroke = Stroke::solid(FEASIBLE, 2);
+/// Dashed: it may cross or run along the frontier.
+const WAIT_STROKE: Stroke = Stroke::dashed(WAIT, 2, 8, 5);
 
 impl CategoryAxis {
     /// The frontier's points, then the per-key need's that are not among
@@ -167,18 +202,73 @@ impl CategoryAxis {
 /// The sizing plot as an SVG document of [`size_plot_size`]: the frontier
 /// (the smallest size per rate or window, points that miss the targets
 /// crossed out, the recommendation ringed) and, when given, the per-key
-/// need quantiles on the same axis.
+/// need quantiles on the same axis, each panel with its legend beside it.
 pub fn size_svg(plot: &SizePlot) -> Result<String> {
     let with_needs = !plot.needs.is_empty();
     let axis = CategoryAxis::of(plot);
     draw_svg(size_plot_size(with_needs), plot.title, |body| {
         let (top, bottom) = body.split_vertically(FRONTIER_PANEL);
-        draw_frontier(&top, plot, &axis)?;
+        let (chart, legend) = panel_areas(&top, &frontier_title(plot))?;
+        draw_frontier(&chart, plot, &axis)?;
+        draw_legend(&legend, 6, &frontier_entries(plot))?;
         if with_needs {
-            draw_needs(&bottom, plot, &axis)?;
+            let (chart, legend) = panel_areas(&bottom, &needs_title(plot))?;
+            draw_needs(&chart, plot, &axis)?;
+            let entries: Vec<Entry> = QUANTILES
+                .iter()
+                .map(|(name, stroke, _)| Entry::new(Mark::Line(*stroke), *name))
+                .collect();
+            draw_legend(&legend, 6, &entries)?;
         }
         Ok(())
     })
+}
+
+/// The frontier panel's title, with the pick's figures.
+fn frontier_title(plot: &SizePlot) -> String {
+    let what = format!(
+        "smallest {} per {} that meets the targets",
+        plot.size_param, plot.axis
+    );
+    let pick = plot.recommended.and_then(|(point, _)| {
+        let f = plot.frontier.iter().find(|f| f.point == point)?;
+        Some((point, f.size))
+    });
+    match (pick, &plot.pick) {
+        (Some((point, size)), Some(figures)) => svg_text(&format!(
+            "{what} — pick {point}, {} {size}: {}",
+            plot.size_param,
+            headline(figures)
+        )),
+        (Some((point, size)), None) => svg_text(&format!(
+            "{what} — pick {point}, {} {size}",
+            plot.size_param
+        )),
+        _ => format!("{what} — none in the range"),
+    }
+}
+
+/// The per-key need panel's title, with the need at the pick's point.
+fn needs_title(plot: &SizePlot) -> String {
+    let keys = plot.needs.iter().map(|n| n.keys).max().unwrap_or(0);
+    let what = format!(
+        "per-key need: the zero-drop {} of each key, across {keys} keys",
+        plot.size_param
+    );
+    let at_pick = plot
+        .recommended
+        .and_then(|(point, _)| plot.needs.iter().find(|n| n.point == point));
+    let Some(n) = at_pick else {
+        return svg_text(&what);
+    };
+    let say = |q: Option<u64>| q.map_or("never fits".to_string(), |v| v.to_string());
+    svg_text(&format!(
+        "{what} — at {}: p99 {}, p99.9 {}, max {}",
+        n.point,
+        say(n.quantiles[2]),
+        say(n.quantiles[3]),
+        say(n.quantiles[4])
+    ))
 }
 
 /// Draws a sweep chart's grid: `y_desc` up its side, `x_desc` and the
@@ -203,20 +293,50 @@ fn draw_grid<'a>(
         .map_err(draw_err)
 }
 
+/// The frontier panel's legend: what is drawn, in the order drawn.
+fn frontier_entries(plot: &SizePlot) -> Vec<Entry> {
+    let mut entries = vec![Entry::new(
+        Mark::Line(FRONTIER_STROKE),
+        format!("smallest {} meeting the targets", plot.size_param),
+    )];
+    if plot.frontier.iter().any(|f| !f.feasible) {
+        entries.push(Entry::new(
+            Mark::Cross(DROPPED),
+            "misses the targets at any size tried",
+        ));
+    }
+    if let Some((point, spec)) = plot.recommended
+        && plot.frontier.iter().any(|f| f.point == point)
+    {
+        entries.push(Entry::new(
+            Mark::Circle(RECOMMENDED),
+            format!("recommended: {}", svg_text(spec)),
+        ));
+    }
+    for &(point, rule) in &plot.alternatives {
+        if plot.frontier.iter().any(|f| f.point == point) {
+            entries.push(Entry::new(
+                Mark::Triangle(ALTERNATIVE),
+                svg_text(&format!("alternative: {rule} ({point})")),
+            ));
+        }
+    }
+    if plot.frontier.iter().any(|f| f.wait_p99_ns.unwrap_or(0) > 0) {
+        entries.push(Entry::new(
+            Mark::Line(WAIT_STROKE),
+            "wait p99, right axis (dashed)",
+        ));
+    }
+    entries
+}
+
 /// The frontier panel: the feasible points joined, the others crossed out,
 /// the recommendation ringed.
 fn draw_frontier(area: &Area, plot: &SizePlot, axis: &CategoryAxis) -> Result<()> {
     let size_max = plot.frontier.iter().map(|f| f.size).max().unwrap_or(0);
     let mut chart = ChartBuilder::on(area)
-        .caption(
-            format!(
-                "smallest {} per {} that meets the targets",
-                plot.size_param, plot.axis
-            ),
-            ("sans-serif", 17).into_font(),
-        )
         .margin_left(12)
-        .margin_right(24)
+        .margin_right(12)
         .margin_top(6)
         .margin_bottom(8)
         .x_label_area_size(42)
@@ -233,11 +353,7 @@ fn draw_frontier(area: &Area, plot: &SizePlot, axis: &CategoryAxis) -> Result<()
             .collect()
     };
     let feasible = points(true);
-    chart
-        .draw_series(LineSeries::new(feasible.clone(), FEASIBLE.stroke_width(2)))
-        .map_err(draw_err)?
-        .label(format!("smallest {} meeting the targets", plot.size_param))
-        .legend(swatch(FEASIBLE));
+    draw_line(&mut chart, feasible.clone(), FRONTIER_STROKE)?;
     chart
         .draw_series(
             feasible
@@ -245,27 +361,20 @@ fn draw_frontier(area: &Area, plot: &SizePlot, axis: &CategoryAxis) -> Result<()
                 .map(|&p| Circle::new(p, 4, FEASIBLE.filled())),
         )
         .map_err(draw_err)?;
-    let missing = points(false);
-    if !missing.is_empty() {
-        chart
-            .draw_series(
-                missing
-                    .iter()
-                    .map(|&p| Cross::new(p, 6, DROPPED.stroke_width(3))),
-            )
-            .map_err(draw_err)?
-            .label("misses the targets at any size tried")
-            .legend(|(x, y)| Cross::new((x + 9, y), 5, DROPPED.stroke_width(3)));
-    }
-    if let Some((point, spec)) = plot.recommended
+    chart
+        .draw_series(
+            points(false)
+                .iter()
+                .map(|&p| Cross::new(p, 6, DROPPED.stroke_width(3))),
+        )
+        .map_err(draw_err)?;
+    if let Some((point, _)) = plot.recommended
         && let Some(f) = plot.frontier.iter().find(|f| f.point == point)
     {
         let p = (axis.at(point), f.size as f64);
         chart
             .draw_series([Circle::new(p, 11, RECOMMENDED.stroke_width(3))])
-            .map_err(draw_err)?
-            .label(format!("recommended: {}", svg_text(spec)))
-            .legend(|(x, y)| Circle::new((x + 9, y), 6, RECOMMENDED.stroke_width(3)));
+            .map_err(draw_err)?;
     }
     draw_alternatives(&mut chart, plot, axis)?;
     draw_waits(chart, plot, axis)
@@ -287,22 +396,20 @@ fn draw_alternatives<'a>(
     plot: &SizePlot,
     axis: &CategoryAxis,
 ) -> Result<()> {
-    for &(point, rule) in &plot.alternatives {
+    for &(point, _) in &plot.alternatives {
         let Some(f) = plot.frontier.iter().find(|f| f.point == point) else {
             continue;
         };
         let p = (axis.at(point), f.size as f64);
         chart
             .draw_series([TriangleMarker::new(p, 9, ALTERNATIVE.stroke_width(2))])
-            .map_err(draw_err)?
-            .label(format!("alternative: {rule} ({point})"))
-            .legend(|(x, y)| TriangleMarker::new((x + 9, y), 6, ALTERNATIVE.stroke_width(2)));
+            .map_err(draw_err)?;
     }
     Ok(())
 }
 
 /// The wait p99 along the frontier, on a second axis in seconds, when the
-/// policy delays; then the legend.
+/// policy delays.
 fn draw_waits<'a>(
     chart: ChartContext<'a, SVGBackend<'a>, Cartesian2d<CategoryAxis, RangedCoordf64>>,
     plot: &SizePlot,
@@ -313,9 +420,8 @@ fn draw_waits<'a>(
         .iter()
         .filter_map(|f| Some((axis.at(f.point), f.wait_p99_ns? as f64 / 1e9)))
         .collect();
-    let mut chart = chart;
     if waits.iter().all(|w| w.1 == 0.0) {
-        return legend(&mut chart);
+        return Ok(());
     }
     let top = waits.iter().map(|w| w.1).fold(0.0, f64::max) * 1.12;
     let mut chart = chart.set_secondary_coord(axis.clone(), 0.0..top);
@@ -325,17 +431,20 @@ fn draw_waits<'a>(
         .y_label_formatter(&|v| format!("{v:.1}"))
         .draw()
         .map_err(draw_err)?;
+    let (dash, gap) = WAIT_STROKE.dash.unwrap_or((8, 5));
     chart
-        .draw_secondary_series(LineSeries::new(waits, WAIT.stroke_width(2)))
-        .map_err(draw_err)?
-        .label("wait p99 at that size (right axis)")
-        .legend(swatch(WAIT));
-    // The secondary series' labels are kept with the primary's.
-    legend(&mut chart)
+        .draw_secondary_series(DashedLineSeries::new(
+            waits,
+            dash,
+            gap,
+            WAIT.stroke_width(WAIT_STROKE.width),
+        ))
+        .map_err(draw_err)?;
+    Ok(())
 }
 
 /// The per-key need panel: a line per quantile, broken where some
-/// request never fits.
+/// request never fits, drawn from max down (see [`QUANTILES`]).
 fn draw_needs(area: &Area, plot: &SizePlot, axis: &CategoryAxis) -> Result<()> {
     let need_max = plot
         .needs
@@ -344,17 +453,10 @@ fn draw_needs(area: &Area, plot: &SizePlot, axis: &CategoryAxis) -> Result<()> {
         .copied()
         .max()
         .unwrap_or(0);
-    let keys = plot.needs.iter().map(|n| n.keys).max().unwrap_or(0);
     let mut needs = ChartBuilder::on(area)
-        .caption(
-            format!(
-                "per-key need: the zero-drop {} of each key, across {keys} keys",
-                plot.size_param
-            ),
-            ("sans-serif", 17).into_font(),
-        )
         .margin_left(12)
-        .margin_right(24)
+        .margin_right(12)
+        .margin_top(6)
         .margin_bottom(8)
         .x_label_area_size(42)
         .y_label_area_size(70)
@@ -363,7 +465,7 @@ fn draw_needs(area: &Area, plot: &SizePlot, axis: &CategoryAxis) -> Result<()> {
         .map_err(draw_err)?;
     let needed = format!("{} needed", plot.size_param);
     draw_grid(&mut needs, axis, &needed, plot.axis)?;
-    for (q, (name, color)) in QUANTILES.iter().enumerate() {
+    for (q, (_, stroke, radius)) in QUANTILES.iter().enumerate().rev() {
         // A point where some request never fits breaks the line.
         let mut runs: Vec<Vec<(f64, f64)>> = vec![Vec::new()];
         for n in &plot.needs {
@@ -372,19 +474,15 @@ fn draw_needs(area: &Area, plot: &SizePlot, axis: &CategoryAxis) -> Result<()> {
                 None => runs.push(Vec::new()),
             }
         }
-        let mut first = true;
         for run in runs.into_iter().filter(|r| !r.is_empty()) {
             needs
-                .draw_series(run.iter().map(|&p| Circle::new(p, 3, color.filled())))
+                .draw_series(
+                    run.iter()
+                        .map(|&p| Circle::new(p, *radius, stroke.color.filled())),
+                )
                 .map_err(draw_err)?;
-            let line = needs
-                .draw_series(LineSeries::new(run, color.stroke_width(2)))
-                .map_err(draw_err)?;
-            if first {
-                line.label(*name).legend(swatch(*color));
-                first = false;
-            }
+            draw_line(&mut needs, run, *stroke)?;
         }
     }
-    legend(&mut needs)
+    Ok(())
 }

@@ -7,7 +7,8 @@
 
 use super::super::{Timeline, TimelineRow};
 use super::{
-    Area, BOUND, DROPPED, HEADER, WIDTH, draw_err, draw_svg, headroom, legend, svg_text, swatch,
+    Area, BOUND, DROPPED, Entry, Figures, HEADER, Mark, Stroke, WIDTH, draw_err, draw_legend,
+    draw_line, draw_svg, headline, headroom, panel_areas, svg_text,
 };
 use crate::time::span;
 use anyhow::Result;
@@ -18,6 +19,8 @@ use std::ops::Range;
 
 /// Height of one policy's panel (counts and level).
 pub const PANEL: u32 = 380;
+/// Height of the counts' part of a panel, below its title.
+const COUNTS_H: u32 = 200;
 
 /// The stated size of a timeline plot of `policies` panels.
 pub fn timeline_size(policies: usize) -> (u32, u32) {
@@ -34,6 +37,8 @@ pub struct Panel<'a> {
     pub level_kind: &'a str,
     /// The highest backlog or level the policy allows, if bounded.
     pub bound: Option<u64>,
+    /// The run's headline figures, said in the panel's title.
+    pub figures: Figures,
 }
 
 /// A time axis in seconds after `origin_ns`, with ticks on natural
@@ -138,6 +143,20 @@ fn zone_name(zone: &TimeZone, at_ns: u64) -> String {
 const ARRIVED: RGBColor = RGBColor(160, 180, 210);
 const SENT: RGBColor = RGBColor(30, 140, 60);
 const LEVEL: RGBColor = RGBColor(110, 60, 170);
+
+/// Arrivals wide and pale underneath, sent thin over them (equal where
+/// nothing was dropped or delayed), dropped dashed (often on the axis).
+const COUNTS: [(&str, Stroke); 3] = [
+    ("arrived (wide, pale)", Stroke::solid(ARRIVED, 4)),
+    (
+        "sent (thin; on arrived where equal)",
+        Stroke::solid(SENT, 1),
+    ),
+    ("dropped (dashed)", Stroke::dashed(DROPPED, 2, 7, 4)),
+];
+/// The bound is dashed: the level reaches it at the peaks.
+const BOUND_STROKE: Stroke = Stroke::dashed(BOUND, 2, 9, 5);
+const LEVEL_STROKE: Stroke = Stroke::solid(LEVEL, 1);
 
 /// Points of a step line: each interval's value held across it.
 fn steps(values: &[(f64, u64)], interval: f64) -> Vec<(f64, f64)> {
@@ -257,25 +276,34 @@ pub fn timeline_svg(
         let areas = body.split_evenly((panels.len().max(1), 1));
         for (panel, area) in panels.iter().zip(&areas) {
             let series = Series::new(&frame, timeline, panel);
-            let (counts_area, level_area) = area.split_vertically(PANEL * 60 / 100);
-            draw_counts(&counts_area, &frame, panel, &series)?;
+            let (charts, legends) = panel_areas(area, &caption(panel))?;
+            let (counts_area, level_area) = charts.split_vertically(COUNTS_H);
+            let (counts_legend, level_legend) = legends.split_vertically(COUNTS_H);
+            draw_counts(&counts_area, &frame, &series)?;
+            draw_legend(&counts_legend, 6, &counts_entries())?;
             draw_levels(&level_area, &frame, panel, &series)?;
+            draw_legend(&level_legend, 10, &level_entries(panel))?;
         }
         Ok(())
     })
 }
 
-/// The upper part of a panel: requests arrived, sent and dropped.
-fn draw_counts(area: &Area, frame: &Frame, panel: &Panel, series: &Series) -> Result<()> {
-    let caption = if panel.label == panel.spec {
+/// A panel's title: its label, its spec when that says more, and its
+/// headline figures.
+fn caption(panel: &Panel) -> String {
+    let name = if panel.label == panel.spec {
         panel.label.to_string()
     } else {
         format!("{}  ({})", panel.label, panel.spec)
     };
+    svg_text(&format!("{name} — {}", headline(&panel.figures)))
+}
+
+/// The upper part of a panel: requests arrived, sent and dropped.
+fn draw_counts(area: &Area, frame: &Frame, series: &Series) -> Result<()> {
     let mut counts = ChartBuilder::on(area)
-        .caption(svg_text(&caption), ("sans-serif", 17).into_font())
         .margin_left(12)
-        .margin_right(24)
+        .margin_right(12)
         .margin_top(6)
         .x_label_area_size(0)
         .y_label_area_size(70)
@@ -291,22 +319,36 @@ fn draw_counts(area: &Area, frame: &Frame, panel: &Panel, series: &Series) -> Re
         .bold_line_style(BLACK.mix(0.12))
         .draw()
         .map_err(draw_err)?;
-    // Arrivals wide and pale underneath, so sent shows where they part.
-    for (name, color, width, data) in [
-        ("arrived", ARRIVED, 3, &series.arrived),
-        ("sent", SENT, 1, &series.sent),
-        ("dropped", DROPPED, 2, &series.dropped),
-    ] {
-        counts
-            .draw_series(LineSeries::new(
-                steps(data, frame.step_secs),
-                color.stroke_width(width),
-            ))
-            .map_err(draw_err)?
-            .label(name)
-            .legend(swatch(color));
+    for ((_, stroke), data) in COUNTS
+        .iter()
+        .zip([&series.arrived, &series.sent, &series.dropped])
+    {
+        draw_line(&mut counts, steps(data, frame.step_secs), *stroke)?;
     }
-    legend(&mut counts)
+    Ok(())
+}
+
+/// The legend of the counts.
+fn counts_entries() -> Vec<Entry> {
+    COUNTS
+        .iter()
+        .map(|(name, stroke)| Entry::new(Mark::Line(*stroke), *name))
+        .collect()
+}
+
+/// The legend of the levels.
+fn level_entries(panel: &Panel) -> Vec<Entry> {
+    let mut entries = vec![Entry::new(
+        Mark::Line(LEVEL_STROKE),
+        format!("peak {}", svg_text(panel.level_kind)),
+    )];
+    if let Some(b) = panel.bound {
+        entries.push(Entry::new(
+            Mark::Line(BOUND_STROKE),
+            format!("bound ({b}), dashed"),
+        ));
+    }
+    entries
 }
 
 /// The lower part of a panel: the peak backlog or level, and the bound.
@@ -315,7 +357,7 @@ fn draw_levels(area: &Area, frame: &Frame, panel: &Panel, series: &Series) -> Re
     let mut levels = ChartBuilder::on(area)
         .margin_top(10)
         .margin_left(12)
-        .margin_right(24)
+        .margin_right(12)
         .margin_bottom(8)
         .x_label_area_size(42)
         .y_label_area_size(70)
@@ -338,22 +380,12 @@ fn draw_levels(area: &Area, frame: &Frame, panel: &Panel, series: &Series) -> Re
     levels
         .draw_series(AreaSeries::new(level.clone(), 0.0, LEVEL.mix(0.25)))
         .map_err(draw_err)?;
-    levels
-        .draw_series(LineSeries::new(level, LEVEL.stroke_width(1)))
-        .map_err(draw_err)?
-        .label(format!("peak {kind}"))
-        .legend(swatch(LEVEL));
+    draw_line(&mut levels, level, LEVEL_STROKE)?;
     if let Some(b) = panel.bound {
-        levels
-            .draw_series(LineSeries::new(
-                [(axis.range.start, b as f64), (axis.range.end, b as f64)],
-                BOUND.stroke_width(2),
-            ))
-            .map_err(draw_err)?
-            .label(format!("bound ({b})"))
-            .legend(swatch(BOUND));
+        let line = vec![(axis.range.start, b as f64), (axis.range.end, b as f64)];
+        draw_line(&mut levels, line, BOUND_STROKE)?;
     }
-    legend(&mut levels)
+    Ok(())
 }
 
 #[cfg(test)]
@@ -402,6 +434,7 @@ mod tests {
             spec: "gcra:rate=1/s",
             level_kind: "level",
             bound: Some(1),
+            figures: Figures::default(),
         }];
         let svg = timeline_svg("t", &panels, &t, &TimeZone::UTC).unwrap();
         assert!(svg.starts_with("<svg"), "{svg}");
