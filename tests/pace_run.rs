@@ -139,11 +139,13 @@ fn at_the_jobs_cap_the_schedule_waits_then_moves_on_without_a_burst() {
         let ended = ends.iter().filter(|&&(_, e)| e < t).count();
         assert!(started - ended <= 3, "{} running at {t}", started - ended);
     }
-    // After a stall, starts resume at the rate: never two within 40 ms
-    // (the interval is 50 ms; a burst would put them together).
+    // After a stall, starts resume at the rate: never two within 20 ms
+    // (the interval is 50 ms; a burst would put them within a few ms of
+    // each other, while a loaded host may delay one shell's first `date`
+    // by a few tens of ms).
     let times: Vec<u64> = starts.iter().map(|&(_, t)| t).collect();
     let closest = times.windows(2).map(|w| w[1] - w[0]).min().unwrap();
-    assert!(closest >= 40_000_000, "two starts {closest} ns apart");
+    assert!(closest >= 20_000_000, "two starts {closest} ns apart");
     let s = summary(&out.stderr);
     assert!(
         s["rebased_ms"].as_f64().unwrap() > 0.0,
