@@ -114,7 +114,7 @@ fn close_miss(sub: &clap::Command, e: &clap::Error) -> Option<String> {
                 .take(4)
                 .collect();
             match longer.len() {
-                0 => None,
+                0 => elsewhere(sub, word),
                 1 => Some(format!("did you mean {}?", longer[0])),
                 n => Some(format!(
                     "did you mean {} or {}?",
@@ -134,6 +134,24 @@ fn close_miss(sub: &clap::Command, e: &clap::Error) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// For a flag `sub` lacks: the other commands that have it.
+fn elsewhere(sub: &clap::Command, word: &str) -> Option<String> {
+    let root = super::command();
+    let owners: Vec<String> = root
+        .get_subcommands()
+        .filter(|c| c.get_name() != sub.get_name())
+        .filter(|c| c.get_arguments().any(|a| a.get_long() == Some(word)))
+        .map(|c| format!("'drip {}'", c.get_name()))
+        .collect();
+    (!owners.is_empty()).then(|| {
+        format!(
+            "--{word} is an option of {}, not of 'drip {}'",
+            owners.join(" and "),
+            sub.get_name()
+        )
+    })
 }
 
 #[cfg(test)]
@@ -165,6 +183,12 @@ mod tests {
         assert!(!m.contains("use '-- --rate'"), "{m}");
         let m = said(&["drip", "pace", "--key-column", "1"]);
         assert!(m.contains("--key-json PATH"), "{m}");
+        let m = said(&["drip", "audit", "--rejects", "r.txt", "x.csv"]);
+        assert!(
+            m.contains("--rejects is an option of 'drip pace', not of 'drip audit'"),
+            "{m}"
+        );
+        assert!(!m.contains("use '-- --rejects'"), "{m}");
     }
 
     #[test]
