@@ -44,11 +44,11 @@ pub struct Cli {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Send lines on at a fixed rate, evenly spaced, or run a command per line.
+    /// Send lines on at a fixed rate, or run a command per line.
     Pace(PaceArgs),
     /// Replay timestamped request logs through rate-limit policies.
     Audit(AuditArgs),
-    /// Wait for one slot of a shared schedule, then exit 0 or run a command.
+    /// Take a slot of a shared schedule, then exit 0 or run a command.
     Gate(GateArgs),
     /// Find the smallest limit that real traffic needs, from its log.
     Size(SizeArgs),
@@ -60,7 +60,9 @@ pub enum Command {
 
 #[derive(Debug, Args)]
 pub struct GateArgs {
-    /// Slots per period, as every process sharing the schedule gives it: 5/s, 300/min.
+    /// Slots per period: 5/s, 300/min.
+    ///
+    /// As every process sharing the schedule gives it.
     #[arg(long, short, value_parser = rate_arg, help_heading = POLICIES)]
     pub rate: Rate,
     /// Slots that may be reserved ahead.
@@ -78,8 +80,9 @@ pub struct GateArgs {
     /// Exit 3 at once when the wait for a slot would be longer than this.
     #[arg(long, value_parser = duration_arg, value_name = "DUR", help_heading = CONTROL)]
     pub max_wait: Option<Nanos>,
-    /// The command to run when the slot comes (after '--'); its exit status
-    /// is the gate's.
+    /// The command to run at the slot (after --).
+    ///
+    /// Its exit status is the gate's.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,
 }
@@ -164,7 +167,7 @@ pub enum OnShareError {
 /// Sharing one schedule between processes (pace and gate).
 #[derive(Debug, Args)]
 pub struct ShareArgs {
-    /// Share the schedule: a state file, or redis://HOST/0 across hosts.
+    /// Share via a state file or redis://HOST/0.
     ///
     /// A state file on this host (PATH), or
     /// redis://[user:pass@]host[:port][/db][#NAME] across hosts (also rediss://,
@@ -172,7 +175,7 @@ pub struct ShareArgs {
     /// counts as unset); 'none' shares nothing, whatever DRIP_SHARE says.
     #[arg(long, value_name = "PATH|URL|none", help_heading = SHARING)]
     pub share: Option<std::ffi::OsString>,
-    /// The shared schedule's name (alone: shared on this host).
+    /// The shared schedule's name.
     ///
     /// The schedule's name in Redis (the key is drip:{NAME}). Default: the
     /// environment's DRIP_SHARE_KEY. Without --share: this user's schedule
@@ -207,7 +210,9 @@ pub struct PaceArgs {
     /// Files to read in order, as cat does ('-' is stdin; none: stdin).
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// Lines per period: 5/s, 300/min, 2/h, 1/200ms, 0.5/s, 10k/s, or 10 (= 10/s).
+    /// Lines per period: 5/s, 300/min, 1/200ms, 10 (= 10/s).
+    ///
+    /// Also 2/h, 0.5/s, 10k/s: any count over any length.
     #[arg(long, short, value_parser = rate_arg, help_heading = POLICIES)]
     pub rate: Option<Rate>,
     /// Lines allowed to wait in the backlog (default 0).
@@ -232,7 +237,7 @@ pub struct PaceArgs {
     /// (default: the schedule moves, and lines resume at the rate).
     #[arg(long, help_heading = POLICIES, hide_short_help = true)]
     pub catch_up: bool,
-    /// Pace each key separately: the key is REGEX's first group.
+    /// Pace per key: REGEX's first group is the key.
     ///
     /// The key is REGEX's first capture group (or its whole match), e.g.
     /// '^https?://([^/:]+)'. Members with key=none stay global.
@@ -242,7 +247,7 @@ pub struct PaceArgs {
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..),
           help_heading = POLICIES, hide_short_help = true)]
     pub key_field: Option<u64>,
-    /// Pace each key separately: the key is the JSON value at PATH (a.b).
+    /// Pace per key: the JSON value at PATH (a.b).
     ///
     /// PATH is dotted (request.customer); the value is found in each JSON
     /// line whatever its spacing and key order.
@@ -262,13 +267,13 @@ pub struct PaceArgs {
     pub max_pending: usize,
     #[command(flatten)]
     pub run: RunArgs,
-    /// Write dropped and unsent lines to FILE (resume from it).
+    /// Write dropped and unsent lines to FILE.
     ///
     /// The lines dropped, and the unsent backlog when the run stops early,
     /// each as it came: a rerun on FILE resumes.
     #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
     pub rejects: Option<PathBuf>,
-    /// Print a summary to stderr at exit: text (default) or json.
+    /// Print a summary on stderr: text or json.
     #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "text", help_heading = OUTPUT, hide_possible_values = true)]
     pub stats: Option<StatsFormat>,
     /// Prefix each released line with its release time and a tab.
@@ -296,7 +301,7 @@ pub struct PaceArgs {
 /// `pace -- COMMAND`: one command started per record at its slot.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// With a command: at most N commands at once.
+    /// With a command: at most N at once.
     ///
     /// At the cap the schedule waits, then moves on without a burst.
     #[arg(long, short = 'j', value_name = "N", default_value_t = 64,
@@ -328,7 +333,7 @@ pub struct RunArgs {
     /// How long --pause-on pauses the schedule.
     #[arg(long, value_name = "DUR", value_parser = positive_duration_arg, default_value = "10s", requires = "pause_on", help_heading = COMMANDS, hide_short_help = true)]
     pub pause_for: Nanos,
-    /// The command to start for each record (after --; {} is the record).
+    /// The command to start per record (after --).
     ///
     /// '{}' in its arguments is replaced by the record, else the record is
     /// its last argument. Run directly, never through a shell.
@@ -434,12 +439,12 @@ pub enum Format {
 /// command that reads request logs.
 #[derive(Debug, Args)]
 pub struct InputArgs {
-    /// Logs (plain or .gz), read in order as one log; none or '-': stdin.
+    /// Logs (plain or .gz), read as one log; none or '-': stdin.
     ///
     /// Each once: a file given twice is refused.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// The key column: one bucket per key (A,B: two columns as one key).
+    /// The key column: one bucket per key.
     ///
     /// Header name or 0-based index. Without it, one global bucket. A,B
     /// joins several columns into one key (a route and a client).
@@ -449,7 +454,7 @@ pub struct InputArgs {
     /// nginx log_format and Apache LogFormat strings).
     #[arg(long, value_enum, default_value_t = InputFormat::Auto, value_name = "FORMAT", help_heading = INPUT, hide_short_help = true)]
     pub input_format: InputFormat,
-    /// The timestamp column (default: ts, time, timestamp, ...).
+    /// The time column (default: ts, time, ...).
     ///
     /// Header name or 0-based index; DATE,TIME joins a date and a time
     /// column with a space.
@@ -537,7 +542,7 @@ impl ProgressArgs {
 
 #[derive(Debug, Args)]
 pub struct AuditArgs {
-    /// A policy spec (repeatable): NAME[:PARAM=VALUE,...].
+    /// A policy spec: NAME[:PARAM=VALUE,...].
     ///
     /// '+' joins a stack: admitted only if every member admits, delayed by
     /// the largest member delay. label=NAME names it in reports.
@@ -548,13 +553,13 @@ pub struct AuditArgs {
     /// '#' starts a comment.
     #[arg(long = "policies", value_name = "FILE", help_heading = POLICIES)]
     pub policies_file: Option<PathBuf>,
-    /// An nginx.conf to audit as nginx applies it (repeatable).
+    /// An nginx.conf, audited as nginx applies it.
     ///
     /// Its limit_req_zone, limit_req, map and location blocks, each row
     /// routed by its URI. Repeatable: each config is one policy in the report.
     #[arg(long, value_name = "FILE", help_heading = NGINX)]
     pub nginx_conf: Vec<PathBuf>,
-    /// Check drip against the $limit_req_status logged in FIELD.
+    /// Check drip against the status logged in FIELD.
     ///
     /// Compares each row's emulated $limit_req_status with the logged one.
     #[arg(long, value_name = "FIELD", requires = "nginx_conf", help_heading = NGINX)]
@@ -576,13 +581,13 @@ pub struct AuditArgs {
     /// it is read as empty, and the report says so).
     #[arg(long, requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
     pub strict_includes: bool,
-    /// Fail (exit 1) above PCT % dropped (1 is 1 %): PCT or LABEL=PCT.
+    /// Fail (exit 1) above PCT % dropped (1 = 1 %).
     ///
     /// PCT is a percentage: 1 means 1 % of the requests, 0.01 means one in
     /// ten thousand. LABEL=PCT applies to one policy.
     #[arg(long, value_name = "[LABEL=]PCT", help_heading = THRESHOLDS)]
     pub max_drop_rate: Vec<String>,
-    /// Fail (exit 1) when a request waits longer than DUR.
+    /// Fail (exit 1) when a request waits over DUR.
     ///
     /// DUR or LABEL=DUR.
     #[arg(long, value_name = "[LABEL=]DUR", help_heading = THRESHOLDS)]
@@ -609,12 +614,12 @@ pub struct AuditArgs {
     /// keys) see drops under a policy and none under the first.
     #[arg(long, value_name = "[LABEL=]N|PCT%", requires = "compare", help_heading = THRESHOLDS, hide_short_help = true)]
     pub max_keys_newly_hurt: Vec<String>,
-    /// Report format: table, json, csv, markdown, html.
+    /// Report: table (default), json, csv, markdown, html.
     ///
     /// html is one self-contained file: the tables and the timeline plot
     /// inline.
     #[arg(long, short, value_enum, default_value_t = Format::Table, help_heading = OUTPUT,
-          hide_possible_values = true)]
+          hide_possible_values = true, hide_default_value = true)]
     pub format: Format,
     /// Draw the timeline to FILE.svg.
     ///
@@ -635,10 +640,10 @@ pub struct AuditArgs {
     /// newly dropped and admitted, keys newly hurt and relieved.
     #[arg(long, help_heading = OUTPUT, hide_short_help = true)]
     pub compare: bool,
-    /// No progress bar and no notes on stderr.
+    /// No progress bar, no notes on stderr.
     ///
     /// Errors and threshold crossings only.
-    #[arg(long, short, help_heading = OUTPUT)]
+    #[arg(long, short, help_heading = OUTPUT, hide_short_help = true)]
     pub quiet: bool,
     #[command(flatten)]
     pub progress: ProgressArgs,
@@ -653,18 +658,18 @@ pub struct AuditArgs {
 
 #[derive(Debug, Args)]
 pub struct SizeArgs {
-    /// The policy to size, its swept parameters left out: gcra, nginx, ...
+    /// The policy: gcra, nginx, token-bucket, ...
     ///
-    /// For example gcra, nginx:nodelay, shaper:key=none,
+    /// Its swept parameters left out: gcra, nginx:nodelay, shaper:key=none,
     /// fixed-window:align=first-hit,count=all, sliding-log.
     #[arg(long = "policy", short = 'p', value_name = "SPEC", help_heading = POLICIES)]
     pub policy: String,
-    /// Target: drop at most PCT % of the requests (1 is 1 %).
+    /// Target: at most PCT % dropped (1 = 1 %).
     ///
     /// PCT is a percentage: 1 means 1 %, 0.01 means one in ten thousand.
     #[arg(long, value_name = "PCT", help_heading = TARGETS)]
     pub max_drop_rate: Option<String>,
-    /// Target: the longest wait (delaying policies; default 1s).
+    /// Target: the longest wait (default 1s if delaying).
     ///
     /// For policies that delay, no request waits longer than DUR (default
     /// 1s for them; `none` lifts it).
@@ -703,14 +708,14 @@ pub struct SizeArgs {
     /// Size for the same traffic F times as fast (1.5).
     ///
     /// The requests' times are compressed by F around the first row.
-    #[arg(long, value_name = "F", help_heading = SIZING)]
+    #[arg(long, value_name = "F", help_heading = SIZING, hide_short_help = true)]
     pub headroom: Option<String>,
-    /// Report format: table, json, csv, markdown, html.
+    /// Report: table (default), json, csv, markdown, html.
     ///
     /// html is one self-contained file: the tables and the timeline plot
     /// inline.
     #[arg(long, short, value_enum, default_value_t = Format::Table, help_heading = OUTPUT,
-          hide_possible_values = true)]
+          hide_possible_values = true, hide_default_value = true)]
     pub format: Format,
     /// Draw the frontier and the per-key need to FILE.svg.
     ///

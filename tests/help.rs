@@ -24,25 +24,41 @@ fn help(command: &str, flag: &str) -> Out {
     out
 }
 
+/// `drip COMMAND -h` on a terminal `columns` wide (clap reads COLUMNS
+/// when stdout is not a terminal).
+fn short_help(command: &str, columns: &str) -> String {
+    let mut cmd = bin();
+    cmd.env("COLUMNS", columns);
+    if !command.is_empty() {
+        cmd.arg(command);
+    }
+    let out = cmd.arg("-h").output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "drip {command} -h");
+    String::from_utf8(out.stdout).unwrap()
+}
+
 #[test]
-fn short_help_fits_forty_lines_with_three_examples() {
+fn short_help_fits_forty_lines_of_80_columns_with_three_examples() {
     for command in COMMANDS {
-        let out = help(command, "-h");
-        let lines = out.stdout.lines().count();
-        assert!(
-            lines <= 40,
-            "drip {command} -h: {lines} lines\n{}",
-            out.stdout
-        );
+        for columns in ["80", "100", "200"] {
+            let text = short_help(command, columns);
+            let lines = text.lines().count();
+            assert!(
+                lines <= 40,
+                "drip {command} -h, {columns} columns: {lines} lines\n{text}"
+            );
+            let widest = text.lines().map(|l| l.chars().count()).max().unwrap();
+            assert!(widest <= columns.parse().unwrap(), "{text}");
+        }
+        let text = short_help(command, "80");
         if *command != "help" {
-            let examples = out.stdout.lines().filter(|l| l.starts_with("  # ")).count();
-            assert_eq!(examples, 3, "drip {command} -h:\n{}", out.stdout);
+            let examples = text.lines().filter(|l| l.starts_with("  # ")).count();
+            assert_eq!(examples, 3, "drip {command} -h:\n{text}");
         }
         if !command.is_empty() && *command != "help" {
             assert!(
-                out.stdout.contains("--help for all ") && out.stdout.contains(" options;"),
-                "drip {command} -h:\n{}",
-                out.stdout
+                text.contains("--help for all ") && text.contains(" options;"),
+                "drip {command} -h:\n{text}"
             );
         }
     }

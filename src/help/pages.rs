@@ -144,17 +144,17 @@ pub const PAGES: &[Page] = &[
         examples: &[
             Example {
                 what: "what would three limiter configs do to a day of real traffic?",
-                run: "drip audit fixtures/nasa_19950801.tsv --key-column host --policies fixtures/policies.txt",
+                run: "drip audit fixtures/nasa_19950801.tsv --key-column host \\\n    --policies fixtures/policies.txt",
                 status: 0,
             },
             Example {
                 what: "what limit should I set? (at most 0.1 % dropped)",
-                run: "drip size fixtures/nasa_19950801.tsv --key-column host -p nginx --max-drop-rate 0.1",
+                run: "drip size fixtures/nasa_19950801.tsv --key-column host -p nginx \\\n    --max-drop-rate 0.1",
                 status: 0,
             },
             Example {
                 what: "one command per record at 10/s, at most 4 at once",
-                run: "cut -f5 fixtures/nasa_19950801.tsv | sed -n 2,6p | drip pace -r 10/s -j 4 -- echo GET",
+                run: "cut -f5 fixtures/nasa_19950801.tsv | sed -n 2,6p \\\n    | drip pace -r 10/s -j 4 -- echo GET",
                 status: 0,
             },
         ],
@@ -188,13 +188,23 @@ pub const PAGES: &[Page] = &[
                 status: 0,
             },
             Example {
-                what: "one command per record, 4 at once; failures to failed.txt, the rest after Ctrl-C to rest.txt",
-                run: "cut -f5 fixtures/nasa_19950801.tsv | sed -n 2,6p > urls.txt\ndrip pace -r 10/s -j 4 --failed failed.txt --rejects rest.txt urls.txt -- echo GET",
+                what: "a command per record, 4 at once; after Ctrl-C, rest.txt holds the rest",
+                run: "cut -f5 fixtures/nasa_19950801.tsv | sed -n 2,6p > urls.txt\ndrip pace -r 10/s -j 4 --rejects rest.txt urls.txt -- echo GET",
                 status: 0,
             },
             Example {
                 what: "each customer on its own 2/s schedule",
-                run: "printf '{\"customer\":\"acme\"}\\n{\"customer\":\"zeta\"}\\n' | drip pace --rate 2/s --key-json customer",
+                run: "printf '{\"c\":\"acme\"}\\n{\"c\":\"zeta\"}\\n' | drip pace --rate 2/s --key-json c",
+                status: 0,
+            },
+            Example {
+                what: "the README's recipe: failures to failed.txt, the rest after Ctrl-C to rest.txt (rerun on either to resume)",
+                run: "cut -f5 fixtures/nasa_19950801.tsv | sed -n 2,6p > urls.txt\ndrip pace --rate 10/s -j 4 --failed failed.txt --rejects rest.txt urls.txt -- echo GET",
+                status: 0,
+            },
+            Example {
+                what: "per customer, the customer named anywhere in a JSON line",
+                run: "printf '{\"customer\":\"acme\",\"id\":1}\\n{\"id\":2,\"customer\":\"zeta\"}\\n' \\\n  | drip pace --rate 2/s --key-json customer",
                 status: 0,
             },
             Example {
@@ -233,19 +243,24 @@ pub const PAGES: &[Page] = &[
         ],
         examples: &[
             Example {
-                what: "three limiter configs on a real access log, one bucket per client",
-                run: "drip audit fixtures/nasa_19950801.tsv --key-column host --policies fixtures/policies.txt",
+                what: "one gcra bucket per client",
+                run: "drip audit fixtures/small.csv --key-column client -p gcra:rate=2/s,burst=3",
                 status: 0,
             },
             Example {
                 what: "what would this nginx.conf do to my traffic?",
-                run: "drip audit fixtures/nasa_19950801.log.gz --nginx-conf fixtures/nginx/discourse/discourse.conf",
+                run: "drip audit fixtures/nasa_19950801.log.gz \\\n    --nginx-conf fixtures/nginx/discourse/discourse.conf",
                 status: 0,
             },
             Example {
-                what: "a CI check: exit 1 when a policy drops more than 1 % of the requests",
-                run: "drip audit fixtures/nasa_19950801.tsv --key-column host -p gcra:rate=1/s --max-drop-rate 1",
+                what: "a CI check: exit 1 when more than 1 % is dropped",
+                run: "drip audit fixtures/small.csv -p gcra:rate=1/s --max-drop-rate 1",
                 status: 1,
+            },
+            Example {
+                what: "three limiter configs on a real access log, one bucket per client",
+                run: "drip audit fixtures/nasa_19950801.tsv --key-column host --policies fixtures/policies.txt",
+                status: 0,
             },
             Example {
                 what: "the CI check as a Markdown report, with a wait threshold too",
@@ -309,17 +324,17 @@ pub const PAGES: &[Page] = &[
         examples: &[
             Example {
                 what: "the nginx limit_req that drops at most 0.1 % of the requests",
-                run: "drip size fixtures/nasa_19950801.tsv --key-column host -p nginx --max-drop-rate 0.1",
+                run: "drip size fixtures/nasa_19950801.tsv --key-column host -p nginx \\\n    --max-drop-rate 0.1",
                 status: 0,
             },
             Example {
-                what: "the same target in every hour",
-                run: "drip size fixtures/nasa_19950801.tsv --key-column host -p gcra --max-drop-rate 0.1 --per 1h",
+                what: "one global gcra, the target holding in every hour",
+                run: "drip size fixtures/nasa_19950801.tsv -p gcra --max-drop-rate 0.1 --per 1h",
                 status: 0,
             },
             Example {
-                what: "room for the same traffic arriving 1.5 times as fast",
-                run: "drip size fixtures/nasa_19950801.tsv --key-column host -p nginx --max-drop-rate 0.1 --headroom 1.5",
+                what: "room for the same traffic arriving twice as fast",
+                run: "drip size fixtures/nasa_19950801.tsv -p nginx --max-drop-rate 1 --headroom 2",
                 status: 0,
             },
             Example {
