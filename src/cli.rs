@@ -97,7 +97,7 @@ pub struct CompletionsArgs {
 #[derive(Debug, Args)]
 pub struct HelpArgs {
     /// The command whose manual to show (none: drip's own).
-    #[arg(value_parser = ["pace", "audit", "gate", "size", "completions"])]
+    #[arg(value_parser = ["pace", "audit", "gate", "size", "completions", "help"])]
     pub command: Option<String>,
 }
 

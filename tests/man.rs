@@ -97,13 +97,12 @@ fn render(cmd: clap::Command, page: &Page) -> String {
     text
 }
 
-/// Every page: `drip` and one per command (`drip help` is described in
-/// drip.1's list of commands).
+/// Every page: `drip` and one per command.
 fn pages_to_render() -> Vec<(String, clap::Command, &'static Page)> {
     let mut root = drip::help::command();
     root.build();
     let mut out = vec![("drip".to_string(), root.clone(), page(""))];
-    for sub in root.get_subcommands().filter(|s| s.get_name() != "help") {
+    for sub in root.get_subcommands() {
         let name = format!("drip-{}", sub.get_name());
         let leaked: &'static str = name.clone().leak();
         out.push((name, sub.clone().name(leaked), page(sub.get_name())));

@@ -128,6 +128,7 @@ const SEE_ALSO: &[&str] = &[
     "drip-size(1)",
     "drip-gate(1)",
     "drip-completions(1)",
+    "drip-help(1)",
     "nginx(8)",
     "pv(1)",
     "xargs(1)",
@@ -384,6 +385,46 @@ pub const PAGES: &[Page] = &[
         files: &[(
             "~/.local/share/bash-completion/completions/drip, ~/.zfunc/_drip, ~/.config/fish/completions/drip.fish",
             "Where the scripts usually go.",
+        )],
+        see_also: SEE_ALSO,
+    },
+    Page {
+        command: "help",
+        description: &[
+            "Shows the manual of drip (no COMMAND) or of one command. When man(1) is installed and finds the page drip-COMMAND (the pages of man/ copied where man looks, or MANPATH naming a folder that holds man1/), it runs man on it; else it prints the same sections as plain text on stdout: NAME, SYNOPSIS, DESCRIPTION, OPTIONS (as --help shows them), EXAMPLES, EXIT STATUS, ENVIRONMENT, FILES and SEE ALSO.",
+        ],
+        examples: &[
+            Example {
+                what: "the manual of drip audit",
+                run: "drip help audit",
+                status: 0,
+            },
+            Example {
+                what: "every command's exit statuses, without a pager",
+                run: "for c in pace audit; do drip help $c | sed -n '/^EXIT/,/^ENV/p'; done",
+                status: 0,
+            },
+            Example {
+                what: "drip's own page: the commands, and where to start",
+                run: "drip help",
+                status: 0,
+            },
+        ],
+        exit_status: &[
+            ("0", "the manual was shown"),
+            ("2", "an unknown command, or stdout cannot be written"),
+            ("N", "man's exit status, when man showed the page"),
+        ],
+        environment: &[
+            ("PATH", "Where man is looked for."),
+            (
+                "MANPATH, MANPAGER, MANWIDTH",
+                "Read by man: where the pages are, the pager, the width.",
+            ),
+        ],
+        files: &[(
+            "man/drip.1, man/drip-COMMAND.1",
+            "The pages, in the source tree; install them with: install -m 644 man/*.1 /usr/local/share/man/man1/",
         )],
         see_also: SEE_ALSO,
     },
