@@ -13,9 +13,28 @@ pub use crate::ingest::log::InputFormat;
 use crate::ingest::log::key::KeyShape;
 use anyhow::{Result, anyhow, bail};
 
+/// The headings options are grouped under in `-h`, `--help` and the man
+/// pages. A new flag names one with `help_heading = heading::X` in its
+/// `#[arg(...)]`; a heading's place in a command is where its first flag is.
+pub mod heading {
+    pub const POLICIES: &str = "Policies";
+    pub const NGINX: &str = "nginx";
+    pub const THRESHOLDS: &str = "Thresholds";
+    pub const TARGETS: &str = "Targets";
+    pub const SIZING: &str = "Sizing";
+    pub const COMMANDS: &str = "Commands";
+    pub const OUTPUT: &str = "Output";
+    pub const INPUT: &str = "Input";
+    pub const SHARING: &str = "Sharing";
+    pub const CONTROL: &str = "Control";
+    pub const REPLAY: &str = "Replay";
+}
+use heading::*;
+
 /// Pace traffic and audit rate limits, exactly.
 #[derive(Debug, Parser)]
-#[command(name = "drip", version, about, long_about = None, propagate_version = true)]
+#[command(name = "drip", version, about, long_about = None, propagate_version = true,
+          disable_help_subcommand = true)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
@@ -25,37 +44,45 @@ pub struct Cli {
 #[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Release stdin lines to stdout at a fixed rate, evenly spaced.
+    /// Send lines on at a fixed rate, or run a command per line.
     Pace(PaceArgs),
     /// Replay timestamped request logs through rate-limit policies.
     Audit(AuditArgs),
-    /// Wait for one slot of a shared schedule, then exit 0 or run a command.
+    /// Take a slot of a shared schedule, then exit 0 or run a command.
     Gate(GateArgs),
     /// Find the smallest limit that real traffic needs, from its log.
     Size(SizeArgs),
     /// Print a shell completion script to stdout.
     Completions(CompletionsArgs),
+    /// Show the manual of drip or of a command (man, else plain text).
+    Help(HelpArgs),
 }
 
 #[derive(Debug, Args)]
 pub struct GateArgs {
-    /// Slots per period, as every process sharing the schedule gives it: 5/s, 300/min.
-    #[arg(long, short, value_parser = rate_arg)]
+    /// Slots per period: 5/s, 300/min.
+    ///
+    /// As every process sharing the schedule gives it.
+    #[arg(long, short, value_parser = rate_arg, help_heading = POLICIES)]
     pub rate: Rate,
-    /// Slots that may be reserved ahead, as the schedule's pacers give it (default 0).
-    #[arg(long, short, default_value_t = 0, value_name = "N")]
+    /// Slots that may be reserved ahead.
+    ///
+    /// As the schedule's pacers give it (default 0).
+    #[arg(long, short, default_value_t = 0, value_name = "N", help_heading = POLICIES)]
     pub burst: u64,
-    /// Exit 3 at once when the wait for a slot would be longer than this.
-    #[arg(long, value_parser = duration_arg, value_name = "DUR")]
-    pub max_wait: Option<Nanos>,
-    /// Say how long the gate waited, in seconds: on stdout, or on stderr
-    /// when a command runs.
-    #[arg(long)]
-    pub print_wait: bool,
     #[command(flatten)]
     pub share: ShareArgs,
-    /// The command to run when the slot comes (after '--'); its exit status
-    /// is the gate's.
+    /// Say how long the gate waited, in seconds.
+    ///
+    /// On stdout, or on stderr when a command runs.
+    #[arg(long, help_heading = OUTPUT)]
+    pub print_wait: bool,
+    /// Exit 3 at once when the wait for a slot would be longer than this.
+    #[arg(long, value_parser = duration_arg, value_name = "DUR", help_heading = CONTROL)]
+    pub max_wait: Option<Nanos>,
+    /// The command to run at the slot (after --).
+    ///
+    /// Its exit status is the gate's.
     #[arg(last = true, value_name = "CMD")]
     pub command: Vec<std::ffi::OsString>,
 }
@@ -65,6 +92,13 @@ pub struct CompletionsArgs {
     /// The shell to complete in.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+#[derive(Debug, Args)]
+pub struct HelpArgs {
+    /// The command whose manual to show (none: drip's own).
+    #[arg(value_parser = ["pace", "audit", "gate", "size", "completions", "help"])]
+    pub command: Option<String>,
 }
 
 fn rate_arg(s: &str) -> Result<Rate, String> {
@@ -133,30 +167,34 @@ pub enum OnShareError {
 /// Sharing one schedule between processes (pace and gate).
 #[derive(Debug, Args)]
 pub struct ShareArgs {
-    /// Share one schedule with other drip processes: a state file on this
-    /// host (PATH), or redis://[user:pass@]host[:port][/db][#NAME] across
-    /// hosts (also rediss://, redis+unix:///path.sock). Default: the
-    /// environment's DRIP_SHARE (empty counts as unset); 'none' shares
-    /// nothing, whatever DRIP_SHARE says.
-    #[arg(long, value_name = "PATH|URL|none")]
+    /// Share via a state file or redis://HOST/0.
+    ///
+    /// A state file on this host (PATH), or
+    /// redis://[user:pass@]host[:port][/db][#NAME] across hosts (also rediss://,
+    /// redis+unix:///path.sock). Default: the environment's DRIP_SHARE (empty
+    /// counts as unset); 'none' shares nothing, whatever DRIP_SHARE says.
+    #[arg(long, value_name = "PATH|URL|none", help_heading = SHARING)]
     pub share: Option<std::ffi::OsString>,
+    /// The shared schedule's name.
+    ///
     /// The schedule's name in Redis (the key is drip:{NAME}). Default: the
     /// environment's DRIP_SHARE_KEY. Without --share: this user's schedule
     /// NAME on this host (a state file under $XDG_RUNTIME_DIR or a private
     /// folder in the temporary folder).
-    #[arg(long, value_name = "NAME")]
+    #[arg(long, value_name = "NAME", help_heading = SHARING)]
     pub share_key: Option<String>,
     /// When the shared schedule cannot be reached: wait, fail, or local.
-    #[arg(long, value_enum, default_value_t = OnShareError::Wait)]
+    #[arg(long, value_enum, default_value_t = OnShareError::Wait, help_heading = SHARING, hide_short_help = true)]
     pub on_share_error: OnShareError,
     /// Under --on-share-error wait, give up after this long unreachable (0: never).
-    #[arg(long, value_parser = duration_arg, default_value = "30s", value_name = "DUR")]
+    #[arg(long, value_parser = duration_arg, default_value = "30s", value_name = "DUR",
+          help_heading = SHARING, hide_short_help = true)]
     pub share_timeout: Nanos,
     /// Under --on-share-error local, this process's own rate meanwhile.
-    #[arg(long, value_parser = rate_arg, value_name = "RATE")]
+    #[arg(long, value_parser = rate_arg, value_name = "RATE", help_heading = SHARING, hide_short_help = true)]
     pub fallback_rate: Option<Rate>,
     /// Use a state file on a network filesystem (NFS, SMB) anyway, with a warning.
-    #[arg(long)]
+    #[arg(long, help_heading = SHARING, hide_short_help = true)]
     pub share_allow_network_fs: bool,
 }
 
@@ -172,112 +210,133 @@ pub struct PaceArgs {
     /// Files to read in order, as cat does ('-' is stdin; none: stdin).
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
-    /// Lines per period: 5/s, 300/min, 2/h, 1/200ms, 0.5/s, 10k/s, or 10 (= 10/s).
-    #[arg(long, short, value_parser = rate_arg)]
+    /// Lines per period: 5/s, 300/min, 1/200ms, 10 (= 10/s).
+    ///
+    /// Also 2/h, 0.5/s, 10k/s: any count over any length.
+    #[arg(long, short, value_parser = rate_arg, help_heading = POLICIES)]
     pub rate: Option<Rate>,
-    /// Lines allowed to wait in the backlog (default 0: a line is read when it can go).
-    #[arg(long, short, conflicts_with = "max_wait", value_name = "N")]
+    /// Lines allowed to wait in the backlog (default 0).
+    ///
+    /// With 0, a line is read when it can go.
+    #[arg(long, short, conflicts_with = "max_wait", value_name = "N", help_heading = POLICIES)]
     pub burst: Option<u64>,
     /// Longest a line may wait instead of a --burst count (500ms, 2s, 1m).
-    #[arg(long, value_parser = duration_arg, value_name = "DUR")]
+    #[arg(long, value_parser = duration_arg, value_name = "DUR", help_heading = POLICIES, hide_short_help = true)]
     pub max_wait: Option<Nanos>,
-    /// When the backlog is full: block reading, drop the line, or fail.
-    #[arg(long, value_enum, default_value_t = OnFull::Block)]
-    pub on_full: OnFull,
-    /// Write dropped lines, and the unsent backlog when the run stops early, to FILE.
-    #[arg(long, value_name = "FILE")]
-    pub rejects: Option<PathBuf>,
-    /// Any audit policy spec instead of the shaper (e.g. token-bucket:rate=5/s,burst=10).
-    #[arg(long, short, conflicts_with_all = ["rate", "burst", "max_wait"], value_name = "SPEC")]
+    /// Any audit policy spec instead of the shaper.
+    ///
+    /// For example token-bucket:rate=5/s,burst=10.
+    #[arg(long, short, conflicts_with_all = ["rate", "burst", "max_wait"], value_name = "SPEC",
+          help_heading = POLICIES)]
     pub policy: Option<String>,
-    /// Records are separated by NUL bytes instead of newlines.
-    #[arg(short = '0', long = "null")]
-    pub null: bool,
-    /// Prefix each released line with its release time and a tab.
-    #[arg(long, value_enum)]
-    pub stamp: Option<Stamp>,
-    /// Print a summary to stderr at exit (text or json).
-    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "text")]
-    pub stats: Option<StatsFormat>,
-    /// Show a progress line on stderr (default when stderr is a terminal).
-    #[arg(long, overrides_with = "no_progress")]
-    pub progress: bool,
-    /// Never show a progress line.
-    #[arg(long)]
-    pub no_progress: bool,
+    /// When the backlog is full: block reading, drop the line, or fail.
+    #[arg(long, value_enum, default_value_t = OnFull::Block, help_heading = POLICIES,
+          hide_short_help = true)]
+    pub on_full: OnFull,
     /// After a stall, send late lines at once to restore the long-run schedule
     /// (default: the schedule moves, and lines resume at the rate).
-    #[arg(long)]
+    #[arg(long, help_heading = POLICIES, hide_short_help = true)]
     pub catch_up: bool,
-    /// Pace each key separately; the key is REGEX's first capture group (or its
-    /// whole match), e.g. '^https?://([^/:]+)'. Members with key=none stay global.
-    #[arg(long, value_name = "REGEX", conflicts_with = "key_field")]
+    /// Pace per key: REGEX's first group is the key.
+    ///
+    /// The key is REGEX's first capture group (or its whole match), e.g.
+    /// '^https?://([^/:]+)'. Members with key=none stay global.
+    #[arg(long, value_name = "REGEX", conflicts_with = "key_field", help_heading = POLICIES)]
     pub key: Option<String>,
     /// Pace each key separately; the key is field N (1 is the first), split by --field-sep.
-    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..),
+          help_heading = POLICIES, hide_short_help = true)]
     pub key_field: Option<u64>,
-    /// Pace each key separately; the key is the value at PATH (dotted:
-    /// request.customer) of each JSON line, whatever its spacing and key order.
-    #[arg(long, value_name = "PATH", conflicts_with_all = ["key", "key_field"])]
+    /// Pace per key: the JSON value at PATH (a.b).
+    ///
+    /// PATH is dotted (request.customer); the value is found in each JSON
+    /// line whatever its spacing and key order.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["key", "key_field"], help_heading = POLICIES)]
     pub key_json: Option<String>,
     /// The separator for --key-field: one character, or 'tab' (default: runs of spaces and tabs).
-    #[arg(long, value_name = "C", requires = "key_field")]
+    #[arg(long, value_name = "C", requires = "key_field", help_heading = POLICIES, hide_short_help = true)]
     pub field_sep: Option<String>,
     /// With a key: lines leave in input order, each waiting for the lines ahead of it
     /// (default: in order of release, so a line for an idle key overtakes a busy key's).
-    #[arg(long)]
+    #[arg(long, help_heading = POLICIES, hide_short_help = true)]
     pub keep_order: bool,
     /// With a key: the most lines held at once across keys, waiting or scheduled;
     /// at the bound reading stops (--on-full block) or --on-full applies.
-    #[arg(long, value_name = "N", default_value_t = 100_000)]
+    #[arg(long, value_name = "N", default_value_t = 100_000, help_heading = POLICIES,
+          hide_short_help = true)]
     pub max_pending: usize,
     #[command(flatten)]
+    pub run: RunArgs,
+    /// Write dropped and unsent lines to FILE.
+    ///
+    /// The lines dropped, and the unsent backlog when the run stops early,
+    /// each as it came: a rerun on FILE resumes.
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT)]
+    pub rejects: Option<PathBuf>,
+    /// Print a summary on stderr: text or json.
+    #[arg(long, value_enum, num_args = 0..=1, default_missing_value = "text", help_heading = OUTPUT, hide_possible_values = true)]
+    pub stats: Option<StatsFormat>,
+    /// Prefix each released line with its release time and a tab.
+    #[arg(long, value_enum, help_heading = OUTPUT, hide_short_help = true)]
+    pub stamp: Option<Stamp>,
+    /// Show a progress line on stderr (default when stderr is a terminal).
+    #[arg(long, overrides_with = "no_progress", help_heading = OUTPUT, hide_short_help = true)]
+    pub progress: bool,
+    /// Never show a progress line.
+    #[arg(long, help_heading = OUTPUT, hide_short_help = true)]
+    pub no_progress: bool,
+    /// Records are separated by NUL bytes instead of newlines.
+    #[arg(short = '0', long = "null", help_heading = INPUT, hide_short_help = true)]
+    pub null: bool,
+    #[command(flatten)]
     pub share: ShareArgs,
-    /// Read live commands from the FIFO at PATH (created if absent): pause DUR,
-    /// pause, resume, rate R, burst N, stats.
-    #[arg(long, value_name = "PATH")]
-    pub control: Option<PathBuf>,
     #[command(flatten)]
     pub replay: ReplayArgs,
-    #[command(flatten)]
-    pub run: RunArgs,
+    /// Read live commands from the FIFO at PATH (created if absent): pause DUR,
+    /// pause, resume, rate R, burst N, stats.
+    #[arg(long, value_name = "PATH", help_heading = CONTROL, hide_short_help = true)]
+    pub control: Option<PathBuf>,
 }
 
 /// `pace -- COMMAND`: one command started per record at its slot.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// With a command: at most N commands run at once; at the cap the
-    /// schedule waits, then moves on without a burst (default 64).
+    /// With a command: at most N at once.
+    ///
+    /// At the cap the schedule waits, then moves on without a burst.
     #[arg(long, short = 'j', value_name = "N", default_value_t = 64,
-          value_parser = clap::value_parser!(u64).range(1..), requires = "command")]
+          value_parser = clap::value_parser!(u64).range(1..), requires = "command", help_heading = COMMANDS)]
     pub jobs: u64,
     /// With a command: prefix each line it prints with its record and a tab.
-    #[arg(long, requires = "command")]
+    #[arg(long, requires = "command", help_heading = COMMANDS, hide_short_help = true)]
     pub tag: bool,
-    /// With a command: write each record whose command failed (after its
-    /// retries) to FILE, as it came; a rerun on FILE retries only those.
-    #[arg(long, value_name = "FILE", requires = "command")]
+    /// With a command: write the records that failed to FILE.
+    ///
+    /// Each record whose command failed (after its retries), as it came; a
+    /// rerun on FILE retries only those.
+    #[arg(long, value_name = "FILE", requires = "command", help_heading = COMMANDS)]
     pub failed: Option<PathBuf>,
     /// With a command: run a failed command again up to N times, each in a
     /// slot of its own after a backoff (--retry-delay, doubled each time).
-    #[arg(long, value_name = "N", default_value_t = 0, requires = "command")]
+    #[arg(long, value_name = "N", default_value_t = 0, requires = "command", help_heading = COMMANDS, hide_short_help = true)]
     pub retry: u32,
     /// The exit statuses that are retried, e.g. 75 or 1-125,137 (default: any failure).
-    #[arg(long, value_name = "CODES", requires = "retry", value_parser = codes_arg)]
+    #[arg(long, value_name = "CODES", requires = "retry", value_parser = codes_arg, help_heading = COMMANDS, hide_short_help = true)]
     pub retry_on: Option<Codes>,
     /// The backoff before the first retry; each further retry waits twice as long.
-    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "1s", requires = "retry")]
+    #[arg(long, value_name = "DUR", value_parser = duration_arg, default_value = "1s", requires = "retry", help_heading = COMMANDS, hide_short_help = true)]
     pub retry_delay: Nanos,
     /// With a command: an exit status meaning "rate limited" (a wrapper turns
     /// HTTP 429 into it): it pauses the whole schedule for --pause-for.
-    #[arg(long, value_name = "CODES", value_parser = codes_arg, requires = "command")]
+    #[arg(long, value_name = "CODES", value_parser = codes_arg, requires = "command", help_heading = COMMANDS, hide_short_help = true)]
     pub pause_on: Option<Codes>,
     /// How long --pause-on pauses the schedule.
-    #[arg(long, value_name = "DUR", value_parser = positive_duration_arg, default_value = "10s", requires = "pause_on")]
+    #[arg(long, value_name = "DUR", value_parser = positive_duration_arg, default_value = "10s", requires = "pause_on", help_heading = COMMANDS, hide_short_help = true)]
     pub pause_for: Nanos,
-    /// The command started for each record (after '--'): '{}' in its
-    /// arguments is replaced by the record, else the record is its last
-    /// argument. Run directly, never through a shell.
+    /// The command to start per record (after --).
+    ///
+    /// '{}' in its arguments is replaced by the record, else the record is
+    /// its last argument. Run directly, never through a shell.
     #[arg(last = true, value_name = "COMMAND")]
     pub command: Vec<std::ffi::OsString>,
 }
@@ -314,20 +373,22 @@ fn codes_arg(s: &str) -> Result<Codes, String> {
 /// what they mean for `audit`.
 #[derive(Debug, Args)]
 pub struct ReplayArgs {
-    /// Release each line at its logged time's offset from the first line's
+    /// Send each line at its logged time (--speed: faster).
+    ///
+    /// Each line leaves at its logged time's offset from the first line's
     /// (divided by --speed), instead of at a rate.
-    #[arg(long, conflicts_with_all = ["rate", "policy", "burst", "max_wait", "key", "key_field", "key_json", "keep_order", "null", "catch_up"])]
+    #[arg(long, conflicts_with_all = ["rate", "policy", "burst", "max_wait", "key", "key_field", "key_json", "keep_order", "null", "catch_up"], help_heading = REPLAY, hide_short_help = true)]
     pub replay: bool,
     /// Replay this many times faster (10, 1000, 0.5).
-    #[arg(long, default_value = "1", value_name = "X", requires = "replay")]
+    #[arg(long, default_value = "1", value_name = "X", requires = "replay", help_heading = REPLAY, hide_short_help = true)]
     pub speed: String,
     /// Never wait longer than DUR between two lines (real time); the time cut
     /// out is cut from everything after.
-    #[arg(long, value_parser = positive_duration_arg, value_name = "DUR", requires = "replay")]
+    #[arg(long, value_parser = positive_duration_arg, value_name = "DUR", requires = "replay", help_heading = REPLAY, hide_short_help = true)]
     pub max_gap: Option<Nanos>,
     /// The timestamp column: header name, 0-based index, or field name
     /// (default: ts, time, timestamp, ...); DATE,TIME joins two with a space.
-    #[arg(long, value_name = "NAME|INDEX", requires = "replay")]
+    #[arg(long, value_name = "NAME|INDEX", requires = "replay", help_heading = REPLAY, hide_short_help = true)]
     pub time_column: Option<String>,
     /// auto, rfc3339, epoch-s, epoch-ms, epoch-us, epoch-ns, clf, or a strftime pattern.
     #[arg(
@@ -335,31 +396,31 @@ pub struct ReplayArgs {
         default_value = "auto",
         value_name = "FORMAT",
         requires = "replay"
-    )]
+    , help_heading = REPLAY, hide_short_help = true)]
     pub time_format: String,
     /// How lines are written (default: detected from the first lines; a byte
     /// order mark and blank lines are skipped).
-    #[arg(long, value_enum, default_value_t = InputFormat::Auto, value_name = "FORMAT", requires = "replay")]
+    #[arg(long, value_enum, default_value_t = InputFormat::Auto, value_name = "FORMAT", requires = "replay", help_heading = REPLAY, hide_short_help = true)]
     pub input_format: InputFormat,
     /// An nginx log_format string or an Apache LogFormat string (told by its
     /// % directives), for --input-format nginx.
-    #[arg(long, value_name = "FORMAT", requires = "replay")]
+    #[arg(long, value_name = "FORMAT", requires = "replay", help_heading = REPLAY, hide_short_help = true)]
     pub log_format: Option<String>,
     /// Time zone of timestamps written without a UTC offset (Europe/Paris, UTC, +02:00).
-    #[arg(long, value_name = "ZONE", requires = "replay")]
+    #[arg(long, value_name = "ZONE", requires = "replay", help_heading = REPLAY, hide_short_help = true)]
     pub tz: Option<String>,
     /// CSV field delimiter: one character, or 'tab' (default ',', or tab
     /// when the first line has tabs and no commas).
-    #[arg(long, value_name = "C", requires = "replay")]
+    #[arg(long, value_name = "C", requires = "replay", help_heading = REPLAY, hide_short_help = true)]
     pub delimiter: Option<String>,
     /// The first CSV line is data; name the time column by 0-based index.
-    #[arg(long, requires = "replay")]
+    #[arg(long, requires = "replay", help_heading = REPLAY, hide_short_help = true)]
     pub no_header: bool,
     /// Sort lines at most this much out of order (log time).
-    #[arg(long, value_parser = duration_arg, default_value = "5s", value_name = "DUR", requires = "replay")]
+    #[arg(long, value_parser = duration_arg, default_value = "5s", value_name = "DUR", requires = "replay", help_heading = REPLAY, hide_short_help = true)]
     pub reorder_window: Nanos,
     /// Not for pace: --replay reads one log from stdin, so there are no files to merge.
-    #[arg(long, requires = "replay")]
+    #[arg(long, requires = "replay", help_heading = REPLAY, hide_short_help = true)]
     pub merge: bool,
 }
 
@@ -378,55 +439,60 @@ pub enum Format {
 /// command that reads request logs.
 #[derive(Debug, Args)]
 pub struct InputArgs {
-    /// Logs (plain or .gz), read in order as one log; '-' or none for stdin.
+    /// Logs (plain or .gz), read as one log; none or '-': stdin.
+    ///
     /// Each once: a file given twice is refused.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
+    /// The key column: one bucket per key.
+    ///
+    /// Header name or 0-based index. Without it, one global bucket. A,B
+    /// joins several columns into one key (a route and a client).
+    #[arg(long, value_name = "NAME|INDEX", help_heading = POLICIES, display_order = 1)]
+    pub key_column: Option<String>,
     /// How the lines are written (auto: from the first lines; see --log-format for
     /// nginx log_format and Apache LogFormat strings).
-    #[arg(long, value_enum, default_value_t = InputFormat::Auto, value_name = "FORMAT")]
+    #[arg(long, value_enum, default_value_t = InputFormat::Auto, value_name = "FORMAT", help_heading = INPUT, hide_short_help = true)]
     pub input_format: InputFormat,
+    /// The time column (default: ts, time, ...).
+    ///
+    /// Header name or 0-based index; DATE,TIME joins a date and a time
+    /// column with a space.
+    #[arg(long, value_name = "NAME|INDEX", help_heading = INPUT)]
+    pub time_column: Option<String>,
     /// An nginx log_format string as in nginx.conf, e.g.
     /// '$remote_addr [$time_local] "$request" $status $request_time', or an Apache
     /// LogFormat string, e.g. '%h %l %u %t "%r" %>s %b %D' (%D is request_time_us);
     /// implies --input-format nginx.
-    #[arg(long, value_name = "FORMAT")]
+    #[arg(long, value_name = "FORMAT", help_heading = INPUT, hide_short_help = true)]
     pub log_format: Option<String>,
+    /// The cost column (a positive whole number per row; default 1).
+    #[arg(long, value_name = "NAME|INDEX", help_heading = INPUT, hide_short_help = true)]
+    pub cost_column: Option<String>,
     /// A request's duration (seconds, e.g. request_time; ms or µs when its name
     /// ends in _ms, _us or _micros), subtracted from the time column's completion
     /// time to replay arrival times.
-    #[arg(long, value_name = "NAME|INDEX")]
+    #[arg(long, value_name = "NAME|INDEX", help_heading = INPUT, hide_short_help = true)]
     pub duration_column: Option<String>,
-    /// The timestamp column: header name or 0-based index (default: ts, time, timestamp, ...);
-    /// DATE,TIME joins a date and a time column with a space.
-    #[arg(long, value_name = "NAME|INDEX")]
-    pub time_column: Option<String>,
     /// auto, rfc3339, epoch-s, epoch-ms, epoch-us, epoch-ns, clf, or a strftime pattern.
-    #[arg(long, default_value = "auto", value_name = "FORMAT")]
+    #[arg(long, default_value = "auto", value_name = "FORMAT", help_heading = INPUT, hide_short_help = true)]
     pub time_format: String,
-    /// The key column (one bucket per key); without it, one global bucket.
-    /// A,B joins several columns into one key (a route and a client).
-    #[arg(long, value_name = "NAME|INDEX")]
-    pub key_column: Option<String>,
-    /// Count addresses in keys by network: IPv4 by /V4, IPv6 by /V6 (e.g. 24,64).
-    #[arg(long, value_name = "V4[,V6]")]
-    pub key_prefix: Option<String>,
-    /// The cost column (a positive whole number per row; default 1).
-    #[arg(long, value_name = "NAME|INDEX")]
-    pub cost_column: Option<String>,
-    /// Field delimiter: one character, or 'tab' (default: ',', or tab for .tsv files
-    /// and when the first line has tabs and no commas).
-    #[arg(long, short, value_name = "C")]
-    pub delimiter: Option<String>,
     /// Time zone of timestamps written without a UTC offset: an IANA name
     /// (Europe/Paris), UTC, or an offset (+02:00). Default: UTC, with a note.
-    #[arg(long, value_name = "ZONE")]
+    #[arg(long, value_name = "ZONE", help_heading = INPUT, hide_short_help = true)]
     pub tz: Option<String>,
+    /// Count addresses in keys by network: IPv4 by /V4, IPv6 by /V6 (e.g. 24,64).
+    #[arg(long, value_name = "V4[,V6]", help_heading = INPUT, hide_short_help = true)]
+    pub key_prefix: Option<String>,
     /// Key values `host:port` or `[v6]:port` (ALB, HAProxy, Envoy) count without the port.
-    #[arg(long)]
+    #[arg(long, help_heading = INPUT, hide_short_help = true)]
     pub strip_port: bool,
+    /// Field delimiter: one character, or 'tab' (default: ',', or tab for .tsv files
+    /// and when the first line has tabs and no commas).
+    #[arg(long, short, value_name = "C", help_heading = INPUT, hide_short_help = true)]
+    pub delimiter: Option<String>,
     /// The first row is data; name columns by 0-based index.
-    #[arg(long)]
+    #[arg(long, help_heading = INPUT, hide_short_help = true)]
     pub no_header: bool,
     /// Re-sort rows that are at most this much out of order. Default: 5s for
     /// CSV; 60s for access-log lines (combined, common, nginx, ALB, W3C, JSON
@@ -434,21 +500,21 @@ pub struct InputArgs {
     /// late by up to its duration (60s: the default request timeouts of
     /// Apache, nginx and AWS load balancers). A row later than the window
     /// stops the run with the window the whole log needs.
-    #[arg(long, value_parser = duration_arg, value_name = "DUR")]
+    #[arg(long, value_parser = duration_arg, value_name = "DUR", help_heading = INPUT, hide_short_help = true)]
     pub reorder_window: Option<Nanos>,
     /// The files cover the same period (one per server): read each in time
     /// order, within --reorder-window, and merge them by time into one log
     /// (ties: file order, then line order), instead of one after another.
-    #[arg(long)]
+    #[arg(long, help_heading = INPUT, hide_short_help = true)]
     pub merge: bool,
     /// Skip and count rows that cannot be read instead of failing.
-    #[arg(long)]
+    #[arg(long, help_heading = INPUT, hide_short_help = true)]
     pub skip_bad: bool,
     /// The longest line read: a longer one (a file without line ends,
     /// binary data) is never held in memory. A CSV line stops the run with
     /// its line number; an access-log line is a bad line, which --skip-bad
     /// skips and counts. Bytes, or K, M, G (powers of 1024).
-    #[arg(long, default_value = "1M", value_name = "SIZE")]
+    #[arg(long, default_value = "1M", value_name = "SIZE", help_heading = INPUT, hide_short_help = true)]
     pub max_line: String,
 }
 
@@ -456,10 +522,10 @@ pub struct InputArgs {
 #[derive(Debug, Args)]
 pub struct ProgressArgs {
     /// Show a progress bar on stderr (default when stderr is a terminal).
-    #[arg(long, overrides_with = "no_progress")]
+    #[arg(long, overrides_with = "no_progress", help_heading = OUTPUT, hide_short_help = true)]
     pub progress: bool,
     /// Never show a progress bar.
-    #[arg(long)]
+    #[arg(long, help_heading = OUTPUT, hide_short_help = true)]
     pub no_progress: bool,
 }
 
@@ -476,161 +542,199 @@ impl ProgressArgs {
 
 #[derive(Debug, Args)]
 pub struct AuditArgs {
-    /// A policy spec (repeatable): NAME[:PARAM=VALUE,...], '+' for a stack.
-    #[arg(long = "policy", short = 'p', value_name = "SPEC")]
+    /// A policy spec: NAME[:PARAM=VALUE,...].
+    ///
+    /// '+' joins a stack: admitted only if every member admits, delayed by
+    /// the largest member delay. label=NAME names it in reports.
+    #[arg(long = "policy", short = 'p', value_name = "SPEC", help_heading = POLICIES)]
     pub policies: Vec<String>,
-    /// A file of policy specs, one per line, '#' comments allowed.
-    #[arg(long = "policies", value_name = "FILE")]
+    /// A file of policy specs, one per line.
+    ///
+    /// '#' starts a comment.
+    #[arg(long = "policies", value_name = "FILE", help_heading = POLICIES)]
     pub policies_file: Option<PathBuf>,
-    #[command(flatten)]
-    pub input: InputArgs,
-    /// Report format.
-    #[arg(long, short, value_enum, default_value_t = Format::Table)]
-    pub format: Format,
-    /// Add per-interval rows (arrived, sent, dropped, level) of this length.
-    #[arg(long, value_parser = positive_duration_arg, value_name = "DUR")]
-    pub timeline: Option<Nanos>,
-    /// Draw the timeline to FILE.svg: a panel per policy, per --timeline interval
-    /// (or about 200-600 intervals over the log's span).
-    #[arg(long, value_name = "FILE.svg")]
-    pub plot: Option<PathBuf>,
-    /// Keys listed per policy, most drops first.
-    #[arg(long, default_value_t = 10, value_name = "N")]
-    pub top: usize,
-    /// Write one CSV row per (row, policy) decision to FILE ('-': to stdout, instead of the report).
-    #[arg(long, value_name = "FILE")]
-    pub decisions: Option<PathBuf>,
-    /// Fail (exit 1) when a policy drops more than PCT percent: PCT or LABEL=PCT.
-    #[arg(long, value_name = "[LABEL=]PCT")]
-    pub max_drop_rate: Vec<String>,
-    /// Fail (exit 1) when a policy drops more than N requests: N or LABEL=N.
-    #[arg(long, value_name = "[LABEL=]N")]
-    pub max_drops: Vec<String>,
-    /// Fail (exit 1) when a request waits longer than DUR: DUR or LABEL=DUR.
-    #[arg(long, value_name = "[LABEL=]DUR")]
-    pub max_wait: Vec<String>,
-    /// An nginx.conf to audit as nginx applies it: its limit_req_zone,
-    /// limit_req, map and location blocks, each row routed by its URI.
-    /// Repeatable: each config is one policy in the report.
-    #[arg(long, value_name = "FILE")]
+    /// An nginx.conf, audited as nginx applies it.
+    ///
+    /// Its limit_req_zone, limit_req, map and location blocks, each row
+    /// routed by its URI. Repeatable: each config is one policy in the report.
+    #[arg(long, value_name = "FILE", help_heading = NGINX)]
     pub nginx_conf: Vec<PathBuf>,
+    /// Check drip against the status logged in FIELD.
+    ///
+    /// Compares each row's emulated $limit_req_status with the logged one.
+    #[arg(long, value_name = "FIELD", requires = "nginx_conf", help_heading = NGINX)]
+    pub verify_column: Option<String>,
     /// Send every row to this location of the config (e.g. '/api/', '= /login',
     /// '~* \.php$') instead of routing by URI.
-    #[arg(long, value_name = "PATH", requires = "nginx_conf")]
+    #[arg(long, value_name = "PATH", requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
     pub nginx_location: Option<String>,
     /// Read nginx variable NAME from log field FIELD (repeatable), e.g.
     /// remote_addr=client_ip or uri=path.
-    #[arg(long, value_name = "NAME=FIELD", requires = "nginx_conf")]
+    #[arg(long, value_name = "NAME=FIELD", requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
     pub nginx_var: Vec<String>,
-    /// Compare each row's emulated $limit_req_status with the one logged in FIELD.
-    #[arg(long, value_name = "FIELD", requires = "nginx_conf")]
-    pub verify_column: Option<String>,
-    /// Stop when an include of the nginx.conf names no file (by default
-    /// it is read as empty, and the report says so).
-    #[arg(long, requires = "nginx_conf")]
-    pub strict_includes: bool,
-    /// Fail (exit 1) when a location with limit_req matched no row of the
-    /// log: what was not tested is not passed.
-    #[arg(long, requires = "nginx_conf")]
-    pub fail_untested: bool,
     /// URIs (a regex on the path) of files that exist: `try_files … @name`
     /// serves them itself. Other rows of such a location go to @name: the
     /// log cannot say whether the file existed.
-    #[arg(long = "static", value_name = "REGEX", requires = "nginx_conf")]
+    #[arg(long = "static", value_name = "REGEX", requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
     pub static_files: Option<String>,
-    /// Fail (exit 1) when more than PCT percent of verified rows disagree.
-    #[arg(long, value_name = "PCT", default_value = "0")]
-    pub max_disagree: String,
-    /// Compare each policy after the first with the first, row by row: requests
-    /// newly dropped and admitted, keys newly hurt and relieved.
-    #[arg(long)]
-    pub compare: bool,
+    /// Stop when an include of the nginx.conf names no file (by default
+    /// it is read as empty, and the report says so).
+    #[arg(long, requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
+    pub strict_includes: bool,
+    /// Fail (exit 1) above PCT % dropped (1 = 1 %).
+    ///
+    /// PCT is a percentage: 1 means 1 % of the requests, 0.01 means one in
+    /// ten thousand. LABEL=PCT applies to one policy.
+    #[arg(long, value_name = "[LABEL=]PCT", help_heading = THRESHOLDS)]
+    pub max_drop_rate: Vec<String>,
+    /// Fail (exit 1) when a request waits over DUR.
+    ///
+    /// DUR or LABEL=DUR.
+    #[arg(long, value_name = "[LABEL=]DUR", help_heading = THRESHOLDS)]
+    pub max_wait: Vec<String>,
+    /// Fail (exit 1) when a policy drops more than N requests: N or LABEL=N.
+    #[arg(long, value_name = "[LABEL=]N", help_heading = THRESHOLDS, hide_short_help = true)]
+    pub max_drops: Vec<String>,
     /// Fail (exit 1) when a policy drops requests of more than N keys (or
     /// PCT% of the keys): N, PCT% or LABEL=N.
-    #[arg(long, value_name = "[LABEL=]N|PCT%")]
+    #[arg(long, value_name = "[LABEL=]N|PCT%", help_heading = THRESHOLDS, hide_short_help = true)]
     pub max_keys_hurt: Vec<String>,
+    /// Fail (exit 1) when more than PCT percent of verified rows disagree.
+    #[arg(long, value_name = "PCT", default_value = "0", help_heading = THRESHOLDS, hide_short_help = true)]
+    pub max_disagree: String,
+    /// Fail (exit 1) when a location with limit_req matched no row of the
+    /// log: what was not tested is not passed.
+    #[arg(long, requires = "nginx_conf", help_heading = THRESHOLDS, hide_short_help = true)]
+    pub fail_untested: bool,
     /// With --compare: fail (exit 1) when a policy drops more than N rows
     /// (or PCT% of the rows) that the first policy admitted.
-    #[arg(long, value_name = "[LABEL=]N|PCT%", requires = "compare")]
+    #[arg(long, value_name = "[LABEL=]N|PCT%", requires = "compare", help_heading = THRESHOLDS, hide_short_help = true)]
     pub max_newly_dropped: Vec<String>,
     /// With --compare: fail (exit 1) when more than N keys (or PCT% of the
     /// keys) see drops under a policy and none under the first.
-    #[arg(long, value_name = "[LABEL=]N|PCT%", requires = "compare")]
+    #[arg(long, value_name = "[LABEL=]N|PCT%", requires = "compare", help_heading = THRESHOLDS, hide_short_help = true)]
     pub max_keys_newly_hurt: Vec<String>,
+    /// Report: table (default), json, csv, markdown, html.
+    ///
+    /// html is one self-contained file: the tables and the timeline plot
+    /// inline.
+    #[arg(long, short, value_enum, default_value_t = Format::Table, help_heading = OUTPUT,
+          hide_possible_values = true, hide_default_value = true)]
+    pub format: Format,
+    /// Draw the timeline to FILE.svg.
+    ///
+    /// A panel per policy, per --timeline interval (or about 200-600
+    /// intervals over the log's span).
+    #[arg(long, value_name = "FILE.svg", help_heading = OUTPUT)]
+    pub plot: Option<PathBuf>,
+    /// Add per-interval rows (arrived, sent, dropped, level) of this length.
+    #[arg(long, value_parser = positive_duration_arg, value_name = "DUR", help_heading = OUTPUT, hide_short_help = true)]
+    pub timeline: Option<Nanos>,
+    /// Keys listed per policy, most drops first.
+    #[arg(long, default_value_t = 10, value_name = "N", help_heading = OUTPUT, hide_short_help = true)]
+    pub top: usize,
+    /// Write one CSV row per (row, policy) decision to FILE ('-': to stdout, instead of the report).
+    #[arg(long, value_name = "FILE", help_heading = OUTPUT, hide_short_help = true)]
+    pub decisions: Option<PathBuf>,
+    /// Compare each policy after the first with the first, row by row: requests
+    /// newly dropped and admitted, keys newly hurt and relieved.
+    #[arg(long, help_heading = OUTPUT, hide_short_help = true)]
+    pub compare: bool,
+    /// No progress bar, no notes on stderr.
+    ///
+    /// Errors and threshold crossings only.
+    #[arg(long, short, help_heading = OUTPUT, hide_short_help = true)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub progress: ProgressArgs,
+    #[command(flatten)]
+    pub input: InputArgs,
     /// Replay threads (default: one per four policies, leaving the reader a
     /// core; on two cores, two past eight policies). Policies keyed by one
     /// column are split by key across them; the report is the same for any N.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = CONTROL, hide_short_help = true)]
     pub threads: Option<std::num::NonZeroUsize>,
-    #[command(flatten)]
-    pub progress: ProgressArgs,
-    /// No progress bar and no notes on stderr; errors and threshold crossings only.
-    #[arg(long, short)]
-    pub quiet: bool,
 }
 
 #[derive(Debug, Args)]
 pub struct SizeArgs {
-    /// The policy with its swept parameters left out: gcra, nginx:nodelay,
-    /// shaper:key=none, fixed-window:align=first-hit,count=all, sliding-log.
-    #[arg(long = "policy", short = 'p', value_name = "SPEC")]
+    /// The policy: gcra, nginx, token-bucket, ...
+    ///
+    /// Its swept parameters left out: gcra, nginx:nodelay, shaper:key=none,
+    /// fixed-window:align=first-hit,count=all, sliding-log.
+    #[arg(long = "policy", short = 'p', value_name = "SPEC", help_heading = POLICIES)]
     pub policy: String,
-    /// Rates to try (bucket families): a list (1/s,2/s,5/s) or a range A..B
-    /// (a ladder of round values); default: the log's average rate to its busiest second.
-    #[arg(long, value_name = "LIST|A..B")]
-    pub rate: Option<String>,
-    /// Windows to try (window families): a list (1s,10s,1m); default 1s,10s,1m,10m,1h.
-    #[arg(long, value_name = "LIST")]
-    pub window: Option<String>,
-    #[command(flatten)]
-    pub input: InputArgs,
-    /// Target: drop at most PCT percent of the requests.
-    #[arg(long, value_name = "PCT")]
+    /// Target: at most PCT % dropped (1 = 1 %).
+    ///
+    /// PCT is a percentage: 1 means 1 %, 0.01 means one in ten thousand.
+    #[arg(long, value_name = "PCT", help_heading = TARGETS)]
     pub max_drop_rate: Option<String>,
+    /// Target: the longest wait (default 1s if delaying).
+    ///
+    /// For policies that delay, no request waits longer than DUR (default
+    /// 1s for them; `none` lifts it).
+    #[arg(long, value_parser = wait_cap_arg, value_name = "DUR|none", help_heading = TARGETS)]
+    pub max_wait: Option<WaitCap>,
     /// Target: drop at most N requests.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", help_heading = TARGETS, hide_short_help = true)]
     pub max_drops: Option<u64>,
     /// Target: at most PCT% of the keys (or N keys) see any drop.
-    #[arg(long, value_name = "PCT%|N")]
+    #[arg(long, value_name = "PCT%|N", help_heading = TARGETS, hide_short_help = true)]
     pub max_keys_hurt: Option<String>,
-    /// Target for policies that delay: no request waits longer than DUR
-    /// (default 1s for them; `none` lifts it).
-    #[arg(long, value_parser = wait_cap_arg, value_name = "DUR|none")]
-    pub max_wait: Option<WaitCap>,
-    /// The recommendation admits the fewest requests in any window of this length.
-    #[arg(long, value_parser = positive_duration_arg, default_value = "1m", value_name = "DUR")]
-    pub horizon: Nanos,
-    /// Draw the frontier (recommendation marked) and the per-key need to FILE.svg.
-    #[arg(long, value_name = "FILE.svg")]
-    pub plot: Option<PathBuf>,
-    /// The config in force: audited next to the recommendation.
-    #[arg(long, value_name = "SPEC")]
-    pub current: Option<String>,
-    /// Keys (one per line) left out of the targets; still replayed and reported.
-    #[arg(long, value_name = "FILE")]
-    pub exclude_keys: Option<PathBuf>,
-    /// Keys listed in the per-key need table, largest need first.
-    #[arg(long, default_value_t = 3, value_name = "N")]
-    pub top: usize,
-    /// The targets hold in every period of DUR (e.g. 1h, 1d: no hour drops
-    /// more than the target), not only over the whole log.
-    #[arg(long, value_parser = positive_duration_arg, value_name = "DUR")]
+    /// The targets hold in every period of DUR (1h, 1d).
+    ///
+    /// No hour (with 1h) drops more than the target, not only the whole
+    /// log.
+    #[arg(long, value_parser = positive_duration_arg, value_name = "DUR", help_heading = TARGETS)]
     pub per: Option<Nanos>,
-    /// Size for the same requests arriving F times as fast (their times
-    /// compressed by F around the first row), e.g. 1.5.
-    #[arg(long, value_name = "F")]
+    /// Keys (one per line) left out of the targets; still replayed and reported.
+    #[arg(long, value_name = "FILE", help_heading = TARGETS, hide_short_help = true)]
+    pub exclude_keys: Option<PathBuf>,
+    /// The config in force: audited next to the recommendation.
+    #[arg(long, value_name = "SPEC", help_heading = POLICIES, hide_short_help = true)]
+    pub current: Option<String>,
+    /// Rates to try: a list (1/s,2/s) or a range (1/s..50/s).
+    ///
+    /// For bucket families; a range A..B is a ladder of round values.
+    /// Default: the log's average rate to its busiest second.
+    #[arg(long, value_name = "LIST|A..B", help_heading = SIZING)]
+    pub rate: Option<String>,
+    /// Windows to try (window families): a list (1s,10s,1m); default 1s,10s,1m,10m,1h.
+    #[arg(long, value_name = "LIST", help_heading = SIZING, hide_short_help = true)]
+    pub window: Option<String>,
+    /// The recommendation admits the fewest requests in any window of this length.
+    #[arg(long, value_parser = positive_duration_arg, default_value = "1m", value_name = "DUR", help_heading = SIZING, hide_short_help = true)]
+    pub horizon: Nanos,
+    /// Size for the same traffic F times as fast (1.5).
+    ///
+    /// The requests' times are compressed by F around the first row.
+    #[arg(long, value_name = "F", help_heading = SIZING, hide_short_help = true)]
     pub headroom: Option<String>,
-    /// Every column, and the notes on how the sizes were found.
-    #[arg(long, short)]
-    pub verbose: bool,
-    /// Report format.
-    #[arg(long, short, value_enum, default_value_t = Format::Table)]
+    /// Report: table (default), json, csv, markdown, html.
+    ///
+    /// html is one self-contained file: the tables and the timeline plot
+    /// inline.
+    #[arg(long, short, value_enum, default_value_t = Format::Table, help_heading = OUTPUT,
+          hide_possible_values = true, hide_default_value = true)]
     pub format: Format,
+    /// Draw the frontier and the per-key need to FILE.svg.
+    ///
+    /// The recommendation is marked on the frontier.
+    #[arg(long, value_name = "FILE.svg", help_heading = OUTPUT)]
+    pub plot: Option<PathBuf>,
+    /// Every column, and the notes on how the sizes were found.
+    #[arg(long, short, help_heading = OUTPUT)]
+    pub verbose: bool,
+    /// Keys listed in the per-key need table, largest need first.
+    #[arg(long, default_value_t = 3, value_name = "N", help_heading = OUTPUT, hide_short_help = true)]
+    pub top: usize,
+    /// No progress bar and no notes on stderr; errors only.
+    #[arg(long, short, help_heading = OUTPUT, hide_short_help = true)]
+    pub quiet: bool,
+    #[command(flatten)]
+    pub input: InputArgs,
     #[command(flatten)]
     pub progress: ProgressArgs,
-    /// No progress bar and no notes on stderr; errors only.
-    #[arg(long, short)]
-    pub quiet: bool,
 }
 
 impl InputArgs {

@@ -2,14 +2,13 @@
 //! subcommand and flag, generated from the same clap definition as the
 //! parser and the man pages, so it cannot fall behind them.
 
-use crate::cli::{Cli, CompletionsArgs};
+use crate::cli::CompletionsArgs;
 use anyhow::{Context, Result};
-use clap::CommandFactory;
 use std::io::Write;
 
 /// The completion script for `shell`, as bytes.
 pub fn script(shell: clap_complete::Shell) -> Vec<u8> {
-    let mut cmd = Cli::command();
+    let mut cmd = crate::help::command();
     let mut buf = Vec::new();
     // Generated into memory: the generator cannot report a write error, and
     // a closed stdout must end quietly, not in a panic.

@@ -26,6 +26,7 @@ mod clock;
 mod completions;
 mod engine;
 mod gate;
+pub mod help;
 mod ingest;
 mod nginx_conf;
 mod pace;
@@ -51,6 +52,7 @@ pub fn run(command: cli::Command) -> anyhow::Result<u8> {
         Command::Gate(args) => gate::run(args),
         Command::Size(args) => size::run(args),
         Command::Completions(args) => completions::run(args),
+        Command::Help(args) => help::run(args),
     }
 }
 

@@ -1,7 +1,7 @@
 //! The `drip` binary: parse once, dispatch, print an error chain on one
 //! line, and exit with the driver's status (2 for usage and input errors).
 
-use clap::Parser;
+use clap::FromArgMatches;
 use drip::cli::Cli;
 use std::process::ExitCode;
 
@@ -19,7 +19,10 @@ fn main() -> ExitCode {
             .unwrap_or_default();
         drip::say!("drip: internal error{at}: {msg} (please report it)");
     }));
-    let cli = match Cli::try_parse() {
+    let cli = match drip::help::command()
+        .try_get_matches()
+        .and_then(|m| Cli::from_arg_matches(&m))
+    {
         Ok(cli) => cli,
         Err(e) => return usage_error(e),
     };
@@ -45,32 +48,8 @@ fn usage_error(e: clap::Error) -> ExitCode {
         }
         _ => {}
     }
-    let text = e.to_string();
-    let mut lines = text.lines().skip_while(|l| l.trim().is_empty());
-    let first = lines.next().unwrap_or("invalid arguments");
-    let mut line = first.strip_prefix("error: ").unwrap_or(first).to_string();
-    if line.ends_with(':') {
-        // "required arguments were not provided:" lists them on the next lines.
-        let listed: Vec<&str> = lines
-            .take_while(|l| !l.trim().is_empty())
-            .map(str::trim)
-            .collect();
-        line = format!("{line} {}", listed.join(", "));
-    }
-    let tip = text
-        .lines()
-        .find_map(|l| {
-            let l = l.trim();
-            l.strip_prefix("tip: ").map(str::to_string).or_else(|| {
-                // "[possible values: a, b]" says what would have been valid.
-                l.strip_prefix("[possible values: ")
-                    .and_then(|v| v.strip_suffix(']'))
-                    .map(|v| format!("valid: {v}"))
-            })
-        })
-        .map(|t| format!("; {t}"))
-        .unwrap_or_default();
-    drip::say!("drip: {line}{tip} (see 'drip --help')");
+    let argv: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    drip::say!("drip: {}", drip::help::usage::message(&e, &argv));
     ExitCode::from(2)
 }
 

@@ -36,6 +36,7 @@ const HIGHER: &[&str] = &[
     "report",
     "cli",
     "completions",
+    "help",
 ];
 
 const MAX_FILE_LINES: usize = 900;
