@@ -187,6 +187,10 @@ pub struct PaceArgs {
     /// Write dropped lines, and the unsent backlog when the run stops early, to FILE.
     #[arg(long, value_name = "FILE")]
     pub rejects: Option<PathBuf>,
+    /// Keep in FILE which records are done (written, or their command exited 0),
+    /// so a rerun on the same input skips them: resume after Ctrl-C.
+    #[arg(long, value_name = "FILE")]
+    pub journal: Option<PathBuf>,
     /// Any audit policy spec instead of the shaper (e.g. token-bucket:rate=5/s,burst=10).
     #[arg(long, short, conflicts_with_all = ["rate", "burst", "max_wait"], value_name = "SPEC")]
     pub policy: Option<String>,

@@ -1,0 +1,253 @@
+//! `drip pace --journal FILE`: runs stopped by a real SIGINT or SIGKILL and
+//! run again on the same input with the same journal do every record, none
+//! twice after SIGINT, at most the records in flight twice after SIGKILL;
+//! a journal from another input is refused; a torn last line is tolerated.
+
+mod common;
+use common::*;
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::path::Path;
+use std::process::{Child, Stdio};
+use std::thread;
+use std::time::Duration;
+
+/// A command that appends its record to `log`, then sleeps `secs`.
+fn appender(log: &Path, secs: &str) -> String {
+    format!("echo \"$1\" >> {}; sleep {secs}", log.display())
+}
+
+/// How many times each record was logged.
+fn counts(log: &Path) -> BTreeMap<u64, u32> {
+    let mut m = BTreeMap::new();
+    for l in std::fs::read_to_string(log).unwrap_or_default().lines() {
+        *m.entry(l.parse().unwrap()).or_default() += 1;
+    }
+    m
+}
+
+/// `drip pace ARGS` reading `input` (a file argument), its stdout to `out`.
+fn start(args: &[&str], out: &Path) -> Child {
+    pace()
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(File::create(out).unwrap())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+/// A run of `pace -- COMMAND` on 40 records, at 20/s with 4 jobs.
+fn command_run(input: &Path, journal: &Path, log: &Path, out: &Path) -> Child {
+    let script = appender(log, "0.3");
+    start(
+        &[
+            "--rate",
+            "20/s",
+            "-j",
+            "4",
+            "--journal",
+            s(journal),
+            "--stats=json",
+            s(input),
+            "--",
+            "sh",
+            "-c",
+            &script,
+            "_",
+        ],
+        out,
+    )
+}
+
+#[test]
+fn a_run_stopped_by_sigint_and_rerun_runs_every_record_once() {
+    let dir = tmpdir();
+    let input = dir.join("in.txt");
+    std::fs::write(&input, numbered(40)).unwrap();
+    let (journal, log, out) = (dir.join("j"), dir.join("log"), dir.join("out"));
+    let child = command_run(&input, &journal, &log, &out);
+    thread::sleep(Duration::from_millis(800));
+    kill(child.id(), "INT");
+    let first = child.wait_with_output().unwrap();
+    assert_eq!(first.status.code(), Some(130));
+    let ran = counts(&log).len() as u64;
+    assert!((4..40).contains(&ran), "{ran} ran before the stop");
+    let rerun = command_run(&input, &journal, &log, &out)
+        .wait_with_output()
+        .unwrap();
+    assert_eq!(rerun.status.code(), Some(0));
+    let c = counts(&log);
+    assert_eq!(
+        c.keys().copied().collect::<Vec<_>>(),
+        (1..=40).collect::<Vec<_>>()
+    );
+    assert!(c.values().all(|&n| n == 1), "a record ran twice: {c:?}");
+    let sum = summary(&rerun.stderr);
+    assert_eq!(sum["journal_skipped"].as_u64(), Some(ran));
+    assert_eq!(sum["lines_in"].as_u64(), Some(40 - ran));
+}
+
+#[test]
+fn a_run_killed_by_sigkill_and_rerun_runs_at_most_the_jobs_in_flight_twice() {
+    let dir = tmpdir();
+    let input = dir.join("in.txt");
+    std::fs::write(&input, numbered(40)).unwrap();
+    let (journal, log, out) = (dir.join("j"), dir.join("log"), dir.join("out"));
+    let mut child = command_run(&input, &journal, &log, &out);
+    thread::sleep(Duration::from_millis(900));
+    kill(child.id(), "KILL");
+    child.wait().unwrap();
+    // The commands it left running finish on their own.
+    thread::sleep(Duration::from_millis(800));
+    assert!(counts(&log).len() >= 4, "{:?}", counts(&log));
+    let rerun = command_run(&input, &journal, &log, &out)
+        .wait_with_output()
+        .unwrap();
+    assert_eq!(rerun.status.code(), Some(0));
+    let c = counts(&log);
+    assert_eq!(
+        c.keys().copied().collect::<Vec<_>>(),
+        (1..=40).collect::<Vec<_>>()
+    );
+    let twice = c.values().filter(|&&n| n == 2).count();
+    assert!(c.values().all(|&n| n <= 2), "{c:?}");
+    assert!(twice <= 4, "{twice} records ran twice (-j 4): {c:?}");
+}
+
+#[test]
+fn plain_pace_stopped_by_sigint_then_rerun_writes_the_input_exactly_once() {
+    let dir = tmpdir();
+    let journal = dir.join("j");
+    let input = numbered(300);
+    let mut child = spawn_pace(&["--rate", "100/s", "--journal", s(&journal)]);
+    let mut stdin = child.stdin.take().unwrap();
+    let fed = input.clone();
+    thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(&fed);
+        thread::sleep(Duration::from_secs(30));
+    });
+    thread::sleep(Duration::from_millis(700));
+    kill(child.id(), "INT");
+    let first = child.wait_with_output().unwrap();
+    assert_eq!(first.status.code(), Some(130));
+    assert!(!first.stdout.is_empty() && first.stdout.len() < input.len());
+    let rerun = run_pace(&["--rate", "10k/s", "--journal", s(&journal)], &input);
+    assert_eq!(rerun.status.code(), Some(0));
+    let mut both = first.stdout;
+    both.extend_from_slice(&rerun.stdout);
+    assert!(both == input, "{}", String::from_utf8_lossy(&both));
+}
+
+#[test]
+fn keys_and_retries_keep_the_record_positions_across_a_stop() {
+    // Per-key pacing sends lines out of input order, and a failing record
+    // is retried in a slot of its own: the journal still names each by
+    // its position. Records 3, 13, 23... fail once, then succeed.
+    let dir = tmpdir();
+    let input = dir.join("in.txt");
+    let text: String = (1..=30).map(|i| format!("k{} {i}\n", i % 3)).collect();
+    std::fs::write(&input, &text).unwrap();
+    let (journal, log, out) = (dir.join("j"), dir.join("log"), dir.join("out"));
+    let script = format!(
+        "set -- $1; n=$2; case $n in *3) [ -e {d}/seen$n ] || {{ touch {d}/seen$n; exit 1; }};; esac; echo $n >> {log}; sleep 0.2",
+        d = dir.display(),
+        log = log.display()
+    );
+    let args = |j: &Path| -> Vec<String> {
+        [
+            "--rate",
+            "10/s",
+            "--key-field",
+            "1",
+            "--journal",
+            s(j),
+            "--retry",
+            "1",
+            "--retry-delay",
+            "50ms",
+            "-j",
+            "3",
+            "--stats=json",
+            s(&input),
+            "--",
+            "sh",
+            "-c",
+            &script,
+            "_",
+        ]
+        .map(String::from)
+        .to_vec()
+    };
+    let a = args(&journal);
+    let a: Vec<&str> = a.iter().map(String::as_str).collect();
+    let child = start(&a, &out);
+    thread::sleep(Duration::from_millis(900));
+    kill(child.id(), "INT");
+    assert_eq!(child.wait_with_output().unwrap().status.code(), Some(130));
+    let rerun = start(&a, &out).wait_with_output().unwrap();
+    assert_eq!(
+        rerun.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&rerun.stderr)
+    );
+    let c = counts(&log);
+    assert_eq!(
+        c.keys().copied().collect::<Vec<_>>(),
+        (1..=30).collect::<Vec<_>>()
+    );
+    assert!(
+        c.values().all(|&n| n == 1),
+        "a record succeeded twice: {c:?}"
+    );
+}
+
+#[test]
+fn a_journal_from_another_input_is_refused() {
+    let journal = tmp("j");
+    let done = run_pace(
+        &["--rate", "10k/s", "--journal", s(&journal)],
+        &numbered(20),
+    );
+    assert_eq!(done.status.code(), Some(0));
+    let before = std::fs::read(&journal).unwrap();
+    let other: Vec<u8> = (100..120)
+        .flat_map(|i| format!("{i}\n").into_bytes())
+        .collect();
+    let out = run_pace(&["--rate", "10k/s", "--journal", s(&journal)], &other);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(out.stdout.is_empty());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--journal") && err.contains("another input"),
+        "{err}"
+    );
+    assert_eq!(
+        std::fs::read(&journal).unwrap(),
+        before,
+        "the journal changed"
+    );
+}
+
+#[test]
+fn a_torn_last_journal_line_is_tolerated() {
+    let journal = tmp("j");
+    let input = numbered(10);
+    let done = run_pace(&["--rate", "10k/s", "--journal", s(&journal)], &input);
+    assert_eq!(done.status.code(), Some(0));
+    // As a crash would leave it: 1-5 done, the write of 6-10 cut short.
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let head = text.lines().next().unwrap();
+    std::fs::write(&journal, format!("{head}\n1-5\n6-1")).unwrap();
+    let rerun = run_pace(&["--rate", "10k/s", "--journal", s(&journal)], &input);
+    let err = String::from_utf8_lossy(&rerun.stderr);
+    assert_eq!(rerun.status.code(), Some(0), "{err}");
+    assert_eq!(lines(&rerun.stdout), ["6", "7", "8", "9", "10"]);
+    // The torn line is gone and the journal reads whole again.
+    let again = run_pace(&["--rate", "10k/s", "--journal", s(&journal)], &input);
+    assert_eq!(again.status.code(), Some(0));
+    assert_eq!(again.stdout, b"");
+}
