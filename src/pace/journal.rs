@@ -135,7 +135,9 @@ pub(super) struct Journal {
     head: Option<Head>,
     /// Whether the head comes from an earlier run (to be checked).
     resumed: bool,
-    batch: Vec<u64>,
+    /// Positions done since the last write, as runs (a run of positions
+    /// done in input order is one entry).
+    batch: Ranges,
     text: Vec<u8>,
     sync: Option<SyncSender<()>>,
     error: Option<io::Error>,
@@ -226,7 +228,10 @@ impl Journal {
 
     /// Record `pos` is done (written at the next [`commit`](Self::commit)).
     pub(super) fn done(&mut self, pos: u64) {
-        self.batch.push(pos);
+        match self.batch.last_mut() {
+            Some(run) if run.1 + 1 == pos => run.1 = pos,
+            _ => self.batch.push((pos, pos)),
+        }
     }
 
     /// Writes the positions done since the last commit, as ranges, in one
@@ -346,29 +351,17 @@ fn merged(mut ranges: Ranges) -> Ranges {
     out
 }
 
-/// Appends `batch` (emptied) to `text` as lines of ranges.
-fn ranges_text(batch: &mut Vec<u64>, text: &mut Vec<u8>) {
-    if batch.is_empty() {
-        return;
+/// Appends the runs of `batch` (emptied) to `text`, merged, one line each.
+fn ranges_text(batch: &mut Ranges, text: &mut Vec<u8>) {
+    if batch.len() > 1 {
+        *batch = merged(std::mem::take(batch));
     }
-    if !batch.is_sorted() {
-        batch.sort_unstable();
-    }
-    let mut i = 0;
-    while i < batch.len() {
-        let lo = batch[i];
-        let mut hi = lo;
-        i += 1;
-        while i < batch.len() && batch[i] <= hi + 1 {
-            hi = hi.max(batch[i]);
-            i += 1;
-        }
+    for (lo, hi) in batch.drain(..) {
         let _ = match lo == hi {
             true => writeln!(text, "{lo}"),
             false => writeln!(text, "{lo}-{hi}"),
         };
     }
-    batch.clear();
 }
 
 #[cfg(test)]
@@ -377,8 +370,15 @@ mod tests {
 
     #[test]
     fn batches_become_ranges_and_ranges_merge() {
+        let path = std::env::temp_dir().join(format!("drip-journal-{}", std::process::id()));
+        let (mut j, _) = Journal::open(&path).unwrap();
+        let _ = std::fs::remove_file(&path);
+        for pos in [5, 1, 2, 3, 7, 8] {
+            j.done(pos);
+        }
+        assert_eq!(j.batch, [(5, 5), (1, 3), (7, 8)]);
         let mut text = Vec::new();
-        ranges_text(&mut vec![5, 1, 2, 3, 7, 8], &mut text);
+        ranges_text(&mut j.batch, &mut text);
         assert_eq!(text, b"1-3\n5\n7-8\n");
         assert_eq!(
             merged(vec![(5, 5), (1, 3), (4, 4), (7, 9), (8, 8)]),

@@ -134,6 +134,7 @@ impl<T> Queue<T> {
         }
     }
 
+    #[inline]
     fn push(&mut self, p: Pending<T>) {
         match self {
             Queue::Fifo(q) => q.push_back(p),
@@ -141,6 +142,7 @@ impl<T> Queue<T> {
         }
     }
 
+    #[inline]
     fn front(&self) -> Option<&Pending<T>> {
         match self {
             Queue::Fifo(q) => q.front(),
@@ -148,6 +150,7 @@ impl<T> Queue<T> {
         }
     }
 
+    #[inline]
     fn pop(&mut self) -> Option<Pending<T>> {
         match self {
             Queue::Fifo(q) => q.pop_front(),
@@ -251,6 +254,7 @@ impl<T> Schedule<T> {
     /// instant is offered at it, so a late wake-up does not move the
     /// schedule). `arrived` is its real arrival, for waits; `seq` its
     /// input position, carried to its [`Pending`].
+    #[inline]
     pub fn offer(&mut self, at: Nanos, arrived: Nanos, seq: u64, item: T) -> Offer<T> {
         let keys = std::mem::take(&mut self.keys);
         let offer = self.offer_keyed(at, arrived, &keys, seq, item);
@@ -288,6 +292,7 @@ impl<T> Schedule<T> {
 
     /// `offer_keyed` with a decision made elsewhere (a shared schedule):
     /// queued at its release, or refused with its retry time.
+    #[inline]
     pub fn offer_decided(
         &mut self,
         at: Nanos,
