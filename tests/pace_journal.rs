@@ -115,8 +115,9 @@ fn a_run_killed_by_sigkill_and_rerun_runs_at_most_the_jobs_in_flight_twice() {
     assert!(twice <= 4, "{twice} records ran twice (-j 4): {c:?}");
 }
 
-#[test]
-fn plain_pace_stopped_by_sigint_then_rerun_writes_the_input_exactly_once() {
+/// Plain pace (no command) reading stdin, stopped by signal `sig`, then
+/// run again: both outputs together are the input, byte for byte.
+fn plain_pace_stopped_then_rerun(sig: &str, status: i32) {
     let dir = tmpdir();
     let journal = dir.join("j");
     let input = numbered(300);
@@ -129,15 +130,25 @@ fn plain_pace_stopped_by_sigint_then_rerun_writes_the_input_exactly_once() {
         thread::sleep(Duration::from_secs(30));
     });
     thread::sleep(Duration::from_millis(700));
-    kill(child.id(), "INT");
+    kill(child.id(), sig);
     let first = child.wait_with_output().unwrap();
-    assert_eq!(first.status.code(), Some(130));
+    assert_eq!(first.status.code(), Some(status));
     assert!(!first.stdout.is_empty() && first.stdout.len() < input.len());
     let rerun = run_pace(&["--rate", "10k/s", "--journal", s(&journal)], &input);
     assert_eq!(rerun.status.code(), Some(0));
     let mut both = first.stdout;
     both.extend_from_slice(&rerun.stdout);
     assert!(both == input, "{}", String::from_utf8_lossy(&both));
+}
+
+#[test]
+fn plain_pace_stopped_by_sigint_then_rerun_writes_the_input_exactly_once() {
+    plain_pace_stopped_then_rerun("INT", 130);
+}
+
+#[test]
+fn plain_pace_stopped_by_sigterm_then_rerun_writes_the_input_exactly_once() {
+    plain_pace_stopped_then_rerun("TERM", 143);
 }
 
 #[test]
