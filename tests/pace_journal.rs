@@ -262,3 +262,32 @@ fn a_torn_last_journal_line_is_tolerated() {
     assert_eq!(again.status.code(), Some(0));
     assert_eq!(again.stdout, b"");
 }
+
+#[test]
+fn a_journal_that_is_an_input_a_device_or_in_use_is_refused() {
+    let input = write("in.txt", &numbered(3));
+    let journal = tmp("j");
+    let cases: [&[&str]; 2] = [
+        &["--journal", s(&input), s(&input)],
+        &["--journal", "/dev/full"],
+    ];
+    for args in cases {
+        let out = run_pace(&[&["--rate", "10/s"], args].concat(), b"1\n");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(
+            err.contains("--journal") && err.lines().count() == 1,
+            "{err}"
+        );
+    }
+    assert_eq!(std::fs::read(&input).unwrap(), numbered(3));
+    // One run at a time: a second run on the same journal is refused.
+    let mut first = spawn_pace(&["--rate", "10/s", "--journal", s(&journal)]);
+    thread::sleep(Duration::from_millis(300));
+    let second = run_pace(&["--rate", "10/s", "--journal", s(&journal)], b"1\n");
+    let err = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(second.status.code(), Some(2), "{err}");
+    assert!(err.contains("in use"), "{err}");
+    drop(first.stdin.take());
+    assert_eq!(first.wait().unwrap().code(), Some(0));
+}

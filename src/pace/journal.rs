@@ -154,6 +154,9 @@ impl Journal {
             .create(true)
             .open(path)
             .with_context(|| format!("cannot open the --journal file '{shown}'"))?;
+        if !file.metadata().is_ok_and(|m| m.is_file()) {
+            bail!("the --journal file '{shown}' is not a regular file; give a file path");
+        }
         if file.try_lock().is_err() {
             bail!(
                 "the --journal file '{shown}' is in use by another run; wait for it to end, or give another file"
