@@ -291,3 +291,45 @@ fn a_journal_that_is_an_input_a_device_or_in_use_is_refused() {
     drop(first.stdin.take());
     assert_eq!(first.wait().unwrap().code(), Some(0));
 }
+
+#[test]
+fn records_of_a_slow_input_are_in_the_journal_before_its_head_is_read() {
+    // Three lines arrive, go out, and drip is killed: the journal already
+    // names them (its head then covers those three), so the rerun on the
+    // whole input starts at the fourth.
+    let journal = tmp("j");
+    let mut child = pace()
+        .args(["--rate", "100/s", "--journal", s(&journal)])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    {
+        use std::io::Write;
+        stdin.write_all(b"1\n2\n3\n").unwrap();
+    }
+    thread::sleep(Duration::from_millis(500));
+    kill(child.id(), "KILL");
+    let first = child.wait_with_output().unwrap();
+    drop(stdin);
+    assert_eq!(first.stdout, b"1\n2\n3\n");
+    let rerun = run_pace(
+        &["--rate", "10k/s", "--journal", s(&journal)],
+        &numbered(20),
+    );
+    assert_eq!(rerun.status.code(), Some(0));
+    assert_eq!(
+        lines(&rerun.stdout),
+        (4..=20).map(|i| i.to_string()).collect::<Vec<_>>()
+    );
+    // The head grew to 16 records; another input is still told apart.
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert!(text.contains("input head: 16 records"), "{text}");
+    let other = run_pace(
+        &["--rate", "10k/s", "--journal", s(&journal)],
+        b"1\n2\n3\n9\n",
+    );
+    assert_eq!(other.status.code(), Some(2));
+}

@@ -17,12 +17,15 @@
 //! ```
 //!
 //! The first line names the input: how many of its first records were
-//! hashed ([`HEAD_RECORDS`] at most, fewer when the input had fewer when
-//! the line was written) and their FNV-1a hash, separators included. A
-//! rerun whose input starts differently is refused before anything runs.
-//! It is a check against a mistake, not a security measure; an input that
-//! only grew at its end (or changes after its head) is taken as the same.
-//! Each further line is a position or a range of them (`a-b`, both done).
+//! hashed ([`HEAD_RECORDS`] at most; fewer when only those were read when
+//! the first entry was written) and their FNV-1a hash, separators
+//! included. A later head line naming more of the input replaces it (a
+//! slow input's first entries are not held back for its head, and a
+//! rerun names the head as far as it reads it, after the check). A rerun
+//! whose input starts differently is refused before anything runs. It is
+//! a check against a mistake, not a security measure; an input that only
+//! grew at its end (or changes after its head) is taken as the same. The
+//! other lines are a position or a range of them (`a-b`, both done).
 //!
 //! Completions are written (one `write(2)` per wake-up or per batch of
 //! command exits) right after they happen, so a SIGKILL loses at most the
@@ -86,9 +89,12 @@ impl Head {
 /// The reader's side: hashes the input's head and skips the records done
 /// in earlier runs (they take no slot and are never read further).
 pub(super) struct Skip {
-    /// How many head records name the input.
+    /// How many head records name the input in the journal read.
     want: u64,
+    /// The head as far as it was read, [`HEAD_RECORDS`] at most.
     pub(super) head: Head,
+    /// The head when `want` records were read: the one to check.
+    at_want: Option<Head>,
     /// Done positions: sorted, disjoint, inclusive ranges.
     done: Ranges,
     /// The first range that may still hold a position to come.
@@ -101,8 +107,11 @@ impl Skip {
     /// Whether record `pos` (read in increasing order) was done before;
     /// the head's records are hashed first.
     pub(super) fn skips(&mut self, pos: u64, bytes: &[u8]) -> bool {
-        if self.head.count < self.want {
+        if self.head.count < HEAD_RECORDS {
             self.head.add(bytes);
+            if self.head.count == self.want {
+                self.at_want = Some(self.head);
+            }
         }
         while let Some(&(_, hi)) = self.done.get(self.next) {
             if hi >= pos {
@@ -118,10 +127,10 @@ impl Skip {
         done
     }
 
-    /// The head, once every record naming the input was read (or the
-    /// input ended: `ended`).
+    /// The head to check against the journal's, once every record naming
+    /// the input there was read (or the input ended: `ended`).
     pub(super) fn head_read(&self, ended: bool) -> Option<Head> {
-        (ended || self.head.count >= self.want).then_some(self.head)
+        self.at_want.or(ended.then_some(self.head))
     }
 }
 
@@ -130,11 +139,16 @@ impl Skip {
 pub(super) struct Journal {
     path: PathBuf,
     file: File,
-    /// The head the file starts with, once known (a fresh journal learns
-    /// it from the input; entries wait until it is written).
-    head: Option<Head>,
-    /// Whether the head comes from an earlier run (to be checked).
-    resumed: bool,
+    /// The head an earlier run wrote: this input must start with it.
+    expected: Option<Head>,
+    /// The last head line in the file, if any.
+    written: Option<Head>,
+    /// Whether the input may be named: a fresh journal, or the input's
+    /// head matched the journal's.
+    checked: bool,
+    /// The input's head as far as it was read (a fresh journal's entries
+    /// go after a line naming it).
+    read: Head,
     /// Positions done since the last write, as runs (a run of positions
     /// done in input order is one entry).
     batch: Ranges,
@@ -180,6 +194,7 @@ impl Journal {
         let skip = Skip {
             want: head.map_or(HEAD_RECORDS, |h| h.count),
             head: Head::EMPTY,
+            at_want: (head.is_some_and(|h| h.count == 0)).then_some(Head::EMPTY),
             done,
             next: 0,
             skipped: 0,
@@ -188,8 +203,10 @@ impl Journal {
         let journal = Journal {
             path: path.to_path_buf(),
             file,
-            head,
-            resumed: head.is_some(),
+            expected: head,
+            written: head,
+            checked: head.is_none(),
+            read: head.unwrap_or(Head::EMPTY),
             batch: Vec::new(),
             text: Vec::new(),
             sync: Some(sync),
@@ -200,33 +217,36 @@ impl Journal {
 
     /// The head an earlier run wrote, which this input must start with.
     pub(super) fn expected(&self) -> Option<Head> {
-        self.head.filter(|_| self.resumed)
+        self.expected
     }
 
     /// Refuses an input whose head is not the one the journal names.
-    pub(super) fn check(&self, read: Head) -> anyhow::Result<()> {
-        match self.expected() {
+    pub(super) fn check(&mut self, read: Head) -> anyhow::Result<()> {
+        match self.expected {
             Some(want) if want != read => bail!(
                 "the --journal file '{}' was written for another input (its first {} record(s) differ); give the input it was written for, or a new --journal file to start over",
                 self.path.display(),
                 want.count
             ),
-            _ => Ok(()),
+            _ => {
+                self.checked = true;
+                Ok(())
+            }
         }
     }
 
-    /// Whether the file still waits for its head line.
-    pub(super) fn wants_head(&self) -> bool {
-        self.head.is_none()
+    /// Whether the head named may still grow (not yet [`HEAD_RECORDS`]).
+    pub(super) fn head_open(&self) -> bool {
+        self.read.count < HEAD_RECORDS
     }
 
-    /// Writes the head line of a fresh journal, then what waited for it.
-    pub(super) fn set_head(&mut self, head: Head) {
-        self.head = Some(head);
-        let mut text = head.line().into_bytes();
-        text.append(&mut self.text);
-        self.text = text;
-        self.commit();
+    /// The input's head as read so far (after the check, for a journal
+    /// from an earlier run). The next write starts with a head line naming
+    /// it, when the file names less.
+    pub(super) fn note_head(&mut self, read: Head) {
+        if self.checked && read.count > self.read.count {
+            self.read = read;
+        }
     }
 
     /// Record `pos` is done (written at the next [`commit`](Self::commit)).
@@ -241,8 +261,16 @@ impl Journal {
     /// write; the sync thread syncs the file soon after.
     pub(super) fn commit(&mut self) {
         ranges_text(&mut self.batch, &mut self.text);
-        if self.head.is_none() || self.text.is_empty() || self.error.is_some() {
+        if self.text.is_empty() || self.error.is_some() {
             return;
+        }
+        if self.written != Some(self.read) {
+            // The entries follow a line naming the input as far as it was
+            // read; a later one, naming more of it, replaces it.
+            let mut text = self.read.line().into_bytes();
+            text.append(&mut self.text);
+            self.text = text;
+            self.written = Some(self.read);
         }
         if let Err(e) = (&self.file).write_all(&self.text) {
             self.give_up(e);
@@ -255,11 +283,16 @@ impl Journal {
         }
     }
 
-    /// At the end of the run: writes the head (as far as it was read) and
-    /// what is done, and syncs the file.
+    /// At the end of the run: writes what is done, after the head as far
+    /// as it was read, and syncs the file.
     pub(super) fn close(&mut self, head: Head) {
-        if self.head.is_none() {
-            self.set_head(head);
+        self.note_head(head);
+        // A head of no record would match any input: without one, the
+        // file stays empty (nothing was done).
+        if self.written != Some(self.read) && self.read.count > 0 && self.error.is_none() {
+            self.written = Some(self.read);
+            let line = self.read.line();
+            self.text.splice(0..0, line.into_bytes());
         }
         self.commit();
         self.sync = None;
@@ -313,8 +346,9 @@ fn whole_lines(text: &[u8]) -> usize {
 /// Inclusive ranges of positions.
 type Ranges = Vec<(u64, u64)>;
 
-/// The head line and the done ranges (sorted, merged) of a journal's
-/// whole lines; `Err(line)` names a line that is neither.
+/// The head (its last line: one naming more of the input replaces an
+/// earlier one) and the done ranges (sorted, merged) of a journal's whole
+/// lines; `Err(line)` names a line that is neither.
 fn parse(text: &[u8]) -> Result<(Option<Head>, Ranges), usize> {
     let text = std::str::from_utf8(text).map_err(|e| {
         1 + text[..e.valid_up_to()]
@@ -326,9 +360,13 @@ fn parse(text: &[u8]) -> Result<(Option<Head>, Ranges), usize> {
     let Some(first) = lines.next() else {
         return Ok((None, Vec::new()));
     };
-    let head = Head::parse(first).ok_or(1usize)?;
+    let mut head = Head::parse(first).ok_or(1usize)?;
     let mut ranges = Vec::new();
     for (i, line) in lines.enumerate() {
+        if let Some(h) = Head::parse(line) {
+            head = h;
+            continue;
+        }
         let range = match line.split_once('-') {
             Some((a, b)) => a.parse().ok().zip(b.parse().ok()),
             None => line.parse().ok().map(|a| (a, a)),
@@ -397,6 +435,10 @@ mod tests {
         let (h, done) = parse(text.as_bytes()).unwrap();
         assert_eq!(h, Some(head));
         assert_eq!(done, [(1, 2), (4, 4)]);
+        let mut more = head;
+        more.add(b"b\n");
+        let grown = format!("{}1\n{}2\n", head.line(), more.line());
+        assert_eq!(parse(grown.as_bytes()), Ok((Some(more), vec![(1, 2)])));
         let bad = format!("{}1-2\nx\n", head.line());
         assert_eq!(parse(bad.as_bytes()), Err(3));
         assert_eq!(parse(b"1-2\n"), Err(1));
@@ -415,6 +457,7 @@ mod tests {
         let mut skip = Skip {
             want: 2,
             head: Head::EMPTY,
+            at_want: None,
             done: vec![(2, 3), (6, 6)],
             next: 0,
             skipped: 0,
@@ -422,8 +465,12 @@ mod tests {
         };
         let skipped: Vec<u64> = (1..=7).filter(|&p| skip.skips(p, b"x\n")).collect();
         assert_eq!(skipped, [2, 3, 6]);
-        assert_eq!(skip.head.count, 2);
+        // The head to check is the first two; the head named grows on.
+        let mut two = Head::EMPTY;
+        two.add(b"x\n");
+        two.add(b"x\n");
+        assert_eq!(skip.head_read(false), Some(two));
+        assert_eq!(skip.head.count, 7);
         assert_eq!((skip.skipped, skip.skipped_bytes), (3, 6));
-        assert_eq!(skip.head_read(false), Some(skip.head));
     }
 }

@@ -1,7 +1,7 @@
 //! The run's side of `--journal`: before anything is decided, a journal
 //! from an earlier run is checked against the input's head (another
-//! input is refused); a fresh journal gets its head line once the head is
-//! read; at the end everything done is written and synced. What counts as
+//! input is refused); a fresh journal learns the head as it is read; at
+//! the end everything done is written and synced. What counts as
 //! done is marked where it happens: a write ([`shaper_loop`](super::shaper_loop))
 //! or a command's exit ([`launch`](super::launch)).
 
@@ -18,7 +18,7 @@ impl Pacer {
         mut g: Guard<'a>,
         shared: &'a Shared,
     ) -> anyhow::Result<Guard<'a>> {
-        let Some(journal) = &self.journal else {
+        let Some(journal) = &mut self.journal else {
             return Ok(g);
         };
         if journal.expected().is_none() {
@@ -36,17 +36,15 @@ impl Pacer {
         }
     }
 
-    /// Each turn: a fresh journal's head line once the head is read, and
-    /// the bytes skipped (for the progress line's ETA).
+    /// Each turn: the input's head as far as it was read (a fresh journal
+    /// names it), and the bytes skipped (for the progress line's ETA).
     pub(super) fn note_journal(&mut self, g: &Inbox) {
         let (Some(journal), Some(skip)) = (&mut self.journal, &g.journal) else {
             return;
         };
         self.tally.bytes_skipped = skip.skipped_bytes;
-        if journal.wants_head()
-            && let Some(head) = skip.head_read(g.eof)
-        {
-            journal.set_head(head);
+        if journal.head_open() {
+            journal.note_head(skip.head);
         }
     }
 
