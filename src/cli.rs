@@ -296,6 +296,12 @@ pub struct PaceArgs {
     /// pause, resume, rate R, burst N, stats.
     #[arg(long, value_name = "PATH", help_heading = CONTROL, hide_short_help = true)]
     pub control: Option<PathBuf>,
+    /// Keep in FILE which records are done: resume after Ctrl-C.
+    ///
+    /// A record is done when it was written, or its command exited 0; a rerun
+    /// on the same input with the same FILE skips those.
+    #[arg(long, value_name = "FILE", help_heading = CONTROL, hide_short_help = true)]
+    pub journal: Option<PathBuf>,
 }
 
 /// `pace -- COMMAND`: one command started per record at its slot.

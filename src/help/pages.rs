@@ -199,8 +199,8 @@ pub const PAGES: &[Page] = &[
                 status: 0,
             },
             Example {
-                what: "the README's recipe: failures to failed.txt, the rest after Ctrl-C to rest.txt (rerun on either to resume)",
-                run: "cut -f5 fixtures/nasa_19950801.tsv | sed -n 2,6p > urls.txt\ndrip pace --rate 10/s -j 4 --failed failed.txt --rejects rest.txt urls.txt -- echo GET",
+                what: "the README's recipe: failures to failed.txt, done records in urls.journal (after Ctrl-C, the same command resumes)",
+                run: "cut -f5 fixtures/nasa_19950801.tsv | sed -n 2,6p > urls.txt\ndrip pace --rate 10/s -j 4 --failed failed.txt --journal urls.journal urls.txt -- echo GET",
                 status: 0,
             },
             Example {
@@ -225,6 +225,10 @@ pub const PAGES: &[Page] = &[
             (
                 "--rejects FILE, --failed FILE",
                 "Records refused or not sent, and records whose command failed, each as it came: a rerun on the file resumes.",
+            ),
+            (
+                "--journal FILE",
+                "Which records are done, by position, after a line naming the input: a rerun on the same input with the same FILE skips them. Exact after SIGINT, SIGTERM and SIGHUP; after SIGKILL at most the records in flight run again.",
             ),
             (
                 "--control PATH",

@@ -35,6 +35,7 @@ impl Config {
             rejects: args.rejects,
             input: super::reader::InputConfig {
                 files: args.files.clone(),
+                journal: args.journal.clone(),
                 separator: if args.null { 0 } else { b'\n' },
             },
             stamp: args.stamp,
@@ -116,6 +117,7 @@ impl Config {
             rejects: args.rejects,
             input: super::reader::InputConfig {
                 files: args.files.clone(),
+                journal: args.journal.clone(),
                 separator: b'\n',
             },
             stamp: args.stamp,

@@ -17,6 +17,7 @@ impl Pacer {
     pub(super) fn finish(mut self, g: Guard<'_>, ending: Ending) -> anyhow::Result<u8> {
         let shared = std::sync::Arc::clone(&self.shared);
         let g = self.wait_for_jobs(g, &shared);
+        self.close_journal(&g);
         let read_error = self.stop_reading(g);
         self.rejects.flush();
         self.tally.finish();
@@ -51,7 +52,7 @@ impl Pacer {
             name => name,
         };
         let read_error = g.read_error.take().map(|e| (e, from));
-        self.tally.stats.lines_in = g.lines_in;
+        self.tally.stats.lines_in = g.lines_in - self.tally.journal_skipped.unwrap_or(0);
         drop(g);
         self.shared.reader_cv.notify_one();
         let mut backlog: Vec<(u64, Vec<u8>)> =
@@ -100,6 +101,7 @@ impl Pacer {
         summary.share = self.sharing.summary();
         summary.commands = self.jobs.as_ref().map(|j| j.counts());
         summary.paused_ms = self.schedule.paused().0 as f64 / 1e6;
+        summary.journal_skipped = self.tally.journal_skipped;
         if let Some(text) = self.control.retuned() {
             summary.target = format!("{} (shaper now {text})", summary.target);
         }
@@ -113,7 +115,7 @@ impl Pacer {
 
     /// The exit status for `ending`, saying why when it is not plain.
     fn exit_status(&mut self, ending: Ending) -> u8 {
-        let lost = self.rejects.failed();
+        let lost = self.rejects.failed() || self.journal_failed();
         match ending {
             // Lines not kept in the rejects file make it an I/O error.
             Ending::Eof | Ending::BrokenPipe if lost => 2,

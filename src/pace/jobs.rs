@@ -124,8 +124,8 @@ pub(super) struct Jobs {
     started: u64,
     /// Per record bytes: the attempt numbers of its retries on their way.
     attempts: HashMap<Vec<u8>, VecDeque<u32>>,
-    /// Retries waiting out their backoff: (real instant, record).
-    backoff: Vec<(Nanos, Vec<u8>)>,
+    /// Retries waiting out their backoff: (real instant, position, record).
+    backoff: Vec<(Nanos, u64, Vec<u8>)>,
     failed_file: Option<BufWriter<File>>,
     counts: JobCounts,
     durations: WaitStats,
@@ -178,13 +178,15 @@ impl Jobs {
         self.running.is_empty() && self.backoff.is_empty()
     }
 
-    /// Starts the command of `record` at real instant `at`; a watcher
+    /// Starts the command of `record` (input position `line`) at real
+    /// instant `at`; a watcher
     /// thread passes its output on and reports its exit into `shared`.
     /// True when it is the record's first attempt (a retry is counted
     /// apart). An error: the command cannot be run at all.
     pub(super) fn spawn(
         &mut self,
         record: Vec<u8>,
+        line: u64,
         at: Nanos,
         s: Arc<Shared>,
         now: impl Fn() -> Nanos + Send + 'static,
@@ -231,6 +233,7 @@ impl Jobs {
                 let exit = Exit {
                     pid,
                     record,
+                    line,
                     code,
                     took: now().saturating_sub(at),
                     closed: watch.closed,
@@ -287,8 +290,11 @@ impl Jobs {
                 .retry_delay
                 .0
                 .saturating_mul(1u64 << attempt.min(40));
-            self.backoff
-                .push((now.saturating_add(Nanos(delay)), exit.record.clone()));
+            self.backoff.push((
+                now.saturating_add(Nanos(delay)),
+                exit.line,
+                exit.record.clone(),
+            ));
             self.attempts
                 .entry(exit.record)
                 .or_default()
@@ -310,18 +316,19 @@ impl Jobs {
         }
     }
 
-    /// The retries whose backoff ended by `now`, in the order they failed.
-    pub(super) fn due_retries(&mut self, now: Nanos) -> Vec<Vec<u8>> {
+    /// The retries whose backoff ended by `now`, in the order they failed:
+    /// (input position, record).
+    pub(super) fn due_retries(&mut self, now: Nanos) -> Vec<(u64, Vec<u8>)> {
         let (due, wait): (Vec<_>, Vec<_>) = std::mem::take(&mut self.backoff)
             .into_iter()
-            .partition(|(t, _)| *t <= now);
+            .partition(|(t, _, _)| *t <= now);
         self.backoff = wait;
-        due.into_iter().map(|(_, r)| r).collect()
+        due.into_iter().map(|(_, line, r)| (line, r)).collect()
     }
 
     /// When the next retry's backoff ends.
     pub(super) fn next_retry(&self) -> Option<Nanos> {
-        self.backoff.iter().map(|(t, _)| *t).min()
+        self.backoff.iter().map(|(t, _, _)| *t).min()
     }
 
     /// A record not started when the run stopped: true when it was a
@@ -336,7 +343,7 @@ impl Jobs {
 
     /// The run stopped: retries waiting out their backoff fail for good.
     pub(super) fn give_up_retries(&mut self) {
-        for (_, r) in std::mem::take(&mut self.backoff) {
+        for (_, _, r) in std::mem::take(&mut self.backoff) {
             self.take_attempt(&r);
             self.fail(&r);
         }

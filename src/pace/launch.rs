@@ -26,14 +26,22 @@ impl Pacer {
             if exit.closed {
                 g.out_closed = true;
             }
+            if exit.code == 0
+                && let Some(j) = &mut self.journal
+            {
+                j.done(exit.line);
+            }
             if let Some(span) = jobs.exited(exit, now, stopping) {
                 g.control.push(Command::Pause(Some(span)));
             }
         }
-        for record in jobs.due_retries(now).into_iter().rev() {
+        if let Some(j) = &mut self.journal {
+            j.commit();
+        }
+        for (line, record) in jobs.due_retries(now).into_iter().rev() {
             g.buffered += record.len();
             g.records.push_front(Record {
-                line: 0,
+                line,
                 arrived: now,
                 bytes: record,
             });
@@ -64,7 +72,7 @@ impl Pacer {
             let len = p.item.len() as u64;
             // Kept until the command has started: one that cannot start
             // leaves its record unsent, as the records after it.
-            match jobs.spawn(p.item.clone(), at, s, move || clock.now()) {
+            match jobs.spawn(p.item.clone(), p.seq, at, s, move || clock.now()) {
                 Ok(true) => {
                     self.tally.stats.sent(p.arrived, at);
                     self.tally.bytes_done += len;
@@ -111,7 +119,15 @@ impl Pacer {
         loop {
             let now = self.clock.now();
             for exit in std::mem::take(&mut g.exits) {
+                if exit.code == 0
+                    && let Some(j) = &mut self.journal
+                {
+                    j.done(exit.line);
+                }
                 jobs.exited(exit, now, true);
+            }
+            if let Some(j) = &mut self.journal {
+                j.commit();
             }
             if jobs.running() == 0 {
                 break;

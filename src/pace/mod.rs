@@ -33,13 +33,16 @@
 //! state they work on is kept by its owners, one file each: [`intake`]
 //! (lanes, the replay, a held line), [`control`] (pause and retune),
 //! [`sharing`] (the shared schedule), [`writer`] (stdout), [`rejects`]
-//! (the rejects file) and [`tally`] (the counts and the progress line).
+//! (the rejects file), [`journal`] (the records done, for `--journal`;
+//! [`resume`] is its part of the run) and [`tally`] (the counts and the
+//! progress line).
 
 mod config;
 pub mod control;
 mod end;
 mod intake;
 mod jobs;
+mod journal;
 pub mod keys;
 mod lanes;
 mod launch;
@@ -47,6 +50,7 @@ mod passthru;
 mod reader;
 mod rejects;
 mod replay;
+mod resume;
 pub mod schedule;
 mod shaper_loop;
 pub mod share;
@@ -64,6 +68,7 @@ use crate::rate::Rate;
 use crate::time::Nanos;
 use control::Control;
 use intake::Intake;
+use journal::Journal;
 use keys::KeySource;
 use reader::{Inbox, Record, Shared};
 use rejects::Rejects;
@@ -142,4 +147,6 @@ struct Pacer {
     tally: Tally,
     /// `-- COMMAND`: the commands started and running.
     jobs: Option<jobs::Jobs>,
+    /// `--journal`: the records done, for a rerun to skip.
+    journal: Option<Journal>,
 }

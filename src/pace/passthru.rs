@@ -22,6 +22,8 @@ pub(super) const MAX_LINE: usize = 1 << 20;
 pub(super) struct Exit {
     pub(super) pid: u32,
     pub(super) record: Vec<u8>,
+    /// The record's position in the input.
+    pub(super) line: u64,
     /// The exit status, or 128 + the signal that ended it.
     pub(super) code: i32,
     pub(super) took: Nanos,

@@ -59,12 +59,19 @@ pub(super) struct Inbox {
     pub(super) out_closed: bool,
     /// The input being read, for messages (empty: standard input).
     pub(super) reading: String,
+    /// With `--journal`: the input's head hashed, the records done skipped.
+    pub(super) journal: Option<super::journal::Skip>,
 }
 
 impl Inbox {
     pub(super) fn push(&mut self, arrived: Nanos, bytes: Vec<u8>) {
-        self.buffered += bytes.len();
         self.lines_in += 1;
+        if let Some(j) = &mut self.journal
+            && j.skips(self.lines_in, &bytes)
+        {
+            return;
+        }
+        self.buffered += bytes.len();
         self.records.push_back(Record {
             line: self.lines_in,
             arrived,
@@ -140,6 +147,8 @@ impl Shared {
 pub(super) struct InputConfig {
     pub(super) files: Vec<std::path::PathBuf>,
     pub(super) separator: u8,
+    /// `--journal`: the records done, by position.
+    pub(super) journal: Option<std::path::PathBuf>,
 }
 
 /// One input: a file named on the command line, or standard input.

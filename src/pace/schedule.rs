@@ -134,6 +134,7 @@ impl<T> Queue<T> {
         }
     }
 
+    #[inline]
     fn push(&mut self, p: Pending<T>) {
         match self {
             Queue::Fifo(q) => q.push_back(p),
@@ -141,6 +142,7 @@ impl<T> Queue<T> {
         }
     }
 
+    #[inline]
     fn front(&self) -> Option<&Pending<T>> {
         match self {
             Queue::Fifo(q) => q.front(),
@@ -148,6 +150,7 @@ impl<T> Queue<T> {
         }
     }
 
+    #[inline]
     fn pop(&mut self) -> Option<Pending<T>> {
         match self {
             Queue::Fifo(q) => q.pop_front(),
@@ -167,8 +170,6 @@ pub struct Schedule<T> {
     slip: Nanos,
     /// The latest policy time decided at; decisions never go back in time.
     last: Nanos,
-    /// Records offered so far: the `seq` of records offered without one.
-    offered: u64,
     /// The latest release admitted, policy time.
     last_release: Option<Nanos>,
     /// Total time paused (part of `slip`).
@@ -192,7 +193,6 @@ impl<T> Schedule<T> {
             last_write: None,
             slip: Nanos::ZERO,
             last: Nanos::ZERO,
-            offered: 0,
             last_release: None,
             paused: Nanos::ZERO,
             queue: match order {
@@ -252,10 +252,11 @@ impl<T> Schedule<T> {
     /// Offers a record at policy time `at` (an arrival's `policy_time`, or
     /// the `retry_at` of an earlier refusal: a record held since before that
     /// instant is offered at it, so a late wake-up does not move the
-    /// schedule). `arrived` is its real arrival, for waits.
-    pub fn offer(&mut self, at: Nanos, arrived: Nanos, item: T) -> Offer<T> {
+    /// schedule). `arrived` is its real arrival, for waits; `seq` its
+    /// input position, carried to its [`Pending`].
+    #[inline]
+    pub fn offer(&mut self, at: Nanos, arrived: Nanos, seq: u64, item: T) -> Offer<T> {
         let keys = std::mem::take(&mut self.keys);
-        let seq = self.offered;
         let offer = self.offer_keyed(at, arrived, &keys, seq, item);
         self.keys = keys;
         offer
@@ -282,15 +283,16 @@ impl<T> Schedule<T> {
         &mut self,
         at: Nanos,
         arrived: Nanos,
+        seq: u64,
         item: T,
         decision: Decision,
     ) -> Offer<T> {
-        let seq = self.offered;
         self.offer_decided(at, arrived, seq, item, decision)
     }
 
     /// `offer_keyed` with a decision made elsewhere (a shared schedule):
     /// queued at its release, or refused with its retry time.
+    #[inline]
     pub fn offer_decided(
         &mut self,
         at: Nanos,
@@ -301,7 +303,6 @@ impl<T> Schedule<T> {
     ) -> Offer<T> {
         let at = at.max(self.last);
         self.last = at;
-        self.offered += 1;
         match decision {
             Decision::Admit { release } => {
                 self.last_release = self.last_release.max(Some(release));
@@ -449,7 +450,7 @@ mod tests {
                     // Every record arrived at 0.
                     None => s.policy_time(Nanos::ZERO),
                 };
-                match s.offer(at, Nanos::ZERO, next) {
+                match s.offer(at, Nanos::ZERO, 0, next) {
                     Offer::Queued { .. } => {
                         retry = None;
                         next += 1;
@@ -535,7 +536,7 @@ mod tests {
         let mut s = schedule("shaper:rate=2/s,burst=3", Nanos(500 * MS), false);
         let mut out = Vec::new();
         assert_eq!(
-            s.offer(Nanos::ZERO, Nanos::ZERO, 0),
+            s.offer(Nanos::ZERO, Nanos::ZERO, 0, 0),
             Offer::Queued {
                 release: Nanos::ZERO
             }
@@ -546,14 +547,14 @@ mod tests {
         // After a minute idle: one immediate release, then one per 500 ms.
         for k in 0..4u64 {
             assert_eq!(
-                s.offer(now, now, 1),
+                s.offer(now, now, 0, 1),
                 Offer::Queued {
                     release: Nanos(now.0 + k * 500 * MS)
                 }
             );
         }
         assert!(matches!(
-            s.offer(now, now, 9),
+            s.offer(now, now, 0, 9),
             Offer::Full { retry_at: Some(r), .. } if r == Nanos(now.0 + 500 * MS)
         ));
         assert_eq!(s.backlog(), 4);
@@ -566,12 +567,12 @@ mod tests {
         let mut s = schedule("token-bucket:rate=1/s,burst=3", Nanos(1_000 * MS), false);
         for i in 0..3 {
             assert!(matches!(
-                s.offer(Nanos(10), Nanos(10), i),
+                s.offer(Nanos(10), Nanos(10), 0, i),
                 Offer::Queued { .. }
             ));
         }
         assert!(matches!(
-            s.offer(Nanos(10), Nanos(10), 3),
+            s.offer(Nanos(10), Nanos(10), 0, 3),
             Offer::Full { .. }
         ));
         let mut out = Vec::new();
@@ -583,8 +584,8 @@ mod tests {
     #[test]
     fn policy_time_never_goes_back_after_a_rebase() {
         let mut s = schedule("shaper:rate=1/s,burst=2", Nanos(1_000 * MS), false);
-        s.offer(Nanos::ZERO, Nanos::ZERO, 0);
-        s.offer(Nanos::ZERO, Nanos::ZERO, 1);
+        s.offer(Nanos::ZERO, Nanos::ZERO, 0, 0);
+        s.offer(Nanos::ZERO, Nanos::ZERO, 0, 1);
         let mut out = Vec::new();
         // The writer wakes 3 s late: re-based by 3 s.
         s.take_due(Nanos::from_secs(3), &mut out);

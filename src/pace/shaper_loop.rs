@@ -24,8 +24,9 @@ impl Pacer {
     /// backlog ends the run; then accounts for every line.
     pub(super) fn run(mut self) -> anyhow::Result<u8> {
         let shared = Arc::clone(&self.shared);
-        let mut g = shared.lock();
+        let mut g = self.check_journal(shared.lock(), &shared)?;
         let ending = loop {
+            self.note_journal(&g);
             self.collect_exits(&mut g);
             if let Some(ending) = stopped(&g) {
                 break ending;
@@ -162,8 +163,10 @@ impl Pacer {
             let rec = g.records.pop_front().expect("front exists");
             g.buffered -= rec.bytes.len();
             let offer = match shared_decision {
-                None => self.schedule.offer(at, rec.arrived, rec.bytes),
-                Some(d) => self.schedule.offer_with(at, rec.arrived, rec.bytes, d),
+                None => self.schedule.offer(at, rec.arrived, rec.line, rec.bytes),
+                Some(d) => self
+                    .schedule
+                    .offer_with(at, rec.arrived, rec.line, rec.bytes, d),
             };
             let (retry_at, item) = match offer {
                 Offer::Queued { .. } => {
@@ -300,6 +303,12 @@ impl Pacer {
         for p in self.output.sent(w.lines) {
             self.tally.stats.sent(p.arrived, w.at);
             self.tally.bytes_done += p.item.len() as u64;
+        }
+        if let Some(j) = &mut self.journal {
+            for p in self.output.sent(w.lines) {
+                j.done(p.seq);
+            }
+            j.commit();
         }
         self.tally.update(&self.clock, self.schedule.backlog());
         for item in self.output.drain_unsent(w.lines) {

@@ -3,6 +3,7 @@
 //! threads that feed the shaper loop started: signals, control, reader.
 
 use super::jobs::Jobs;
+use super::journal::Journal;
 use super::keys::Keys;
 use super::lanes::Lanes;
 use super::reader::{self, Shared};
@@ -37,6 +38,14 @@ impl Pacer {
         let (schedule, lanes) = schedule_and_lanes(&config, stack, timing);
         let jobs = start_jobs(&config, &output)?;
         let shared = Arc::new(Shared::new());
+        let journal = match &config.input.journal {
+            Some(path) => {
+                let (journal, skip) = Journal::open(path)?;
+                shared.lock().journal = Some(skip);
+                Some(journal)
+            }
+            None => None,
+        };
         let wake = start_signals(&shared, jobs.is_some())?;
         control::start_usr1(Arc::clone(&shared))?;
         let fifo = start_control(&config, &shared)?;
@@ -54,18 +63,23 @@ impl Pacer {
             rejects,
             tally,
             jobs,
+            journal,
             config,
         })
     }
 }
 
-/// Refuses a rejects file that is also standard input or output.
+/// Refuses a rejects, journal or failed file that is also standard input
+/// or output, an input, or another of them.
 fn check_endpoints(config: &Config) -> anyhow::Result<()> {
     use crate::clash::{Endpoint, Place, check_distinct, named};
     let mut outputs = vec![Endpoint::new("standard output", Place::Stdout)];
     let inputs = crate::clash::inputs(&config.input.files, "the input", "standard input");
     if let Some(p) = &config.rejects {
         outputs.push(Endpoint::new(named("--rejects", p), Place::Path(p)));
+    }
+    if let Some(p) = &config.input.journal {
+        outputs.push(Endpoint::new(named("--journal", p), Place::Path(p)));
     }
     if let Some(p) = config.jobs.as_ref().and_then(|j| j.failed.as_ref()) {
         outputs.push(Endpoint::new(named("--failed", p), Place::Path(p)));

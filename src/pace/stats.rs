@@ -85,6 +85,10 @@ pub struct Summary {
     /// With a command after `--`: the commands' counts and durations.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub commands: Option<super::jobs::JobCounts>,
+    /// With `--journal`: records done in an earlier run, skipped (not in
+    /// `lines_in`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub journal_skipped: Option<u64>,
 }
 
 /// Waits from arrival to write, ms: nearest-rank p50 and p99, and the
@@ -158,6 +162,7 @@ impl Stats {
             keys: None,
             share: None,
             commands: None,
+            journal_skipped: None,
         }
     }
 }
@@ -216,8 +221,11 @@ impl Summary {
                 c.duration_p99_ms
             )
         });
+        let journal = self.journal_skipped.map_or(String::new(), |n| {
+            format!("  journal  {n} record(s) skipped, done in an earlier run\n")
+        });
         format!(
-            "drip pace: {ended}\n  lines    in {}, out {}, dropped {}, unsent {}{partial}\n  elapsed  {:.3}s\n  rate     {rate} (target {})\n  wait     p50 {:.3}ms, p99 {:.3}ms, max {:.3}ms\n{keys}{share}{commands}",
+            "drip pace: {ended}\n  lines    in {}, out {}, dropped {}, unsent {}{partial}\n  elapsed  {:.3}s\n  rate     {rate} (target {})\n  wait     p50 {:.3}ms, p99 {:.3}ms, max {:.3}ms\n{keys}{share}{commands}{journal}",
             self.lines_in,
             self.lines_out,
             self.dropped,

@@ -19,6 +19,10 @@ pub(super) struct Tally {
     /// and the bytes of the lines done so far: the progress line's ETA.
     input_size: Option<u64>,
     pub(super) bytes_done: u64,
+    /// `--journal`: the records (and their bytes) done in earlier runs and
+    /// skipped in this one.
+    pub(super) journal_skipped: Option<u64>,
+    pub(super) bytes_skipped: u64,
 }
 
 impl Tally {
@@ -31,12 +35,14 @@ impl Tally {
             shown_rate: 0.0,
             input_size,
             bytes_done: 0,
+            journal_skipped: None,
+            bytes_skipped: 0,
         }
     }
 
     /// The time left at the pace so far, when the input's size is known.
     fn eta(&self, now: Nanos) -> String {
-        let (Some(total), done) = (self.input_size, self.bytes_done) else {
+        let (Some(total), done) = (self.input_size, self.bytes_done + self.bytes_skipped) else {
             return String::new();
         };
         if done == 0 || done >= total {
