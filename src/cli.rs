@@ -494,7 +494,8 @@ pub struct AuditArgs {
     /// (or about 200-600 intervals over the log's span).
     #[arg(long, value_name = "FILE.svg")]
     pub plot: Option<PathBuf>,
-    /// Keys listed per policy, most drops first.
+    /// Keys listed per policy: those with the most drops and, for a policy
+    /// that delays, those with the longest waits.
     #[arg(long, default_value_t = 10, value_name = "N")]
     pub top: usize,
     /// Write one CSV row per (row, policy) decision to FILE ('-': to stdout, instead of the report).

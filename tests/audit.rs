@@ -1230,6 +1230,61 @@ fn documented_column_list_matches_csv_and_json() {
         let other = &json_para[at..at + json_para[at..].find('`').unwrap()];
         assert!(p.get(other).is_some(), "{n} as {other}: {p}");
     }
+    keys_column_list_matches_csv_and_json(&readme);
+}
+
+/// The key column list of docs/output.md (the keys with the most drops and
+/// with the longest waits) is the header of those CSV tables, and each
+/// column is in the JSON's `top_keys[]` and `top_waits[]`.
+fn keys_column_list_matches_csv_and_json(doc: &str) {
+    let start = doc
+        .find("key column list:\n\n| column | table | meaning |")
+        .expect("the key column list of docs/output.md");
+    let (mut drops, mut waits) = (Vec::new(), Vec::new());
+    for row in doc[start..]
+        .lines()
+        .skip(4)
+        .take_while(|l| l.starts_with('|'))
+    {
+        let cells: Vec<&str> = row.split('|').collect();
+        let names = cells[1].split('`').skip(1).step_by(2);
+        for n in names {
+            match cells[2].trim() {
+                "both" => {
+                    drops.push(n);
+                    waits.push(n);
+                }
+                "most drops" => drops.push(n),
+                "longest waits" => waits.push(n),
+                other => panic!("table '{other}' in {row}"),
+            }
+        }
+    }
+    // Drops and waits, on one policy that delays.
+    let run = |f: &str| {
+        let args = ["fixtures/small.csv", "--key-column", "client"];
+        drip(
+            &[&args[..], &["-p", "nginx:rate=2r/s,burst=1", "-q", "-f", f]].concat(),
+            None,
+        )
+    };
+    let csv = run("csv");
+    let headers: Vec<&str> = csv
+        .stdout
+        .split("\n\n")
+        .map(|t| t.lines().next().unwrap())
+        .collect();
+    assert_eq!(headers[1], drops.join(","), "{}", csv.stdout);
+    assert_eq!(headers[2], waits.join(","), "{}", csv.stdout);
+    let v = json(&run("json"));
+    let p = &v["policies"][0];
+    for (list, names) in [("top_keys", &drops), ("top_waits", &waits)] {
+        let row = &p[list][0];
+        for n in names.iter().filter(|n| **n != "policy") {
+            let named = if *n == "wait_max" { "wait_max_ns" } else { n };
+            assert!(row.get(named).is_some(), "{n} in {list}: {p}");
+        }
+    }
 }
 
 /// A wait in decimal milliseconds as the decisions file writes it, in ns.
