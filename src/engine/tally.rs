@@ -30,6 +30,7 @@ pub struct KeyWait {
 
 impl KeyWait {
     /// Adds what `other` counted of the same key.
+    #[inline]
     fn add(&mut self, other: KeyWait) {
         self.max = self.max.max(other.max);
         self.delayed = self.delayed.saturating_add(other.delayed);
@@ -258,9 +259,10 @@ impl Tally {
             if i >= self.waits_by_key.len() {
                 self.waits_by_key.resize(i + 1, KeyWait::default());
             }
-            let k = &mut self.waits_by_key[i];
-            k.max = k.max.max(wait);
-            k.delayed = k.delayed.saturating_add(1);
+            self.waits_by_key[i].add(KeyWait {
+                max: wait,
+                delayed: 1,
+            });
         }
     }
 
