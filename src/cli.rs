@@ -636,7 +636,10 @@ pub struct AuditArgs {
     /// Add per-interval rows (arrived, sent, dropped, level) of this length.
     #[arg(long, value_parser = positive_duration_arg, value_name = "DUR", help_heading = OUTPUT, hide_short_help = true)]
     pub timeline: Option<Nanos>,
-    /// Keys listed per policy, most drops first.
+    /// Keys listed per policy: most drops, and longest waits.
+    ///
+    /// The keys with the most drops and, for a policy that delays, those
+    /// with the longest waits.
     #[arg(long, default_value_t = 10, value_name = "N", help_heading = OUTPUT, hide_short_help = true)]
     pub top: usize,
     /// Write one CSV row per (row, policy) decision to FILE ('-': to stdout, instead of the report).

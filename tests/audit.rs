@@ -1230,4 +1230,248 @@ fn documented_column_list_matches_csv_and_json() {
         let other = &json_para[at..at + json_para[at..].find('`').unwrap()];
         assert!(p.get(other).is_some(), "{n} as {other}: {p}");
     }
+    keys_column_list_matches_csv_and_json(&readme);
+}
+
+/// The key column list of docs/output.md (the keys with the most drops and
+/// with the longest waits) is the header of those CSV tables, and each
+/// column is in the JSON's `top_keys[]` and `top_waits[]`.
+fn keys_column_list_matches_csv_and_json(doc: &str) {
+    let start = doc
+        .find("key column list:\n\n| column | table | meaning |")
+        .expect("the key column list of docs/output.md");
+    let (mut drops, mut waits) = (Vec::new(), Vec::new());
+    for row in doc[start..]
+        .lines()
+        .skip(4)
+        .take_while(|l| l.starts_with('|'))
+    {
+        let cells: Vec<&str> = row.split('|').collect();
+        let names = cells[1].split('`').skip(1).step_by(2);
+        for n in names {
+            match cells[2].trim() {
+                "both" => {
+                    drops.push(n);
+                    waits.push(n);
+                }
+                "most drops" => drops.push(n),
+                "longest waits" => waits.push(n),
+                other => panic!("table '{other}' in {row}"),
+            }
+        }
+    }
+    // Drops and waits, on one policy that delays.
+    let run = |f: &str| {
+        let args = ["fixtures/small.csv", "--key-column", "client"];
+        drip(
+            &[&args[..], &["-p", "nginx:rate=2r/s,burst=1", "-q", "-f", f]].concat(),
+            None,
+        )
+    };
+    let csv = run("csv");
+    let headers: Vec<&str> = csv
+        .stdout
+        .split("\n\n")
+        .map(|t| t.lines().next().unwrap())
+        .collect();
+    assert_eq!(headers[1], drops.join(","), "{}", csv.stdout);
+    assert_eq!(headers[2], waits.join(","), "{}", csv.stdout);
+    let v = json(&run("json"));
+    let p = &v["policies"][0];
+    for (list, names) in [("top_keys", &drops), ("top_waits", &waits)] {
+        let row = &p[list][0];
+        for n in names.iter().filter(|n| **n != "policy") {
+            let named = if *n == "wait_max" { "wait_max_ns" } else { n };
+            assert!(row.get(named).is_some(), "{n} in {list}: {p}");
+        }
+    }
+}
+
+/// A wait in decimal milliseconds as the decisions file writes it, in ns.
+fn wait_ns(ms: &str) -> u64 {
+    let (int, frac) = ms.split_once('.').unwrap_or((ms, ""));
+    let frac = format!("{frac:0<6}");
+    int.parse::<u64>().unwrap() * 1_000_000 + frac.parse::<u64>().unwrap()
+}
+
+/// A wait of whole milliseconds as the table writes it: `950ms`, `2.5s`.
+fn human_ms(ns: u64) -> String {
+    assert_eq!(ns % 1_000_000, 0, "whole milliseconds");
+    let ms = ns / 1_000_000;
+    if ms < 1000 {
+        return format!("{ms}ms");
+    }
+    let frac = format!("{:03}", ms % 1000);
+    match frac.trim_end_matches('0') {
+        "" => format!("{}s", ms / 1000),
+        f => format!("{}.{f}s", ms / 1000),
+    }
+}
+
+#[test]
+fn the_keys_with_the_longest_waits_are_those_of_the_decisions_file() {
+    // Two policies that delay (nginx without nodelay, a shaper whose
+    // waits often reach its cap: ties), one that never does.
+    let log = generated_log(20_000);
+    let d = tmp("waits-decisions.csv");
+    let mut args = vec![s(&log), "--key-column", "client", "--cost-column", "cost"];
+    args.extend([
+        "-p",
+        "nginx:rate=1r/s,burst=3",
+        "-p",
+        "shaper:rate=1/s,burst=8",
+    ]);
+    args.extend(["-p", "gcra:rate=2/s,burst=5", "--top", "6", "-q"]);
+    let mut with_file = args.clone();
+    with_file.extend(["--decisions", s(&d), "-f", "json"]);
+    let v = json(&drip(&with_file, None));
+    // Per (policy, key): rows, delayed rows, longest wait.
+    let mut per: std::collections::BTreeMap<(String, String), (u64, u64, u64)> = Default::default();
+    let text = std::fs::read_to_string(&d).unwrap();
+    for rec in csv::Reader::from_reader(text.as_bytes()).records() {
+        let f = rec.unwrap();
+        if f[2].is_empty() {
+            continue;
+        }
+        let e = per.entry((f[1].to_string(), f[2].to_string())).or_default();
+        e.0 += 1;
+        let w = if &f[4] == "1" { wait_ns(&f[5]) } else { 0 };
+        if w > 0 {
+            e.1 += 1;
+            e.2 = e.2.max(w);
+        }
+    }
+    let policies = v["policies"].as_array().unwrap();
+    let mut table_rows = Vec::new();
+    for p in policies {
+        let label = p["label"].as_str().unwrap();
+        if !p["shapes"].as_bool().unwrap() {
+            assert!(p.get("top_waits").is_none(), "{p}");
+            continue;
+        }
+        // Longest wait first, then most delayed, then the key's bytes.
+        let mut want: Vec<(&String, &(u64, u64, u64))> = per
+            .iter()
+            .filter(|((l, _), w)| l == label && w.1 > 0)
+            .map(|((_, k), w)| (k, w))
+            .collect();
+        want.sort_by(|a, b| (b.1.2, b.1.1, a.0).cmp(&(a.1.2, a.1.1, b.0)));
+        want.truncate(6);
+        let got = p["top_waits"].as_array().unwrap();
+        assert_eq!(got.len(), 6, "{p}");
+        for (g, &(key, &(rows, delayed, max))) in got.iter().zip(&want) {
+            assert_eq!(g["key"].as_str().unwrap(), key.as_str(), "{label}: {got:?}");
+            assert_eq!(g["requests"], rows, "{label} {key}");
+            assert_eq!(g["limited"], rows, "{label} {key}");
+            assert_eq!(g["delayed"], delayed, "{label} {key}");
+            assert_eq!(g["wait_max_ns"], max, "{label} {key}");
+            let pct = g["delayed_pct"].as_f64().unwrap();
+            assert!((pct - delayed as f64 * 100.0 / rows as f64).abs() < 1e-9);
+            table_rows.push(vec![
+                label.to_string(),
+                key.to_string(),
+                rows.to_string(),
+                rows.to_string(),
+                human_ms(max),
+                delayed.to_string(),
+                format!("{:.2}", delayed as f64 * 100.0 / rows as f64),
+            ]);
+        }
+        // The longest of all is the policy's longest wait.
+        assert_eq!(got[0]["wait_max_ns"], p["wait"]["max_ns"], "{p}");
+    }
+    assert_eq!(table_rows.len(), 12);
+    // The shaper's waits tie at its cap: the order then follows the
+    // delayed rows.
+    assert_eq!(table_rows[6][4], table_rows[7][4], "{table_rows:?}");
+
+    // The table lists the same keys, after the keys with the most drops.
+    args.extend(["-f", "table"]);
+    let out = drip(&args, None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let drops = out.stdout.find("\nkeys with the most drops\n").unwrap();
+    let at = out.stdout.find("\nkeys with the longest waits\n").unwrap();
+    assert!(drops < at, "{}", out.stdout);
+    let mut lines = out.stdout[at..].lines().skip(2);
+    let header: Vec<&str> = lines.next().unwrap().split_whitespace().collect();
+    assert_eq!(
+        header,
+        [
+            "policy",
+            "key",
+            "requests",
+            "limited",
+            "wait_max",
+            "delayed",
+            "delayed_pct"
+        ]
+    );
+    let got: Vec<Vec<String>> = lines
+        .take_while(|l| !l.is_empty())
+        .map(|l| l.split_whitespace().map(String::from).collect())
+        .collect();
+    assert_eq!(got, table_rows, "{}", out.stdout);
+}
+
+#[test]
+fn keys_hurt_and_what_a_change_makes_worse_are_thresholds_for_policies_too() {
+    // a: 4 rows at once, b: 2, c: 1. burst=3 drops 1 row of a; burst=1
+    // drops 3 of a and 1 of b.
+    let mut text = String::from("ts,client\n");
+    for (k, n) in [("a", 4), ("b", 2), ("c", 1)] {
+        for _ in 0..n {
+            text.push_str(&format!("2024-05-01T12:00:00Z,{k}\n"));
+        }
+    }
+    let log = write("hurt-thresholds.csv", &text);
+    let run = |extra: &[&str]| {
+        let mut args = vec![s(&log), "--key-column", "client", "-q"];
+        args.extend(["-p", "gcra:rate=1/s,burst=3,label=old"]);
+        args.extend(["-p", "gcra:rate=1/s,burst=1,label=new"]);
+        args.extend(extra);
+        drip(&args, None)
+    };
+    let crossed = |extra: &[&str], want: &str| {
+        let out = run(extra);
+        assert_eq!(out.code, 1, "{extra:?}: {}", out.stderr);
+        assert!(out.stderr.contains(want), "{extra:?}: {}", out.stderr);
+        assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    };
+    // Keys hurt: old 1 of 3, new 2 of 3.
+    assert_eq!(run(&["--max-keys-hurt", "2"]).code, 0);
+    assert_eq!(run(&["--max-keys-hurt", "old=34%"]).code, 0);
+    crossed(
+        &["--max-keys-hurt", "1"],
+        "'new' crossed --max-keys-hurt: measured 2 of 3, limit 1",
+    );
+    crossed(
+        &["--max-keys-hurt", "new=66%"],
+        "'new' crossed --max-keys-hurt: measured 2 of 3, limit 66%",
+    );
+    // Against old, new drops 3 more rows of 7 and hurts 1 more key of 3.
+    fn compare<'a>(extra: &[&'a str]) -> Vec<&'a str> {
+        [&["--compare"][..], extra].concat()
+    }
+    assert_eq!(run(&compare(&["--max-newly-dropped", "3"])).code, 0);
+    assert_eq!(run(&compare(&["--max-newly-dropped", "43%"])).code, 0);
+    assert_eq!(run(&compare(&["--max-keys-newly-hurt", "new=1"])).code, 0);
+    crossed(
+        &compare(&["--max-newly-dropped", "42%"]),
+        "'new' crossed --max-newly-dropped: measured 3 of 7, limit 42%",
+    );
+    crossed(
+        &compare(&["--max-keys-newly-hurt", "0"]),
+        "'new' crossed --max-keys-newly-hurt: measured 1 of 3, limit 0",
+    );
+    // They need --compare, and a label that is there.
+    let out = run(&["--max-newly-dropped", "1"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("--compare"), "{}", out.stderr);
+    let out = run(&compare(&["--max-keys-newly-hurt", "nope=1"]));
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no policy labelled 'nope'"),
+        "{}",
+        out.stderr
+    );
 }

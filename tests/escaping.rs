@@ -264,3 +264,53 @@ fn a_crossed_threshold_names_a_hostile_label_without_its_controls() {
     assert!(out.stderr.contains("crossed"), "{}", out.stderr);
     assert_no_controls("stderr", &out.stderr);
 }
+
+#[test]
+fn the_keys_with_the_longest_waits_show_hostile_keys_as_text() {
+    // Under a policy that delays, each key's second row waits: every key
+    // is in the list.
+    let log = hostile_log();
+    let audit = |format: &str| {
+        let spec = "nginx:rate=1r/s,burst=1";
+        let args = ["audit", s(&log), "--key-column", "client", "-p", spec];
+        ok(run(&[&args[..], &["-q", "-f", format]].concat(), None))
+    };
+    let table = audit("table");
+    assert_table_is_text(&table);
+    let waits = &table[table.find("keys with the longest waits").expect(&table)..];
+    assert!(
+        waits.contains("x\\u{1b}[2Jy") && waits.contains(KEYS[0]),
+        "{table}"
+    );
+
+    let markdown = audit("markdown");
+    assert_markdown_is_text(&markdown);
+    let at = markdown
+        .find("Keys with the longest waits")
+        .expect(&markdown);
+    let waits = &markdown[at..];
+    assert!(
+        waits.contains("&lt;img src=x onerror=alert(1)&gt;"),
+        "{markdown}"
+    );
+    assert!(waits.contains("[click&#93;(http://evil)"), "{markdown}");
+    assert!(waits.contains("a&#124;b&#96;c&#96;"), "{markdown}");
+
+    let html = audit("html");
+    assert_html_is_text(&html);
+    let waits = &html[html.find("Keys with the longest waits").expect(&html)..];
+    assert!(
+        waits.contains("&lt;img src=x onerror=alert(1)&gt;"),
+        "{html}"
+    );
+
+    let json: serde_json::Value = serde_json::from_str(&audit("json")).unwrap();
+    let keys: Vec<&str> = json["policies"][0]["top_waits"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["key"].as_str().unwrap())
+        .collect();
+    assert_eq!(keys.len(), 4, "{json}");
+    assert!(keys.contains(&KEYS[0]) && keys.contains(&KEYS[2]), "{json}");
+}

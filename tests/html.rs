@@ -242,7 +242,12 @@ fn the_page_is_one_self_contained_well_formed_file() {
     }
 
     let top = doc.table_after("Keys with the most drops");
-    assert_eq!(top[0], ["policy", "key", "requests", "dropped", "drop_pct"]);
+    assert_eq!(
+        top[0],
+        [
+            "policy", "key", "requests", "limited", "dropped", "drop_pct"
+        ]
+    );
     assert!(top.len() > 2, "{top:?}");
 
     // The plot is inline, once, in a figure, and renders.

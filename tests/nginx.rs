@@ -1201,3 +1201,72 @@ fn discourses_rate_limit_template_limits_rows() {
     );
     assert_eq!(v["policies"][0]["dropped"], 7);
 }
+
+#[test]
+fn a_keys_drop_share_counts_its_limited_rows_and_its_waits_are_listed() {
+    // 1.1.1.1 sends 10 rows to an unlimited location and 5 at once to
+    // /api/ (1r/s burst=2): 1 passed, 2 delayed (1 s, 2 s), 2 rejected.
+    // 2.2.2.2 sends 2 to /api/; 3.3.3.3 only to the unlimited location.
+    let mut log = String::from("remote_addr,uri,t,limit_req_status\n");
+    for _ in 0..10 {
+        log.push_str("1.1.1.1,/static/a.css,1700000000.000,-\n");
+    }
+    for st in ["PASSED", "DELAYED", "DELAYED", "REJECTED", "REJECTED"] {
+        log.push_str(&format!("1.1.1.1,/api/x,1700000000.000,{st}\n"));
+    }
+    log.push_str("2.2.2.2,/api/x,1700000000.000,PASSED\n2.2.2.2,/api/x,1700000000.000,DELAYED\n");
+    log.push_str("3.3.3.3,/static/b.css,1700000000.000,-\n");
+    let (conf, log) = setup(
+        "http { limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n\
+         server { location / { } location /api/ { limit_req zone=z burst=2; } } }\n",
+        &log,
+    );
+    let out = verify(&log, &conf, &["-f", "json"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let p = &v["policies"][0];
+    assert_eq!(p["nginx"]["verify"]["disagreed"], 0, "{}", out.stdout);
+    // 2 of the 5 rows that reached the limit, not 2 of the key's 15.
+    let top = &p["top_keys"];
+    assert_eq!(top.as_array().unwrap().len(), 1, "{}", out.stdout);
+    assert_eq!(top[0]["key"], "1.1.1.1");
+    assert_eq!(top[0]["requests"], 15);
+    assert_eq!(top[0]["limited"], 5);
+    assert_eq!(top[0]["dropped"], 2);
+    assert_eq!(top[0]["drop_pct"], 40.0);
+    let waits = p["top_waits"].as_array().unwrap();
+    let got: Vec<(&str, u64, u64, u64, u64)> = waits
+        .iter()
+        .map(|w| {
+            let n = |f: &str| w[f].as_u64().unwrap();
+            let key = w["key"].as_str().unwrap();
+            (
+                key,
+                n("requests"),
+                n("limited"),
+                n("delayed"),
+                n("wait_max_ns"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        got,
+        [
+            ("1.1.1.1", 15, 5, 2, 2_000_000_000),
+            ("2.2.2.2", 2, 2, 1, 1_000_000_000)
+        ]
+    );
+    assert_eq!(waits[1]["delayed_pct"], 50.0);
+    // The table says so, the waits beside the drops.
+    let out = verify(&log, &conf, &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    for want in [
+        "key      requests  limited  dropped  drop_pct",
+        "1.1.1.1        15        5        2     40.00",
+        "keys with the longest waits",
+        "1.1.1.1        15        5        2s        2        40.00",
+        "2.2.2.2         2        2        1s        1        50.00",
+    ] {
+        assert!(out.stdout.contains(want), "{want:?} in\n{}", out.stdout);
+    }
+}

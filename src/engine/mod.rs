@@ -5,6 +5,7 @@
 pub mod compare;
 pub mod conf;
 pub mod exec;
+mod hurt;
 mod lanes;
 pub mod loops;
 pub mod outcome;

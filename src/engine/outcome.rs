@@ -70,6 +70,9 @@ pub struct PolicyReport {
     /// Rows skipped with --skip-bad (not replayed through any policy).
     pub skipped_bad: u64,
     pub top_keys: Vec<KeyRow>,
+    /// For policies that delay: the keys with the longest waits.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub top_waits: Option<Vec<WaitKeyRow>>,
     /// For an nginx.conf: what each location did, and the verification.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nginx: Option<NginxReport>,
@@ -127,12 +130,33 @@ pub struct VerifyRow {
     pub logged: String,
 }
 
+/// A key's drops under one policy.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct KeyRow {
     pub key: String,
+    /// The key's rows in the log.
     pub requests: u64,
+    /// Its rows that reached a limit: all of them for a policy; for an
+    /// nginx.conf, those of a location whose limits applied to them.
+    pub limited: u64,
     pub dropped: u64,
+    /// dropped / limited · 100.
     pub drop_pct: f64,
+}
+
+/// A key's waits under a policy that delays.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct WaitKeyRow {
+    pub key: String,
+    pub requests: u64,
+    /// As in [`KeyRow`].
+    pub limited: u64,
+    /// Its longest wait.
+    pub wait_max_ns: u64,
+    /// Its admitted rows that waited.
+    pub delayed: u64,
+    /// delayed / limited · 100.
+    pub delayed_pct: f64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]

@@ -3,12 +3,13 @@
 //! key id; policies hold only the keys active within their horizon.
 
 use super::exec::Exec;
+use super::hurt::{self, Keys, top_drops, top_waits};
 use super::lanes::{Lane, Part, Worker};
 use super::loops::PREFETCH_FAR;
 pub use super::loops::Slot;
 pub use super::run::Run;
 use super::tally::{AUTO_STEPS, Share};
-use crate::engine::outcome::{KeyRow, PolicyReport, TimelineRow, Waits};
+use crate::engine::outcome::{PolicyReport, TimelineRow, Waits};
 use crate::ingest::input::{Event, MAX_KEYS};
 use crate::ingest::keys::{EMPTY_KEY, Interner, KeyNames};
 use crate::policy::Decision;
@@ -348,14 +349,18 @@ impl Replay {
                 if let (Some(share), Some(_)) = (lane.share, run.split) {
                     // Straight into the merged run's table: no table of
                     // every key per thread.
-                    let mut global = Vec::new();
-                    let into = match at {
-                        Some(i) => &mut runs[i].tally.drops_by_key,
-                        None => &mut global,
+                    let (mut drops, mut waits) = (Vec::new(), Vec::new());
+                    let (d, w) = match at {
+                        Some(i) => {
+                            let t = &mut runs[i].tally;
+                            (&mut t.drops_by_key, &mut t.waits_by_key)
+                        }
+                        None => (&mut drops, &mut waits),
                     };
-                    run.tally.drops_into(&share, into);
+                    run.tally.by_key_into(&share, d, w);
                     if at.is_none() {
-                        run.tally.drops_by_key = global;
+                        run.tally.drops_by_key = drops;
+                        run.tally.waits_by_key = waits;
                     }
                 }
                 match at {
@@ -382,46 +387,27 @@ impl Replay {
         let nbins = runs.iter().map(|r| r.tally.bins.len()).max().unwrap_or(0);
         for mut run in runs {
             let shapes = run.exec.shapes();
-            let nginx = match &mut run.exec {
-                Exec::Conf(c) => Some(c.report()),
-                _ => None,
+            let (nginx, limited) = match &mut run.exec {
+                Exec::Conf(c) => (Some(c.report()), Some(c.take_limited_by_key())),
+                _ => (None, None),
             };
             let keys_seen = match run.tally.report_slot {
                 Some(c) => self.names[c].len() as u64,
                 None => u64::from(run.tally.requests > 0),
             };
-            let mut top: Vec<(u32, u64)> = run
-                .tally
-                .drops_by_key
-                .iter()
-                .enumerate()
-                .filter(|(_, d)| **d > 0)
-                .map(|(k, d)| (k as u32, u64::from(*d)))
-                .collect();
-            let names = run.tally.report_slot.map(|c| &self.names[c]);
-            top.sort_unstable_by(|a, b| {
-                b.1.cmp(&a.1).then_with(|| match names {
-                    Some(n) => n.get(a.0).cmp(n.get(b.0)),
-                    None => a.0.cmp(&b.0),
+            let keys = run.tally.report_slot.map(|c| Keys {
+                names: &self.names[c],
+                requests: &self.requests_by_key[c],
+                limited: limited.as_deref(),
+            });
+            let top_keys = keys.as_ref().map_or(Vec::new(), |k| {
+                top_drops(k, &run.tally.drops_by_key, self.top)
+            });
+            let top_waits = shapes.then(|| {
+                keys.as_ref().map_or(Vec::new(), |k| {
+                    top_waits(k, &run.tally.waits_by_key, self.top)
                 })
             });
-            let top_keys = top
-                .iter()
-                .take(self.top)
-                .map(|&(id, dropped)| {
-                    let c = run
-                        .tally
-                        .report_slot
-                        .expect("drops by key need a key column");
-                    let requests = self.requests_by_key[c][id as usize];
-                    KeyRow {
-                        key: crate::quote::key_text(self.names[c].get(id)),
-                        requests,
-                        dropped,
-                        drop_pct: percent(dropped, requests),
-                    }
-                })
-                .collect();
             if let Some((interval, t0)) = self.local.timeline {
                 for i in 0..nbins {
                     let b = run.tally.bins.get(i).copied().unwrap_or_default();
@@ -445,7 +431,7 @@ impl Replay {
                 admitted: run.tally.admitted,
                 delayed: run.tally.delayed,
                 dropped: run.tally.dropped,
-                drop_pct: percent(run.tally.dropped, run.tally.requests),
+                drop_pct: hurt::percent(run.tally.dropped, run.tally.requests),
                 shapes,
                 wait: shapes.then(|| waits(&mut run.tally.waits)),
                 peak: run.tally.peak,
@@ -458,6 +444,7 @@ impl Replay {
                 },
                 skipped_bad: 0,
                 top_keys,
+                top_waits,
                 nginx,
             });
         }
@@ -517,14 +504,6 @@ pub(super) fn waits(w: &mut WaitStats) -> Waits {
         p95_ns: p.p95,
         p99_ns: p.p99,
         max_ns: p.max,
-    }
-}
-
-pub(super) fn percent(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / whole as f64
     }
 }
 

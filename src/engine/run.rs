@@ -176,6 +176,7 @@ impl Run {
                 waits: WaitStats::new(),
                 peak: 0,
                 drops_by_key: Vec::new(),
+                waits_by_key: Vec::new(),
                 shared_waits: None,
                 bins: Vec::new(),
             },

@@ -20,6 +20,23 @@ pub(super) struct Bin {
     pub(super) level: u64,
 }
 
+/// One key's waits under a policy that delays: the longest, and how many
+/// of its rows waited (saturating).
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+pub struct KeyWait {
+    pub max: u64,
+    pub delayed: u32,
+}
+
+impl KeyWait {
+    /// Adds what `other` counted of the same key.
+    #[inline]
+    fn add(&mut self, other: KeyWait) {
+        self.max = self.max.max(other.max);
+        self.delayed = self.delayed.saturating_add(other.delayed);
+    }
+}
+
 /// Most timeline intervals kept per policy.
 pub const MAX_BINS: usize = 1_000_000;
 
@@ -59,6 +76,9 @@ pub struct Tally {
     pub(super) peak: u64,
     /// Drops per key id of the report column (saturating).
     pub(super) drops_by_key: Vec<u32>,
+    /// Waits per key id of the report column, for the delayed rows (only
+    /// a policy that delays has any).
+    pub(super) waits_by_key: Vec<KeyWait>,
     /// For a run split over threads: non-zero waits counted by all of
     /// them so far (each adds its own after every chunk), and how many of
     /// this one's are in. Past the exact cap the merged waits would be a
@@ -130,6 +150,13 @@ impl Tally {
         for (mine, theirs) in self.drops_by_key.iter_mut().zip(other.drops_by_key) {
             *mine = mine.saturating_add(theirs);
         }
+        if self.waits_by_key.len() < other.waits_by_key.len() {
+            self.waits_by_key
+                .resize(other.waits_by_key.len(), KeyWait::default());
+        }
+        for (mine, theirs) in self.waits_by_key.iter_mut().zip(other.waits_by_key) {
+            mine.add(theirs);
+        }
         if self.bins.len() < other.bins.len() {
             self.bins.resize(other.bins.len(), Bin::default());
         }
@@ -141,20 +168,18 @@ impl Tally {
         }
     }
 
-    /// Moves drops counted under a lane's renumbered key ids into
-    /// `global`, under the ids they stand for.
-    pub(super) fn drops_into(&mut self, share: &Share, global: &mut Vec<u32>) {
-        for (i, d) in std::mem::take(&mut self.drops_by_key)
-            .into_iter()
-            .enumerate()
-            .filter(|(_, d)| *d > 0)
-        {
-            let g = share.global(i);
-            if global.len() <= g {
-                global.resize(g + 1, 0);
-            }
-            global[g] = global[g].saturating_add(d);
-        }
+    /// Moves drops and waits counted under a lane's renumbered key ids
+    /// into `drops` and `waits`, under the ids they stand for.
+    pub(super) fn by_key_into(
+        &mut self,
+        share: &Share,
+        drops: &mut Vec<u32>,
+        waits: &mut Vec<KeyWait>,
+    ) {
+        let mine = std::mem::take(&mut self.drops_by_key);
+        share.add_global(mine, drops, |g, d| *g = g.saturating_add(d));
+        let mine = std::mem::take(&mut self.waits_by_key);
+        share.add_global(mine, waits, KeyWait::add);
     }
 
     /// Counts one decision (`level`: the level just after it, or 0), but
@@ -177,6 +202,7 @@ impl Tally {
                 if release > now {
                     self.delayed += 1;
                     self.waits.record(release.0 - now.0);
+                    self.waited(ev, release.0 - now.0);
                 }
             }
             Decision::Refuse { .. } => self.refused(ev),
@@ -205,18 +231,38 @@ impl Tally {
         self.waits.record_zeros(admitted - (self.delayed - delayed));
     }
 
+    /// The row's key id in the report column, if it has one there.
+    #[inline(always)]
+    fn report_key(&self, ev: &Event) -> Option<usize> {
+        let &id = ev.keys.get(self.report_slot?)?;
+        (id != EMPTY_KEY).then_some(id as usize)
+    }
+
     /// Counts a refusal, by key for the report.
     #[inline]
     pub(super) fn refused(&mut self, ev: &Event) {
         self.dropped += 1;
-        if let Some(&id) = self.report_slot.and_then(|c| ev.keys.get(c))
-            && id != EMPTY_KEY
-        {
-            let i = id as usize;
+        if let Some(i) = self.report_key(ev) {
             if i >= self.drops_by_key.len() {
                 self.drops_by_key.resize(i + 1, 0);
             }
             self.drops_by_key[i] = self.drops_by_key[i].saturating_add(1);
+        }
+    }
+
+    /// Counts a wait of `wait` ns by key for the report: the key's longest
+    /// and its delayed rows. Only a delayed row comes here, so a policy
+    /// that never delays pays nothing for it.
+    #[inline]
+    fn waited(&mut self, ev: &Event, wait: u64) {
+        if let Some(i) = self.report_key(ev) {
+            if i >= self.waits_by_key.len() {
+                self.waits_by_key.resize(i + 1, KeyWait::default());
+            }
+            self.waits_by_key[i].add(KeyWait {
+                max: wait,
+                delayed: 1,
+            });
         }
     }
 
@@ -288,6 +334,24 @@ impl Share {
     /// The key id a lane's local id stands for.
     pub(super) fn global(&self, local: usize) -> usize {
         local * self.n as usize + self.lane as usize
+    }
+
+    /// Adds a table by this lane's key ids into one by the ids they stand
+    /// for (entries left at their default are skipped).
+    pub(super) fn add_global<T: Copy + Default + PartialEq>(
+        &self,
+        local: Vec<T>,
+        global: &mut Vec<T>,
+        add: impl Fn(&mut T, T),
+    ) {
+        let zero = T::default();
+        for (i, x) in local.into_iter().enumerate().filter(|(_, x)| *x != zero) {
+            let g = self.global(i);
+            if global.len() <= g {
+                global.resize(g + 1, zero);
+            }
+            add(&mut global[g], x);
+        }
     }
 
     /// Deals the rows of `events` out to the lanes by their key in column

@@ -67,7 +67,7 @@ const LOG_EXIT: &[(&str, &str)] = &[
     ("0", "the audit ran and every threshold holds"),
     (
         "1",
-        "a threshold (--max-drop-rate, --max-drops, --max-wait, --max-keys-hurt, --max-disagree, ...; each for every policy, or for one with LABEL=VALUE: --max-drop-rate api=0.5) was crossed; one line per crossing on stderr names the policy, the threshold and the measured value (the report is still written)",
+        "a threshold (--max-drop-rate, --max-drops, --max-wait, --max-keys-hurt, --max-disagree, and with --compare --max-newly-dropped, --max-keys-newly-hurt; each for every policy, or for one with LABEL=VALUE: --max-drop-rate api=0.5) was crossed, or --fail-untested found a limited location no row matched; one line per crossing on stderr names the policy, the threshold and the measured value (the report is still written)",
     ),
     (
         "2",

@@ -1,11 +1,12 @@
 //! The audit's page: the input, the thresholds crossed, the summary, the
-//! keys with the most drops, each nginx.conf's locations and verification,
-//! the comparison with the first policy (`--compare`), the timeline plot
-//! (HTML) and the timeline table. Its tables for scripts: the summary, the
-//! top keys and the timeline, then the nginx and compare tables.
+//! keys with the most drops and with the longest waits, each nginx.conf's
+//! locations and verification, the comparison with the first policy
+//! (`--compare`), the timeline plot (HTML) and the timeline table. Its
+//! tables for scripts: the summary, the top keys, the longest waits and
+//! the timeline, then the nginx and compare tables.
 
 use super::page::{Block, Page, Shown, Table};
-use super::{Human, Report, TIMELINE};
+use super::{Column, Human, Report, TIMELINE};
 use crate::time::span;
 use std::io::{self, Write};
 
@@ -56,29 +57,45 @@ fn add_lead(page: &mut Page, report: &Report) {
     }
 }
 
-/// The per-policy summary and the keys with the most drops; for scripts,
-/// the timeline too.
+/// The per-policy summary, the keys with the most drops and, for policies
+/// that delay, those with the longest waits; for scripts, the timeline too.
 fn add_policies(page: &mut Page, report: &Report) {
     page.add(Shown::HTML, Block::Heading("Policies".into()));
     let table = |h| Table::from_columns(super::SUMMARY, &report.policies, h);
     page.add(Shown::ALL, Block::Table(table(Human::Yes)));
     page.data.push(table(Human::No));
-    let top = report.top_rows();
-    if !top.is_empty() {
-        let heading = |s: &str| Block::Heading(s.into());
-        page.add(Shown::TEXT, heading("keys with the most drops"));
-        page.add(
-            Shown::MARKDOWN | Shown::HTML,
-            heading("Keys with the most drops"),
-        );
-        let table = |h| Table::from_columns(super::TOP, &top, h);
-        page.add(Shown::ALL, Block::Table(table(Human::Yes)));
-        page.data.push(table(Human::No));
-    }
+    add_keys(
+        page,
+        "keys with the most drops",
+        super::TOP,
+        &report.top_rows(),
+    );
+    let waits = report.wait_rows();
+    add_keys(
+        page,
+        "keys with the longest waits",
+        super::TOP_WAITS,
+        &waits,
+    );
     if let Some(t) = &report.timeline {
         page.data
             .push(Table::from_columns(TIMELINE, &t.rows, Human::No));
     }
+}
+
+/// A table of keys under its heading (nothing when there are none), and
+/// for scripts.
+fn add_keys<T>(page: &mut Page, heading: &str, cols: &[Column<T>], rows: &[T]) {
+    if rows.is_empty() {
+        return;
+    }
+    page.add(Shown::TEXT, Block::Heading(heading.into()));
+    let mut titled = heading.to_string();
+    titled[..1].make_ascii_uppercase();
+    page.add(Shown::MARKDOWN | Shown::HTML, Block::Heading(titled));
+    let table = |h| Table::from_columns(cols, rows, h);
+    page.add(Shown::ALL, Block::Table(table(Human::Yes)));
+    page.data.push(table(Human::No));
 }
 
 /// The timeline plot (HTML) and the timeline table (folded in HTML).

@@ -4,7 +4,7 @@
 //! ([`table`], [`markdown`], [`csv`], [`json`], [`html`]) is a function
 //! from a `&Page` to a writer that escapes the page's text its own way.
 //! The formats share one column list per table ([`SUMMARY`], [`TOP`],
-//! [`TIMELINE`]) so they never drift apart; JSON carries the same fields
+//! [`TOP_WAITS`], [`TIMELINE`]) so they never drift apart; JSON carries the same fields
 //! as numbers.
 
 pub mod audit;
@@ -24,7 +24,7 @@ use serde::Serialize;
 
 pub use crate::engine::outcome::{
     CompareReport, KeyChange, KeyRow, NginxLocationRow, NginxReport, PolicyReport, Timeline,
-    TimelineRow, VerifyReport, VerifyRow,
+    TimelineRow, VerifyReport, VerifyRow, WaitKeyRow,
 };
 
 /// Everything an audit found.
@@ -157,8 +157,21 @@ pub const TOP: &[Column<(String, KeyRow)>] = &[
     Column::text("policy", |(p, _), _| p.clone()),
     Column::text("key", |(_, k), _| k.key.clone()),
     Column::num("requests", |(_, k), _| k.requests.to_string()),
+    Column::num("limited", |(_, k), _| k.limited.to_string()),
     Column::num("dropped", |(_, k), _| k.dropped.to_string()),
     Column::num("drop_pct", |(_, k), _| pct(k.drop_pct)),
+];
+
+/// The longest-waits columns (policies that delay); a row is (policy
+/// label, key row).
+pub const TOP_WAITS: &[Column<(String, WaitKeyRow)>] = &[
+    Column::text("policy", |(p, _), _| p.clone()),
+    Column::text("key", |(_, k), _| k.key.clone()),
+    Column::num("requests", |(_, k), _| k.requests.to_string()),
+    Column::num("limited", |(_, k), _| k.limited.to_string()),
+    Column::num("wait_max", |(_, k), h| wait_cell(Some(k.wait_max_ns), h)),
+    Column::num("delayed", |(_, k), _| k.delayed.to_string()),
+    Column::num("delayed_pct", |(_, k), _| pct(k.delayed_pct)),
 ];
 
 /// The timeline columns.
@@ -180,6 +193,17 @@ impl Report {
         self.policies
             .iter()
             .flat_map(|p| p.top_keys.iter().map(|k| (p.label.clone(), k.clone())))
+            .collect()
+    }
+
+    /// (policy, key row) pairs for the longest-waits tables.
+    pub fn wait_rows(&self) -> Vec<(String, WaitKeyRow)> {
+        self.policies
+            .iter()
+            .flat_map(|p| {
+                let rows = p.top_waits.iter().flatten();
+                rows.map(|k| (p.label.clone(), k.clone()))
+            })
             .collect()
     }
 }

@@ -19,7 +19,7 @@ mod summary;
 mod verify;
 
 use crate::ingest::input::Event;
-use crate::ingest::keys::KeyNames;
+use crate::ingest::keys::{EMPTY_KEY, KeyNames};
 use crate::nginx_conf::{NginxConf, Status};
 use crate::policy::nginx::NginxState;
 use crate::policy::{Decision, Listed, NginxLimitReq, Policy};
@@ -52,6 +52,9 @@ pub struct ConfExec {
     applied: Vec<(usize, usize, u32)>,
     max_level: u64,
     shapes: bool,
+    /// Rows a limit applied to (any status but `-`), per key id of the
+    /// report's key column.
+    limited_by_key: Vec<u64>,
 }
 
 /// What a `ConfExec` needs from the command line.
@@ -156,6 +159,7 @@ impl ConfExec {
             applied: Vec::new(),
             max_level,
             shapes,
+            limited_by_key: Vec::new(),
         })
     }
 
@@ -222,12 +226,37 @@ impl ConfExec {
         };
         let level = if levels { self.level(l, now) } else { 0 };
         self.locs[l].counts[status as usize] += 1;
+        if status != Status::None {
+            self.count_limited(ev);
+        }
         if let Some(v) = &mut self.verify {
             let keys = self.applied.iter().map(|&(_, z, k)| (z as u32, k));
             let refused_key = refused.map(|(_, key)| key);
             v.record(ev, names, status, keys.chain(refused_key), now_ms)?;
         }
         Ok((decision, level))
+    }
+
+    /// Counts a row a limit applied to, for its key in the report column.
+    #[inline]
+    fn count_limited(&mut self, ev: &Event) {
+        let Some(&id) = self.keys.report.and_then(|c| ev.keys.get(c)) else {
+            return;
+        };
+        if id == EMPTY_KEY {
+            return;
+        }
+        let i = id as usize;
+        if i >= self.limited_by_key.len() {
+            self.limited_by_key.resize(i + 1, 0);
+        }
+        self.limited_by_key[i] += 1;
+    }
+
+    /// The rows a limit applied to, per key id of the report's key column
+    /// (a key past the end had none), once every row is decided.
+    pub fn take_limited_by_key(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.limited_by_key)
     }
 
     /// `try_files` passes the row from location `l` to the named location
