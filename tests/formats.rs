@@ -373,6 +373,50 @@ fn the_format_is_said_on_stderr_and_stdin_works() {
     );
 }
 
+#[test]
+fn without_a_key_column_the_formats_client_field_is_suggested_once() {
+    let hint = "drip: no --key-column: each policy is one bucket for the whole log; for one per client, add --key-column";
+    // Each format's client field, as its module documents it.
+    for (file, client) in [
+        ("vhost.log", "remote_addr"),
+        ("elb.log", "client"),
+        ("haproxy.log", "client"),
+        ("iis.log", "c-ip"),
+        ("s3.log", "remote_ip"),
+    ] {
+        let log = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("fixtures/formats")
+            .join(file);
+        let out = drip(&[s(&log), "-p", "gcra:rate=1/s"], None);
+        assert_eq!(out.code, 0, "{file}: {}", out.stderr);
+        let said: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with(hint)).collect();
+        assert_eq!(said, [format!("{hint} {client}")], "{file}: {}", out.stderr);
+        // A key column, a policy's own key= or --quiet: no hint.
+        for extra in [
+            &["--key-column", client][..],
+            &["-p", &format!("gcra:rate=2/s,key={client}")][..],
+            &["--quiet"][..],
+        ] {
+            let mut args = vec![s(&log)];
+            if extra[0] != "-p" {
+                args.extend(["-p", "gcra:rate=1/s"]);
+            }
+            args.extend_from_slice(extra);
+            let out = drip(&args, None);
+            assert_eq!(out.code, 0, "{file} {extra:?}: {}", out.stderr);
+            assert!(
+                !out.stderr.contains(hint),
+                "{file} {extra:?}: {}",
+                out.stderr
+            );
+        }
+    }
+    // CSV names no client: no hint.
+    let csv = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/small.csv");
+    let out = drip(&[s(&csv), "-p", "gcra:rate=1/s"], None);
+    assert!(!out.stderr.contains(hint), "{}", out.stderr);
+}
+
 /// Runs drip on a log and expects one error line with exit status 2.
 fn fails(log: &[u8], name: &str, args: &[&str]) -> String {
     let p = write(name, log);

@@ -189,6 +189,7 @@ impl<'s> LogReader<'s> {
     ) -> Result<Option<InputFormat>> {
         let auto = self.spec.input_format == InputFormat::Auto;
         if !auto {
+            self.key_hint(self.format);
             return Ok(self.format);
         }
         let sample = reader
@@ -211,6 +212,7 @@ impl<'s> LogReader<'s> {
                 );
             }
             self.format = Some(detected);
+            self.key_hint(self.format);
             if let Some(cell) = &self.detected {
                 let _ = cell.set(detected);
             }
@@ -570,6 +572,21 @@ impl<'s> LogReader<'s> {
                     &format!("drip: timestamps in column '{time_name}' have no UTC offset; reading them as UTC (set --tz if they are local times)"),
                 );
             }
+        }
+    }
+
+    /// Without a key column every policy is one bucket for the whole log,
+    /// which an access log rarely means: one note names the format's client
+    /// field as the key column to give.
+    fn key_hint(&self, format: Option<InputFormat>) {
+        let Some(client) = format.and_then(InputFormat::client_field) else {
+            return;
+        };
+        if self.spec.key_cols.is_empty() && !self.spec.quiet {
+            self.note(
+                "key hint".to_string(),
+                &format!("drip: no --key-column: each policy is one bucket for the whole log; for one per client, add --key-column {client}"),
+            );
         }
     }
 

@@ -111,6 +111,29 @@ impl InputFormat {
             InputFormat::Envoy => "envoy",
         }
     }
+
+    /// The field that names the client in this format (each module's doc
+    /// says which), for the hint that suggests it as a key column.
+    pub fn client_field(self) -> Option<&'static str> {
+        match self {
+            InputFormat::Combined
+            | InputFormat::Common
+            | InputFormat::Vcombined
+            | InputFormat::Vcommon
+            | InputFormat::Traefik => Some("remote_addr"),
+            InputFormat::Alb | InputFormat::Elb | InputFormat::Haproxy | InputFormat::Squid => {
+                Some("client")
+            }
+            InputFormat::W3c => Some("c-ip"),
+            InputFormat::S3 => Some("remote_ip"),
+            InputFormat::Envoy => Some("x_forwarded_for"),
+            InputFormat::Auto
+            | InputFormat::Csv
+            | InputFormat::Tsv
+            | InputFormat::Nginx
+            | InputFormat::Ndjson => None,
+        }
+    }
 }
 
 /// The longest line detection reads, and the default of `--max-line`.
