@@ -573,8 +573,25 @@ pub struct AuditArgs {
 pub struct SizeArgs {
     /// The policy with its swept parameters left out: gcra, nginx:nodelay,
     /// shaper:key=none, fixed-window:align=first-hit,count=all, sliding-log.
-    #[arg(long = "policy", short = 'p', value_name = "SPEC")]
-    pub policy: String,
+    #[arg(
+        long = "policy",
+        short = 'p',
+        value_name = "SPEC",
+        required_unless_present = "nginx_conf"
+    )]
+    pub policy: Option<String>,
+    /// Size each limit_req of this nginx.conf (zone x location, routed as
+    /// audit --nginx-conf routes) on the rows it sees, and print a patch
+    /// that changes only rate=, burst= and the zone sizes (instead of -p).
+    #[arg(long, value_name = "FILE")]
+    pub nginx_conf: Option<PathBuf>,
+    /// With --nginx-conf: write the patch to FILE instead of printing it;
+    /// apply it with `patch -p1 < FILE` in the config's folder.
+    #[arg(long, value_name = "FILE", requires = "nginx_conf")]
+    pub patch: Option<PathBuf>,
+    /// With --nginx-conf: read nginx variable NAME from log field FIELD.
+    #[arg(long, value_name = "NAME=FIELD", requires = "nginx_conf")]
+    pub nginx_var: Vec<String>,
     /// Rates to try (bucket families): a list (1/s,2/s,5/s) or a range A..B
     /// (a ladder of round values); default: the log's average rate to its busiest second.
     #[arg(long, value_name = "LIST|A..B")]

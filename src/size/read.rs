@@ -159,7 +159,7 @@ pub fn headroom(text: &str) -> Result<(u64, u64)> {
 
 /// Times compressed by `num / den` around the first: exact to the
 /// nanosecond, rounded down, order kept.
-fn compress(at: &[u64], num: u64, den: u64) -> Vec<u64> {
+pub(super) fn compress(at: &[u64], num: u64, den: u64) -> Vec<u64> {
     let Some(&first) = at.first() else {
         return Vec::new();
     };
