@@ -166,6 +166,22 @@ fn the_patch_applies_passes_nginx_t_and_meets_the_targets() {
     );
     let out = audit_meets(&conf);
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    // The figures after are the audit's of the patched config: its drops
+    // are the lines' drops, its longest wait the longest of theirs.
+    let out = drip(&[LOG, "--nginx-conf", s(&conf), "-q", "-f", "json"], None);
+    let audit: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let sum = |f: &'static str| limits.iter().map(move |l| l["after"][f].as_u64().unwrap());
+    let p = &audit["policies"][0];
+    assert_eq!(
+        p["dropped"].as_u64(),
+        Some(sum("dropped").sum::<u64>()),
+        "{p}"
+    );
+    assert_eq!(
+        p["wait"]["max_ns"].as_u64(),
+        sum("wait_max_ns").max(),
+        "{p}"
+    );
     // Sized again, the patched config needs no change.
     let again = size(&conf, &[]);
     assert_eq!(again.code, 0, "{}", again.stderr);

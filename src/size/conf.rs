@@ -84,10 +84,21 @@ fn refuse_mixed(args: &SizeArgs) -> Result<()> {
             "{flag} does not go with --nginx-conf: --nginx-conf sizes the config's own limit_req lines at their zones' rates; run size once with -p and once with --nginx-conf to have both"
         );
     }
-    if let Some(p) = &args.patch {
-        crate::clash::check_output("--patch", p, "patch")?;
-    }
-    Ok(())
+    let Some(p) = &args.patch else {
+        return Ok(());
+    };
+    use crate::clash::{Endpoint, Place, check_distinct, logs, named};
+    let conf = args.nginx_conf.as_deref().expect("--nginx-conf given");
+    let mut inputs = logs(&args.input.files);
+    inputs.push(Endpoint::new(
+        named("--nginx-conf", conf),
+        Place::Path(conf),
+    ));
+    let outputs = [
+        Endpoint::new("standard output (the report)", Place::Stdout),
+        Endpoint::new(named("--patch", p), Place::Path(p)),
+    ];
+    check_distinct(&inputs, &outputs)
 }
 
 /// Reads the config, plans its replay, and reads the log into rows.
@@ -226,23 +237,6 @@ fn limit_row(conf: &NginxConf, unit: &Unit, u: usize, before: &Fig, fitted: &Fit
     }
 }
 
-/// The targets as the report states them.
-fn targets(args: &SizeArgs, goal: &Goal) -> Targets {
-    Targets {
-        max_drop_rate_pct: args
-            .max_drop_rate
-            .as_deref()
-            .map(|t| t.trim().trim_end_matches('%').to_string()),
-        max_drops: args.max_drops,
-        max_keys_hurt: args.max_keys_hurt.as_deref().map(|t| t.trim().to_string()),
-        max_wait_ns: goal.max_wait.map(|w| w.0),
-        max_wait_default: goal.wait_default,
-        per_ns: args.per.map(|p| p.0),
-        headroom: args.headroom.as_deref().map(|h| h.trim().to_string()),
-        ..Targets::default()
-    }
-}
-
 /// The report as data.
 fn report(
     (args, goal): (&SizeArgs, &Goal),
@@ -268,7 +262,10 @@ fn report(
         config: conf.path.display().to_string(),
         files: read.names,
         rows: read.summary.rows,
-        targets: targets(args, goal),
+        targets: Targets {
+            headroom: args.headroom.as_deref().map(|h| h.trim().to_string()),
+            ..super::read::targets(args, goal)
+        },
         limits,
         zones,
         notes: fitted.notes.clone(),

@@ -268,3 +268,110 @@ fn push_line(out: &mut String, mark: char, line: &str) {
         out.push_str("\n\\ No newline at end of file\n");
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::{Edit, changes_of, size_text, unified, zone_bytes};
+    use std::path::Path;
+    use std::sync::Arc;
+
+    fn edit(
+        directive: &'static str,
+        line: usize,
+        zone: &str,
+        set: Vec<(&'static str, Option<String>)>,
+    ) -> Edit {
+        Edit {
+            file: Arc::from(Path::new("x.conf")),
+            line,
+            directive,
+            zone: zone.into(),
+            set,
+        }
+    }
+
+    /// `text` with `e` made.
+    fn apply(text: &str, e: &Edit) -> String {
+        let mut out = text.to_string();
+        let mut changes = changes_of(text, e).unwrap();
+        changes.sort_by_key(|c| std::cmp::Reverse(c.0));
+        for (s, end, t) in changes {
+            out.replace_range(s..end, &t);
+        }
+        out
+    }
+
+    #[test]
+    fn burst_is_replaced_added_and_taken_out_in_place() {
+        let set = |b: Option<&str>| vec![("burst", b.map(str::to_string))];
+        let text = "location / { limit_req zone=a burst=5 nodelay; # keep\n}\n";
+        assert_eq!(
+            apply(text, &edit("limit_req", 1, "a", set(Some("9")))),
+            "location / { limit_req zone=a burst=9 nodelay; # keep\n}\n"
+        );
+        assert_eq!(
+            apply(text, &edit("limit_req", 1, "a", set(None))),
+            "location / { limit_req zone=a nodelay; # keep\n}\n"
+        );
+        let text = "limit_req   zone=a;\n";
+        assert_eq!(
+            apply(text, &edit("limit_req", 1, "a", set(Some("3")))),
+            "limit_req   zone=a burst=3;\n"
+        );
+        // Two blocks on one line: the directive of the zone named; a
+        // directive spread over lines; quoted parameters.
+        let text =
+            "location /a { limit_req zone=a burst=1; } location /b { limit_req zone=b burst=2; }\n";
+        assert_eq!(
+            apply(text, &edit("limit_req", 1, "b", set(Some("7")))),
+            "location /a { limit_req zone=a burst=1; } location /b { limit_req zone=b burst=7; }\n"
+        );
+        let text = "# limit_req zone=a burst=1;\nlimit_req\n    zone=a\n    \"burst=4\";\n";
+        assert_eq!(
+            apply(text, &edit("limit_req", 2, "a", set(Some("6")))),
+            "# limit_req zone=a burst=1;\nlimit_req\n    zone=a\n    burst=6;\n"
+        );
+    }
+
+    #[test]
+    fn the_zone_line_gets_its_rate_and_size_and_limit_req_status_is_no_limit_req() {
+        let text =
+            "limit_req_status 429;\nlimit_req_zone $binary_remote_addr zone=ip:1m rate=1r/s;\n";
+        let e = edit(
+            "limit_req_zone",
+            1,
+            "ip",
+            vec![
+                ("rate", Some("5r/s".into())),
+                ("zone", Some("ip:2m".into())),
+            ],
+        );
+        assert_eq!(
+            apply(text, &e),
+            "limit_req_status 429;\nlimit_req_zone $binary_remote_addr zone=ip:2m rate=5r/s;\n"
+        );
+        assert!(changes_of(text, &edit("limit_req_zone", 1, "other", vec![])).is_err());
+    }
+
+    #[test]
+    fn the_diff_has_context_and_marks_a_last_line_without_newline() {
+        let old = "a\nb\nc\nd\ne\nf\ng\nh\ni\nj";
+        let new = "a\nb\nc\nd\nE\nf\ng\nh\ni\nJ";
+        assert_eq!(
+            unified("n.conf", old, new),
+            "--- a/n.conf\n+++ b/n.conf\n@@ -2,9 +2,9 @@\n b\n c\n d\n-e\n+E\n f\n g\n h\n i\n-j\n\\ No newline at end of file\n+J\n\\ No newline at end of file\n"
+        );
+    }
+
+    #[test]
+    fn zone_sizes_hold_the_peak_keys_with_room() {
+        // 31 client addresses and a quarter more: 8 pages for the zone, two
+        // of 31 slots of 128 bytes (one slot of each is its bitmap).
+        assert_eq!(zone_bytes(31, 16), 10 * 4096);
+        assert_eq!(zone_bytes(0, 16), 8 * 4096);
+        // 16,000 addresses: about 16,000 * 1.25 / 31 pages.
+        assert_eq!(zone_bytes(16_000, 16), (20_000u64.div_ceil(31) + 8) * 4096);
+        assert_eq!(size_text(1 << 20), "1m");
+        assert_eq!(size_text(44 * 1024), "44k");
+    }
+}
