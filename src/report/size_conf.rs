@@ -100,7 +100,7 @@ fn settings(rate: &str, burst: u64, delay: &str) -> String {
         .to_string()
 }
 
-/// The columns of the limits table; `before → after` for people.
+/// The settings of each line, as written and sized.
 const LIMITS: &[Column<LimitRow>] = &[
     Column::text("zone", |l, _| l.zone.clone()),
     Column::text("location", |l, _| l.locations.clone()),
@@ -113,6 +113,12 @@ const LIMITS: &[Column<LimitRow>] = &[
         (true, Some(_)) => "no rate meets the targets".into(),
         (true, None) => settings(&l.rate, l.burst, &l.delay),
     }),
+];
+
+/// What each line does to the rows it sees, `before → after`.
+const EFFECT: &[Column<LimitRow>] = &[
+    Column::text("zone", |l, _| l.zone.clone()),
+    Column::text("location", |l, _| l.locations.clone()),
     Column::num("seen", |l, _| l.after.seen.to_string()),
     Column::num("dropped", |l, _| {
         change(dropped(&l.before), dropped(&l.after))
@@ -197,6 +203,11 @@ pub fn page(r: &SizeConfReport) -> Page<'_> {
     page.add(
         Shown::ALL,
         Block::Table(Table::from_columns(LIMITS, &r.limits, Human::Yes)),
+    );
+    page.add(Shown::ALL, Block::Heading("Before → after".into()));
+    page.add(
+        Shown::ALL,
+        Block::Table(Table::from_columns(EFFECT, &r.limits, Human::Yes)),
     );
     page.data
         .push(Table::from_columns(LIMITS_DATA, &r.limits, Human::No));

@@ -56,7 +56,7 @@ impl Sink for Rows {
 }
 
 /// The config's `limit_req` lines that a location can apply, once each,
-/// in the order they are written.
+/// in the order of the locations that first apply them.
 pub fn units(conf: &NginxConf) -> Vec<Unit> {
     let mut out: Vec<Unit> = Vec::new();
     for (l, loc) in conf.locations.iter().enumerate() {
@@ -79,6 +79,5 @@ pub fn units(conf: &NginxConf) -> Vec<Unit> {
             }
         }
     }
-    out.sort_by(|a, b| (a.pos.file.as_ref(), a.pos.line).cmp(&(b.pos.file.as_ref(), b.pos.line)));
     out
 }
