@@ -182,6 +182,7 @@ impl<'a> Fit<'a> {
                 unit_of[l][i] = u;
             }
         }
+        exec.trace();
         let at = |i: usize| rows.events.get(i).map_or(0, |e| e.at.0);
         Fit {
             exec,

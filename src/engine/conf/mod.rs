@@ -208,8 +208,10 @@ impl ConfExec {
         {
             l = self.pass_on(l, n, ev, names, now_ms, &mut refused);
         }
-        self.last.location = l;
-        self.last.refused = refused.map(|(_, (_, k))| (self.last.refused_index, k));
+        if self.last.on {
+            self.last.location = l;
+            self.last.refused = refused.map(|(_, (_, k))| (self.last.refused_index, k));
+        }
         let dry = self.locs[l].dry_run;
         let (decision, status) = if let Some((d, _)) = refused {
             let s = if dry {
@@ -302,6 +304,7 @@ impl ConfExec {
     #[inline]
     fn admit(&mut self, l: usize, now: Nanos, cost: u64) -> Nanos {
         let mut release = now;
+        let trace = self.last.on;
         self.last.delays.clear();
         for &(i, z, k) in &self.applied {
             let (_, p) = self.locs[l].limits[i];
@@ -311,7 +314,9 @@ impl ConfExec {
                 release = release.max(r);
                 own = r.0.saturating_sub(now.0);
             }
-            self.last.delays.push(own);
+            if trace {
+                self.last.delays.push(own);
+            }
             p.admit(st, now, cost);
         }
         release

@@ -10,6 +10,8 @@ use crate::policy::NginxLimitReq;
 /// What the last row met.
 #[derive(Default)]
 pub(super) struct Last {
+    /// Kept at all (`size` asks; `audit` does not).
+    pub(super) on: bool,
     pub(super) location: usize,
     /// The index (in its location's list) of the limit that refused it,
     /// and the row's key in its zone.
@@ -56,6 +58,11 @@ impl ConfExec {
             ),
         }
         self.last.location
+    }
+
+    /// Keeps what each row met, for [`ConfExec::last_row`].
+    pub fn trace(&mut self) {
+        self.last.on = true;
     }
 
     /// Location `l`'s `i`th limit decides by `policy` from now on.
