@@ -37,12 +37,6 @@ pub fn run(args: &SizeArgs) -> Result<u8> {
     let goal = Goal::from_args(args, true)?;
     let (conf, mut exec, rows, read) = read(args, path)?;
     let units = units(&conf);
-    if units.is_empty() {
-        bail!(
-            "{}: no limit_req in this config (with its includes): nothing to size; give the config whose locations limit requests",
-            path.display()
-        );
-    }
     let mut fit = conf_fit::Fit::new(
         &mut exec,
         &conf,
@@ -78,10 +72,11 @@ fn refuse_mixed(args: &SizeArgs) -> Result<()> {
         ("--current", args.current.is_some()),
         ("--plot", args.plot.is_some()),
         ("--exclude-keys", args.exclude_keys.is_some()),
+        ("--key-column", args.input.key_column.is_some()),
     ];
     if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
         bail!(
-            "{flag} does not go with --nginx-conf: --nginx-conf sizes the config's own limit_req lines at their zones' rates; run size once with -p and once with --nginx-conf to have both"
+            "{flag} does not go with --nginx-conf: --nginx-conf sizes the config's own limit_req lines, each at its zone's rate and key; run size once with -p and once with --nginx-conf to have both"
         );
     }
     let Some(p) = &args.patch else {
@@ -107,6 +102,12 @@ fn read(args: &SizeArgs, path: &std::path::Path) -> Result<(Arc<NginxConf>, Conf
     let (_, conf) =
         crate::nginx_conf::setup::load_confs(&[path.to_path_buf()], &[], args.quiet, false)?
             .remove(0);
+    if units(&conf).is_empty() {
+        bail!(
+            "{}: no limit_req in this config (with its includes): nothing to size; give the config whose locations limit requests",
+            path.display()
+        );
+    }
     let mut spec = args.input.spec(Vec::new(), args.quiet)?;
     crate::nginx_conf::setup::adopt_log_format(&conf, &mut spec, false, args.quiet);
     let log_fields = crate::ingest::peek::log_fields(&spec);
