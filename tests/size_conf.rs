@@ -242,3 +242,43 @@ fn errors_are_one_line() {
         out.stderr
     );
 }
+
+#[test]
+fn one_line_on_every_row_gets_the_pick_of_size_p() {
+    let dir = tmpdir();
+    let conf = dir.join("nginx.conf");
+    std::fs::write(
+        &conf,
+        "events {}\nhttp {\n    limit_req_zone $binary_remote_addr zone=ip:1m rate=1r/s;\n    server {\n        location / {\n            limit_req zone=ip burst=5 nodelay;\n        }\n    }\n}\n",
+    )
+    .unwrap();
+    let out = size(&conf, &["-f", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let line = &v["limits"][0];
+    let p = run(
+        &[
+            "size",
+            LOG,
+            "-p",
+            "nginx:nodelay",
+            "--key-column",
+            "remote_addr",
+            "--max-drop-rate",
+            "0.1",
+            "-q",
+            "-f",
+            "json",
+        ],
+        None,
+    );
+    let rec: serde_json::Value = serde_json::from_str(&p.stdout).unwrap();
+    let rec = &rec["recommended"];
+    assert_eq!(
+        (line["rate"].as_str(), line["burst"].as_u64()),
+        (rec["rate"].as_str(), rec["size"].as_u64()),
+        "{line} {rec}"
+    );
+    assert_eq!(line["after"]["dropped"], rec["dropped"]);
+    assert_eq!(line["after"]["seen"].as_u64(), Some(30969));
+}

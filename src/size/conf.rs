@@ -43,7 +43,7 @@ pub fn run(args: &SizeArgs) -> Result<u8> {
         &units,
         &rows,
         &goal,
-        args.per.map(|p| p.0),
+        (args.per.map(|p| p.0), args.horizon),
     );
     let today = Setting::today(&conf, &units);
     let before = fit.replay(&today)?;

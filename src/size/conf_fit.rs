@@ -14,12 +14,13 @@
 //!   (the request waits for the largest of its limits' delays, so a wait
 //!   target met by each line is met by the request).
 //!
-//! The pick, per zone in the order zones are written: the lowest rate of
-//! a ladder of round nginx rates at which every line of the zone meets the
-//! targets with some burst, each line at the smallest such burst (found by
-//! doubling, then halving the gap, assuming fewer drops with a larger
-//! burst); a burst the log cannot test (a full burst refills over more
-//! than the log's span) is never picked. Lines sized later can change what
+//! The pick, per zone in the order zones are written: on a ladder of
+//! round nginx rates, each line of the zone at the smallest burst that
+//! meets the targets (found by doubling, then halving the gap, assuming
+//! fewer drops with a larger burst); of the rates where every line meets
+//! them, the tightest as `size -p` picks (the fewest requests through in
+//! any `--horizon`, then the smaller bursts, then the lower rate). A burst the log cannot test (a
+//! full burst refills over more than the log's span) is never picked. Lines sized later can change what
 //! an earlier line sees, so the whole sized config is replayed again, and
 //! sized again (at most three rounds) until every line meets the targets.
 
@@ -28,8 +29,9 @@ use super::goal::Goal;
 use super::per::PeriodCount;
 use crate::engine::conf::{ConfExec, Met, ZoneUse};
 use crate::nginx_conf::NginxConf;
-use crate::policy::NginxLimitReq;
 use crate::policy::nginx::NginxRate;
+use crate::policy::{Listed, NginxLimitReq};
+use crate::time::Nanos;
 use crate::wait_stats::{Percentiles, WaitStats};
 use anyhow::Result;
 use std::collections::{HashMap, HashSet};
@@ -161,6 +163,9 @@ pub struct Fit<'a> {
     tested: Vec<bool>,
     met: Vec<Met>,
     span_ns: u64,
+    /// `--horizon`: how tight a limit is is the most it lets through in
+    /// any span of it.
+    horizon: Nanos,
 }
 
 impl<'a> Fit<'a> {
@@ -170,7 +175,7 @@ impl<'a> Fit<'a> {
         units: &'a [Unit],
         rows: &'a Rows,
         goal: &'a Goal,
-        per: Option<u64>,
+        (per, horizon): (Option<u64>, Nanos),
     ) -> Fit<'a> {
         let mut unit_of: Vec<Vec<usize>> = conf
             .locations
@@ -195,6 +200,7 @@ impl<'a> Fit<'a> {
             tested: vec![false; units.len()],
             met: Vec::new(),
             span_ns: at(rows.events.len().saturating_sub(1)) - at(0),
+            horizon,
         }
     }
 
@@ -333,8 +339,23 @@ impl<'a> Fit<'a> {
         Ok(true)
     }
 
-    /// Zone `z` at the lowest rate of the ladder where every line meets
-    /// the targets; false (the zone as it was) when none does.
+    /// The most requests zone `z`'s lines that see rows let through in
+    /// any `--horizon` under `s` (size's measure of how tight a limit is).
+    /// Then their bursts, for ties.
+    fn through(&self, s: &Setting, z: usize) -> (u64, u64) {
+        (0..self.units.len())
+            .filter(|&u| self.units[u].zone == z && self.tested[u])
+            .map(|u| {
+                let p = NginxLimitReq::new(s.rates[z], s.bursts[u], self.units[u].delay);
+                (p.worst_within(self.horizon), s.bursts[u])
+            })
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    }
+
+    /// Zone `z` at the tightest rate of the ladder where every line meets
+    /// the targets: the fewest requests through in any `--horizon`, then
+    /// the smallest bursts, then the lowest rate (as `size -p` picks); false (the zone as it was)
+    /// when no rate meets them.
     fn size_zone(&mut self, s: &mut Setting, z: usize) -> Result<bool> {
         let kept = s.clone();
         let ladder = ladder();
@@ -351,7 +372,23 @@ impl<'a> Fit<'a> {
                 lo = mid + 1;
             }
         }
-        self.feasible(s, z, ladder[hi])
+        self.feasible(s, z, ladder[hi])?;
+        let mut best = (self.through(s, z), s.clone());
+        for &rate in &ladder[hi + 1..] {
+            // A line lets through at least its rate over the horizon and
+            // one request, whatever its burst: no faster rate can win.
+            let mut floor = s.clone();
+            floor.rates[z] = rate;
+            floor.bursts.iter_mut().for_each(|b| *b = 0);
+            if self.through(&floor, z).0 > best.0.0 {
+                break;
+            }
+            if self.feasible(s, z, rate)? && self.through(s, z) < best.0 {
+                best = (self.through(s, z), s.clone());
+            }
+        }
+        *s = best.1;
+        Ok(true)
     }
 
     /// Sizes every zone a line of which sees rows (after the first
