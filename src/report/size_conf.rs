@@ -250,7 +250,10 @@ fn add_patch(page: &mut Page, r: &SizeConfReport) {
         return;
     }
     let apply = match &r.patch_file {
-        Some(f) => format!("written to {f}; apply: {}", r.apply.replace("PATCH", f)),
+        Some(f) => format!(
+            "written to {f}; apply: {}",
+            r.apply.replace("PATCH", &crate::quote::shell_word(f))
+        ),
         None => format!("apply (saved as PATCH, or with --patch FILE): {}", r.apply),
     };
     page.add(Shown::ALL, Block::Paragraph(apply));

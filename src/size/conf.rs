@@ -259,6 +259,7 @@ fn report(
         .map(|p| p.display().to_string())
         .filter(|p| !p.is_empty())
         .unwrap_or_else(|| ".".into());
+    let root = crate::quote::shell_word(&root);
     SizeConfReport {
         config: conf.path.display().to_string(),
         files: read.names,
