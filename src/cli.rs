@@ -671,8 +671,9 @@ pub struct SizeArgs {
     ///
     /// Its swept parameters left out: gcra, nginx:nodelay, shaper:key=none,
     /// fixed-window:align=first-hit,count=all, sliding-log.
-    #[arg(long = "policy", short = 'p', value_name = "SPEC", help_heading = POLICIES)]
-    pub policy: String,
+    #[arg(long = "policy", short = 'p', value_name = "SPEC", help_heading = POLICIES,
+          required_unless_present = "nginx_conf")]
+    pub policy: Option<String>,
     /// Target: at most PCT % dropped (1 = 1 %).
     ///
     /// PCT is a percentage: 1 means 1 %, 0.01 means one in ten thousand.
@@ -694,7 +695,7 @@ pub struct SizeArgs {
     ///
     /// No hour (with 1h) drops more than the target, not only the whole
     /// log.
-    #[arg(long, value_parser = positive_duration_arg, value_name = "DUR", help_heading = TARGETS)]
+    #[arg(long, value_parser = positive_duration_arg, value_name = "DUR", help_heading = TARGETS, hide_short_help = true)]
     pub per: Option<Nanos>,
     /// Keys (one per line) left out of the targets; still replayed and reported.
     #[arg(long, value_name = "FILE", help_heading = TARGETS, hide_short_help = true)]
@@ -706,7 +707,7 @@ pub struct SizeArgs {
     ///
     /// For bucket families; a range A..B is a ladder of round values.
     /// Default: the log's average rate to its busiest second.
-    #[arg(long, value_name = "LIST|A..B", help_heading = SIZING)]
+    #[arg(long, value_name = "LIST|A..B", help_heading = SIZING, hide_short_help = true)]
     pub rate: Option<String>,
     /// Windows to try (window families): a list (1s,10s,1m); default 1s,10s,1m,10m,1h.
     #[arg(long, value_name = "LIST", help_heading = SIZING, hide_short_help = true)]
@@ -719,6 +720,16 @@ pub struct SizeArgs {
     /// The requests' times are compressed by F around the first row.
     #[arg(long, value_name = "F", help_heading = SIZING, hide_short_help = true)]
     pub headroom: Option<String>,
+    /// Size this nginx.conf's limit_req lines.
+    ///
+    /// Each limit_req (zone x location, routed as audit --nginx-conf routes)
+    /// is sized on the rows it sees; the answer is a patch that changes only
+    /// rate=, burst= and the zone sizes.
+    #[arg(long, value_name = "FILE", help_heading = NGINX)]
+    pub nginx_conf: Option<PathBuf>,
+    /// With --nginx-conf: read nginx variable NAME from log field FIELD.
+    #[arg(long, value_name = "NAME=FIELD", requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
+    pub nginx_var: Vec<String>,
     /// Report: table (default), json, csv, markdown, html.
     ///
     /// html is one self-contained file: the tables and the timeline plot
@@ -737,6 +748,12 @@ pub struct SizeArgs {
     /// Keys listed in the per-key need table, largest need first.
     #[arg(long, default_value_t = 3, value_name = "N", help_heading = OUTPUT, hide_short_help = true)]
     pub top: usize,
+    /// With --nginx-conf: write the patch to FILE.
+    ///
+    /// Instead of printing it; apply it with `patch -p1 < FILE` in the
+    /// config's folder.
+    #[arg(long, value_name = "FILE", requires = "nginx_conf", help_heading = OUTPUT, hide_short_help = true)]
+    pub patch: Option<PathBuf>,
     /// No progress bar and no notes on stderr; errors only.
     #[arg(long, short, help_heading = OUTPUT, hide_short_help = true)]
     pub quiet: bool,

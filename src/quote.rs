@@ -184,9 +184,26 @@ pub fn key_text(bytes: &[u8]) -> String {
     out
 }
 
+/// `word` as one shell word: as it is when plain, else in single quotes.
+pub fn shell_word(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_string()
+    } else {
+        format!("'{}'", word.replace('\'', "'\\''"))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn shell_words_are_quoted_when_not_plain() {
+        assert_eq!(shell_word("/etc/nginx"), "/etc/nginx");
+        assert_eq!(shell_word("my confs/it's"), "'my confs/it'\\''s'");
+        assert_eq!(shell_word(""), "''");
+    }
 
     #[test]
     fn values_are_escaped_and_capped() {

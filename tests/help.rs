@@ -95,6 +95,7 @@ fn long_help_groups_options_under_headings_most_used_first() {
                 "Policies",
                 "Targets",
                 "Sizing",
+                "nginx",
                 "Output",
                 "Input",
                 "Control",

@@ -325,6 +325,7 @@ pub const PAGES: &[Page] = &[
         description: &[
             "Finds the smallest limit a log's real traffic needs: for the policy given (-p) it sweeps rates (or windows) and bursts over the log, finds the frontier of settings that meet the targets (--max-drop-rate, --max-drops, --max-keys-hurt, and for delaying policies --max-wait, 1 s unless given), and recommends the smallest, with the drops and waits it costs and the config to paste.",
             "Points the log is too short to test are marked and never picked; --per 1h makes the targets hold in every hour, --headroom 1.5 sizes for the same traffic arriving 1.5 times as fast, --current audits the config in force next to the recommendation.",
+            "With --nginx-conf instead of -p, each limit_req of the config (zone x location, routed as audit --nginx-conf routes) is sized on the rows it sees, the other limits of the request held as written, and the answer is a table per limit and a unified diff of the config files (rate=, burst= and zone sizes only) that patch -p1 applies; --patch FILE writes it to FILE.",
         ],
         examples: &[
             Example {
@@ -335,6 +336,11 @@ pub const PAGES: &[Page] = &[
             Example {
                 what: "one global gcra, the target holding in every hour",
                 run: "drip size fixtures/nasa_19950801.tsv -p gcra --max-drop-rate 0.1 --per 1h",
+                status: 0,
+            },
+            Example {
+                what: "size the limit_req lines of the config you run, as a patch",
+                run: "drip size fixtures/nasa_19950801.log.gz --max-drop-rate 0.1 \\\n    --nginx-conf fixtures/nginx/discourse/discourse.conf",
                 status: 0,
             },
             Example {
@@ -350,10 +356,16 @@ pub const PAGES: &[Page] = &[
         ],
         exit_status: SIZE_EXIT,
         environment: NO_ENV,
-        files: &[(
-            "--exclude-keys FILE",
-            "Keys, one per line, left out of the targets (still replayed and reported).",
-        )],
+        files: &[
+            (
+                "--exclude-keys FILE",
+                "Keys, one per line, left out of the targets (still replayed and reported).",
+            ),
+            (
+                "--patch FILE",
+                "With --nginx-conf: the unified diff of the config files, paths relative to the main config's folder (a/ and b/ prefixes): apply with patch -p1 < FILE there, then nginx -t.",
+            ),
+        ],
         see_also: SEE_ALSO,
     },
     Page {

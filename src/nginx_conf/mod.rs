@@ -81,6 +81,8 @@ pub struct Limit {
     pub burst: u64,
     /// `None` for `nodelay` (never delayed); 0 by default.
     pub delay: Option<u64>,
+    /// Where the line is written (inherited lines: where they were written).
+    pub pos: Pos,
 }
 
 /// The settings one location (or a server with no matching location)

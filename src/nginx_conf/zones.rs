@@ -39,6 +39,7 @@ impl NginxConf {
                     zone: z,
                     burst,
                     delay,
+                    pos,
                 });
             }
             self.locations[loc].limits = resolved;

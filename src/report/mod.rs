@@ -17,6 +17,7 @@ pub mod nginx;
 pub mod page;
 pub mod plot;
 pub mod size;
+pub mod size_conf;
 pub mod table;
 
 use crate::time::{Nanos, fmt_millis, human_wait, instant};

@@ -19,9 +19,13 @@
 //! to the zero-drop one is tried instead. Either way, the answer and the
 //! size below it are replayed directly before they are reported.
 
+pub mod conf;
+pub mod conf_fit;
+pub mod conf_rows;
 pub mod family;
 pub mod goal;
 pub mod log;
+pub mod patch;
 pub mod per;
 pub mod pick;
 pub mod probe;
@@ -48,6 +52,9 @@ use sweep::{KeyNeeds, Sweep};
 /// Runs `size`: read → sweep → recommend → report → render. Returns the
 /// exit status (1 when no limit meets the targets).
 pub fn run(args: SizeArgs) -> Result<u8> {
+    if args.nginx_conf.is_some() {
+        return conf::run(&args);
+    }
     let asked = Asked::of(&args)?;
     let mut goal = asked.goal.clone();
     let mut input = read::read(&args, asked.key_col.as_deref(), &mut goal)?;
@@ -78,7 +85,7 @@ impl Asked {
             crate::clash::check_output("--plot", path, "svg")?;
         }
         check_outputs(args)?;
-        let family = Family::parse(&args.policy)?;
+        let family = Family::parse(args.policy.as_deref().unwrap_or_default())?;
         let points = family.points(args.rate.as_deref(), args.window.as_deref())?;
         let goal = Goal::from_args(args, family.shapes())?;
         let wait_given = matches!(args.max_wait, Some(crate::cli::WaitCap::At(_)));
@@ -306,7 +313,12 @@ fn report(args: &SizeArgs, asked: &Asked, input: Input, swept: Swept, found: Fou
             first_ns: log.at.first().copied(),
             last_ns: log.at.last().copied(),
         },
-        policy: args.policy.trim().to_string(),
+        policy: args
+            .policy
+            .as_deref()
+            .unwrap_or_default()
+            .trim()
+            .to_string(),
         axis: asked.family.sizing.axis.param(),
         size_param: asked.family.sizing.size_param,
         targets: input.targets,

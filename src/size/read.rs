@@ -99,18 +99,7 @@ pub fn read(args: &SizeArgs, key_col: Option<&str>, goal: &mut Goal) -> Result<I
         log,
         read,
         counted: Vec::new(),
-        targets: Targets {
-            max_drop_rate_pct: args
-                .max_drop_rate
-                .as_deref()
-                .map(|t| t.trim().trim_end_matches('%').to_string()),
-            max_drops: args.max_drops,
-            max_keys_hurt: args.max_keys_hurt.as_deref().map(|t| t.trim().to_string()),
-            max_wait_ns: goal.max_wait.map(|w| w.0),
-            max_wait_default: goal.wait_default,
-            per_ns: args.per.map(|p| p.0),
-            ..Targets::default()
-        },
+        targets: targets(args, goal),
         notes: Vec::new(),
         show_progress,
         logged_at: None,
@@ -131,6 +120,23 @@ pub fn read(args: &SizeArgs, key_col: Option<&str>, goal: &mut Goal) -> Result<I
     // are admitted unlimited), except those of excluded keys.
     goal.requests = input.log.len() as u64 - input.targets.excluded_requests;
     Ok(input)
+}
+
+/// The targets as the report states them (`headroom` is set where the
+/// times are compressed).
+pub fn targets(args: &SizeArgs, goal: &Goal) -> Targets {
+    Targets {
+        max_drop_rate_pct: args
+            .max_drop_rate
+            .as_deref()
+            .map(|t| t.trim().trim_end_matches('%').to_string()),
+        max_drops: args.max_drops,
+        max_keys_hurt: args.max_keys_hurt.as_deref().map(|t| t.trim().to_string()),
+        max_wait_ns: goal.max_wait.map(|w| w.0),
+        max_wait_default: goal.wait_default,
+        per_ns: args.per.map(|p| p.0),
+        ..Targets::default()
+    }
 }
 
 /// `--headroom F` as an exact fraction `num / den` above 1.
@@ -159,7 +165,7 @@ pub fn headroom(text: &str) -> Result<(u64, u64)> {
 
 /// Times compressed by `num / den` around the first: exact to the
 /// nanosecond, rounded down, order kept.
-fn compress(at: &[u64], num: u64, den: u64) -> Vec<u64> {
+pub(super) fn compress(at: &[u64], num: u64, den: u64) -> Vec<u64> {
     let Some(&first) = at.first() else {
         return Vec::new();
     };

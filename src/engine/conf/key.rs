@@ -13,7 +13,7 @@ use anyhow::{Result, anyhow, bail};
 use std::collections::{HashMap, VecDeque};
 
 /// Where a zone's key comes from for each row.
-enum KeyPlan {
+pub(super) enum KeyPlan {
     /// One field, as it stands: the column's own ids are the keys.
     Field(usize),
     /// An expression (maps, concatenation, constants), evaluated per row
@@ -122,12 +122,14 @@ fn eval(parts: &[CPart], ev: &Event, names: &[KeyNames], out: &mut Vec<u8>) {
 }
 
 pub(super) struct ZoneRun {
-    plan: KeyPlan,
+    pub(super) plan: KeyPlan,
     /// The key compiled per server (on first use), for `KeyPlan::Expr`.
     compiled: Vec<Option<Vec<CPart>>>,
     interner: Interner,
     pub(super) states: Vec<NginxState>,
     pub(super) activity: Activity,
+    /// The longest key an expression gave, bytes.
+    pub(super) longest: usize,
 }
 
 /// Keys active within nginx's 60 s eviction horizon.
@@ -231,6 +233,7 @@ impl Keys {
                     interner: Interner::default(),
                     states: Vec::new(),
                     activity: Activity::default(),
+                    longest: 0,
                 })
                 .collect(),
             overrides: overrides.clone(),
@@ -272,6 +275,7 @@ impl Keys {
                 if self.buf.is_empty() || self.buf.len() > 65535 {
                     return None;
                 }
+                self.zones[z].longest = self.zones[z].longest.max(self.buf.len());
                 Some(self.zones[z].interner.intern(&self.buf).0)
             }
         }

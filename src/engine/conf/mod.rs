@@ -16,6 +16,7 @@
 mod key;
 mod route;
 mod summary;
+mod tune;
 mod verify;
 
 use crate::ingest::input::Event;
@@ -29,6 +30,7 @@ use key::Keys;
 use route::Router;
 use std::collections::HashMap;
 use std::sync::Arc;
+pub use tune::{Met, ZoneUse};
 use verify::Verify;
 
 /// One location's `limit_req` list, and what it decided.
@@ -55,6 +57,10 @@ pub struct ConfExec {
     /// Rows a limit applied to (any status but `-`), per key id of the
     /// report's key column.
     limited_by_key: Vec<u64>,
+    /// The last row: the location that decided it, the limit (index in
+    /// its list) that refused it, and each applied limit's own delay (ns,
+    /// in `applied` order).
+    last: tune::Last,
 }
 
 /// What a `ConfExec` needs from the command line.
@@ -160,6 +166,7 @@ impl ConfExec {
             max_level,
             shapes,
             limited_by_key: Vec::new(),
+            last: tune::Last::default(),
         })
     }
 
@@ -204,6 +211,10 @@ impl ConfExec {
             && refused.is_none()
         {
             l = self.pass_on(l, n, ev, names, now_ms, &mut refused);
+        }
+        if self.last.on {
+            self.last.location = l;
+            self.last.refused = refused.map(|(_, (_, k))| (self.last.refused_index, k));
         }
         let dry = self.locs[l].dry_run;
         let (decision, status) = if let Some((d, _)) = refused {
@@ -308,7 +319,10 @@ impl ConfExec {
             }
             match p.check(&zone.states[ki], now, cost) {
                 Decision::Admit { .. } => self.applied.push((i, z, k)),
-                d @ Decision::Refuse { .. } => return Some((d, (z as u32, k))),
+                d @ Decision::Refuse { .. } => {
+                    self.last.refused_index = i;
+                    return Some((d, (z as u32, k)));
+                }
             }
         }
         None
@@ -319,11 +333,18 @@ impl ConfExec {
     #[inline]
     fn admit(&mut self, l: usize, now: Nanos, cost: u64) -> Nanos {
         let mut release = now;
+        let trace = self.last.on;
+        self.last.delays.clear();
         for &(i, z, k) in &self.applied {
             let (_, p) = self.locs[l].limits[i];
             let st = &mut self.keys.zones[z].states[k as usize];
+            let mut own = 0;
             if let Decision::Admit { release: r } = p.check(st, now, cost) {
                 release = release.max(r);
+                own = r.0.saturating_sub(now.0);
+            }
+            if trace {
+                self.last.delays.push(own);
             }
             p.admit(st, now, cost);
         }

@@ -1,0 +1,286 @@
+//! What `drip size --nginx-conf` found, as data, and its renderers: a row
+//! per `limit_req` line (its settings as written and sized, and what it
+//! does to the rows it sees before and after), a row per zone (rate and
+//! size), the notes and the patch, written as one [`Page`] for every
+//! format.
+
+use super::page::{Block, Page, Shown, Table};
+use super::size::Targets;
+use super::{Column, Human, pct, wait_cell};
+use serde::Serialize;
+use std::io::{self, Write};
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct SizeConfReport {
+    pub config: String,
+    pub files: Vec<String>,
+    pub rows: u64,
+    pub targets: Targets,
+    pub limits: Vec<LimitRow>,
+    pub zones: Vec<ZoneRow>,
+    pub notes: Vec<String>,
+    /// The unified diff (empty: nothing to change).
+    pub patch: String,
+    /// `--patch FILE`, where the diff was written.
+    pub patch_file: Option<String>,
+    /// The commands that apply it.
+    pub apply: String,
+}
+
+/// What one line does to the rows it sees.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Outcome {
+    pub seen: u64,
+    pub dropped: u64,
+    pub dropped_pct: f64,
+    pub delayed: u64,
+    pub delayed_pct: f64,
+    pub wait_p99_ns: u64,
+    pub wait_max_ns: u64,
+    pub keys_hurt: u64,
+}
+
+/// One `limit_req` line, as written and as sized.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LimitRow {
+    pub zone: String,
+    /// The locations it applies in.
+    pub locations: String,
+    /// The zone's key expression.
+    pub key: String,
+    /// file:line of the line.
+    pub at: String,
+    /// Rows reach it: sized; else left as written.
+    pub tested: bool,
+    pub rate_today: String,
+    pub burst_today: u64,
+    /// `nodelay`, `delay=N`, or empty (every excess request delayed).
+    pub delay: String,
+    pub rate: String,
+    pub burst: u64,
+    pub before: Outcome,
+    pub after: Outcome,
+    /// Why it meets the targets at no rate tried.
+    pub missed: Option<String>,
+}
+
+/// One zone, as written and as sized.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ZoneRow {
+    pub zone: String,
+    pub rate_today: String,
+    pub rate: String,
+    /// Bytes.
+    pub size_today: u64,
+    pub size: u64,
+    /// The most keys active within 60 s, in the sized replay.
+    pub peak_keys: u64,
+    /// The longest key, bytes (16 for `$binary_remote_addr`).
+    pub longest_key: u64,
+    /// Some line of it sees rows.
+    pub used: bool,
+}
+
+/// `a → b`, or `a` when the same.
+fn change(a: String, b: String) -> String {
+    if a == b { a } else { format!("{a} → {b}") }
+}
+
+fn dropped(o: &Outcome) -> String {
+    format!("{} ({}%)", o.dropped, pct(o.dropped_pct))
+}
+
+fn delayed(o: &Outcome) -> String {
+    format!("{} ({}%)", o.delayed, pct(o.delayed_pct))
+}
+
+fn settings(rate: &str, burst: u64, delay: &str) -> String {
+    format!("{rate} burst={burst} {delay}")
+        .trim_end()
+        .to_string()
+}
+
+/// The settings of each line, as written and sized.
+const LIMITS: &[Column<LimitRow>] = &[
+    Column::text("zone", |l, _| l.zone.clone()),
+    Column::text("location", |l, _| l.locations.clone()),
+    Column::text("key", |l, _| l.key.clone()),
+    Column::text("as written", |l, _| {
+        settings(&l.rate_today, l.burst_today, &l.delay)
+    }),
+    Column::text("sized", |l, _| match (l.tested, &l.missed) {
+        (false, _) => "untested: not sized".into(),
+        (true, Some(_)) => "no rate meets the targets".into(),
+        (true, None) => settings(&l.rate, l.burst, &l.delay),
+    }),
+];
+
+/// What each line does to the rows it sees, `before → after`.
+const EFFECT: &[Column<LimitRow>] = &[
+    Column::text("zone", |l, _| l.zone.clone()),
+    Column::text("location", |l, _| l.locations.clone()),
+    Column::num("seen", |l, _| l.after.seen.to_string()),
+    Column::num("dropped", |l, _| {
+        change(dropped(&l.before), dropped(&l.after))
+    }),
+    Column::num("delayed", |l, _| {
+        change(delayed(&l.before), delayed(&l.after))
+    }),
+    Column::num("wait p99", |l, h| {
+        change(
+            wait_cell(Some(l.before.wait_p99_ns), h),
+            wait_cell(Some(l.after.wait_p99_ns), h),
+        )
+    }),
+    Column::num("wait max", |l, h| {
+        change(
+            wait_cell(Some(l.before.wait_max_ns), h),
+            wait_cell(Some(l.after.wait_max_ns), h),
+        )
+    }),
+];
+
+/// The limits table for scripts: one column per figure.
+const LIMITS_DATA: &[Column<LimitRow>] = &[
+    Column::text("zone", |l, _| l.zone.clone()),
+    Column::text("locations", |l, _| l.locations.clone()),
+    Column::text("key", |l, _| l.key.clone()),
+    Column::text("at", |l, _| l.at.clone()),
+    Column::text("tested", |l, _| l.tested.to_string()),
+    Column::text("rate_today", |l, _| l.rate_today.clone()),
+    Column::num("burst_today", |l, _| l.burst_today.to_string()),
+    Column::text("delay", |l, _| l.delay.clone()),
+    Column::text("rate", |l, _| l.rate.clone()),
+    Column::num("burst", |l, _| l.burst.to_string()),
+    Column::num("seen", |l, _| l.after.seen.to_string()),
+    Column::num("dropped_before", |l, _| l.before.dropped.to_string()),
+    Column::num("dropped_after", |l, _| l.after.dropped.to_string()),
+    Column::num("delayed_before", |l, _| l.before.delayed.to_string()),
+    Column::num("delayed_after", |l, _| l.after.delayed.to_string()),
+    Column::num("wait_p99_before", |l, h| {
+        wait_cell(Some(l.before.wait_p99_ns), h)
+    }),
+    Column::num("wait_p99_after", |l, h| {
+        wait_cell(Some(l.after.wait_p99_ns), h)
+    }),
+    Column::num("wait_max_before", |l, h| {
+        wait_cell(Some(l.before.wait_max_ns), h)
+    }),
+    Column::num("wait_max_after", |l, h| {
+        wait_cell(Some(l.after.wait_max_ns), h)
+    }),
+];
+
+const ZONES: &[Column<ZoneRow>] = &[
+    Column::text("zone", |z, _| z.zone.clone()),
+    Column::text("rate", |z, _| change(z.rate_today.clone(), z.rate.clone())),
+    Column::text("size", |z, _| change(size(z.size_today), size(z.size))),
+    Column::num("peak keys (60 s)", |z, _| z.peak_keys.to_string()),
+];
+
+/// Bytes as nginx's `zone=NAME:SIZE` writes them.
+fn size(bytes: u64) -> String {
+    if bytes.is_multiple_of(1 << 20) {
+        format!("{}m", bytes >> 20)
+    } else {
+        format!("{}k", bytes.div_ceil(1 << 10))
+    }
+}
+
+pub fn page(r: &SizeConfReport) -> Page<'_> {
+    let mut page = Page::new(format!("drip size --nginx-conf {}", r.config), r);
+    page.add(Shown::ALL, Block::Title(page.title.clone()));
+    page.add(
+        Shown::ALL,
+        Block::Paragraph(format!(
+            "{} rows from {}; each limit_req line sized to {} on the rows it sees",
+            r.rows,
+            r.files.join(", "),
+            r.targets.describe()
+        )),
+    );
+    page.add(Shown::ALL, Block::Heading("Limits".into()));
+    page.add(
+        Shown::ALL,
+        Block::Table(Table::from_columns(LIMITS, &r.limits, Human::Yes)),
+    );
+    page.add(Shown::ALL, Block::Heading("Before → after".into()));
+    page.add(
+        Shown::ALL,
+        Block::Table(Table::from_columns(EFFECT, &r.limits, Human::Yes)),
+    );
+    page.data
+        .push(Table::from_columns(LIMITS_DATA, &r.limits, Human::No));
+    page.add(Shown::ALL, Block::Heading("Zones".into()));
+    page.add(
+        Shown::ALL,
+        Block::Table(Table::from_columns(ZONES, &r.zones, Human::Yes)),
+    );
+    let mut notes: Vec<String> = r
+        .limits
+        .iter()
+        .filter_map(|l| {
+            let what = match (&l.missed, l.tested) {
+                (_, false) => "no row of the log reaches it: untested, not sized, left as written",
+                (Some(m), true) => m.as_str(),
+                (None, true) => return None,
+            };
+            Some(format!(
+                "{} (zone {}, {}): {what}",
+                l.at, l.zone, l.locations
+            ))
+        })
+        .collect();
+    notes.extend(r.notes.iter().cloned());
+    if !notes.is_empty() {
+        page.add(Shown::ALL, Block::List(notes));
+    }
+    add_patch(&mut page, r);
+    page
+}
+
+/// The patch, or where it was written, and how to apply it.
+fn add_patch(page: &mut Page, r: &SizeConfReport) {
+    page.add(Shown::ALL, Block::Heading("Patch".into()));
+    if r.patch.is_empty() {
+        page.add(
+            Shown::ALL,
+            Block::Paragraph("nothing to change: the config as written is the one sized".into()),
+        );
+        return;
+    }
+    let apply = match &r.patch_file {
+        Some(f) => format!(
+            "written to {f}; apply: {}",
+            r.apply.replace("PATCH", &crate::quote::shell_word(f))
+        ),
+        None => format!("apply (saved as PATCH, or with --patch FILE): {}", r.apply),
+    };
+    page.add(Shown::ALL, Block::Paragraph(apply));
+    if r.patch_file.is_none() {
+        page.add(
+            Shown::ALL,
+            Block::Pre(r.patch.lines().map(str::to_string).collect()),
+        );
+    }
+}
+
+pub fn render_table(r: &SizeConfReport, out: &mut dyn Write) -> io::Result<()> {
+    super::table::write(&page(r), out)
+}
+
+pub fn render_markdown(r: &SizeConfReport, out: &mut dyn Write) -> io::Result<()> {
+    super::markdown::write(&page(r), out)
+}
+
+pub fn render_csv(r: &SizeConfReport, out: &mut dyn Write) -> io::Result<()> {
+    super::csv::write(&page(r), out)
+}
+
+pub fn render_json(r: &SizeConfReport, out: &mut dyn Write) -> io::Result<()> {
+    super::json::write(&page(r), out)
+}
+
+pub fn render_html(r: &SizeConfReport, out: &mut dyn Write) -> io::Result<()> {
+    super::html::write(&page(r), out)
+}

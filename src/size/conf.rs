@@ -1,0 +1,306 @@
+//! `drip size LOG --nginx-conf nginx.conf`: each `limit_req` line of the
+//! config sized on the rows it sees, the others held as they are, and a
+//! patch of the config files.
+//!
+//! Steps, as for a policy: read (the config, then the log once into rows
+//! with the key columns the config's zones read) -> sweep (every replay is
+//! the audit replay of the whole config, [`ConfExec`], so routing, zone
+//! keys, shared zones and the order of a location's limits are nginx's)
+//! -> recommend ([`super::conf_fit`]) -> report -> render, with the patch
+//! ([`super::patch`]).
+//!
+//! A sized unit is one `limit_req` line as written: a line inherited by
+//! several locations (from `server` or `http`) is one unit, sized on the
+//! rows of all of them. `rate=` belongs to the zone, so every line of a
+//! zone is sized at the same rate; `burst=` per line.
+
+use super::conf_fit::{self, Fig, Fitted, Setting};
+use super::conf_rows::{Rows, Unit, units};
+use super::goal::Goal;
+use super::patch;
+use crate::cli::{Format, SizeArgs};
+use crate::engine::conf::{ConfExec, ConfOptions};
+use crate::ingest::input::{ColSel, file_name};
+use crate::ingest::stream::{self, Read};
+use crate::nginx_conf::NginxConf;
+use crate::report::size::Targets;
+use crate::report::size_conf::{LimitRow, Outcome, SizeConfReport, ZoneRow};
+use anyhow::{Context, Result, bail};
+use std::io::Write;
+use std::sync::Arc;
+
+/// Runs `size --nginx-conf`: the exit status (1 when some limit cannot
+/// meet the targets at any rate).
+pub fn run(args: &SizeArgs) -> Result<u8> {
+    let path = args.nginx_conf.as_deref().expect("--nginx-conf given");
+    refuse_mixed(args)?;
+    let goal = Goal::from_args(args, true)?;
+    let (conf, mut exec, rows, read) = read(args, path)?;
+    let units = units(&conf);
+    let mut fit = conf_fit::Fit::new(
+        &mut exec,
+        &conf,
+        &units,
+        &rows,
+        &goal,
+        (args.per.map(|p| p.0), args.horizon),
+    );
+    let today = Setting::today(&conf, &units);
+    let before = fit.replay(&today)?;
+    let fitted = fit.fit(&today)?;
+    let zones = zone_rows(&fit, &conf, &fitted);
+    let edits = patch::edits(&conf, &units, &today, &fitted.setting, &zones);
+    let diff = patch::diff(&conf.path, &edits)?;
+    let report = report(
+        (args, &goal),
+        &conf,
+        &units,
+        (&before, &fitted),
+        zones,
+        read,
+        diff,
+    );
+    render(args, &report)
+}
+
+/// Flags of `-p` sizing that mean nothing here: one line each.
+fn refuse_mixed(args: &SizeArgs) -> Result<()> {
+    let given = [
+        ("-p", args.policy.is_some()),
+        ("--rate", args.rate.is_some()),
+        ("--window", args.window.is_some()),
+        ("--current", args.current.is_some()),
+        ("--plot", args.plot.is_some()),
+        ("--exclude-keys", args.exclude_keys.is_some()),
+        ("--key-column", args.input.key_column.is_some()),
+    ];
+    if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
+        bail!(
+            "{flag} does not go with --nginx-conf: --nginx-conf sizes the config's own limit_req lines, each at its zone's rate and key; run size once with -p and once with --nginx-conf to have both"
+        );
+    }
+    let Some(p) = &args.patch else {
+        return Ok(());
+    };
+    use crate::clash::{Endpoint, Place, check_distinct, logs, named};
+    let conf = args.nginx_conf.as_deref().expect("--nginx-conf given");
+    let mut inputs = logs(&args.input.files);
+    inputs.push(Endpoint::new(
+        named("--nginx-conf", conf),
+        Place::Path(conf),
+    ));
+    let outputs = [
+        Endpoint::new("standard output (the report)", Place::Stdout),
+        Endpoint::new(named("--patch", p), Place::Path(p)),
+    ];
+    check_distinct(&inputs, &outputs)
+}
+
+/// Reads the config, plans its replay, and reads the log into rows.
+fn read(args: &SizeArgs, path: &std::path::Path) -> Result<(Arc<NginxConf>, ConfExec, Rows, Read)> {
+    let vars = crate::nginx_conf::setup::parse_vars(&args.nginx_var)?;
+    let (_, conf) =
+        crate::nginx_conf::setup::load_confs(&[path.to_path_buf()], &[], args.quiet, false)?
+            .remove(0);
+    if units(&conf).is_empty() {
+        bail!(
+            "{}: no limit_req in this config (with its includes): nothing to size; give the config whose locations limit requests",
+            path.display()
+        );
+    }
+    let mut spec = args.input.spec(Vec::new(), args.quiet)?;
+    crate::nginx_conf::setup::adopt_log_format(&conf, &mut spec, false, args.quiet);
+    let log_fields = crate::ingest::peek::log_fields(&spec);
+    let opts = ConfOptions {
+        static_files: None,
+        log_fields: log_fields.as_deref(),
+        overrides: &vars,
+        location: None,
+        verify: None,
+        files: args.input.files.iter().map(|f| file_name(f)).collect(),
+    };
+    let mut cols: Vec<ColSel> = Vec::new();
+    let exec = ConfExec::new(conf.clone(), &opts, args.quiet, &mut |f| {
+        let sel = ColSel::Name(f.to_string());
+        Ok(cols.iter().position(|c| *c == sel).unwrap_or_else(|| {
+            cols.push(sel);
+            cols.len() - 1
+        }))
+    })?;
+    if cols.len() > crate::ingest::input::MAX_KEYS {
+        bail!(
+            "the config's keys and routing read {} log fields; at most {} can be read in one run",
+            cols.len(),
+            crate::ingest::input::MAX_KEYS
+        );
+    }
+    let mut rows = Rows::new(cols.len());
+    spec.key_cols = cols;
+    let show = crate::progress::Wanted {
+        quiet: args.quiet,
+        no_progress: args.progress.no_progress,
+        progress: args.progress.progress,
+    }
+    .show();
+    let bar = crate::progress::bytes_read(show, &spec.files);
+    let read = stream::read_ordered(&spec, args.input.reorder_window, None, &bar, &mut rows)?;
+    if rows.events.is_empty() {
+        bail!(
+            "the input has no rows, so there is nothing to size a limit on; check the log's path and that it was written"
+        );
+    }
+    if let Some(h) = &args.headroom {
+        let (num, den) = super::read::headroom(h)?;
+        let at: Vec<u64> = rows.events.iter().map(|e| e.at.0).collect();
+        for (e, t) in rows
+            .events
+            .iter_mut()
+            .zip(super::read::compress(&at, num, den))
+        {
+            e.at = crate::time::Nanos(t);
+        }
+    }
+    Ok((conf, exec, rows, read))
+}
+
+/// Each zone's keys over the sized config, and the size that holds them.
+fn zone_rows(fit: &conf_fit::Fit, conf: &NginxConf, fitted: &Fitted) -> Vec<ZoneRow> {
+    conf.zones
+        .iter()
+        .enumerate()
+        .map(|(z, zone)| {
+            let used = fitted.zone_use[z];
+            let binary = zone.key.text.trim() == "$binary_remote_addr";
+            let longest = if binary { 16 } else { used.longest };
+            let needed = patch::zone_bytes(used.peak, longest);
+            ZoneRow {
+                zone: zone.name.clone(),
+                rate_today: zone.rate_text.clone(),
+                rate: fitted.setting.rate_text(z),
+                size_today: zone.size,
+                size: zone.size.max(needed),
+                peak_keys: used.peak,
+                longest_key: longest as u64,
+                used: fit.zone_reached(z),
+            }
+        })
+        .collect()
+}
+
+/// What line `u` does to the rows it sees, for the report.
+fn outcome(f: &Fig) -> Outcome {
+    let share = |n: u64| {
+        if f.seen == 0 {
+            0.0
+        } else {
+            n as f64 * 100.0 / f.seen as f64
+        }
+    };
+    let w = f.waits();
+    Outcome {
+        seen: f.seen,
+        dropped: f.dropped,
+        dropped_pct: share(f.dropped),
+        delayed: f.delayed,
+        delayed_pct: share(f.delayed),
+        wait_p99_ns: w.p99,
+        wait_max_ns: w.max,
+        keys_hurt: f.keys_hurt(),
+    }
+}
+
+/// One line's row of the report.
+fn limit_row(conf: &NginxConf, unit: &Unit, u: usize, before: &Fig, fitted: &Fitted) -> LimitRow {
+    let zone = &conf.zones[unit.zone];
+    LimitRow {
+        zone: zone.name.clone(),
+        locations: unit
+            .members
+            .iter()
+            .map(|&(l, _)| conf.locations[l].name.clone())
+            .collect::<Vec<_>>()
+            .join(", "),
+        key: zone.key.text.clone(),
+        at: unit.pos.to_string(),
+        tested: before.seen > 0,
+        rate_today: zone.rate_text.clone(),
+        burst_today: unit.burst,
+        delay: match unit.delay {
+            None => "nodelay".into(),
+            Some(0) => String::new(),
+            Some(d) => format!("delay={d}"),
+        },
+        rate: fitted.setting.rate_text(unit.zone),
+        burst: fitted.setting.bursts[u],
+        before: outcome(before),
+        after: outcome(&fitted.after[u]),
+        missed: fitted.missed[u].clone(),
+    }
+}
+
+/// The report as data.
+fn report(
+    (args, goal): (&SizeArgs, &Goal),
+    conf: &NginxConf,
+    units: &[Unit],
+    (before, fitted): (&[Fig], &Fitted),
+    zones: Vec<ZoneRow>,
+    read: Read,
+    diff: String,
+) -> SizeConfReport {
+    let limits = units
+        .iter()
+        .enumerate()
+        .map(|(u, unit)| limit_row(conf, unit, u, &before[u], fitted))
+        .collect();
+    let root = conf
+        .path
+        .parent()
+        .map(|p| p.display().to_string())
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| ".".into());
+    let root = crate::quote::shell_word(&root);
+    SizeConfReport {
+        config: conf.path.display().to_string(),
+        files: read.names,
+        rows: read.summary.rows,
+        targets: Targets {
+            headroom: args.headroom.as_deref().map(|h| h.trim().to_string()),
+            ..super::read::targets(args, goal)
+        },
+        limits,
+        zones,
+        notes: fitted.notes.clone(),
+        patch: diff,
+        patch_file: args.patch.as_ref().map(|p| p.display().to_string()),
+        apply: format!("cd {root} && patch -p1 < PATCH && nginx -t"),
+    }
+}
+
+/// Writes the report, and the patch to `--patch`; the exit status.
+fn render(args: &SizeArgs, report: &SizeConfReport) -> Result<u8> {
+    if let Some(p) = &args.patch {
+        std::fs::write(p, &report.patch)
+            .with_context(|| format!("cannot write --patch file '{}'", p.display()))?;
+    }
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    use crate::report::size_conf as r;
+    match args.format {
+        Format::Table => r::render_table(report, &mut out),
+        Format::Json => r::render_json(report, &mut out),
+        Format::Csv => r::render_csv(report, &mut out),
+        Format::Markdown => r::render_markdown(report, &mut out),
+        Format::Html => r::render_html(report, &mut out),
+    }
+    .and_then(|_| out.flush())
+    .context("cannot write the report")?;
+    let missed = report.limits.iter().filter(|l| l.missed.is_some()).count();
+    if missed > 0 {
+        crate::say!(
+            "drip: {missed} limit(s) meet the targets at no rate tried: their lines are left as they are (see the notes)"
+        );
+        return Ok(1);
+    }
+    Ok(0)
+}

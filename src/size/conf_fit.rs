@@ -1,0 +1,442 @@
+//! The sweep and the pick of `size --nginx-conf`: every candidate is the
+//! audit replay of the whole config with one zone's rate or one line's
+//! burst changed, so the figures of a line are what nginx does to the rows
+//! it sees with every other limit of the request as it stands.
+//!
+//! What a line sees and does, per nginx (all limits of a location are
+//! checked in order; the first that refuses rejects the request and nginx
+//! checks no further; a rejected request stores nothing in any zone; an
+//! admitted one waits for the largest delay of its limits):
+//! - seen: the rows routed to one of its locations whose key in its zone
+//!   is not empty, and that no earlier limit of the list refused;
+//! - dropped: the rows it refused;
+//! - delayed and wait: its own delay of the rows every limit admitted
+//!   (the request waits for the largest of its limits' delays, so a wait
+//!   target met by each line is met by the request).
+//!
+//! The pick, per zone in the order zones are written: on a ladder of
+//! round nginx rates, each line of the zone at the smallest burst that
+//! meets the targets (found by doubling, then halving the gap, assuming
+//! fewer drops with a larger burst); of the rates where every line meets
+//! them, the tightest as `size -p` picks (the fewest requests through in
+//! any `--horizon`, then the smaller bursts, then the lower rate). A burst the log cannot test (a
+//! full burst refills over more than the log's span) is never picked. Lines sized later can change what
+//! an earlier line sees, so the whole sized config is replayed again, and
+//! sized again (at most three rounds) until every line meets the targets.
+
+use super::conf_rows::{Rows, Unit};
+use super::goal::Goal;
+use super::per::PeriodCount;
+use crate::engine::conf::{ConfExec, Met, ZoneUse};
+use crate::nginx_conf::NginxConf;
+use crate::policy::nginx::NginxRate;
+use crate::policy::{Listed, NginxLimitReq};
+use crate::time::Nanos;
+use crate::wait_stats::{Percentiles, WaitStats};
+use anyhow::Result;
+use std::collections::{HashMap, HashSet};
+
+/// What one line did over a replay.
+#[derive(Clone, Debug, Default)]
+pub struct Fig {
+    pub seen: u64,
+    pub dropped: u64,
+    pub delayed: u64,
+    waits: WaitStats,
+    keys: HashSet<u32>,
+    hurt: HashSet<u32>,
+    /// `--per`: (requests, drops) by period index.
+    periods: HashMap<u64, (u64, u64)>,
+}
+
+impl Fig {
+    fn count(&mut self, at: u64, key: u32, met: Option<u64>, per: Option<u64>) {
+        self.seen += 1;
+        self.keys.insert(key);
+        let dropped = met.is_none();
+        if let Some(w) = met {
+            self.delayed += u64::from(w > 0);
+            self.waits.record(w);
+        } else {
+            self.dropped += 1;
+            self.hurt.insert(key);
+        }
+        if let Some(p) = per {
+            let c = self.periods.entry(at / p).or_default();
+            c.0 += 1;
+            c.1 += u64::from(dropped);
+        }
+    }
+
+    pub fn keys(&self) -> u64 {
+        self.keys.len() as u64
+    }
+
+    pub fn keys_hurt(&self) -> u64 {
+        self.hurt.len() as u64
+    }
+
+    pub fn waits(&self) -> Percentiles {
+        self.waits.clone().percentiles()
+    }
+}
+
+/// A config's settings under test: each zone's rate, each line's burst.
+#[derive(Clone, Debug)]
+pub struct Setting {
+    pub rates: Vec<NginxRate>,
+    pub bursts: Vec<u64>,
+}
+
+impl Setting {
+    /// The config as written.
+    pub fn today(conf: &NginxConf, units: &[Unit]) -> Setting {
+        Setting {
+            rates: conf.zones.iter().map(|z| z.rate).collect(),
+            bursts: units.iter().map(|u| u.burst).collect(),
+        }
+    }
+
+    /// Zone `z`'s rate as nginx spells it.
+    pub fn rate_text(&self, z: usize) -> String {
+        spell(self.rates[z])
+    }
+}
+
+/// `rate` in nginx's spelling.
+pub fn spell(rate: NginxRate) -> String {
+    match rate {
+        NginxRate::PerSec(n) => format!("{n}r/s"),
+        NginxRate::PerMin(n) => format!("{n}r/m"),
+    }
+}
+
+/// nginx's rate in thousandths of a request per second.
+fn rate_m(rate: NginxRate) -> u64 {
+    match rate {
+        NginxRate::PerSec(n) => n * 1000,
+        NginxRate::PerMin(n) => n * 1000 / 60,
+    }
+}
+
+/// The rates tried, lowest first: round values from 1r/m to 100000r/s.
+fn ladder() -> Vec<NginxRate> {
+    let mut out: Vec<NginxRate> = [1, 2, 3, 5, 6, 10, 12, 15, 20, 30]
+        .into_iter()
+        .map(NginxRate::PerMin)
+        .collect();
+    let mut scale = 1;
+    while scale <= 10_000 {
+        for n in [1, 2, 3, 5] {
+            out.push(NginxRate::PerSec(n * scale));
+        }
+        scale *= 10;
+    }
+    out.push(NginxRate::PerSec(100_000));
+    out
+}
+
+/// The sized config and what it does.
+pub struct Fitted {
+    pub setting: Setting,
+    /// Each line's figures under `setting`.
+    pub after: Vec<Fig>,
+    /// Why a line meets the targets at no rate tried (left as written).
+    pub missed: Vec<Option<String>>,
+    pub zone_use: Vec<ZoneUse>,
+    pub notes: Vec<String>,
+}
+
+/// Replays of one config with settings changed.
+pub struct Fit<'a> {
+    exec: &'a mut ConfExec,
+    units: &'a [Unit],
+    rows: &'a Rows,
+    goal: &'a Goal,
+    per: Option<u64>,
+    /// The line of (location, index in its list).
+    unit_of: Vec<Vec<usize>>,
+    /// The rows some limit checks (the others change no zone); all until
+    /// the first replay.
+    limited: Option<Vec<u32>>,
+    /// The lines that see rows (known after the first replay).
+    tested: Vec<bool>,
+    met: Vec<Met>,
+    span_ns: u64,
+    /// `--horizon`: how tight a limit is is the most it lets through in
+    /// any span of it.
+    horizon: Nanos,
+}
+
+impl<'a> Fit<'a> {
+    pub fn new(
+        exec: &'a mut ConfExec,
+        conf: &NginxConf,
+        units: &'a [Unit],
+        rows: &'a Rows,
+        goal: &'a Goal,
+        (per, horizon): (Option<u64>, Nanos),
+    ) -> Fit<'a> {
+        let mut unit_of: Vec<Vec<usize>> = conf
+            .locations
+            .iter()
+            .map(|l| vec![usize::MAX; l.limits.len()])
+            .collect();
+        for (u, unit) in units.iter().enumerate() {
+            for &(l, i) in &unit.members {
+                unit_of[l][i] = u;
+            }
+        }
+        exec.trace();
+        let at = |i: usize| rows.events.get(i).map_or(0, |e| e.at.0);
+        Fit {
+            exec,
+            units,
+            rows,
+            goal,
+            per,
+            unit_of,
+            limited: None,
+            tested: vec![false; units.len()],
+            met: Vec::new(),
+            span_ns: at(rows.events.len().saturating_sub(1)) - at(0),
+            horizon,
+        }
+    }
+
+    /// True when a line of zone `z` saw rows.
+    pub fn zone_reached(&self, z: usize) -> bool {
+        self.units
+            .iter()
+            .zip(&self.tested)
+            .any(|(u, &t)| t && u.zone == z)
+    }
+
+    /// Every line's figures under `s`.
+    pub fn replay(&mut self, s: &Setting) -> Result<Vec<Fig>> {
+        self.exec.restart();
+        for (u, unit) in self.units.iter().enumerate() {
+            let p = NginxLimitReq::new(s.rates[unit.zone], s.bursts[u], unit.delay);
+            for &(l, i) in &unit.members {
+                self.exec.set_limit(l, i, p);
+            }
+        }
+        let mut figs = vec![Fig::default(); self.units.len()];
+        let first = self.limited.is_none();
+        let mut limited = Vec::new();
+        let all = self.rows.events.len() as u32;
+        let order: Box<dyn Iterator<Item = u32>> = match &self.limited {
+            Some(l) => Box::new(l.clone().into_iter()),
+            None => Box::new(0..all),
+        };
+        for r in order {
+            let ev = &self.rows.events[r as usize];
+            self.exec.decide(ev, &self.rows.names, false)?;
+            let loc = self.exec.last_row(&mut self.met);
+            if first && !self.met.is_empty() {
+                limited.push(r);
+            }
+            for &(i, key, d) in &self.met {
+                figs[self.unit_of[loc][i]].count(ev.at.0, key, d, self.per);
+            }
+        }
+        if first {
+            self.limited = Some(limited);
+            self.tested = figs.iter().map(|f| f.seen > 0).collect();
+        }
+        Ok(figs)
+    }
+
+    /// The drop targets hold for `f`, over the log and in every period.
+    fn drops_ok(&self, f: &Fig) -> bool {
+        let whole = PeriodCount {
+            dropped: f.dropped,
+            keys_hurt: f.keys_hurt(),
+            requests: f.seen,
+            keys: f.keys(),
+        };
+        self.goal.period_ok(whole)
+            && f.periods.values().all(|&(requests, dropped)| {
+                self.goal.period_ok(PeriodCount {
+                    dropped,
+                    requests,
+                    ..PeriodCount::default()
+                })
+            })
+    }
+
+    /// Why line `u` misses the targets under `s` (`None`: it meets them).
+    fn miss(&self, u: usize, s: &Setting, f: &Fig) -> Option<String> {
+        if !self.drops_ok(f) {
+            return Some("drops more than the target".into());
+        }
+        let max = f.waits().max;
+        if let Some(w) = self.goal.max_wait.filter(|w| max > w.0) {
+            return Some(format!(
+                "waits up to {}, over --max-wait {}",
+                crate::report::size::readable(max),
+                crate::report::size::readable(w.0)
+            ));
+        }
+        (s.bursts[u] > self.testable_burst(s.rates[self.units[u].zone])).then(|| {
+            "a full burst refills over more than the log's span: the log cannot test it".into()
+        })
+    }
+
+    /// The largest burst whose refill at `rate` the log spans.
+    fn testable_burst(&self, rate: NginxRate) -> u64 {
+        (u128::from(self.span_ns) * u128::from(rate_m(rate)) / 1_000_000_000_000) as u64
+    }
+
+    /// The smallest burst of line `u` that meets the targets at the rates
+    /// of `s`, set in `s`; `None` (today's burst put back) when none does.
+    fn smallest_burst(&mut self, s: &mut Setting, u: usize) -> Result<Option<u64>> {
+        let today = s.bursts[u];
+        let cap = self.testable_burst(s.rates[self.units[u].zone]);
+        let ok_at = |fit: &mut Self, s: &mut Setting, b: u64| -> Result<bool> {
+            s.bursts[u] = b;
+            let figs = fit.replay(s)?;
+            Ok(fit.drops_ok(&figs[u]))
+        };
+        let (mut lo, mut hi) = (0, 0);
+        if !ok_at(self, s, 0)? {
+            hi = 1;
+            while !ok_at(self, s, hi)? {
+                if hi >= cap {
+                    s.bursts[u] = today;
+                    return Ok(None);
+                }
+                lo = hi;
+                hi = (hi * 2).min(cap.max(1));
+            }
+            while hi - lo > 1 {
+                let mid = lo + (hi - lo) / 2;
+                if ok_at(self, s, mid)? {
+                    hi = mid;
+                } else {
+                    lo = mid;
+                }
+            }
+        }
+        s.bursts[u] = hi;
+        let figs = self.replay(s)?;
+        if self.miss(u, s, &figs[u]).is_some() {
+            s.bursts[u] = today;
+            return Ok(None);
+        }
+        Ok(Some(hi))
+    }
+
+    /// Sizes every line of zone `z` at `rate`: true when each meets the
+    /// targets at some burst (set in `s`).
+    fn feasible(&mut self, s: &mut Setting, z: usize, rate: NginxRate) -> Result<bool> {
+        s.rates[z] = rate;
+        for u in 0..self.units.len() {
+            if self.units[u].zone == z && self.tested[u] && self.smallest_burst(s, u)?.is_none() {
+                return Ok(false);
+            }
+        }
+        Ok(true)
+    }
+
+    /// The most requests zone `z`'s lines that see rows let through in
+    /// any `--horizon` under `s` (size's measure of how tight a limit is).
+    /// Then their bursts, for ties.
+    fn through(&self, s: &Setting, z: usize) -> (u64, u64) {
+        (0..self.units.len())
+            .filter(|&u| self.units[u].zone == z && self.tested[u])
+            .map(|u| {
+                let p = NginxLimitReq::new(s.rates[z], s.bursts[u], self.units[u].delay);
+                (p.worst_within(self.horizon), s.bursts[u])
+            })
+            .fold((0, 0), |a, b| (a.0 + b.0, a.1 + b.1))
+    }
+
+    /// Zone `z` at the tightest rate of the ladder where every line meets
+    /// the targets: the fewest requests through in any `--horizon`, then
+    /// the smallest bursts, then the lowest rate (as `size -p` picks); false (the zone as it was)
+    /// when no rate meets them.
+    fn size_zone(&mut self, s: &mut Setting, z: usize) -> Result<bool> {
+        let kept = s.clone();
+        let ladder = ladder();
+        let (mut lo, mut hi) = (0, ladder.len() - 1);
+        if !self.feasible(s, z, ladder[hi])? {
+            *s = kept;
+            return Ok(false);
+        }
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if self.feasible(s, z, ladder[mid])? {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        self.feasible(s, z, ladder[hi])?;
+        let mut best = (self.through(s, z), s.clone());
+        for &rate in &ladder[hi + 1..] {
+            // A line lets through at least its rate over the horizon and
+            // one request, whatever its burst: no faster rate can win.
+            let mut floor = s.clone();
+            floor.rates[z] = rate;
+            floor.bursts.iter_mut().for_each(|b| *b = 0);
+            if self.through(&floor, z).0 > best.0.0 {
+                break;
+            }
+            if self.feasible(s, z, rate)? && self.through(s, z) < best.0 {
+                best = (self.through(s, z), s.clone());
+            }
+        }
+        *s = best.1;
+        Ok(true)
+    }
+
+    /// Sizes every zone a line of which sees rows (after the first
+    /// replay, under `today`).
+    pub fn fit(&mut self, today: &Setting) -> Result<Fitted> {
+        let zones = today.rates.len();
+        let mut s = today.clone();
+        let mut failed = vec![false; zones];
+        let mut notes = Vec::new();
+        let mut after;
+        let mut round = 1;
+        loop {
+            for (z, failed) in failed.iter_mut().enumerate() {
+                if self.zone_reached(z) {
+                    *failed = !self.size_zone(&mut s, z)?;
+                }
+            }
+            after = self.replay(&s)?;
+            let missing = (0..self.units.len()).any(|u| self.miss(u, &s, &after[u]).is_some());
+            if !missing || round == 3 {
+                break;
+            }
+            notes.push(format!(
+                "round {round}: a line sized later changed what an earlier one sees; sized again"
+            ));
+            round += 1;
+        }
+        let missed = (0..self.units.len())
+            .map(|u| {
+                let why = self.miss(u, &s, &after[u])?;
+                Some(if failed[self.units[u].zone] {
+                    format!(
+                        "meets the targets at no rate up to 100000r/s with the other limits as they are; left as written, where it {why}"
+                    )
+                } else {
+                    format!("sized, and with the other lines sized it still {why}")
+                })
+            })
+            .collect();
+        let zone_use = (0..zones)
+            .map(|z| self.exec.zone_use(z, &self.rows.names))
+            .collect();
+        Ok(Fitted {
+            setting: s,
+            after,
+            missed,
+            zone_use,
+            notes,
+        })
+    }
+}

@@ -1,0 +1,284 @@
+//! `drip size LOG --nginx-conf nginx.conf` end to end on the NASA fixture:
+//! a config of two zones and three locations (one with two `limit_req`
+//! lines, one no row reaches), one zone and one line in included files.
+//! The patch is applied by the real `patch -p1`, checked by the real
+//! `nginx -t` (its own temporary prefix), and the patched config is
+//! audited against the targets.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+mod common;
+use common::{drip, run, s, tmpdir};
+
+const LOG: &str = "fixtures/nasa_19950801.log.gz";
+
+const MAIN: &str = "events { worker_connections 64; }
+http {
+    limit_req_zone $binary_remote_addr zone=perip:1m rate=1r/s;
+    include limits/zones.conf;
+    server {
+        listen 127.0.0.1:8080;
+        location /images/ {
+            limit_req zone=perip burst=5;
+        }
+        location /shuttle/ {
+            limit_req zone=perip burst=2 nodelay;
+            include limits/shuttle.conf;
+        }
+        location /admin/ {
+            limit_req zone=perurl;
+        }
+    }
+}
+";
+
+/// The config in a folder of its own: nginx.conf and its includes.
+fn config() -> PathBuf {
+    let d = tmpdir();
+    std::fs::create_dir_all(d.join("limits")).unwrap();
+    std::fs::write(d.join("nginx.conf"), MAIN).unwrap();
+    std::fs::write(
+        d.join("limits/zones.conf"),
+        "limit_req_zone $uri zone=perurl:32k rate=1r/s;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        d.join("limits/shuttle.conf"),
+        "# per URL\nlimit_req zone=perurl burst=10;\n",
+    )
+    .unwrap();
+    d
+}
+
+fn size(conf: &Path, extra: &[&str]) -> common::Out {
+    let mut args = vec![
+        "size",
+        LOG,
+        "--nginx-conf",
+        s(conf),
+        "--max-drop-rate",
+        "0.1",
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    run(&args, None)
+}
+
+fn nginx_binary() -> PathBuf {
+    for p in ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"] {
+        if Path::new(p).is_file() {
+            return PathBuf::from(p);
+        }
+    }
+    PathBuf::from("nginx")
+}
+
+/// `nginx -t` on `conf` with a temporary prefix: its exit status and output.
+fn nginx_t(conf: &Path) -> (bool, String) {
+    let prefix = tmpdir();
+    std::fs::create_dir_all(prefix.join("logs")).unwrap();
+    let out = Command::new(nginx_binary())
+        .args(["-t", "-p", s(&prefix), "-c", s(conf)])
+        .output()
+        .unwrap_or_else(|e| {
+            panic!("cannot run nginx ({e}): install it (Debian: apt-get install nginx-light)")
+        });
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// `audit --nginx-conf conf` with the size targets as thresholds.
+fn audit_meets(conf: &Path) -> common::Out {
+    drip(
+        &[
+            LOG,
+            "--nginx-conf",
+            s(conf),
+            "--max-drop-rate",
+            "0.1",
+            "--max-wait",
+            "1s",
+            "-q",
+        ],
+        None,
+    )
+}
+
+#[test]
+fn the_patch_applies_passes_nginx_t_and_meets_the_targets() {
+    let dir = config();
+    let conf = dir.join("nginx.conf");
+    // As written, the config misses the wait target (delays of 4 s).
+    assert_eq!(audit_meets(&conf).code, 1);
+    let patch = tmpdir().join("sized.patch");
+    let out = size(&conf, &["--patch", s(&patch), "-f", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let diff = std::fs::read_to_string(&patch).unwrap();
+    assert_eq!(v["patch"].as_str().unwrap(), diff);
+    assert!(
+        diff.contains("--- a/nginx.conf\n+++ b/nginx.conf\n")
+            && diff.contains("--- a/limits/shuttle.conf\n")
+            && diff.contains("-    limit_req_zone $binary_remote_addr zone=perip:1m rate=1r/s;\n"),
+        "{diff}"
+    );
+    // Every sized line meets the targets on the rows it sees.
+    let limits = v["limits"].as_array().unwrap();
+    assert_eq!(limits.len(), 4, "{}", out.stdout);
+    for l in limits.iter().filter(|l| l["tested"] == true) {
+        let after = &l["after"];
+        assert!(after["dropped_pct"].as_f64().unwrap() <= 0.1, "{l}");
+        assert!(
+            after["wait_max_ns"].as_u64().unwrap() <= 1_000_000_000,
+            "{l}"
+        );
+        assert!(l["missed"].is_null(), "{l}");
+    }
+    let admin = limits
+        .iter()
+        .find(|l| l["locations"] == "location /admin/")
+        .unwrap();
+    assert_eq!(admin["tested"], false);
+    assert_eq!(admin["burst"], admin["burst_today"]);
+    // Applied by the real patch, accepted by the real nginx.
+    let (ok, msg) = nginx_t(&conf);
+    assert!(ok, "the config before: {msg}");
+    let applied = Command::new("patch")
+        .args(["-p1", "-i", s(&patch)])
+        .current_dir(&dir)
+        .output()
+        .expect("patch(1) is installed (Debian: apt-get install patch)");
+    assert!(
+        applied.status.success(),
+        "{}",
+        String::from_utf8_lossy(&applied.stdout)
+    );
+    let (ok, msg) = nginx_t(&conf);
+    assert!(ok, "{msg}");
+    // Only the sized values changed: the comment and the rest are kept.
+    let shuttle = std::fs::read_to_string(dir.join("limits/shuttle.conf")).unwrap();
+    assert!(
+        shuttle.starts_with("# per URL\nlimit_req zone=perurl"),
+        "{shuttle}"
+    );
+    let out = audit_meets(&conf);
+    assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
+    // The figures after are the audit's of the patched config: its drops
+    // are the lines' drops, its longest wait the longest of theirs.
+    let out = drip(&[LOG, "--nginx-conf", s(&conf), "-q", "-f", "json"], None);
+    let audit: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let sum = |f: &'static str| limits.iter().map(move |l| l["after"][f].as_u64().unwrap());
+    let p = &audit["policies"][0];
+    assert_eq!(
+        p["dropped"].as_u64(),
+        Some(sum("dropped").sum::<u64>()),
+        "{p}"
+    );
+    assert_eq!(
+        p["wait"]["max_ns"].as_u64(),
+        sum("wait_max_ns").max(),
+        "{p}"
+    );
+    // Sized again, the patched config needs no change.
+    let again = size(&conf, &[]);
+    assert_eq!(again.code, 0, "{}", again.stderr);
+    assert!(
+        again.stdout.contains("nothing to change"),
+        "{}",
+        again.stdout
+    );
+}
+
+#[test]
+fn the_table_prints_the_patch_and_names_the_untested_location() {
+    let dir = config();
+    let out = size(&dir.join("nginx.conf"), &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains("--- a/nginx.conf")
+            && out.stdout.contains("patch -p1 < PATCH && nginx -t")
+            && out.stdout.contains("untested: not sized")
+            && out.stdout.contains(
+                "(zone perurl, location /admin/): no row of the log reaches it: untested, not sized, left as written"
+            ),
+        "{}",
+        out.stdout
+    );
+    let md = size(&dir.join("nginx.conf"), &["-f", "markdown"]);
+    assert!(
+        md.stdout.contains("| perip |") && md.stdout.contains("## Patch"),
+        "{}",
+        md.stdout
+    );
+}
+
+#[test]
+fn errors_are_one_line() {
+    let dir = tmpdir();
+    let conf = dir.join("nginx.conf");
+    std::fs::write(
+        &conf,
+        "events {}\nhttp { server { listen 8080; location / { } } }\n",
+    )
+    .unwrap();
+    let out = size(&conf, &[]);
+    assert_eq!(out.code, 2);
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("no limit_req in this config"),
+        "{}",
+        out.stderr
+    );
+    let conf = config().join("nginx.conf");
+    let out = size(&conf, &["-p", "nginx"]);
+    assert_eq!(out.code, 2);
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("-p does not go with --nginx-conf"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn one_line_on_every_row_gets_the_pick_of_size_p() {
+    let dir = tmpdir();
+    let conf = dir.join("nginx.conf");
+    std::fs::write(
+        &conf,
+        "events {}\nhttp {\n    limit_req_zone $binary_remote_addr zone=ip:1m rate=1r/s;\n    server {\n        location / {\n            limit_req zone=ip burst=5 nodelay;\n        }\n    }\n}\n",
+    )
+    .unwrap();
+    let out = size(&conf, &["-f", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let line = &v["limits"][0];
+    let p = run(
+        &[
+            "size",
+            LOG,
+            "-p",
+            "nginx:nodelay",
+            "--key-column",
+            "remote_addr",
+            "--max-drop-rate",
+            "0.1",
+            "-q",
+            "-f",
+            "json",
+        ],
+        None,
+    );
+    let rec: serde_json::Value = serde_json::from_str(&p.stdout).unwrap();
+    let rec = &rec["recommended"];
+    assert_eq!(
+        (line["rate"].as_str(), line["burst"].as_u64()),
+        (rec["rate"].as_str(), rec["size"].as_u64()),
+        "{line} {rec}"
+    );
+    assert_eq!(line["after"]["dropped"], rec["dropped"]);
+    assert_eq!(line["after"]["seen"].as_u64(), Some(30969));
+}
