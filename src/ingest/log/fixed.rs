@@ -188,7 +188,7 @@ impl Fixed {
                 out.push_sub(line, u);
                 out.push_sub(line, p);
             } else {
-                out.spans.extend([super::MISSING; 3]);
+                out.spans.resize(out.spans.len() + 3, super::MISSING);
             }
         }
         if got > written {

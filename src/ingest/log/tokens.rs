@@ -36,14 +36,14 @@ pub enum Token {
 pub fn tokens(line: &[u8], out: &mut Fields, names: &[&str]) -> Result<Token, String> {
     let n = line.len();
     let mut i = 0;
+    // Each field ends at a separator or the line's end: the next starts
+    // after that byte, and further separators are skipped here.
     loop {
-        while i < n && is_sep(line[i]) {
-            i += 1;
-        }
         if i >= n {
             return Ok(Token::Whole);
         }
         match line[i] {
+            b' ' | b'\t' => i += 1,
             b'"' => {
                 let start = i + 1;
                 let mut from = start;
@@ -62,7 +62,7 @@ pub fn tokens(line: &[u8], out: &mut Fields, names: &[&str]) -> Result<Token, St
                     return Err(unescaped(line, start, j, out.spans.len(), names));
                 }
                 out.spans.push((start as u32, j as u32));
-                i = j + 1;
+                i = j + 2;
             }
             b'[' => {
                 let k = first_of(line, i, [b']', b']']);
@@ -74,18 +74,18 @@ pub fn tokens(line: &[u8], out: &mut Fields, names: &[&str]) -> Result<Token, St
                 }
                 if k + 1 == n || is_sep(line[k + 1]) {
                     out.spans.push((i as u32 + 1, k as u32));
-                    i = k + 1;
+                    i = k + 2;
                 } else {
                     // `[2001:db8::1]:443` is a bare word.
                     let e = first_of(line, i, [b' ', b'\t']);
                     out.spans.push((i as u32, e as u32));
-                    i = e;
+                    i = e + 1;
                 }
             }
             _ => {
                 let e = first_of(line, i + 1, [b' ', b'\t']);
                 out.spans.push((i as u32, e as u32));
-                i = e;
+                i = e + 1;
             }
         }
     }
@@ -124,14 +124,25 @@ fn first_of(line: &[u8], from: usize, bytes: [u8; 2]) -> usize {
         // allowed).
         unsafe {
             let [a, b] = bytes.map(|b| _mm_set1_epi8(b as i8));
+            let hits = |at: usize| {
+                let v = _mm_loadu_si128(line.as_ptr().add(at).cast::<__m128i>());
+                _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, a), _mm_cmpeq_epi8(v, b))) as u32
+            };
             while i + 16 <= n {
-                let v = _mm_loadu_si128(line.as_ptr().add(i).cast::<__m128i>());
-                let hit = _mm_or_si128(_mm_cmpeq_epi8(v, a), _mm_cmpeq_epi8(v, b));
-                let m = _mm_movemask_epi8(hit);
+                let m = hits(i);
                 if m != 0 {
                     return i + m.trailing_zeros() as usize;
                 }
                 i += 16;
+            }
+            if i < n && n >= 16 {
+                // The line's last sixteen bytes, those before `i` dropped.
+                let m = hits(n - 16) >> (i + 16 - n);
+                return if m != 0 {
+                    i + m.trailing_zeros() as usize
+                } else {
+                    n
+                };
             }
         }
     }
