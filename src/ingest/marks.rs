@@ -1,8 +1,8 @@
 //! Where the bytes a CSV line splitter stops at are, 64 bytes at a time:
 //! one bit per byte for newlines, delimiters, quotes and carriage returns,
 //! so a line is cut by walking bits instead of calling a search per field.
-//! [`json_stops`] does the same for the bytes that end a plain run of a
-//! JSON string.
+//! [`json_stop_from`] finds the bytes that end a plain run of a JSON
+//! string, sixteen at a time.
 
 /// Bit `i` of each mask is set when byte `i` of the block is that byte.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -109,43 +109,63 @@ fn whole_block_sse2(block: &[u8; 64], delimiter: u8) -> Marks {
     }
 }
 
-/// Bit `i` is set when byte `i` of `block` ends a plain run of a JSON
-/// string: a quote, a backslash, a control character or a byte above
-/// ASCII.
-#[cfg(target_arch = "x86_64")]
-#[inline]
-pub fn json_stops(block: &[u8; 64]) -> u64 {
-    use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
-        _mm_set1_epi8,
-    };
-    // SAFETY: SSE2 is in the x86-64 baseline; each load reads 16 bytes
-    // inside the 64-byte block (unaligned loads are allowed).
-    unsafe {
-        let (quote, backslash) = (_mm_set1_epi8(b'"' as i8), _mm_set1_epi8(b'\\' as i8));
-        // Signed: a byte above ASCII is negative, so below a space too.
-        let space = _mm_set1_epi8(b' ' as i8);
-        let mut bits = 0u64;
-        for part in 0..4 {
-            let v = _mm_loadu_si128(block.as_ptr().add(16 * part).cast::<__m128i>());
-            let stop = _mm_or_si128(
-                _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
-                _mm_cmplt_epi8(v, space),
-            );
-            bits |= u64::from(_mm_movemask_epi8(stop) as u16) << (16 * part);
+/// The first byte at or after `from` in `s` that ends a plain run of a
+/// JSON string (a quote, a backslash, a control
+/// character or a byte above ASCII), or `s.len()` when none
+/// does: sixteen bytes compared at once, the line's last sixteen for its
+/// tail; a string is short, so no bitmap of the whole line is built.
+#[inline(always)]
+pub fn json_stop_from(s: &[u8], from: usize) -> usize {
+    let n = s.len();
+    let mut i = from;
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            __m128i, _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8,
+            _mm_or_si128, _mm_set1_epi8,
+        };
+        // SAFETY: SSE2 is in the x86-64 baseline; each load reads the 16
+        // bytes from `at`, inside `s` (unaligned loads are allowed).
+        unsafe {
+            let (quote, backslash) = (_mm_set1_epi8(b'"' as i8), _mm_set1_epi8(b'\\' as i8));
+            // Signed: a byte above ASCII is negative, so below a space too.
+            let space = _mm_set1_epi8(b' ' as i8);
+            let stops = |at: usize| {
+                let v = _mm_loadu_si128(s.as_ptr().add(at).cast::<__m128i>());
+                let stop = _mm_or_si128(
+                    _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                    _mm_cmplt_epi8(v, space),
+                );
+                _mm_movemask_epi8(stop) as u32
+            };
+            while i + 16 <= n {
+                let m = stops(i);
+                if m != 0 {
+                    return i + m.trailing_zeros() as usize;
+                }
+                i += 16;
+            }
+            if i < n && n >= 16 {
+                let m = stops(n - 16) >> (i + 16 - n);
+                return if m != 0 {
+                    i + m.trailing_zeros() as usize
+                } else {
+                    n
+                };
+            }
         }
-        bits
     }
+    let stop = |b: u8| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b);
+    while i < n && !stop(s[i]) {
+        i += 1;
+    }
+    i.min(n)
 }
 
-#[cfg(not(target_arch = "x86_64"))]
-#[inline]
-pub fn json_stops(block: &[u8; 64]) -> u64 {
-    json_stops_bytewise(block)
-}
-
-/// [`json_stops`] byte by byte: what the fast version must equal.
-#[cfg_attr(target_arch = "x86_64", cfg(test))]
+/// Bit `i` is set when byte `i` of `block` ends a plain run of a JSON
+/// string (a quote, a backslash, a control character or a byte above
+/// ASCII), byte by byte: what [`json_stop_from`] must find.
+#[cfg(test)]
 fn json_stops_bytewise(block: &[u8; 64]) -> u64 {
     let stop = |b: u8| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b);
     (0..64).fold(0, |m, i| m | u64::from(stop(block[i])) << i)
@@ -173,7 +193,7 @@ fn bytewise(block: &[u8; 64], delimiter: u8) -> Marks {
 
 #[cfg(test)]
 mod tests {
-    use super::{Marks, bytewise, json_stops, json_stops_bytewise};
+    use super::{Marks, bytewise, json_stop_from, json_stops_bytewise};
     use crate::testing::Rng;
 
     #[test]
@@ -185,7 +205,12 @@ mod tests {
             for b in &mut block {
                 *b = alphabet[rng.below(alphabet.len() as u64) as usize];
             }
-            assert_eq!(json_stops(&block), json_stops_bytewise(&block));
+            // The search from any place of any prefix: the first stop.
+            let len = rng.below(65) as usize;
+            let from = rng.below(len as u64 + 2) as usize;
+            let bits = json_stops_bytewise(&block);
+            let want = (from..len).find(|&k| bits >> k & 1 == 1).unwrap_or(len);
+            assert_eq!(json_stop_from(&block[..len], from), want, "{len} {from}");
             for delimiter in [b',', b';', b'\t', 0, 0xff] {
                 assert_eq!(Marks::of(&block, delimiter), bytewise(&block, delimiter));
                 #[cfg(target_arch = "x86_64")]
