@@ -303,8 +303,9 @@ impl<R: std::io::Read> Lines<R> {
         let mut too_long = false;
         let end = loop {
             let from = self.pos + self.scanned;
-            if let Some(i) = memchr::memchr(b'\n', &self.block[from..self.filled]) {
-                break Some(from + i);
+            let i = crate::ingest::marks::first_newline(&self.block[..self.filled], from);
+            if i < self.filled {
+                break Some(i);
             }
             self.scanned = self.filled - self.pos;
             if self.scanned > self.max {

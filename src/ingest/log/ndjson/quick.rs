@@ -166,6 +166,10 @@ impl Quick<'_> {
                     Kind::Plain
                 }
                 b'{' | b'[' | b' ' | b'\t' | b'\n' | b'\r' => return None,
+                b'-' | b'0'..=b'9' => {
+                    self.number()?;
+                    Kind::Other
+                }
                 _ => {
                     self.value(1)?;
                     Kind::Other
@@ -359,8 +363,10 @@ impl Quick<'_> {
 
     #[inline(always)]
     fn digits(&mut self) {
-        while self.s.get(self.i).is_some_and(u8::is_ascii_digit) {
-            self.i += 1;
+        let (s, mut i) = (self.s, self.i);
+        while i < s.len() && s[i].is_ascii_digit() {
+            i += 1;
         }
+        self.i = i;
     }
 }
