@@ -188,7 +188,9 @@ impl Fixed {
                 out.push_sub(line, u);
                 out.push_sub(line, p);
             } else {
-                out.spans.resize(out.spans.len() + 3, super::MISSING);
+                for _ in 0..3 {
+                    out.spans.push(super::MISSING);
+                }
             }
         }
         if got > written {
