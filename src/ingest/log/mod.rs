@@ -220,7 +220,7 @@ pub trait LineParser: Send {
 }
 
 /// Reads lines of at most `max` bytes (`--max-line`) from a reader, each
-/// without its `\n` or `\r\n`. Lines are found with `memchr` in a large
+/// without its `\n` or `\r\n`. Line ends are found 32 bytes a step in a large
 /// block and read where they lie: no line is copied, and a line is moved
 /// only when it straddles the end of a block. A longer line is never held:
 /// it is skipped to its end and reported as [`Line::TooLong`].
