@@ -1,8 +1,9 @@
 //! Where the bytes a CSV line splitter stops at are, 64 bytes at a time:
 //! one bit per byte for newlines, delimiters, quotes and carriage returns,
 //! so a line is cut by walking bits instead of calling a search per field.
-//! [`json_stop_from`] finds the bytes that end a plain run of a JSON
-//! string, sixteen at a time.
+//! [`first_of`], [`first_newline`] and [`json_stop_from`] find the next
+//! of a few bytes (a field's end, a line's end, the end of a plain run of
+//! a JSON string) sixteen at a time.
 
 /// Bit `i` of each mask is set when byte `i` of the block is that byte.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -109,28 +110,94 @@ fn whole_block_sse2(block: &[u8; 64], delimiter: u8) -> Marks {
     }
 }
 
+/// The first position at or after `from` in `s` whose byte `stop` accepts,
+/// or `s.len()` when none does: sixteen bytes tested a step by `lanes` (the
+/// same test on SSE2 lanes, part of every x86-64), the line's last sixteen
+/// for its tail. Fields and lines are short: in line, this beats a call.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn first_stop(
+    s: &[u8],
+    from: usize,
+    lanes: impl Fn(std::arch::x86_64::__m128i) -> std::arch::x86_64::__m128i,
+    stop: impl Fn(u8) -> bool,
+) -> usize {
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_movemask_epi8};
+    let n = s.len();
+    // SAFETY: SSE2 is in the x86-64 baseline; each load reads the 16 bytes
+    // from `at`, inside `s` (unaligned loads are allowed).
+    let hits = |at: usize| unsafe {
+        _mm_movemask_epi8(lanes(_mm_loadu_si128(s.as_ptr().add(at).cast::<__m128i>()))) as u32
+    };
+    let mut i = from;
+    while i + 16 <= n {
+        let m = hits(i);
+        if m != 0 {
+            return i + m.trailing_zeros() as usize;
+        }
+        i += 16;
+    }
+    if i >= n {
+        return n;
+    }
+    if n < 16 {
+        return (i..n).find(|&k| stop(s[k])).unwrap_or(n);
+    }
+    // The line's last sixteen bytes, those before `i` dropped.
+    match hits(n - 16) >> (i + 16 - n) {
+        0 => n,
+        m => i + m.trailing_zeros() as usize,
+    }
+}
+
+/// [`first_stop`] byte by byte, where there is no SSE2.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn first_stop(s: &[u8], from: usize, _lanes: (), stop: impl Fn(u8) -> bool) -> usize {
+    (from..s.len()).find(|&k| stop(s[k])).unwrap_or(s.len())
+}
+
+/// The lanes equal to `a` or `b`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn either(a: u8, b: u8) -> impl Fn(std::arch::x86_64::__m128i) -> std::arch::x86_64::__m128i {
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_or_si128, _mm_set1_epi8};
+    // SAFETY: SSE2 is in the x86-64 baseline.
+    let (a, b) = unsafe { (_mm_set1_epi8(a as i8), _mm_set1_epi8(b as i8)) };
+    move |v| unsafe { _mm_or_si128(_mm_cmpeq_epi8(v, a), _mm_cmpeq_epi8(v, b)) }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn either(_: u8, _: u8) {}
+
+/// The first byte at or after `from` in `s` that is `bytes[0]` or
+/// `bytes[1]`, or `s.len()` when none is.
+#[inline(always)]
+pub fn first_of(s: &[u8], from: usize, [a, b]: [u8; 2]) -> usize {
+    first_stop(s, from, either(a, b), |c| c == a || c == b)
+}
+
 /// The first newline at or after `from` in `s`, or `s.len()` when there
-/// is none: thirty-two bytes compared a step (SSE2), in line, as lines are
-/// short and a search call costs as much as the search.
+/// is none: thirty-two bytes a step (two SSE2 compares), then `memchr`.
 #[inline(always)]
 pub fn first_newline(s: &[u8], from: usize) -> usize {
-    let n = s.len();
     let mut i = from;
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::x86_64::{
-            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
+            _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
         };
-        // SAFETY: SSE2 is in the x86-64 baseline; each load reads the 16
-        // bytes from `at`, inside `s` (unaligned loads are allowed).
+        // SAFETY: SSE2 is in the x86-64 baseline; the two loads read the 32
+        // bytes `s[i..i + 32]`, inside `s` (unaligned loads are allowed).
         unsafe {
             let newline = _mm_set1_epi8(b'\n' as i8);
-            let hits = |at: usize| {
-                let v = _mm_loadu_si128(s.as_ptr().add(at).cast::<__m128i>());
-                _mm_movemask_epi8(_mm_cmpeq_epi8(v, newline)) as u32
-            };
-            while i + 32 <= n {
-                let m = hits(i) | hits(i + 16) << 16;
+            let p = s.as_ptr();
+            while i + 32 <= s.len() {
+                let lo = _mm_loadu_si128(p.add(i).cast());
+                let hi = _mm_loadu_si128(p.add(i + 16).cast());
+                let m = _mm_movemask_epi8(_mm_cmpeq_epi8(lo, newline)) as u32
+                    | (_mm_movemask_epi8(_mm_cmpeq_epi8(hi, newline)) as u32) << 16;
                 if m != 0 {
                     return i + m.trailing_zeros() as usize;
                 }
@@ -138,63 +205,42 @@ pub fn first_newline(s: &[u8], from: usize) -> usize {
             }
         }
     }
-    match s.get(i..).and_then(|rest| memchr::memchr(b'\n', rest)) {
-        Some(k) => i + k,
-        None => n,
+    s.get(i..)
+        .and_then(|rest| memchr::memchr(b'\n', rest))
+        .map_or(s.len(), |k| i + k)
+}
+
+/// The lanes that end a plain run of a JSON string.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn json_lanes() -> impl Fn(std::arch::x86_64::__m128i) -> std::arch::x86_64::__m128i {
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_or_si128, _mm_set1_epi8};
+    // SAFETY: SSE2 is in the x86-64 baseline.
+    unsafe {
+        let (quote, backslash) = (_mm_set1_epi8(b'"' as i8), _mm_set1_epi8(b'\\' as i8));
+        // Signed: a byte above ASCII is negative, so below a space too.
+        let space = _mm_set1_epi8(b' ' as i8);
+        move |v| {
+            _mm_or_si128(
+                _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
+                _mm_cmplt_epi8(v, space),
+            )
+        }
     }
 }
 
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn json_lanes() {}
+
 /// The first byte at or after `from` in `s` that ends a plain run of a
-/// JSON string (a quote, a backslash, a control
-/// character or a byte above ASCII), or `s.len()` when none
-/// does: sixteen bytes compared at once, the line's last sixteen for its
-/// tail; a string is short, so no bitmap of the whole line is built.
+/// JSON string (a quote, a backslash, a control character or a byte above
+/// ASCII), or `s.len()` when none does.
 #[inline(always)]
 pub fn json_stop_from(s: &[u8], from: usize) -> usize {
-    let n = s.len();
-    let mut i = from;
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{
-            __m128i, _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8,
-            _mm_or_si128, _mm_set1_epi8,
-        };
-        // SAFETY: SSE2 is in the x86-64 baseline; each load reads the 16
-        // bytes from `at`, inside `s` (unaligned loads are allowed).
-        unsafe {
-            let (quote, backslash) = (_mm_set1_epi8(b'"' as i8), _mm_set1_epi8(b'\\' as i8));
-            // Signed: a byte above ASCII is negative, so below a space too.
-            let space = _mm_set1_epi8(b' ' as i8);
-            let stops = |at: usize| {
-                let v = _mm_loadu_si128(s.as_ptr().add(at).cast::<__m128i>());
-                let stop = _mm_or_si128(
-                    _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
-                    _mm_cmplt_epi8(v, space),
-                );
-                _mm_movemask_epi8(stop) as u32
-            };
-            while i + 16 <= n {
-                let m = stops(i);
-                if m != 0 {
-                    return i + m.trailing_zeros() as usize;
-                }
-                i += 16;
-            }
-            if i < n && n >= 16 {
-                let m = stops(n - 16) >> (i + 16 - n);
-                return if m != 0 {
-                    i + m.trailing_zeros() as usize
-                } else {
-                    n
-                };
-            }
-        }
-    }
-    let stop = |b: u8| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b);
-    while i < n && !stop(s[i]) {
-        i += 1;
-    }
-    i.min(n)
+    first_stop(s, from, json_lanes(), |b| {
+        b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b)
+    })
 }
 
 /// Bit `i` is set when byte `i` of `block` ends a plain run of a JSON

@@ -3,6 +3,7 @@
 //! values, each read without its quotes or brackets.
 
 use super::Fields;
+use crate::ingest::marks::first_of;
 
 /// Field `n` for a message: `field 8 (http_user_agent)`.
 fn label(n: usize, names: &[&str]) -> String {
@@ -106,52 +107,6 @@ fn unescaped(line: &[u8], start: usize, j: usize, n: usize, names: &[&str]) -> S
     )
 }
 
-/// The first position at or after `from` holding either of `bytes`, or
-/// the line's length when none does: sixteen bytes compared at once
-/// (SSE2 is part of every x86-64), the last few one by one.
-#[inline(always)]
-fn first_of(line: &[u8], from: usize, bytes: [u8; 2]) -> usize {
-    let n = line.len();
-    let mut i = from;
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::{
-            __m128i, _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
-            _mm_set1_epi8,
-        };
-        // SAFETY: SSE2 is in the x86-64 baseline; each load reads the 16
-        // bytes `line[i..i + 16]`, inside the line (unaligned loads are
-        // allowed).
-        unsafe {
-            let [a, b] = bytes.map(|b| _mm_set1_epi8(b as i8));
-            let hits = |at: usize| {
-                let v = _mm_loadu_si128(line.as_ptr().add(at).cast::<__m128i>());
-                _mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(v, a), _mm_cmpeq_epi8(v, b))) as u32
-            };
-            while i + 16 <= n {
-                let m = hits(i);
-                if m != 0 {
-                    return i + m.trailing_zeros() as usize;
-                }
-                i += 16;
-            }
-            if i < n && n >= 16 {
-                // The line's last sixteen bytes, those before `i` dropped.
-                let m = hits(n - 16) >> (i + 16 - n);
-                return if m != 0 {
-                    i + m.trailing_zeros() as usize
-                } else {
-                    n
-                };
-            }
-        }
-    }
-    while i < n && line[i] != bytes[0] && line[i] != bytes[1] {
-        i += 1;
-    }
-    i.min(n)
-}
-
 /// [`tokens`] byte by byte, with a search per quoted or bracketed field:
 /// what the fast version must equal.
 #[cfg(test)]
@@ -246,17 +201,12 @@ mod tests {
         let names = ["a", "b"];
         let got = tokens(line, &mut fast, &names);
         let want = tokens_bytewise(line, &mut slow, &names);
-        assert_eq!(got, want, "{:?}", String::from_utf8_lossy(line));
-        assert_eq!(
-            fast.spans,
-            slow.spans,
-            "{:?}",
-            String::from_utf8_lossy(line)
-        );
+        let shown = String::from_utf8_lossy(line);
+        assert_eq!((got, fast.spans), (want, slow.spans), "{shown:?}");
     }
 
     #[test]
-    fn the_bitmap_walk_equals_the_byte_walk() {
+    fn the_search_sixteen_bytes_at_a_time_equals_the_byte_walk() {
         let mut rng = Rng(0x746f_6b65);
         let alphabet: &[u8] = b"  \t\"\"\\[]]ab-:/\xff0";
         for _ in 0..20_000 {
