@@ -1,8 +1,9 @@
 //! Where the bytes a CSV line splitter stops at are, 64 bytes at a time:
 //! one bit per byte for newlines, delimiters, quotes and carriage returns,
 //! so a line is cut by walking bits instead of calling a search per field.
-//! [`json_stops`] does the same for the bytes that end a plain run of a
-//! JSON string.
+//! [`first_of`], [`first_newline`] and [`json_stop_from`] find the next
+//! of a few bytes (a field's end, a line's end, the end of a plain run of
+//! a JSON string) sixteen at a time.
 
 /// Bit `i` of each mask is set when byte `i` of the block is that byte.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
@@ -109,43 +110,143 @@ fn whole_block_sse2(block: &[u8; 64], delimiter: u8) -> Marks {
     }
 }
 
-/// Bit `i` is set when byte `i` of `block` ends a plain run of a JSON
-/// string: a quote, a backslash, a control character or a byte above
-/// ASCII.
+/// The first position at or after `from` in `s` whose byte `stop` accepts,
+/// or `s.len()` when none does: sixteen bytes tested a step by `lanes` (the
+/// same test on SSE2 lanes, part of every x86-64), the line's last sixteen
+/// for its tail. Fields and lines are short: in line, this beats a call.
 #[cfg(target_arch = "x86_64")]
-#[inline]
-pub fn json_stops(block: &[u8; 64]) -> u64 {
-    use std::arch::x86_64::{
-        __m128i, _mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_or_si128,
-        _mm_set1_epi8,
+#[inline(always)]
+fn first_stop(
+    s: &[u8],
+    from: usize,
+    lanes: impl Fn(std::arch::x86_64::__m128i) -> std::arch::x86_64::__m128i,
+    stop: impl Fn(u8) -> bool,
+) -> usize {
+    use std::arch::x86_64::{__m128i, _mm_loadu_si128, _mm_movemask_epi8};
+    let n = s.len();
+    // SAFETY: SSE2 is in the x86-64 baseline; each load reads the 16 bytes
+    // from `at`, inside `s` (unaligned loads are allowed).
+    let hits = |at: usize| unsafe {
+        _mm_movemask_epi8(lanes(_mm_loadu_si128(s.as_ptr().add(at).cast::<__m128i>()))) as u32
     };
-    // SAFETY: SSE2 is in the x86-64 baseline; each load reads 16 bytes
-    // inside the 64-byte block (unaligned loads are allowed).
+    let mut i = from;
+    while i + 16 <= n {
+        let m = hits(i);
+        if m != 0 {
+            return i + m.trailing_zeros() as usize;
+        }
+        i += 16;
+    }
+    if i >= n {
+        return n;
+    }
+    if n < 16 {
+        return (i..n).find(|&k| stop(s[k])).unwrap_or(n);
+    }
+    // The line's last sixteen bytes, those before `i` dropped.
+    match hits(n - 16) >> (i + 16 - n) {
+        0 => n,
+        m => i + m.trailing_zeros() as usize,
+    }
+}
+
+/// [`first_stop`] byte by byte, where there is no SSE2.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn first_stop(s: &[u8], from: usize, _lanes: (), stop: impl Fn(u8) -> bool) -> usize {
+    (from..s.len()).find(|&k| stop(s[k])).unwrap_or(s.len())
+}
+
+/// The lanes equal to `a` or `b`.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn either(a: u8, b: u8) -> impl Fn(std::arch::x86_64::__m128i) -> std::arch::x86_64::__m128i {
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_or_si128, _mm_set1_epi8};
+    // SAFETY: SSE2 is in the x86-64 baseline.
+    let (a, b) = unsafe { (_mm_set1_epi8(a as i8), _mm_set1_epi8(b as i8)) };
+    move |v| unsafe { _mm_or_si128(_mm_cmpeq_epi8(v, a), _mm_cmpeq_epi8(v, b)) }
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn either(_: u8, _: u8) {}
+
+/// The first byte at or after `from` in `s` that is `bytes[0]` or
+/// `bytes[1]`, or `s.len()` when none is.
+#[inline(always)]
+pub fn first_of(s: &[u8], from: usize, [a, b]: [u8; 2]) -> usize {
+    first_stop(s, from, either(a, b), |c| c == a || c == b)
+}
+
+/// The first newline at or after `from` in `s`, or `s.len()` when there
+/// is none: thirty-two bytes a step (two SSE2 compares), then `memchr`.
+#[inline(always)]
+pub fn first_newline(s: &[u8], from: usize) -> usize {
+    let mut i = from;
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{
+            _mm_cmpeq_epi8, _mm_loadu_si128, _mm_movemask_epi8, _mm_set1_epi8,
+        };
+        // SAFETY: SSE2 is in the x86-64 baseline; the two loads read the 32
+        // bytes `s[i..i + 32]`, inside `s` (unaligned loads are allowed).
+        unsafe {
+            let newline = _mm_set1_epi8(b'\n' as i8);
+            let p = s.as_ptr();
+            while i + 32 <= s.len() {
+                let lo = _mm_loadu_si128(p.add(i).cast());
+                let hi = _mm_loadu_si128(p.add(i + 16).cast());
+                let m = _mm_movemask_epi8(_mm_cmpeq_epi8(lo, newline)) as u32
+                    | (_mm_movemask_epi8(_mm_cmpeq_epi8(hi, newline)) as u32) << 16;
+                if m != 0 {
+                    return i + m.trailing_zeros() as usize;
+                }
+                i += 32;
+            }
+        }
+    }
+    s.get(i..)
+        .and_then(|rest| memchr::memchr(b'\n', rest))
+        .map_or(s.len(), |k| i + k)
+}
+
+/// The lanes that end a plain run of a JSON string.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn json_lanes() -> impl Fn(std::arch::x86_64::__m128i) -> std::arch::x86_64::__m128i {
+    use std::arch::x86_64::{_mm_cmpeq_epi8, _mm_cmplt_epi8, _mm_or_si128, _mm_set1_epi8};
+    // SAFETY: SSE2 is in the x86-64 baseline.
     unsafe {
         let (quote, backslash) = (_mm_set1_epi8(b'"' as i8), _mm_set1_epi8(b'\\' as i8));
         // Signed: a byte above ASCII is negative, so below a space too.
         let space = _mm_set1_epi8(b' ' as i8);
-        let mut bits = 0u64;
-        for part in 0..4 {
-            let v = _mm_loadu_si128(block.as_ptr().add(16 * part).cast::<__m128i>());
-            let stop = _mm_or_si128(
+        move |v| {
+            _mm_or_si128(
                 _mm_or_si128(_mm_cmpeq_epi8(v, quote), _mm_cmpeq_epi8(v, backslash)),
                 _mm_cmplt_epi8(v, space),
-            );
-            bits |= u64::from(_mm_movemask_epi8(stop) as u16) << (16 * part);
+            )
         }
-        bits
     }
 }
 
 #[cfg(not(target_arch = "x86_64"))]
-#[inline]
-pub fn json_stops(block: &[u8; 64]) -> u64 {
-    json_stops_bytewise(block)
+#[inline(always)]
+fn json_lanes() {}
+
+/// The first byte at or after `from` in `s` that ends a plain run of a
+/// JSON string (a quote, a backslash, a control character or a byte above
+/// ASCII), or `s.len()` when none does.
+#[inline(always)]
+pub fn json_stop_from(s: &[u8], from: usize) -> usize {
+    first_stop(s, from, json_lanes(), |b| {
+        b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b)
+    })
 }
 
-/// [`json_stops`] byte by byte: what the fast version must equal.
-#[cfg_attr(target_arch = "x86_64", cfg(test))]
+/// Bit `i` is set when byte `i` of `block` ends a plain run of a JSON
+/// string (a quote, a backslash, a control character or a byte above
+/// ASCII), byte by byte: what [`json_stop_from`] must find.
+#[cfg(test)]
 fn json_stops_bytewise(block: &[u8; 64]) -> u64 {
     let stop = |b: u8| b == b'"' || b == b'\\' || !(0x20..0x80).contains(&b);
     (0..64).fold(0, |m, i| m | u64::from(stop(block[i])) << i)
@@ -173,7 +274,7 @@ fn bytewise(block: &[u8; 64], delimiter: u8) -> Marks {
 
 #[cfg(test)]
 mod tests {
-    use super::{Marks, bytewise, json_stops, json_stops_bytewise};
+    use super::{Marks, bytewise, first_newline, json_stop_from, json_stops_bytewise};
     use crate::testing::Rng;
 
     #[test]
@@ -185,7 +286,14 @@ mod tests {
             for b in &mut block {
                 *b = alphabet[rng.below(alphabet.len() as u64) as usize];
             }
-            assert_eq!(json_stops(&block), json_stops_bytewise(&block));
+            // The search from any place of any prefix: the first stop.
+            let len = rng.below(65) as usize;
+            let from = rng.below(len as u64 + 2) as usize;
+            let bits = json_stops_bytewise(&block);
+            let want = (from..len).find(|&k| bits >> k & 1 == 1).unwrap_or(len);
+            assert_eq!(json_stop_from(&block[..len], from), want, "{len} {from}");
+            let want = (from..len).find(|&k| block[k] == b'\n').unwrap_or(len);
+            assert_eq!(first_newline(&block[..len], from), want, "{len} {from}");
             for delimiter in [b',', b';', b'\t', 0, 0xff] {
                 assert_eq!(Marks::of(&block, delimiter), bytewise(&block, delimiter));
                 #[cfg(target_arch = "x86_64")]

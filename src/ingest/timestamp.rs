@@ -105,6 +105,9 @@ impl fmt::Display for TimeFormat {
     }
 }
 
+/// The bytes of a CLF time up to its second: `10/Oct/2000:13:55:36`.
+const CLF_SECOND: usize = 20;
+
 /// Parses one column's values, remembering the last whole second of the
 /// RFC 3339 and CLF forms: rows of one second share their first 19 (20)
 /// bytes, so only the fraction and offset are read again.
@@ -123,6 +126,11 @@ pub struct TimeParser {
     /// repeat (the fall-back hour) is read as the pass nearer to it, so
     /// the repeated hour is read in order.
     last: Option<i64>,
+    /// The last CLF tail read after the second (` -0700`), and its value:
+    /// lines of one server share it.
+    tail: [u8; 8],
+    tail_len: usize,
+    tail_value: (u64, Option<i64>),
 }
 
 impl TimeParser {
@@ -137,34 +145,77 @@ impl TimeParser {
             local: 0,
             zone_offset: 0,
             last: None,
+            tail: [0; 8],
+            tail_len: usize::MAX,
+            tail_value: (0, None),
         }
     }
 
     #[inline(always)]
     pub fn parse(&mut self, value: &[u8]) -> Result<Nanos, TimeError> {
         let s = trim(value);
-        let (body, plen) = match self.format {
-            TimeFormat::Rfc3339 => (s, 19),
+        match self.format {
+            TimeFormat::Rfc3339 => {
+                if self.cached(s, 19)
+                    && let Some(tail) = (Cursor { s, i: 19 }).tail()
+                {
+                    return self.in_cached_second(tail);
+                }
+                self.parse_learning(s, s, 19)
+            }
             TimeFormat::Clf => {
                 let b = s.strip_prefix(b"[").unwrap_or(s);
-                (b.strip_suffix(b"]").unwrap_or(b), 20)
+                let body = b.strip_suffix(b"]").unwrap_or(b);
+                if self.cached(body, CLF_SECOND)
+                    && let Some(tail) = self.clf_tail(body)
+                {
+                    return self.in_cached_second(tail);
+                }
+                self.parse_learning(s, body, CLF_SECOND)
             }
-            _ => return self.parse_other(s),
-        };
-        if self.prefix_len == plen && body.len() >= plen && same_second(body, &self.prefix, plen) {
-            let mut c = Cursor { s: body, i: plen };
-            if let Some((frac, off)) = c.tail() {
-                self.naive_seen |= off.is_none();
-                let off = off.unwrap_or(self.zone_offset);
-                let secs = u64::try_from(self.local - off).map_err(|_| TimeError::BeforeEpoch)?;
-                return secs
-                    .checked_mul(Nanos::PER_SEC)
-                    .and_then(|n| n.checked_add(frac))
-                    .map(Nanos)
-                    .ok_or(TimeError::BeforeEpoch);
-            }
+            _ => self.parse_other(s),
         }
-        self.parse_learning(s, body, plen)
+    }
+
+    /// Whether `body` starts with the cached second, `plen` bytes long.
+    #[inline(always)]
+    fn cached(&self, body: &[u8], plen: usize) -> bool {
+        self.prefix_len == plen && body.len() >= plen && same_second(body, &self.prefix, plen)
+    }
+
+    /// The instant of a time in the cached second, from what follows it
+    /// (fraction ns, offset s if written).
+    #[inline(always)]
+    fn in_cached_second(&mut self, (frac, off): (u64, Option<i64>)) -> Result<Nanos, TimeError> {
+        self.naive_seen |= off.is_none();
+        let off = off.unwrap_or(self.zone_offset);
+        let secs = u64::try_from(self.local - off).map_err(|_| TimeError::BeforeEpoch)?;
+        secs.checked_mul(Nanos::PER_SEC)
+            .and_then(|n| n.checked_add(frac))
+            .map(Nanos)
+            .ok_or(TimeError::BeforeEpoch)
+    }
+
+    /// What follows the second in a CLF `body` (` -0700`): remembered, as
+    /// the lines of one server repeat it (its value is a function of its
+    /// bytes alone).
+    #[inline(always)]
+    fn clf_tail(&mut self, body: &[u8]) -> Option<(u64, Option<i64>)> {
+        let rest = &body[CLF_SECOND..];
+        if rest.len() == self.tail_len && rest == &self.tail[..rest.len()] {
+            return Some(self.tail_value);
+        }
+        let value = Cursor {
+            s: body,
+            i: CLF_SECOND,
+        }
+        .tail()?;
+        if rest.len() <= self.tail.len() {
+            self.tail[..rest.len()].copy_from_slice(rest);
+            self.tail_len = rest.len();
+            self.tail_value = value;
+        }
+        Some(value)
     }
 
     /// A timestamp of a format with no cached second.

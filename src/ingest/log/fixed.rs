@@ -85,8 +85,10 @@ pub struct Fixed {
     /// The written fields' names, the parts joined.
     written: Vec<&'static str>,
     names: Vec<String>,
-    /// Where a line's tokens go before they are ordered.
-    tokens: Fields,
+    /// The derived fields a run reads, a bit each in their order (`None`:
+    /// all of them, until a field is asked for by name or position): the
+    /// others are left missing, not computed on every line.
+    derive: Option<u64>,
 }
 
 impl Fixed {
@@ -104,7 +106,7 @@ impl Fixed {
             layout,
             written,
             names,
-            tokens: Fields::default(),
+            derive: None,
         }
     }
 
@@ -113,12 +115,35 @@ impl Fixed {
         self.written.len()
     }
 
-    /// Puts a line's tokens `t` (the written fields in order) into `out`,
-    /// with the derived fields and the ones past the named.
+    /// How many fields are derived: the ports' addresses, the request's parts.
+    fn derived_count(&self) -> usize {
+        self.layout.ports.len() + if self.layout.request.is_some() { 3 } else { 0 }
+    }
+
+    /// Notes that the run reads field `i`.
+    fn mark(&mut self, i: usize) {
+        let count = self.derived_count();
+        let bits = self.derive.get_or_insert(0);
+        if let Some(k) = i.checked_sub(self.written.len())
+            && k < count
+        {
+            *bits |= 1 << k;
+        }
+    }
+
+    /// Puts a line's tokens `t` (the written fields in order) into `out`
+    /// (empty), with the derived fields and the ones past the named.
     pub fn lay_out(&self, line: &[u8], t: &Fields, out: &mut Fields) -> Result<(), String> {
+        out.spans.extend_from_slice(&t.spans);
+        self.arrange(line, out)
+    }
+
+    /// Orders a line's tokens, the only spans in `out`: the written fields
+    /// (checked), the derived ones, then the ones past the named.
+    fn arrange(&self, line: &[u8], out: &mut Fields) -> Result<(), String> {
         let l = self.layout;
         let names = &self.written;
-        let got = t.spans.len();
+        let got = out.spans.len();
         if got < l.least {
             return Err(format!(
                 "the line has {got} field(s), a {} line has at least {} ({}); no {}",
@@ -128,18 +153,20 @@ impl Fixed {
                 names[got]
             ));
         }
-        let time = t.in_line(line, l.time);
-        let unbracketed = l.time_bracketed && !super::tokens::wrapped(line, t, l.time, b'[');
+        let time = out.in_line(line, l.time);
+        let unbracketed = l.time_bracketed && !super::tokens::wrapped(line, out, l.time, b'[');
         if time.is_empty() || time == b"-" || unbracketed {
             return Err(format!(
                 "field {} ({}) holds no time",
                 l.time, names[l.time]
             ));
         }
-        let written = got.min(self.derived());
-        out.spans.extend_from_slice(&t.spans[..written]);
-        out.spans.resize(self.derived(), super::MISSING);
-        for &(i, _) in l.ports {
+        let written = self.derived();
+        if got < written {
+            out.spans.resize(written, super::MISSING);
+        }
+        let want = |k: usize| self.derive.is_none_or(|bits| bits & (1 << k) != 0);
+        for (k, &(i, _)) in l.ports.iter().enumerate() {
             let host = out.in_line(line, i);
             if host.ends_with(b",") {
                 // The first of a list of addresses (X-Forwarded-For).
@@ -148,28 +175,40 @@ impl Fixed {
                     names[i]
                 ));
             }
-            out.push_sub(line, super::key::strip_port(host));
+            match want(k) {
+                true => out.push_sub(line, super::key::strip_port(host)),
+                false => out.spans.push(super::MISSING),
+            }
         }
         if let Some(r) = l.request {
-            let (m, u, p) = split_request(out.in_line(line, r));
-            out.push_sub(line, m);
-            out.push_sub(line, u);
-            out.push_sub(line, p);
+            let k = l.ports.len();
+            if want(k) || want(k + 1) || want(k + 2) {
+                let (m, u, p) = split_request(out.in_line(line, r));
+                out.push_sub(line, m);
+                out.push_sub(line, u);
+                out.push_sub(line, p);
+            } else {
+                for _ in 0..3 {
+                    out.spans.push(super::MISSING);
+                }
+            }
         }
-        out.spans.extend_from_slice(&t.spans[written..]);
+        if got > written {
+            // The fields past the named ones go after the derived.
+            out.spans[written..].rotate_right(self.derived_count());
+        }
         Ok(())
     }
 
-    /// The line's tokens into `self.tokens`; `Ok(true)` when its tail was
-    /// cut or garbled after the fields that matter.
-    fn read_tokens(&mut self, line: &[u8]) -> Result<bool, String> {
+    /// The line's tokens into `out`; `Ok(true)` when its tail was cut or
+    /// garbled after the fields that matter.
+    fn read_tokens(&self, line: &[u8], out: &mut Fields) -> Result<bool, String> {
         let l = self.layout;
-        self.tokens.clear();
-        match tokens(line, &mut self.tokens, &self.written) {
+        match tokens(line, out, &self.written) {
             Ok(Token::Whole) => Ok(false),
             Ok(Token::Cut(i)) if i + 1 >= l.least => Ok(true),
             Ok(Token::Cut(i)) => Err(super::tokens::unclosed(i, &self.written)),
-            Err(_) if self.tokens.spans.len() >= l.least => Ok(true),
+            Err(_) if out.spans.len() >= l.least => Ok(true),
             Err(e) => Err(e),
         }
     }
@@ -185,12 +224,19 @@ impl LineParser for Fixed {
     }
 
     fn field(&mut self, name: &str) -> Option<usize> {
-        self.names.iter().position(|n| n == name).or_else(|| {
+        let i = self.names.iter().position(|n| n == name).or_else(|| {
             // Any further field by its position: field40.
             name.strip_prefix("field")
                 .and_then(|d| d.parse::<usize>().ok())
                 .filter(|&i| i >= self.names.len() - EXTRA_NAMED)
-        })
+        })?;
+        self.mark(i);
+        Some(i)
+    }
+
+    fn field_at(&mut self, i: usize) -> Option<usize> {
+        self.mark(i);
+        Some(i)
     }
 
     fn default_time(&mut self) -> Option<(usize, Option<usize>)> {
@@ -198,8 +244,8 @@ impl LineParser for Fixed {
     }
 
     fn parse(&mut self, line: &[u8], out: &mut Fields) -> Result<Parsed, String> {
-        let cut = self.read_tokens(line)?;
-        self.lay_out(line, &self.tokens, out)?;
+        let cut = self.read_tokens(line, out)?;
+        self.arrange(line, out)?;
         out.cut = cut;
         Ok(Parsed::Record)
     }
@@ -215,5 +261,36 @@ pub fn assert_fields(layout: &'static Layout, line: &str, want: &[(&str, &str)])
         let i = p.field(name).unwrap_or_else(|| panic!("no field {name}"));
         let got = f.get(line.as_bytes(), i).map(String::from_utf8_lossy);
         assert_eq!(got.as_deref(), Some(*value), "{name} in {line}");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::elb::ELB;
+    use super::*;
+
+    #[test]
+    fn only_the_derived_fields_asked_for_are_read() {
+        let line = br#"2015-05-13T23:39:43.945958Z lb 192.168.131.39:2817 10.0.0.1:80 0.1 0.2 0.3 200 200 0 29 "GET http://h/ HTTP/1.1" "curl" - - past"#;
+        let mut p = Fixed::new(&ELB);
+        let at = |name: &str| p.names.iter().position(|n| n == name).unwrap();
+        let (uri, first_past) = (at("uri"), p.names.len() - EXTRA_NAMED);
+        let (client, uri, past) = (
+            p.field("client").unwrap(),
+            p.field_at(uri).unwrap(),
+            p.field(&format!("field{first_past}")).unwrap(),
+        );
+        let mut f = Fields::default();
+        p.parse(line, &mut f).unwrap();
+        assert_eq!(f.get(line, client), Some(&b"192.168.131.39"[..]));
+        assert_eq!(f.get(line, uri), Some(&b"http://h/"[..]));
+        assert_eq!(f.get(line, past), Some(&b"past"[..]));
+        // Not asked for: left missing.
+        let backend = p.names.iter().position(|n| n == "backend").unwrap();
+        assert_eq!(f.get(line, backend), None);
+        // A comma after a host is still refused, asked for or not.
+        let listed = br#"2015-05-13T23:39:43.945958Z lb 192.168.131.39:2817 10.0.0.1, 0.1 0.2 0.3 200 200 0 29 "GET / HTTP/1.1" "curl" - -"#;
+        f.clear();
+        assert!(p.parse(listed, &mut f).unwrap_err().contains("comma"));
     }
 }

@@ -98,6 +98,10 @@ impl LineParser for Haproxy {
         self.fixed.field(name)
     }
 
+    fn field_at(&mut self, i: usize) -> Option<usize> {
+        self.fixed.field_at(i)
+    }
+
     fn default_time(&mut self) -> Option<(usize, Option<usize>)> {
         self.fixed.default_time()
     }

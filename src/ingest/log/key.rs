@@ -107,9 +107,9 @@ pub fn strip_port(v: &[u8]) -> &[u8] {
         }
         return v;
     }
-    let mut colons = v.iter().enumerate().filter(|(_, b)| **b == b':');
-    match (colons.next(), colons.next()) {
-        (Some((i, _)), None) if digits(&v[i + 1..]) => &v[..i],
+    // One colon, digits after it (digits hold no second colon).
+    match v.iter().position(|&b| b == b':') {
+        Some(i) if digits(&v[i + 1..]) => &v[..i],
         _ => v,
     }
 }
@@ -117,6 +117,30 @@ pub fn strip_port(v: &[u8]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_port_is_stripped_after_exactly_one_colon() {
+        // The rule as first written: one colon, and digits after it.
+        let one_colon = |v: &[u8]| -> Vec<u8> {
+            let digits = |d: &[u8]| !d.is_empty() && d.iter().all(u8::is_ascii_digit);
+            let mut colons = v.iter().enumerate().filter(|(_, b)| **b == b':');
+            match (colons.next(), colons.next()) {
+                (Some((i, _)), None) if digits(&v[i + 1..]) => v[..i].to_vec(),
+                _ => v.to_vec(),
+            }
+        };
+        let mut rng = crate::testing::Rng(0x706f_7274);
+        for _ in 0..5_000 {
+            let len = rng.below(9) as usize;
+            let v: Vec<u8> = (0..len).map(|_| b"0:9a:."[rng.below(6) as usize]).collect();
+            assert_eq!(
+                strip_port(&v),
+                one_colon(&v),
+                "{:?}",
+                String::from_utf8_lossy(&v)
+            );
+        }
+    }
 
     fn shaped(shape: KeyShape, v: &str) -> String {
         let mut out = Vec::new();

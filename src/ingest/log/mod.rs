@@ -243,7 +243,7 @@ pub trait LineParser: Send {
 }
 
 /// Reads lines of at most `max` bytes (`--max-line`) from a reader, each
-/// without its `\n` or `\r\n`. Lines are found with `memchr` in a large
+/// without its `\n` or `\r\n`. Line ends are found 32 bytes a step in a large
 /// block and read where they lie: no line is copied, and a line is moved
 /// only when it straddles the end of a block. A longer line is never held:
 /// it is skipped to its end and reported as [`Line::TooLong`].
@@ -326,8 +326,9 @@ impl<R: std::io::Read> Lines<R> {
         let mut too_long = false;
         let end = loop {
             let from = self.pos + self.scanned;
-            if let Some(i) = memchr::memchr(b'\n', &self.block[from..self.filled]) {
-                break Some(from + i);
+            let i = crate::ingest::marks::first_newline(&self.block[..self.filled], from);
+            if i < self.filled {
+                break Some(i);
             }
             self.scanned = self.filled - self.pos;
             if self.scanned > self.max {

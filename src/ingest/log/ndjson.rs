@@ -67,9 +67,6 @@ pub struct Ndjson {
     raws: Vec<Option<Raw>>,
     /// Strings with escapes the quick walk kept: field, span.
     escaped: Vec<(usize, u32, u32)>,
-    /// The line's [`json_stops`](crate::ingest::marks::json_stops), 64
-    /// bytes a word.
-    stops: Vec<u64>,
 }
 
 /// A wanted value's span in the line, as serde_json's walk finds it.
@@ -239,34 +236,11 @@ impl Ndjson {
     /// when the line is outside the walk's subset of JSON.
     fn quick(&mut self, line: &[u8], out: &mut Fields) -> bool {
         self.escaped.clear();
-        self.stops.clear();
-        let mut chunks = line.chunks_exact(64);
-        for c in &mut chunks {
-            let c: &[u8; 64] = c.try_into().expect("64 bytes");
-            self.stops.push(crate::ingest::marks::json_stops(c));
-        }
-        // The last part, with stops past the line's end: read from the
-        // line's last 64 bytes where it has as many, else padded.
-        let r = chunks.remainder().len();
-        let last = match line.len().checked_sub(64) {
-            _ if r == 0 => 0,
-            Some(from) => {
-                let tail: &[u8; 64] = line[from..].try_into().expect("64 bytes");
-                crate::ingest::marks::json_stops(tail) >> (64 - r)
-            }
-            None => {
-                let mut padded = [0u8; 64];
-                padded[..r].copy_from_slice(chunks.remainder());
-                crate::ingest::marks::json_stops(&padded)
-            }
-        };
-        self.stops.push(last | !0u64 << r);
         let mut quick = Quick {
             s: line,
             i: 0,
             spans: &mut out.spans,
             escaped: &mut self.escaped,
-            stops: &self.stops,
         };
         if quick.flat(&self.tree).is_none() {
             quick.spans.iter_mut().for_each(|v| *v = MISSING);
@@ -398,7 +372,10 @@ impl LineParser for Ndjson {
             }
             None => return Err("an empty line".into()),
         }
-        out.spans.resize(self.names.len(), MISSING);
+        // Pushed one by one: for a few fields, in line beats a call.
+        while out.spans.len() < self.names.len() {
+            out.spans.push(MISSING);
+        }
         if !self.quick(line, out) {
             out.spans.iter_mut().for_each(|v| *v = MISSING);
             out.scratch.clear();

@@ -17,8 +17,6 @@ pub(super) struct Quick<'a> {
     /// noted in `escaped` to be unescaped.
     pub(super) spans: &'a mut [(u32, u32)],
     pub(super) escaped: &'a mut Vec<(usize, u32, u32)>,
-    /// Where plain runs of strings end (bits past the line are set).
-    pub(super) stops: &'a [u64],
 }
 
 /// What a wanted value turned out to be.
@@ -119,16 +117,11 @@ impl Quick<'_> {
         (self.s.get(self.i) == Some(&c)).then(|| self.i += 1)
     }
 
-    /// The end of the plain run from `i`: the first stop at or after it.
+    /// The end of the plain run from `i`: the first stop at or after it
+    /// (the line's length when there is none).
     #[inline(always)]
     fn stop_from(&self, i: usize) -> Option<usize> {
-        let mut w = i / 64;
-        let mut bits = self.stops.get(w)? & (!0u64 << (i % 64));
-        while bits == 0 {
-            w += 1;
-            bits = *self.stops.get(w)?;
-        }
-        Some(w * 64 + bits.trailing_zeros() as usize)
+        Some(crate::ingest::marks::json_stop_from(self.s, i))
     }
 
     /// The whole line when it is the common flat shape: one object without
@@ -173,6 +166,10 @@ impl Quick<'_> {
                     Kind::Plain
                 }
                 b'{' | b'[' | b' ' | b'\t' | b'\n' | b'\r' => return None,
+                b'-' | b'0'..=b'9' => {
+                    self.number()?;
+                    Kind::Other
+                }
                 _ => {
                     self.value(1)?;
                     Kind::Other
@@ -366,8 +363,10 @@ impl Quick<'_> {
 
     #[inline(always)]
     fn digits(&mut self) {
-        while self.s.get(self.i).is_some_and(u8::is_ascii_digit) {
-            self.i += 1;
+        let (s, mut i) = (self.s, self.i);
+        while i < s.len() && s[i].is_ascii_digit() {
+            i += 1;
         }
+        self.i = i;
     }
 }
