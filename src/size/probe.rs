@@ -135,6 +135,9 @@ struct InPeriod<'a> {
     periods: &'a Periods<'a>,
     /// The current period's index.
     at: u64,
+    /// Where the current period ends, ns (rows come in time order, so
+    /// one comparison tells a row of the same period).
+    end: u64,
     dropped: Vec<u64>,
     hurt: Vec<u64>,
     /// Per active key: the period of its flags, and the candidates that
@@ -146,11 +149,15 @@ struct InPeriod<'a> {
 impl InPeriod<'_> {
     /// Moves to the period of `now`, closing the one before.
     fn enter(&mut self, now: u64, tally: &mut [Tally]) {
+        if now < self.end {
+            return;
+        }
         let p = now / self.periods.len;
         if p != self.at {
             self.close(tally);
             self.at = p;
         }
+        self.end = (p + 1).saturating_mul(self.periods.len);
     }
 
     /// Counts the refusals `refused` of active key `key`.
@@ -212,6 +219,7 @@ impl Job for ProbeJob<'_> {
         let mut in_period = self.per.map(|periods| InPeriod {
             periods,
             at: periods.first,
+            end: 0,
             dropped: vec![0; k],
             hurt: vec![0; k],
             key_at: vec![u64::MAX; active as usize],

@@ -417,24 +417,19 @@ impl Sweep<'_> {
     /// A K-ary search between `lo`, below which sizes miss the drop
     /// targets, and `hi`, which meets them: the smallest that meets them.
     /// The first replay tries the sizes around the least the keys' own
-    /// needs allow ([`NeedCurve::floor`]); the next ones split the range
-    /// left evenly.
+    /// needs allow ([`NeedCurve::floor`]); the next ones the sizes around
+    /// where the drops over the target, drawn as a line between the two
+    /// ends of the range, reach it ([`Sweep::toward`]).
     fn narrow(&self, tried: &mut Tried<'_>, mut lo: u64, mut hi: u64) -> Result<u64> {
         let curve = NeedCurve::new(tried.key_need.0, self.counted);
         let mut first = true;
         while lo < hi {
-            let span = hi - lo;
-            let sizes: Vec<u64> = if span as usize <= K {
+            let sizes: Vec<u64> = if (hi - lo) as usize <= K {
                 (lo..hi).collect()
             } else if first {
-                let g = curve.floor(self.goal, lo, hi);
-                around(g, lo, hi)
+                around(curve.floor(self.goal, lo, hi), lo, hi)
             } else {
-                let mut v: Vec<u64> = (1..=K as u64)
-                    .map(|j| lo + (u128::from(span) * u128::from(j) / (K as u128 + 1)) as u64)
-                    .collect();
-                v.dedup();
-                v
+                self.toward(tried, lo, hi, curve.top())
             };
             first = false;
             tried.run(&sizes)?;
@@ -450,6 +445,74 @@ impl Sweep<'_> {
             }
         }
         Ok(hi)
+    }
+
+    /// Sizes to try within `lo..hi` (more than K of them): the two thirds
+    /// of the range, and where the line through the drops over the target
+    /// at `lo - 1` (a miss) and at `hi` (a meet) crosses zero, with the
+    /// sizes on either side of it. With one key's drops falling by one a
+    /// size, the line is exact. Without both ends tried, or when the miss
+    /// is not in the drops (keys hurt), the range is split evenly.
+    /// `top`: the largest zero-drop size of the counted keys.
+    fn toward(&self, tried: &Tried<'_>, lo: u64, hi: u64, top: u64) -> Vec<u64> {
+        let span = hi - lo;
+        let even = |parts: u64| -> Vec<u64> {
+            (1..parts)
+                .map(|j| lo + (u128::from(span) * u128::from(j) / u128::from(parts)) as u64)
+                .collect()
+        };
+        let below = lo.checked_sub(1).and_then(|a| tried.seen.get(&a));
+        // At the largest need of the counted keys nothing is dropped, in
+        // the period of the miss either.
+        let none = Tally {
+            worst_period: below.and_then(|t| t.worst_period).map(|(at, _)| (at, 0)),
+            ..Tally::default()
+        };
+        let at_hi = tried.seen.get(&hi).or((hi >= top).then_some(&none));
+        let ends = below.zip(at_hi);
+        let (a, b) = match ends.map(|(a, b)| (self.over(a), self.over(b))) {
+            Some((a, b)) if a > 0 && b <= 0 => (a, b),
+            _ => return even(K as u64 + 1),
+        };
+        let cross = lo - 1 + (i128::from(span + 1) * a / (a - b)) as u64;
+        let mut v = even(3);
+        v.extend(
+            (cross.saturating_sub(2)..=cross.saturating_add(2)).filter(|s| (lo..hi).contains(s)),
+        );
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// The drops of `t` over what the drop-rate and drop-count targets
+    /// allow, over the whole log or (with `--per`) in its period with the
+    /// most drops, whichever is more.
+    fn over(&self, t: &Tally) -> i128 {
+        let allowed = |requests: u64, keys: u64| {
+            let ok = |d: u64| {
+                self.goal.period_ok(PeriodCount {
+                    dropped: d,
+                    keys_hurt: 0,
+                    requests,
+                    keys,
+                })
+            };
+            let (mut lo, mut hi) = (0, requests);
+            while lo < hi {
+                let mid = hi - (hi - lo) / 2;
+                if ok(mid) { lo = mid } else { hi = mid - 1 }
+            }
+            i128::from(lo)
+        };
+        let whole = i128::from(t.dropped) - allowed(self.goal.requests, self.goal.keys);
+        let period = match (self.per, t.worst_period) {
+            (Some(p), Some((start, dropped))) => {
+                let c = p.count(start / p.len, dropped, 0);
+                i128::from(dropped) - allowed(c.requests, c.keys)
+            }
+            _ => i128::MIN,
+        };
+        whole.max(period)
     }
 
     /// The answer `hi` and the size below it, replayed directly: `hi` must
@@ -525,6 +588,11 @@ impl NeedCurve {
             sums.push(sums[i] + u128::from(excess));
         }
         NeedCurve { desc, sums }
+    }
+
+    /// The largest need (0 without keys).
+    fn top(&self) -> u64 {
+        self.desc.first().copied().unwrap_or(0)
     }
 
     /// The keys needing more than `b`, and the least drops they bring.
@@ -626,6 +694,33 @@ pub fn audit(log: &Log, spec_text: &str, keyed: bool, top: usize) -> Result<Poli
 mod tests {
     use super::*;
     use crate::policy::Decision;
+
+    /// The keys needing more than a size and their least drops, against
+    /// counting them one by one; the sizes tried first stay in range.
+    #[test]
+    fn need_curve_counts_the_keys_over_a_size() {
+        let needs = [0, 3, 9, u64::MAX, 3, 1, 40];
+        let counted = [true, true, true, true, true, false, true];
+        let curve = NeedCurve::new(&needs, &counted);
+        assert_eq!(curve.top(), u64::MAX);
+        for b in 0..45 {
+            let over: Vec<u64> = (0..needs.len())
+                .filter(|&k| counted[k] && needs[k] > b)
+                .map(|k| needs[k])
+                .collect();
+            let least: u64 = over
+                .iter()
+                .map(|&n| if n == u64::MAX { 1 } else { n - b })
+                .sum();
+            assert_eq!(curve.at(b), (over.len() as u64, least), "size {b}");
+        }
+        for (floor, lo, hi) in [(10, 1, 100), (1, 1, 9), (50, 0, 51), (5, 5, 1000)] {
+            let v = around(floor, lo, hi);
+            assert!(v.len() <= K && v.windows(2).all(|w| w[0] < w[1]), "{v:?}");
+            assert!(v.iter().all(|s| (lo..hi).contains(s)), "{v:?}");
+            assert!(v.contains(&floor) || floor >= hi, "{v:?}");
+        }
+    }
 
     /// No window of the horizon lets more requests through than the bound
     /// the recommendation ranks by (releases, for the policies that delay).
