@@ -46,6 +46,7 @@ pub struct Needs {
     /// `wait[key · k + c]`: the longest wait of key's requests under
     /// candidate c unbounded, ns; at any size of at least its need the
     /// key's replay follows the unbounded one, so its waits are these.
+    /// Empty when the policy never delays (every wait 0).
     pub wait: Vec<u64>,
 }
 
@@ -57,7 +58,7 @@ impl Needs {
 
     #[inline]
     pub fn wait_of(&self, key: usize, c: usize) -> u64 {
-        self.wait[key * self.k + c]
+        self.wait.get(key * self.k + c).copied().unwrap_or(0)
     }
 }
 
@@ -71,7 +72,10 @@ impl Job for NeedJob<'_> {
         store.reserve_keys(keys);
         let policies = store.row().to_vec();
         let mut need = vec![0u64; k * keys];
-        let mut wait = vec![0u64; k * keys];
+        // A policy that never delays waits nowhere: no wait to keep (and
+        // no memory to touch for it on every row).
+        let shapes = store.info().shapes;
+        let mut wait = vec![0u64; if shapes { k * keys } else { 0 }];
         for i in 0..log.len() {
             let key = log.key[i];
             if key == EMPTY_KEY {
@@ -80,16 +84,19 @@ impl Job for NeedJob<'_> {
             let now = Nanos(log.at[i]);
             let cost = log.cost(i);
             let states = store.row_mut(u64::from(key), now);
-            let at = key as usize * k..key as usize * k + k;
-            let row = need[at.clone()].iter_mut().zip(&mut wait[at]);
-            for ((p, s), (n, w)) in policies.iter().zip(states).zip(row) {
+            let at = key as usize * k;
+            for (c, (p, s)) in policies.iter().zip(states).enumerate() {
+                let n = &mut need[at + c];
                 match p.decide(s, now, cost) {
                     Decision::Admit { release } => {
                         let level = p.level(s, now).saturating_sub(self.offset);
                         if level > *n {
                             *n = level;
                         }
-                        *w = (*w).max(release.0 - now.0);
+                        if shapes {
+                            let w = &mut wait[at + c];
+                            *w = (*w).max(release.0 - now.0);
+                        }
                     }
                     Decision::Refuse { .. } => *n = u64::MAX,
                 }
