@@ -151,7 +151,8 @@ pub struct FrontierRow {
     /// `search-unproven` (costs vary and the range was too long to scan).
     /// Every answer and the size below it are replayed directly.
     pub method: &'static str,
-    /// Replays of the log this row took (the final audit replay included).
+    /// Replays of the log this row took (the audit replay of its answer
+    /// included, when one was run).
     pub replays: u32,
     /// What the row is among the candidates: `pick`, `tightest`, `knee`,
     /// `lowest-wait`.

@@ -46,6 +46,7 @@ pub struct Needs {
     /// `wait[key · k + c]`: the longest wait of key's requests under
     /// candidate c unbounded, ns; at any size of at least its need the
     /// key's replay follows the unbounded one, so its waits are these.
+    /// Empty when the policy never delays (every wait 0).
     pub wait: Vec<u64>,
 }
 
@@ -57,7 +58,7 @@ impl Needs {
 
     #[inline]
     pub fn wait_of(&self, key: usize, c: usize) -> u64 {
-        self.wait[key * self.k + c]
+        self.wait.get(key * self.k + c).copied().unwrap_or(0)
     }
 }
 
@@ -71,7 +72,10 @@ impl Job for NeedJob<'_> {
         store.reserve_keys(keys);
         let policies = store.row().to_vec();
         let mut need = vec![0u64; k * keys];
-        let mut wait = vec![0u64; k * keys];
+        // A policy that never delays waits nowhere: no wait to keep (and
+        // no memory to touch for it on every row).
+        let shapes = store.info().shapes;
+        let mut wait = vec![0u64; if shapes { k * keys } else { 0 }];
         for i in 0..log.len() {
             let key = log.key[i];
             if key == EMPTY_KEY {
@@ -80,16 +84,19 @@ impl Job for NeedJob<'_> {
             let now = Nanos(log.at[i]);
             let cost = log.cost(i);
             let states = store.row_mut(u64::from(key), now);
-            let at = key as usize * k..key as usize * k + k;
-            let row = need[at.clone()].iter_mut().zip(&mut wait[at]);
-            for ((p, s), (n, w)) in policies.iter().zip(states).zip(row) {
+            let at = key as usize * k;
+            for (c, (p, s)) in policies.iter().zip(states).enumerate() {
+                let n = &mut need[at + c];
                 match p.decide(s, now, cost) {
                     Decision::Admit { release } => {
                         let level = p.level(s, now).saturating_sub(self.offset);
                         if level > *n {
                             *n = level;
                         }
-                        *w = (*w).max(release.0 - now.0);
+                        if shapes {
+                            let w = &mut wait[at + c];
+                            *w = (*w).max(release.0 - now.0);
+                        }
                     }
                     Decision::Refuse { .. } => *n = u64::MAX,
                 }
@@ -135,6 +142,9 @@ struct InPeriod<'a> {
     periods: &'a Periods<'a>,
     /// The current period's index.
     at: u64,
+    /// Where the current period ends, ns (rows come in time order, so
+    /// one comparison tells a row of the same period).
+    end: u64,
     dropped: Vec<u64>,
     hurt: Vec<u64>,
     /// Per active key: the period of its flags, and the candidates that
@@ -146,11 +156,15 @@ struct InPeriod<'a> {
 impl InPeriod<'_> {
     /// Moves to the period of `now`, closing the one before.
     fn enter(&mut self, now: u64, tally: &mut [Tally]) {
+        if now < self.end {
+            return;
+        }
         let p = now / self.periods.len;
         if p != self.at {
             self.close(tally);
             self.at = p;
         }
+        self.end = (p + 1).saturating_mul(self.periods.len);
     }
 
     /// Counts the refusals `refused` of active key `key`.
@@ -212,6 +226,7 @@ impl Job for ProbeJob<'_> {
         let mut in_period = self.per.map(|periods| InPeriod {
             periods,
             at: periods.first,
+            end: 0,
             dropped: vec![0; k],
             hurt: vec![0; k],
             key_at: vec![u64::MAX; active as usize],

@@ -1,13 +1,13 @@
 //! The sweep step of `size`: the axis points, each key's zero-drop size
 //! at every point (one unbounded replay for many points), and at each
 //! point the smallest size meeting the targets, found by replays of
-//! candidate policies built as values, then replayed as audit replays its
-//! complete spec.
+//! candidate policies built as values; its figures are the search's own
+//! where its replays hold them all, or else audit's replay of its spec.
 
 use super::family::{CAP, Family, Point, per_sec_cmp};
 use super::goal::Goal;
 use super::log::Log;
-use super::per::Periods;
+use super::per::{PeriodCount, Periods};
 use super::probe::{self, NeedJob, Needs, ProbeJob, Tally, dispatch};
 use super::shape::Shape;
 use crate::engine::replay::{Replay, Run, Slot};
@@ -134,8 +134,11 @@ struct Found {
     size: u64,
     feasible: bool,
     method: &'static str,
+    /// Replays of the search (the audit replay not counted).
     replays: u32,
     note: Option<String>,
+    /// What the search's replays counted at `size`.
+    tally: Tally,
 }
 
 /// The sweep's shared inputs.
@@ -243,7 +246,10 @@ impl Sweep<'_> {
             .unwrap_or(0);
         let found = self.search(point, (&key_need, &key_wait), need)?;
         let spec = self.family.spec(&point.text, found.size);
-        let report = audit(self.log, &spec, self.keyed, 0)?;
+        let (report, audited) = match self.figures(&spec, &found.tally) {
+            Some(report) => (report, 0),
+            None => (audit(self.log, &spec, self.keyed, 0)?, 1),
+        };
         let worst = self
             .family
             .config(point, found.size)?
@@ -258,12 +264,44 @@ impl Sweep<'_> {
             worst_in_horizon: worst,
             tested: self.tests(point, found.size),
             method: found.method,
-            replays: found.replays,
+            replays: found.replays + audited,
             note: found.note,
             ..FrontierRow::default()
         };
         row.fill(&report);
         Ok(row)
+    }
+
+    /// The figures `drip audit -p SPEC` reports, from the search's tally
+    /// of `spec`, when that tally holds them all: the policy never delays
+    /// (so no wait figures), and every key counts (so the tally's drops and
+    /// keys hurt are the log's). The keys a probe skipped needed no more
+    /// than its smallest size, so they had no drop there; the others were
+    /// replayed decision by decision. `None`: replay it as audit does.
+    fn figures(&self, spec: &str, t: &Tally) -> Option<PolicyReport> {
+        if self.family.shapes() || self.counted.iter().any(|&c| !c) {
+            return None;
+        }
+        let requests = self.log.len() as u64;
+        let keys = if self.keyed {
+            self.log.names.len() as u64
+        } else {
+            u64::from(requests > 0)
+        };
+        Some(PolicyReport {
+            spec: spec.to_string(),
+            requests,
+            admitted: requests - t.dropped,
+            dropped: t.dropped,
+            drop_pct: if requests == 0 {
+                0.0
+            } else {
+                t.dropped as f64 * 100.0 / requests as f64
+            },
+            keys_seen: keys,
+            keys_with_drops: t.keys_hurt,
+            ..PolicyReport::default()
+        })
     }
 
     /// True when the log can test `size` at `point` (see [`tests`]).
@@ -319,11 +357,12 @@ impl Sweep<'_> {
                     size: CAP,
                     feasible: false,
                     method: "search",
-                    replays: tried.replays + 1,
+                    replays: tried.replays,
                     note: Some(format!(
                         "some requests cost more than any {} up to {CAP} admits, and the drop targets are missed even at {CAP}",
                         self.family.sizing.size_param
                     )),
+                    tally: tried.at(CAP),
                 });
             }
             CAP
@@ -338,8 +377,9 @@ impl Sweep<'_> {
                     size: hi,
                     feasible: false,
                     method,
-                    replays: tried.replays + 1,
+                    replays: tried.replays,
                     note: Some(self.wait_note(hi, &tried.at(hi))),
+                    tally: tried.at(hi),
                 });
             };
             hi = s;
@@ -376,18 +416,22 @@ impl Sweep<'_> {
 
     /// A K-ary search between `lo`, below which sizes miss the drop
     /// targets, and `hi`, which meets them: the smallest that meets them.
+    /// The first replay tries the sizes around the least the keys' own
+    /// needs allow ([`NeedCurve::floor`]); the next ones the sizes around
+    /// where the drops over the target, drawn as a line between the two
+    /// ends of the range, reach it ([`Sweep::toward`]).
     fn narrow(&self, tried: &mut Tried<'_>, mut lo: u64, mut hi: u64) -> Result<u64> {
+        let curve = NeedCurve::new(tried.key_need.0, self.counted);
+        let mut first = true;
         while lo < hi {
-            let span = hi - lo;
-            let sizes: Vec<u64> = if span as usize <= K {
+            let sizes: Vec<u64> = if (hi - lo) as usize <= K {
                 (lo..hi).collect()
+            } else if first {
+                around(curve.floor(self.goal, lo, hi), lo, hi)
             } else {
-                let mut v: Vec<u64> = (1..=K as u64)
-                    .map(|j| lo + (u128::from(span) * u128::from(j) / (K as u128 + 1)) as u64)
-                    .collect();
-                v.dedup();
-                v
+                self.toward(tried, lo, hi, curve.top())
             };
+            first = false;
             tried.run(&sizes)?;
             for &s in &sizes {
                 if self.goal.drops_ok(&tried.at(s)) {
@@ -401,6 +445,74 @@ impl Sweep<'_> {
             }
         }
         Ok(hi)
+    }
+
+    /// Sizes to try within `lo..hi` (more than K of them): the two thirds
+    /// of the range, and where the line through the drops over the target
+    /// at `lo - 1` (a miss) and at `hi` (a meet) crosses zero, with the
+    /// sizes on either side of it. With one key's drops falling by one a
+    /// size, the line is exact. Without both ends tried, or when the miss
+    /// is not in the drops (keys hurt), the range is split evenly.
+    /// `top`: the largest zero-drop size of the counted keys.
+    fn toward(&self, tried: &Tried<'_>, lo: u64, hi: u64, top: u64) -> Vec<u64> {
+        let span = hi - lo;
+        let even = |parts: u64| -> Vec<u64> {
+            (1..parts)
+                .map(|j| lo + (u128::from(span) * u128::from(j) / u128::from(parts)) as u64)
+                .collect()
+        };
+        let below = lo.checked_sub(1).and_then(|a| tried.seen.get(&a));
+        // At the largest need of the counted keys nothing is dropped, in
+        // the period of the miss either.
+        let none = Tally {
+            worst_period: below.and_then(|t| t.worst_period).map(|(at, _)| (at, 0)),
+            ..Tally::default()
+        };
+        let at_hi = tried.seen.get(&hi).or((hi >= top).then_some(&none));
+        let ends = below.zip(at_hi);
+        let (a, b) = match ends.map(|(a, b)| (self.over(a), self.over(b))) {
+            Some((a, b)) if a > 0 && b <= 0 => (a, b),
+            _ => return even(K as u64 + 1),
+        };
+        let cross = lo - 1 + (i128::from(span + 1) * a / (a - b)) as u64;
+        let mut v = even(3);
+        v.extend(
+            (cross.saturating_sub(2)..=cross.saturating_add(2)).filter(|s| (lo..hi).contains(s)),
+        );
+        v.sort_unstable();
+        v.dedup();
+        v
+    }
+
+    /// The drops of `t` over what the drop-rate and drop-count targets
+    /// allow, over the whole log or (with `--per`) in its period with the
+    /// most drops, whichever is more.
+    fn over(&self, t: &Tally) -> i128 {
+        let allowed = |requests: u64, keys: u64| {
+            let ok = |d: u64| {
+                self.goal.period_ok(PeriodCount {
+                    dropped: d,
+                    keys_hurt: 0,
+                    requests,
+                    keys,
+                })
+            };
+            let (mut lo, mut hi) = (0, requests);
+            while lo < hi {
+                let mid = hi - (hi - lo) / 2;
+                if ok(mid) { lo = mid } else { hi = mid - 1 }
+            }
+            i128::from(lo)
+        };
+        let whole = i128::from(t.dropped) - allowed(self.goal.requests, self.goal.keys);
+        let period = match (self.per, t.worst_period) {
+            (Some(p), Some((start, dropped))) => {
+                let c = p.count(start / p.len, dropped, 0);
+                i128::from(dropped) - allowed(c.requests, c.keys)
+            }
+            _ => i128::MIN,
+        };
+        whole.max(period)
     }
 
     /// The answer `hi` and the size below it, replayed directly: `hi` must
@@ -432,8 +544,9 @@ impl Sweep<'_> {
             size: hi,
             feasible,
             method,
-            replays: tried.replays + 1,
+            replays: tried.replays,
             note: (!feasible).then(|| self.wait_note(hi, &at)),
+            tally: at,
         })
     }
 
@@ -448,6 +561,87 @@ impl Sweep<'_> {
             _ => format!("no {size_param} up to {size} meets the targets"),
         }
     }
+}
+
+/// The counted keys' zero-drop sizes at one point, largest first, with
+/// their running sums: at a size `b`, every key needing more is refused at
+/// least once, and (one request costing one) at least its need less `b`
+/// times. Only a guide for where to look: the search decides by replays.
+struct NeedCurve {
+    desc: Vec<u64>,
+    /// `sums[i]`: the sum of `desc[..i]`.
+    sums: Vec<u128>,
+}
+
+impl NeedCurve {
+    fn new(key_need: &[u64], counted: &[bool]) -> NeedCurve {
+        let mut desc: Vec<u64> = (0..key_need.len())
+            .filter(|&k| counted.is_empty() || counted[k])
+            .map(|k| key_need[k])
+            .collect();
+        desc.sort_unstable_by(|a, b| b.cmp(a));
+        let mut sums = Vec::with_capacity(desc.len() + 1);
+        sums.push(0u128);
+        for (i, &n) in desc.iter().enumerate() {
+            // A request no size admits is one refusal, whatever the size.
+            let excess = if n == u64::MAX { 1 } else { n };
+            sums.push(sums[i] + u128::from(excess));
+        }
+        NeedCurve { desc, sums }
+    }
+
+    /// The largest need (0 without keys).
+    fn top(&self) -> u64 {
+        self.desc.first().copied().unwrap_or(0)
+    }
+
+    /// The keys needing more than `b`, and the least drops they bring.
+    fn at(&self, b: u64) -> (u64, u64) {
+        let over = self.desc.partition_point(|&n| n > b);
+        let finite = self.desc[..over].partition_point(|&n| n == u64::MAX);
+        let excess = self.sums[over] - self.sums[finite] - (over - finite) as u128 * u128::from(b);
+        let drops = excess + finite as u128;
+        (over as u64, u64::try_from(drops).unwrap_or(u64::MAX))
+    }
+
+    /// The smallest size in `lo..=hi` whose least drops meet the drop
+    /// targets (`hi` when none does).
+    fn floor(&self, goal: &Goal, mut lo: u64, mut hi: u64) -> u64 {
+        let ok = |b: u64| {
+            let (keys_hurt, dropped) = self.at(b);
+            goal.period_ok(PeriodCount {
+                dropped,
+                keys_hurt,
+                requests: goal.requests,
+                keys: goal.keys,
+            })
+        };
+        while lo < hi {
+            let mid = lo + (hi - lo) / 2;
+            if ok(mid) {
+                hi = mid;
+            } else {
+                lo = mid + 1;
+            }
+        }
+        hi
+    }
+}
+
+/// The first sizes tried between `lo` and `hi` when the keys' needs put
+/// the answer near `floor`: 8 and 1 below it (for policies whose drops
+/// fall a little short of the least, as nginx's counting of the request
+/// itself), it, and sizes a sixteenth, an eighth, a quarter and a half of
+/// it above it; the drops above the floor fall fast, so the answer is
+/// most often near it.
+fn around(floor: u64, lo: u64, hi: u64) -> Vec<u64> {
+    let mut v = vec![floor.saturating_sub(8), floor.saturating_sub(1), floor];
+    for shift in [4, 3, 2, 1] {
+        v.push(floor.saturating_add((floor >> shift).max(1)));
+    }
+    v.retain(|s| (lo..hi).contains(s));
+    v.dedup();
+    v
 }
 
 /// True when `log` can test `size` at `point`: it spans `horizon`, and a
@@ -496,6 +690,34 @@ pub fn audit(log: &Log, spec_text: &str, keyed: bool, top: usize) -> Result<Poli
 mod tests {
     use super::*;
     use crate::policy::Decision;
+
+    /// The keys needing more than a size and their least drops, against
+    /// counting them one by one; the sizes tried first stay in range.
+    #[test]
+    fn need_curve_counts_the_keys_over_a_size() {
+        let needs = [0, 3, 9, u64::MAX, 3, 1, 40];
+        let counted = [true, true, true, true, true, false, true];
+        let curve = NeedCurve::new(&needs, &counted);
+        assert_eq!(curve.top(), u64::MAX);
+        for b in 0..45 {
+            let over: Vec<u64> = (0..needs.len())
+                .filter(|&k| counted[k] && needs[k] > b)
+                .map(|k| needs[k])
+                .collect();
+            let least: u64 = over
+                .iter()
+                .map(|&n| if n == u64::MAX { 1 } else { n - b })
+                .sum();
+            assert_eq!(curve.at(b), (over.len() as u64, least), "size {b}");
+        }
+        for (floor, lo, hi) in [(10, 1, 100), (1, 1, 9), (50, 0, 51), (5, 5, 1000)] {
+            let v = around(floor, lo, hi);
+            assert!(v.len() <= K && v.windows(2).all(|w| w[0] < w[1]), "{v:?}");
+            assert!(v.iter().all(|s| (lo..hi).contains(s)), "{v:?}");
+            assert!(v.contains(&floor) || floor >= hi, "{v:?}");
+            assert!(!v.is_empty(), "{v:?}");
+        }
+    }
 
     /// No window of the horizon lets more requests through than the bound
     /// the recommendation ranks by (releases, for the policies that delay).
