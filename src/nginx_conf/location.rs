@@ -146,6 +146,79 @@ pub fn normalize_into(target: &[u8], out: &mut Vec<u8>) {
     close_segment(out, base);
 }
 
+/// True when nginx answers a request for `target` with 400 before any
+/// phase runs, as its request-line and URI parsers do: a control byte
+/// (below 0x20, or 0x7f) anywhere, and in the path a `%` not followed by
+/// two hex digits, a `%00`, or a `..` segment that climbs above the root
+/// (`/%2e%2e/x`: escaped dots and slashes count as written).
+pub fn bad_request(target: &[u8]) -> bool {
+    let control = |c: u8| c < 0x20 || c == 0x7f;
+    // A log writes a control byte as `\xHH` (nginx and Apache escape a
+    // backslash itself otherwise).
+    let escaped = target.windows(4).any(|w| {
+        w[0] == b'\\'
+            && w[1] == b'x'
+            && std::str::from_utf8(&w[2..])
+                .ok()
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+                .is_some_and(control)
+    });
+    if escaped || target.iter().any(|&c| control(c)) {
+        return true;
+    }
+    let t = path_of(target);
+    let t = &t[..t
+        .iter()
+        .position(|&c| c == b'?' || c == b'#')
+        .unwrap_or(t.len())];
+    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
+    // Depth below the root, and the segment being read (`.`/`..` so far).
+    let (mut depth, mut dots, mut other) = (0usize, 0usize, false);
+    let mut end_segment = |dots: usize, other: bool| -> bool {
+        match (dots, other) {
+            (0, false) | (1, false) => true,
+            (2, false) if depth == 0 => false,
+            (2, false) => {
+                depth -= 1;
+                true
+            }
+            _ => {
+                depth += 1;
+                true
+            }
+        }
+    };
+    let mut i = 0;
+    while i < t.len() {
+        let mut c = t[i];
+        i += 1;
+        if c == b'%' {
+            let (Some(h), Some(l)) = (
+                t.get(i).copied().and_then(hex),
+                t.get(i + 1).copied().and_then(hex),
+            ) else {
+                return true;
+            };
+            c = h * 16 + l;
+            i += 2;
+            if c == 0 {
+                return true;
+            }
+        }
+        match c {
+            b'/' => {
+                if !end_segment(dots, other) {
+                    return true;
+                }
+                (dots, other) = (0, false);
+            }
+            b'.' => dots += 1,
+            _ => other = true,
+        }
+    }
+    !end_segment(dots, other)
+}
+
 /// The target without an absolute form's scheme and host.
 fn path_of(target: &[u8]) -> &[u8] {
     match target
@@ -327,6 +400,46 @@ mod tests {
             ("/x%2", "/x%2"),
         ] {
             assert_eq!(normalize(raw), want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn targets_nginx_answers_with_400() {
+        for bad in [
+            "/%2e%2e/x",
+            "/..",
+            "/a/../../x",
+            "//../x",
+            "/a/%2E%2e%2F..",
+            "/%00",
+            "/a%0",
+            "/bad%zz",
+            "/x%2",
+            "/a\x01b",
+            "/p?a=\u{7f}",
+            r"/a\x01b",
+            r"/a?\x7F",
+            "http://h/../x",
+        ] {
+            assert!(bad_request(bad.as_bytes()), "{bad:?}");
+        }
+        for good in [
+            "/",
+            "/a/..",
+            "/a/../b",
+            "/...",
+            "/a/..b",
+            "/%25zz",
+            "/%2e",
+            "/p?x=%zz",
+            "/a/./..",
+            "/p#/../..",
+            "/%3F..",
+            "",
+            r"/a\x41",
+            r"/a\x5C",
+        ] {
+            assert!(!bad_request(good.as_bytes()), "{good:?}");
         }
     }
 

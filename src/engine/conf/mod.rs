@@ -84,6 +84,16 @@ impl LogFields<'_> {
         self.0.is_some_and(|n| n.iter().any(|x| x == f))
     }
 
+    /// True when the `uri` field is the target a reader takes from
+    /// `$request` (not a logged `$uri`): the log has `$request`, and
+    /// `method`, `uri` and `protocol` follow each other as readers add them.
+    fn derived_uri(self) -> bool {
+        self.0.is_some_and(|n| {
+            n.iter().any(|x| x == "request")
+                && n.windows(3).any(|w| w == ["method", "uri", "protocol"])
+        })
+    }
+
     /// True when the fields cannot be known before reading.
     fn unknown(self) -> bool {
         self.0.is_none()

@@ -7,7 +7,7 @@ use super::{ConfOptions, LogFields};
 use crate::ingest::input::Event;
 use crate::ingest::keys::{EMPTY_KEY, KeyNames};
 use crate::nginx_conf::NginxConf;
-use crate::nginx_conf::location::{Match, Node, normalize};
+use crate::nginx_conf::location::{Match, Node, bad_request, normalize};
 use anyhow::{Result, anyhow, bail};
 
 /// Where rows go, and what has been learnt of their hosts and URIs.
@@ -15,6 +15,9 @@ pub(super) struct Router {
     /// The location of every row (`--nginx-location`).
     pub(super) forced: Option<usize>,
     uri_slot: Option<usize>,
+    /// True when the URI field is the target as the client sent it (from
+    /// `$request`), which nginx may refuse with 400.
+    raw_target: bool,
     host_slot: Option<usize>,
     /// The server of every row when the log has no host field.
     fixed_server: Option<usize>,
@@ -43,6 +46,7 @@ pub(super) fn forced(conf: &NginxConf, name: Option<&str>) -> Result<Option<usiz
             conf.path.display(),
             conf.locations
                 .iter()
+                .filter(|l| l.answered.is_none())
                 .map(|l| l.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -74,12 +78,17 @@ impl Router {
     ) -> Result<Router> {
         let tried =
             opts.static_files.is_some() && conf.locations.iter().any(|l| l.try_named.is_some());
-        let routed = forced.is_none() && (tried || conf.servers.iter().any(|s| !trivial(&s.tree)));
         let uri_field = opts
             .overrides
             .get("uri")
             .cloned()
             .unwrap_or_else(|| "uri".into());
+        let raw_target = uri_field == "request_uri" || (uri_field == "uri" && log.derived_uri());
+        // A config whose one `location /` takes every URI is not routed
+        // (reading each row's URI costs): rows nginx would answer 400 are
+        // then decided by that location.
+        let routed = forced.is_none()
+            && (tried || conf.answers.rewriting || conf.servers.iter().any(|s| !trivial(&s.tree)));
         if routed && !log.has(&uri_field) {
             bail!(
                 "{} has locations, and routing rows to them needs the request's URI, but the log has no field '{uri_field}' (its fields: {}); log $uri or $request, give --nginx-var uri=FIELD, or send every row to one location with --nginx-location",
@@ -105,7 +114,7 @@ impl Router {
         let static_files = opts.static_files.cloned();
         let roots = (0..conf.servers.len())
             .map(|s| {
-                let l = conf.route(s, "/");
+                let l = conf.route_rewritten(s, "/");
                 (l, named(conf, static_files.as_ref(), l, "/"))
             })
             .collect();
@@ -122,6 +131,7 @@ impl Router {
             roots,
             forced,
             uri_slot,
+            raw_target,
             host_slot,
             fixed_server,
             routes: vec![Vec::new(); conf.servers.len()],
@@ -154,11 +164,15 @@ impl Router {
             routes.resize(i + 1, u32::MAX);
         }
         if routes[i] == u32::MAX {
-            let u = self.uri_slot.unwrap_or_default();
-            let uri = normalize(&String::from_utf8_lossy(names[u].get(id)));
-            let l = conf.route(server, &uri) as u32;
-            let file = self.static_files.as_ref().is_some_and(|r| r.is_match(&uri));
-            routes[i] = if file { l | FILE } else { l };
+            let target = names[self.uri_slot.unwrap_or_default()].get(id);
+            routes[i] = if self.raw_target && bad_request(target) {
+                conf.answers.bad_request as u32
+            } else {
+                let uri = normalize(&String::from_utf8_lossy(target));
+                let l = conf.route_rewritten(server, &uri) as u32;
+                let file = self.static_files.as_ref().is_some_and(|r| r.is_match(&uri));
+                if file { l | FILE } else { l }
+            };
         }
         let r = routes[i];
         let l = (r & !FILE) as usize;

@@ -120,7 +120,9 @@ fn unused_zones(conf: &NginxConf) -> Vec<String> {
 /// One location's row: its limits as written, and its rows by status.
 fn location_row(conf: &NginxConf, l: &LocRun, c: &crate::nginx_conf::Location) -> NginxLocationRow {
     let n = |s: Status| l.counts[s as usize];
-    let limits = if l.returns {
+    let limits = if let Some(how) = c.answered {
+        how.into()
+    } else if l.returns {
         "return (never limited)".into()
     } else if c.limits.is_empty() {
         "none".into()
