@@ -153,6 +153,16 @@ pub fn normalize_into(target: &[u8], out: &mut Vec<u8>) {
 /// (`/%2e%2e/x`: escaped dots and slashes count as written).
 pub fn bad_request(target: &[u8]) -> bool {
     let control = |c: u8| c < 0x20 || c == 0x7f;
+    // Most targets have no escape, no control byte and no `/.`: one pass.
+    let mut prev = 0;
+    let mut plain = true;
+    for &c in target {
+        plain &= !(control(c) || c == b'%' || c == b'\\' || (c == b'.' && prev == b'/'));
+        prev = c;
+    }
+    if plain {
+        return false;
+    }
     // A log writes a control byte as `\xHH` (nginx and Apache escape a
     // backslash itself otherwise).
     let escaped = target.windows(4).any(|w| {

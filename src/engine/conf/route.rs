@@ -165,14 +165,13 @@ impl Router {
         }
         if routes[i] == u32::MAX {
             let target = names[self.uri_slot.unwrap_or_default()].get(id);
-            routes[i] = if self.raw_target && bad_request(target) {
-                conf.answers.bad_request as u32
-            } else {
-                let uri = normalize(&String::from_utf8_lossy(target));
-                let l = conf.route_rewritten(server, &uri) as u32;
-                let file = self.static_files.as_ref().is_some_and(|r| r.is_match(&uri));
-                if file { l | FILE } else { l }
-            };
+            routes[i] = resolve(
+                conf,
+                server,
+                target,
+                self.raw_target,
+                self.static_files.as_ref(),
+            );
         }
         let r = routes[i];
         let l = (r & !FILE) as usize;
@@ -206,6 +205,26 @@ impl Router {
         }
         self.hosts[i] as usize
     }
+}
+
+/// The cached route of a URI not seen before in `server`: the location
+/// entry, with [`FILE`] when `--static` matches it.
+#[cold]
+#[inline(never)]
+fn resolve(
+    conf: &NginxConf,
+    server: usize,
+    target: &[u8],
+    raw_target: bool,
+    static_files: Option<&regex::Regex>,
+) -> u32 {
+    if raw_target && bad_request(target) {
+        return conf.answers.bad_request as u32;
+    }
+    let uri = normalize(&String::from_utf8_lossy(target));
+    let l = conf.route_rewritten(server, &uri) as u32;
+    let file = static_files.is_some_and(|r| r.is_match(&uri));
+    if file { l | FILE } else { l }
 }
 
 /// Set in a cached route when the URI is a file that exists (`--static`).
