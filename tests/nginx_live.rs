@@ -526,3 +526,39 @@ fn targets_nginx_refuses_with_400() {
         "{n}"
     );
 }
+
+#[test]
+fn keys_read_the_uri_and_query_string_rewrites_leave() {
+    // `$arg_x` and `$uri` in a key are the rewritten ones: a replacement's
+    // query string comes first, the request's is appended unless the
+    // replacement ends with `?`.
+    let ng = Nginx::start(
+        "limit_req_zone $arg_x zone=byarg:1m rate=1r/m;\n\
+         limit_req_zone $binary_remote_addr$uri zone=byuri:1m rate=1r/m;\n\
+         server { listen 127.0.0.1:PORT;\n\
+           location /q/ { rewrite ^/q/(\\w+)$ /a/?x=$1 last; }\n\
+           location /d/ { rewrite ^/d/ /a/? last; }\n\
+           location /k/ { rewrite ^/k/ /a/ last; }\n\
+           location /a/ { limit_req zone=byarg burst=1 nodelay; empty_gif; }\n\
+           location /u/ { rewrite ^/u/(\\w+)/(\\w+)$ /v/$2 last; }\n\
+           location /v/ { limit_req zone=byuri burst=1 nodelay; empty_gif; } }\n",
+        &[],
+    );
+    let mut reqs = burst(3, "h", "/q/a", "10.6.0.1");
+    reqs.extend(burst(2, "h", "/q/b?x=z", "10.6.0.1"));
+    reqs.extend(burst(2, "h", "/d/?x=a", "10.6.0.1"));
+    reqs.extend(burst(1, "h", "/k/?x=a", "10.6.0.1"));
+    for t in ["/u/1/p", "/u/2/p", "/u/3/p"] {
+        reqs.push(("h", t, "10.6.0.2"));
+    }
+    let log = ng.send(&reqs);
+    let v = agrees(&log, &ng.main_conf(), &[], &["PASSED", "REJECTED", "-"]);
+    let locs = v["policies"][0]["nginx"]["locations"].as_array().unwrap();
+    let row = |name: &str| {
+        let l = locs.iter().find(|l| l["location"] == name).unwrap();
+        let n = |k: &str| l[k].as_u64().unwrap();
+        (n("passed"), n("rejected"), n("unlimited"))
+    };
+    assert_eq!(row("location /a/"), (4, 2, 2), "{locs:?}");
+    assert_eq!(row("location /v/"), (2, 1, 0), "{locs:?}");
+}

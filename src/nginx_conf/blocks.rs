@@ -272,14 +272,7 @@ impl NginxConf {
             return (Vec::new(), dirs.iter().any(|d| d.name == "return"));
         }
         let steps = self.rewrite_steps(dirs);
-        if let Some(first) = dirs.iter().find(|d| d.name == "rewrite")
-            && !steps.is_empty()
-            && !self.answers.rewriting
-        {
-            self.answers.rewriting = true;
-            let at = first.pos.clone();
-            self.note_rewritten_keys(&at);
-        }
+        self.answers.rewriting |= !steps.is_empty();
         (steps, false)
     }
 

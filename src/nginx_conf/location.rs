@@ -306,16 +306,35 @@ impl Target {
                     out.push(b'?');
                 }
             }
-            Target::Arg(name) => {
-                let query = query.unwrap_or_default();
-                let value = query.split(|&c| c == b'&').find_map(|kv| {
-                    let (k, v) = kv.split_at(kv.iter().position(|&c| c == b'=')?);
-                    k.eq_ignore_ascii_case(name).then(|| &v[1..])
-                });
-                out.extend_from_slice(value.unwrap_or_default());
-            }
+            Target::Arg(name) => arg(query.unwrap_or_default(), name, out),
         }
     }
+
+    /// Appends the variable's value for a request whose rewrites left
+    /// `uri` and `args` (`$request_uri` stays the target as sent: use
+    /// [`Target::eval`]).
+    pub fn eval_rewritten(&self, uri: &[u8], args: &[u8], out: &mut Vec<u8>) {
+        match self {
+            Target::RequestUri => {}
+            Target::Uri => out.extend_from_slice(uri),
+            Target::Args => out.extend_from_slice(args),
+            Target::IsArgs => {
+                if !args.is_empty() {
+                    out.push(b'?');
+                }
+            }
+            Target::Arg(name) => arg(args, name, out),
+        }
+    }
+}
+
+/// Appends the value of the first `name=` of `query` (caseless) to `out`.
+fn arg(query: &[u8], name: &[u8], out: &mut Vec<u8>) {
+    let value = query.split(|&c| c == b'&').find_map(|kv| {
+        let (k, v) = kv.split_at(kv.iter().position(|&c| c == b'=')?);
+        k.eq_ignore_ascii_case(name).then(|| &v[1..])
+    });
+    out.extend_from_slice(value.unwrap_or_default());
 }
 
 #[cfg(test)]

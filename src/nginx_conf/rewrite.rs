@@ -18,7 +18,7 @@
 //! A rewrite drip cannot evaluate (a regex the regex engine cannot run, a
 //! replacement reading other variables) keeps a note and is passed over.
 
-use super::tree::{Directive, Pos};
+use super::tree::Directive;
 use super::{Location, NginxConf};
 use regex::Regex;
 
@@ -48,9 +48,19 @@ pub enum Step {
         re: Regex,
         to: Vec<Part>,
         flag: Flag,
+        /// False when the replacement ends with `?`: the request's query
+        /// string is dropped, not appended.
+        keep_args: bool,
     },
     Return,
     Break,
+}
+
+/// A request's `$uri` and `$args` as rewrites leave them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Rewritten {
+    pub uri: String,
+    pub args: String,
 }
 
 /// How a block's rewrite directives ended for one URI.
@@ -78,34 +88,39 @@ impl Step {
     }
 }
 
-/// Runs `steps` on `uri` (changed in place as nginx changes `$uri`).
-pub fn run(steps: &[Step], uri: &mut String) -> End {
+/// Runs `steps` on the request (changed in place as nginx changes `$uri`
+/// and `$args`).
+pub fn run(steps: &[Step], req: &mut Rewritten) -> End {
     let mut changed = false;
     for s in steps {
         match s {
             Step::Return => return End::Answered,
             Step::Break => return End::Stay,
-            Step::Rewrite { re, to, flag } => {
-                let Some(caps) = re.captures(uri) else {
+            Step::Rewrite {
+                re,
+                to,
+                flag,
+                keep_args,
+            } => {
+                let Some(caps) = re.captures(&req.uri) else {
                     continue;
                 };
                 if *flag == Flag::Redirect {
                     return End::Answered;
                 }
-                let mut out = String::new();
-                for p in to {
-                    match p {
-                        Part::Lit(l) => match l.split_once('?') {
-                            Some((path, _)) => {
-                                out.push_str(path);
-                                break;
-                            }
-                            None => out.push_str(l),
-                        },
-                        Part::Capture(n) => out.push_str(caps.get(*n).map_or("", |m| m.as_str())),
+                let (uri, args) = expand(to, &caps);
+                match args {
+                    Some(mut a) => {
+                        if *keep_args && !req.args.is_empty() {
+                            a.push('&');
+                            a.push_str(&req.args);
+                        }
+                        req.args = a;
                     }
+                    None if !keep_args => req.args.clear(),
+                    None => {}
                 }
-                *uri = out;
+                req.uri = uri;
                 match flag {
                     Flag::Last => return End::Search,
                     Flag::Break => return End::Stay,
@@ -115,6 +130,29 @@ pub fn run(steps: &[Step], uri: &mut String) -> End {
         }
     }
     if changed { End::Search } else { End::Stay }
+}
+
+/// A replacement with the captures filled in: the new `$uri`, and the new
+/// query string when it has a `?`.
+fn expand(to: &[Part], caps: &regex::Captures) -> (String, Option<String>) {
+    let mut uri = String::new();
+    let mut args: Option<String> = None;
+    for p in to {
+        let text = match p {
+            Part::Lit(l) => l.as_str(),
+            Part::Capture(n) => caps.get(*n).map_or("", |m| m.as_str()),
+        };
+        match (&mut args, p) {
+            (Some(a), _) => a.push_str(text),
+            (None, Part::Lit(l)) if l.contains('?') => {
+                let (path, query) = l.split_once('?').unwrap_or_default();
+                uri.push_str(path);
+                args = Some(query.to_string());
+            }
+            (None, _) => uri.push_str(text),
+        }
+    }
+    (uri, args)
 }
 
 /// A replacement as parts; `None` when it reads a variable other than a
@@ -189,53 +227,47 @@ impl NginxConf {
     /// location for the URI they leave, and that location's rewrites, as
     /// many times as they change the URI (the 11th time nginx answers 500).
     pub fn route_rewritten(&self, server: usize, uri: &str) -> usize {
-        let s = &self.servers[server];
-        if !self.answers.rewriting {
-            return self.route(server, uri);
-        }
-        let mut uri = uri.to_string();
-        if run(&s.steps, &mut uri) == End::Answered {
-            return s.twin.unwrap_or(s.fallback);
-        }
-        let mut l = self.route(server, &uri);
-        // nginx allows 10 changes of the URI in the location rewrite phase.
-        for _ in 0..10 {
-            let loc = &self.locations[l];
-            match run(&loc.steps, &mut uri) {
-                End::Stay => return l,
-                End::Answered => return loc.twin.unwrap_or(l),
-                End::Search => l = self.route(server, &uri),
-            }
-        }
-        let loc = &self.locations[l];
-        match run(&loc.steps, &mut uri) {
-            End::Stay => l,
-            End::Answered => loc.twin.unwrap_or(l),
-            End::Search => self.answers.cycle,
-        }
+        self.route_request(server, uri, "").0
     }
 
-    /// Notes each zone key that reads the URI or query string when a
-    /// rewrite can change them: drip evaluates keys on the request as
-    /// logged.
-    pub(super) fn note_rewritten_keys(&mut self, at: &Pos) {
-        const CHANGED: [&str; 5] = ["uri", "document_uri", "args", "query_string", "is_args"];
-        let notes: Vec<(Pos, String)> = self
-            .zones
-            .iter()
-            .flat_map(|z| z.key.vars().map(move |v| (z, v)))
-            .filter(|(_, v)| CHANGED.contains(v) || v.starts_with("arg_"))
-            .map(|(z, v)| (z.pos.clone(), format!("zone \"{}\" key ${v}", z.name)))
-            .collect();
-        for (pos, what) in notes {
-            self.note(
-                &pos,
-                &what,
-                &format!(
-                    "the rewrite at {at} changes it in nginx; drip evaluates the key on the request as logged"
-                ),
-            );
+    /// [`NginxConf::route_rewritten`] for a request with query string
+    /// `args`, and its `$uri` and `$args` when rewrites changed them.
+    pub fn route_request(
+        &self,
+        server: usize,
+        uri: &str,
+        args: &str,
+    ) -> (usize, Option<Rewritten>) {
+        if !self.answers.rewriting {
+            return (self.route(server, uri), None);
         }
+        let mut req = Rewritten {
+            uri: uri.to_string(),
+            args: args.to_string(),
+        };
+        let l = self.rewrite_phases(server, &mut req);
+        let changed = req.uri != uri || req.args != args;
+        (l, changed.then_some(req))
+    }
+
+    fn rewrite_phases(&self, server: usize, req: &mut Rewritten) -> usize {
+        let s = &self.servers[server];
+        if run(&s.steps, req) == End::Answered {
+            return s.twin.unwrap_or(s.fallback);
+        }
+        let mut l = self.route(server, &req.uri);
+        // nginx allows 10 changes of the URI in the location rewrite
+        // phase; the 11th is a 500.
+        for changes in 1..=11 {
+            let loc = &self.locations[l];
+            match run(&loc.steps, req) {
+                End::Stay => return l,
+                End::Answered => return loc.twin.unwrap_or(l),
+                End::Search if changes == 11 => break,
+                End::Search => l = self.route(server, &req.uri),
+            }
+        }
+        self.answers.cycle
     }
 }
 
@@ -263,6 +295,8 @@ fn rewrite(d: &Directive) -> Result<Step, &'static str> {
     let re = Regex::new(pattern).map_err(|_| {
         "its regex is not one drip can evaluate (PCRE look-around or backreferences); rows are routed by the URI as logged"
     })?;
+    let keep_args = !to.ends_with('?');
+    let to = to.strip_suffix('?').unwrap_or(to);
     let to = match (flag, replacement(to)) {
         (_, Some(parts)) => parts,
         (Flag::Redirect | Flag::Break, None) => Vec::new(),
@@ -272,7 +306,12 @@ fn rewrite(d: &Directive) -> Result<Step, &'static str> {
             );
         }
     };
-    Ok(Step::Rewrite { re, to, flag })
+    Ok(Step::Rewrite {
+        re,
+        to,
+        flag,
+        keep_args,
+    })
 }
 
 #[cfg(test)]
@@ -282,20 +321,45 @@ mod tests {
     fn step(p: &str, to: &str, flag: Flag) -> Step {
         Step::Rewrite {
             re: Regex::new(p).unwrap(),
-            to: replacement(to).unwrap(),
+            to: replacement(to.strip_suffix('?').unwrap_or(to)).unwrap(),
             flag,
+            keep_args: !to.ends_with('?'),
+        }
+    }
+
+    fn req(target: &str) -> Rewritten {
+        let (uri, args) = target.split_once('?').unwrap_or((target, ""));
+        Rewritten {
+            uri: uri.into(),
+            args: args.into(),
         }
     }
 
     #[test]
-    fn replacements_read_captures_and_stop_at_the_query() {
-        let steps = [step(r"^/old/(\w+)/(\d+)$", "/new/$2/${1}x?a=1", Flag::Last)];
-        let mut uri = "/old/p/42".to_string();
-        assert_eq!(run(&steps, &mut uri), End::Search);
-        assert_eq!(uri, "/new/42/px");
-        let mut uri = "/old/p/q".to_string();
-        assert_eq!(run(&steps, &mut uri), End::Stay);
-        assert_eq!(uri, "/old/p/q");
+    fn replacements_read_captures_and_set_the_query_string() {
+        let steps = [step(
+            r"^/old/(\w+)/(\d+)$",
+            "/new/$2/${1}x?a=$1",
+            Flag::Last,
+        )];
+        let mut r = req("/old/p/42?b=2");
+        assert_eq!(run(&steps, &mut r), End::Search);
+        assert_eq!(r, req("/new/42/px?a=p&b=2"));
+        let mut r = req("/old/p/q?b=2");
+        assert_eq!(run(&steps, &mut r), End::Stay);
+        assert_eq!(r, req("/old/p/q?b=2"));
+        // A replacement ending with `?` drops the query string; one
+        // without `?` keeps it.
+        for (to, want) in [
+            ("/n?", "/n"),
+            ("/n?c=1?", "/n?c=1"),
+            ("/n", "/n?b=2"),
+            ("/n?c=$1", "/n?c=&b=2"),
+        ] {
+            let mut r = req("/x?b=2");
+            run(&[step("^/x$", to, Flag::Break)], &mut r);
+            assert_eq!(r, req(want), "{to}");
+        }
         assert_eq!(replacement("/a/$host"), None);
         assert_eq!(
             replacement("/$1$9"),
@@ -305,10 +369,9 @@ mod tests {
                 Part::Capture(9)
             ])
         );
-        let steps = [step(r"^/(a)?b", "/$1-$3", Flag::Last)];
-        let mut uri = "/b".to_string();
-        run(&steps, &mut uri);
-        assert_eq!(uri, "/-");
+        let mut r = req("/b");
+        run(&[step(r"^/(a)?b", "/$1-$3", Flag::Last)], &mut r);
+        assert_eq!(r.uri, "/-");
     }
 
     #[test]
@@ -319,24 +382,22 @@ mod tests {
             step("^/a$", "/b", Flag::Next),
             step("^/b$", "/c", Flag::Next),
         ];
-        let mut uri = "/a".to_string();
-        assert_eq!(run(&steps, &mut uri), End::Search);
-        assert_eq!(uri, "/c");
+        let mut r = req("/a");
+        assert_eq!(run(&steps, &mut r), End::Search);
+        assert_eq!(r.uri, "/c");
         // break stays, even after a change; a later return is not reached.
         let steps = [step("^/a$", "/b", Flag::Next), Step::Break, Step::Return];
-        let mut uri = "/a".to_string();
-        assert_eq!(run(&steps, &mut uri), End::Stay);
+        assert_eq!(run(&steps, &mut req("/a")), End::Stay);
         let steps = [step("^/a$", "/b", Flag::Break), Step::Return];
-        let mut uri = "/a".to_string();
-        assert_eq!(run(&steps, &mut uri), End::Stay);
-        assert_eq!(uri, "/b");
-        let mut uri = "/z".to_string();
-        assert_eq!(run(&steps, &mut uri), End::Answered);
+        let mut r = req("/a");
+        assert_eq!(run(&steps, &mut r), End::Stay);
+        assert_eq!(r.uri, "/b");
+        assert_eq!(run(&steps, &mut req("/z")), End::Answered);
         // A redirect answers; an absolute replacement is one whatever the flag.
         let d = Directive {
             name: "rewrite".into(),
             args: vec!["^".into(), "https://h$request_uri".into(), "last".into()],
-            pos: Pos {
+            pos: super::super::tree::Pos {
                 file: std::sync::Arc::from(std::path::Path::new("t.conf")),
                 line: 1,
             },
@@ -350,6 +411,6 @@ mod tests {
                 ..
             }
         ));
-        assert_eq!(run(&[s], &mut "/x".to_string()), End::Answered);
+        assert_eq!(run(&[s], &mut req("/x")), End::Answered);
     }
 }

@@ -278,7 +278,8 @@ impl ConfExec {
         let (now, cost) = (ev.at, u64::from(ev.cost));
         for i in 0..self.locs[l].limits.len() {
             let (z, p) = self.locs[l].limits[i];
-            let Some(k) = self.keys.key(&self.conf, z, server, ev, names) else {
+            let rw = self.router.rewritten();
+            let Some(k) = self.keys.key(&self.conf, z, server, ev, names, rw) else {
                 continue;
             };
             let zone = &mut self.keys.zones[z];

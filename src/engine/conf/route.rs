@@ -7,7 +7,8 @@ use super::{ConfOptions, LogFields};
 use crate::ingest::input::Event;
 use crate::ingest::keys::{EMPTY_KEY, KeyNames};
 use crate::nginx_conf::NginxConf;
-use crate::nginx_conf::location::{Match, Node, bad_request, normalize};
+use crate::nginx_conf::location::{Match, Node, Target, bad_request, normalize};
+use crate::nginx_conf::rewrite::Rewritten;
 use anyhow::{Result, anyhow, bail};
 
 /// Where rows go, and what has been learnt of their hosts and URIs.
@@ -33,6 +34,30 @@ pub(super) struct Router {
     pub(super) static_files: Option<regex::Regex>,
     /// Server per host id.
     hosts: Vec<u32>,
+    /// When the config has rewrites: what they made of each URI.
+    rewrites: Option<RowRewrites>,
+}
+
+/// The `$uri` and `$args` rewrites made of each URI, for keys.
+struct RowRewrites {
+    table: Vec<Rewritten>,
+    /// Per server, per URI id: index into `table` (`u32::MAX`: unchanged).
+    ids: Vec<Vec<u32>>,
+    /// The row being decided's.
+    row: u32,
+}
+
+impl RowRewrites {
+    fn record(&mut self, server: usize, i: usize, r: Option<Rewritten>) {
+        let ids = &mut self.ids[server];
+        if i >= ids.len() {
+            ids.resize(i + 1, u32::MAX);
+        }
+        ids[i] = r.map_or(u32::MAX, |r| {
+            self.table.push(r);
+            (self.table.len() - 1) as u32
+        });
+    }
 }
 
 /// The location `--nginx-location` names, if it names one.
@@ -137,6 +162,11 @@ impl Router {
             routes: vec![Vec::new(); conf.servers.len()],
             hosts: Vec::new(),
             static_files,
+            rewrites: (routed && conf.answers.rewriting).then(|| RowRewrites {
+                table: Vec::new(),
+                ids: vec![Vec::new(); conf.servers.len()],
+                row: u32::MAX,
+            }),
         })
     }
 
@@ -156,6 +186,9 @@ impl Router {
         let server = self.server(conf, ev, names);
         let id = self.uri_slot.map_or(EMPTY_KEY, |u| ev.keys[u]);
         if id == EMPTY_KEY {
+            if let Some(rw) = &mut self.rewrites {
+                rw.row = u32::MAX;
+            }
             return self.roots[server];
         }
         let routes = &mut self.routes[server];
@@ -165,13 +198,20 @@ impl Router {
         }
         if routes[i] == u32::MAX {
             let target = names[self.uri_slot.unwrap_or_default()].get(id);
-            routes[i] = resolve(
+            let (r, rewritten) = resolve(
                 conf,
                 server,
                 target,
                 self.raw_target,
                 self.static_files.as_ref(),
             );
+            routes[i] = r;
+            if let Some(rw) = &mut self.rewrites {
+                rw.record(server, i, rewritten);
+            }
+        }
+        if let Some(rw) = &mut self.rewrites {
+            rw.row = rw.ids[server][i];
         }
         let r = routes[i];
         let l = (r & !FILE) as usize;
@@ -183,6 +223,14 @@ impl Router {
             l,
             (r & FILE == 0 && then != u32::MAX).then_some(then as usize),
         )
+    }
+
+    /// The `$uri` and `$args` rewrites made of the row last routed, when
+    /// they changed them.
+    #[inline]
+    pub(super) fn rewritten(&self) -> Option<&Rewritten> {
+        let rw = self.rewrites.as_ref()?;
+        rw.table.get(rw.row as usize)
     }
 
     /// The server of `conf` this row goes to.
@@ -217,14 +265,17 @@ fn resolve(
     target: &[u8],
     raw_target: bool,
     static_files: Option<&regex::Regex>,
-) -> u32 {
+) -> (u32, Option<Rewritten>) {
     if raw_target && bad_request(target) {
-        return conf.answers.bad_request as u32;
+        return (conf.answers.bad_request as u32, None);
     }
     let uri = normalize(&String::from_utf8_lossy(target));
-    let l = conf.route_rewritten(server, &uri) as u32;
+    let mut args = Vec::new();
+    Target::Args.eval(target, &mut args);
+    let (l, rewritten) = conf.route_request(server, &uri, &String::from_utf8_lossy(&args));
+    let l = l as u32;
     let file = static_files.is_some_and(|r| r.is_match(&uri));
-    if file { l | FILE } else { l }
+    (if file { l | FILE } else { l }, rewritten)
 }
 
 /// Set in a cached route when the URI is a file that exists (`--static`).
