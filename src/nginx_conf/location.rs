@@ -114,18 +114,45 @@ pub fn normalize(target: &str) -> String {
 
 /// [`normalize`], appending the bytes to `out` (no allocation of its own).
 pub fn normalize_into(target: &[u8], out: &mut Vec<u8>) {
+    normalize_checked::<false>(target, out);
+}
+
+/// True when nginx answers a request for `target` with 400 before any
+/// phase runs, as its request-line and URI parsers do: a control byte
+/// (below 0x20, or 0x7f; a log writes it `\xHH`) anywhere, and in the
+/// path a `%` not followed by two hex digits, a `%00`, or a `..` segment
+/// that climbs above the root (`/%2e%2e/x`: escaped dots and slashes count
+/// as written).
+pub fn bad_request(target: &[u8]) -> bool {
+    // Most targets have no escape, no control byte and no `/.`: one pass.
+    let mut prev = 0;
+    let mut plain = true;
+    for &c in target {
+        plain &= !(c < 0x20 || c == 0x7f || c == b'%' || c == b'\\' || (c == b'.' && prev == b'/'));
+        prev = c;
+    }
+    !plain && normalize_checked::<true>(target, &mut Vec::new())
+}
+
+/// [`normalize_into`]; with `CHECK`, also whether nginx refuses the
+/// target with 400 (else false).
+fn normalize_checked<const CHECK: bool>(target: &[u8], out: &mut Vec<u8>) -> bool {
     let t = path_of(target);
     let end = t
         .iter()
         .position(|&c| c == b'?' || c == b'#')
         .unwrap_or(t.len());
-    let t = &t[..end];
+    let (t, rest) = t.split_at(end);
+    let mut bad = CHECK && (0..rest.len()).any(|i| control_at(rest, i));
     let base = out.len();
     out.push(b'/');
     let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
     let mut i = 0;
     while i < t.len() {
         let mut c = t[i];
+        if CHECK && control_at(t, i) {
+            bad = true;
+        }
         i += 1;
         if c == b'%'
             && i + 1 < t.len()
@@ -133,9 +160,17 @@ pub fn normalize_into(target: &[u8], out: &mut Vec<u8>) {
         {
             c = h * 16 + l;
             i += 2;
+            if CHECK && c == 0 {
+                bad = true;
+            }
+        } else if CHECK && c == b'%' {
+            bad = true;
         }
         if c == b'/' {
-            close_segment(out, base);
+            let climbed = close_segment(out, base);
+            if CHECK && climbed {
+                bad = true;
+            }
             if out.last() != Some(&b'/') {
                 out.push(b'/');
             }
@@ -143,90 +178,25 @@ pub fn normalize_into(target: &[u8], out: &mut Vec<u8>) {
             out.push(c);
         }
     }
-    close_segment(out, base);
+    let climbed = close_segment(out, base);
+    bad || (CHECK && climbed)
 }
 
-/// True when nginx answers a request for `target` with 400 before any
-/// phase runs, as its request-line and URI parsers do: a control byte
-/// (below 0x20, or 0x7f) anywhere, and in the path a `%` not followed by
-/// two hex digits, a `%00`, or a `..` segment that climbs above the root
-/// (`/%2e%2e/x`: escaped dots and slashes count as written).
-pub fn bad_request(target: &[u8]) -> bool {
-    let control = |c: u8| c < 0x20 || c == 0x7f;
-    // Most targets have no escape, no control byte and no `/.`: one pass.
-    let mut prev = 0;
-    let mut plain = true;
-    for &c in target {
-        plain &= !(control(c) || c == b'%' || c == b'\\' || (c == b'.' && prev == b'/'));
-        prev = c;
-    }
-    if plain {
-        return false;
-    }
-    // A log writes a control byte as `\xHH` (nginx and Apache escape a
-    // backslash itself otherwise).
-    let escaped = target.windows(4).any(|w| {
-        w[0] == b'\\'
-            && w[1] == b'x'
-            && std::str::from_utf8(&w[2..])
-                .ok()
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-                .is_some_and(control)
-    });
-    if escaped || target.iter().any(|&c| control(c)) {
-        return true;
-    }
-    let t = path_of(target);
-    let t = &t[..t
-        .iter()
-        .position(|&c| c == b'?' || c == b'#')
-        .unwrap_or(t.len())];
-    let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
-    // Depth below the root, and the segment being read (`.`/`..` so far).
-    let (mut depth, mut dots, mut other) = (0usize, 0usize, false);
-    let mut end_segment = |dots: usize, other: bool| -> bool {
-        match (dots, other) {
-            (0, false) | (1, false) => true,
-            (2, false) if depth == 0 => false,
-            (2, false) => {
-                depth -= 1;
-                true
-            }
-            _ => {
-                depth += 1;
-                true
-            }
-        }
-    };
-    let mut i = 0;
-    while i < t.len() {
-        let mut c = t[i];
-        i += 1;
-        if c == b'%' {
-            let (Some(h), Some(l)) = (
-                t.get(i).copied().and_then(hex),
-                t.get(i + 1).copied().and_then(hex),
-            ) else {
-                return true;
-            };
-            c = h * 16 + l;
-            i += 2;
-            if c == 0 {
-                return true;
-            }
-        }
-        match c {
-            b'/' => {
-                if !end_segment(dots, other) {
-                    return true;
-                }
-                (dots, other) = (0, false);
-            }
-            b'.' => dots += 1,
-            _ => other = true,
-        }
-    }
-    !end_segment(dots, other)
+/// True when the byte at `i` is a control byte, or a log's `\xHH`
+/// writing one (nginx and Apache write a backslash itself otherwise).
+#[inline(always)]
+fn control_at(t: &[u8], i: usize) -> bool {
+    let c = t[i];
+    c < 0x20 || c == 0x7f || (c == b'\\' && escaped_control(t, i))
+}
+
+#[cold]
+fn escaped_control(t: &[u8], i: usize) -> bool {
+    t.get(i + 1) == Some(&b'x')
+        && t.get(i + 2..i + 4)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .is_some_and(|c| c < 0x20 || c == 0x7f)
 }
 
 /// The target without an absolute form's scheme and host.
@@ -244,8 +214,9 @@ fn path_of(target: &[u8]) -> &[u8] {
 }
 
 /// Resolves the last segment of the path written from `base` on when it
-/// is `.` (dropped) or `..` (dropped with the one before it).
-fn close_segment(out: &mut Vec<u8>, base: usize) {
+/// is `.` (dropped) or `..` (dropped with the one before it); true when a
+/// `..` would climb above the root.
+fn close_segment(out: &mut Vec<u8>, base: usize) -> bool {
     let slash = |out: &[u8]| base + out[base..].iter().rposition(|&c| c == b'/').unwrap_or(0);
     let start = slash(out) + 1;
     match &out[start..] {
@@ -257,10 +228,12 @@ fn close_segment(out: &mut Vec<u8>, base: usize) {
                 out.truncate(prev + 1);
             } else {
                 out.push(b'/');
+                return true;
             }
         }
         _ => {}
     }
+    false
 }
 
 /// A variable nginx derives from the request target.

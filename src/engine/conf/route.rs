@@ -270,9 +270,13 @@ fn resolve(
         return (conf.answers.bad_request as u32, None);
     }
     let uri = normalize(&String::from_utf8_lossy(target));
-    let mut args = Vec::new();
-    Target::Args.eval(target, &mut args);
-    let (l, rewritten) = conf.route_request(server, &uri, &String::from_utf8_lossy(&args));
+    let (l, rewritten) = if conf.answers.rewriting {
+        let mut args = Vec::new();
+        Target::Args.eval(target, &mut args);
+        conf.route_request(server, &uri, &String::from_utf8_lossy(&args))
+    } else {
+        (conf.route(server, &uri), None)
+    };
     let l = l as u32;
     let file = static_files.is_some_and(|r| r.is_match(&uri));
     (if file { l | FILE } else { l }, rewritten)
