@@ -428,6 +428,8 @@ fn rewrites_and_returns_in_the_rewrite_phase() {
            location /r/ { rewrite ^/r/a$ /new/a redirect; limit_req zone=brk nodelay; empty_gif; }\n\
            location /n/ { rewrite ^/n/(.*)$ /m/$1; rewrite ^/m/(.*)$ /new/$1; empty_gif; }\n\
            location /loop/ { rewrite ^ /loop/x last; }\n\
+           location /c/ { rewrite ^/c/(\\w*)y$ /c/$1 last;\n\
+             limit_req zone=keep burst=5 nodelay; empty_gif; }\n\
          }\n\
          server { listen 127.0.0.1:PORT; server_name s2;\n\
            rewrite ^/keep/ /k last;\n\
@@ -452,6 +454,9 @@ fn rewrites_and_returns_in_the_rewrite_phase() {
     reqs.extend(burst(3, "h", "/n/p", "10.4.0.5"));
     // A rewrite cycle: nginx answers 500 after 10 changes.
     reqs.extend(burst(2, "h", "/loop/", "10.4.0.6"));
+    // 10 changes are allowed; the 11th is the 500.
+    reqs.push(("h", "/c/yyyyyyyyyy", "10.4.0.6"));
+    reqs.push(("h", "/c/yyyyyyyyyyy", "10.4.0.6"));
     // The server-level `return` after a `rewrite … last` it stops.
     reqs.extend(burst(3, "s2", "/keep/a", "10.4.0.7"));
     reqs.extend(burst(3, "s2", "/other", "10.4.0.7"));
@@ -476,8 +481,9 @@ fn rewrites_and_returns_in_the_rewrite_phase() {
     assert_eq!(row("h server, answered by its rewrite phase"), (0, 0, 3));
     assert_eq!(
         row("answered 500 by nginx (rewrite cycle) before any limit"),
-        (0, 0, 2)
+        (0, 0, 3)
     );
+    assert_eq!(row("h location /c/"), (1, 0, 0));
     assert_eq!(row("s2 location /"), (2, 1, 0));
     assert_eq!(row("s2 server, answered by its rewrite phase"), (0, 0, 3));
 }
