@@ -1256,3 +1256,21 @@ fn targets_nginx_refuses_and_rewrites_are_reported() {
         "server, location /, location /loop/, location /old/"
     );
 }
+
+#[test]
+fn rewrites_without_a_uri_in_the_log_are_said() {
+    let conf = "limit_req_zone $binary_remote_addr zone=z:1m rate=1r/m;\n\
+                server { listen 80; rewrite ^/a /b last; location / { limit_req zone=z; } }\n";
+    let (c, l) = setup(
+        conf,
+        "remote_addr,t\n10.0.0.1,1700000000.1\n10.0.0.1,1700000000.2\n",
+    );
+    let out = drip(&[s(&l), "--nginx-conf", s(&c)], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("has rewrites, and the log has no field 'uri' to run them on"),
+        "{}",
+        out.stderr
+    );
+}

@@ -112,8 +112,18 @@ impl Router {
         // A config whose one `location /` takes every URI is not routed
         // (reading each row's URI costs): rows nginx would answer 400 are
         // then decided by that location.
-        let routed = forced.is_none()
-            && (tried || conf.answers.rewriting || conf.servers.iter().any(|s| !trivial(&s.tree)));
+        let mut routed =
+            forced.is_none() && (tried || conf.servers.iter().any(|s| !trivial(&s.tree)));
+        if forced.is_none() && !routed && conf.answers.rewriting {
+            // Rewrites alone need the URI only when the log has it.
+            routed = log.has(&uri_field);
+            if !routed && !quiet {
+                eprintln!(
+                    "drip: {} has rewrites, and the log has no field '{uri_field}' to run them on: rows are decided as requests for / would be; log $request or $uri, or give --nginx-var uri=FIELD",
+                    conf.path.display()
+                );
+            }
+        }
         if routed && !log.has(&uri_field) {
             bail!(
                 "{} has locations, and routing rows to them needs the request's URI, but the log has no field '{uri_field}' (its fields: {}); log $uri or $request, give --nginx-var uri=FIELD, or send every row to one location with --nginx-location",
