@@ -1270,3 +1270,76 @@ fn a_keys_drop_share_counts_its_limited_rows_and_its_waits_are_listed() {
         assert!(out.stdout.contains(want), "{want:?} in\n{}", out.stdout);
     }
 }
+
+#[test]
+fn targets_nginx_refuses_and_rewrites_are_reported() {
+    // A common-format log: the targets are as sent, so the ones nginx
+    // answers with 400 are known; a rewrite cycle is nginx's 500.
+    let conf = "limit_req_zone $binary_remote_addr zone=z:1m rate=1r/m;\n\
+                server { listen 80;\n\
+                  location / { limit_req zone=z burst=1 nodelay; }\n\
+                  location /loop/ { rewrite ^ /loop/x last; }\n\
+                  location /old/ { rewrite ^/old/(.*)$ /new/$1 permanent; limit_req zone=z; } }\n";
+    let mut log = String::new();
+    for t in [
+        "/%2e%2e/x",
+        "/a/../../x",
+        "/bad%zz",
+        "/x",
+        "/loop/",
+        "/old/p",
+        "/y",
+    ] {
+        log.push_str(&format!(
+            "10.0.0.1 - - [01/Aug/1995:00:00:01 -0400] \"GET {t} HTTP/1.0\" 200 1\n"
+        ));
+    }
+    let (c, l) = setup(conf, &log);
+    let out = drip(&[s(&l), "--nginx-conf", s(&c), "-q"], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let o = &out.stdout;
+    for want in [
+        "answered 400 by nginx before any limit",
+        "3 rows have a target nginx's parser refuses",
+        "1 rows are rewritten more than 10 times",
+        "location /old/, answered by its rewrite phase",
+    ] {
+        assert!(o.contains(want), "{want}:\n{o}");
+    }
+    // The answered entries are no location --nginx-location can name.
+    let out = drip(
+        &[
+            s(&l),
+            "--nginx-conf",
+            s(&c),
+            "--nginx-location",
+            "answered 400 by nginx before any limit",
+            "-q",
+        ],
+        None,
+    );
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    let listed = out.stderr.split("its locations are:").nth(1).unwrap();
+    assert_eq!(
+        listed.trim(),
+        "server, location /, location /loop/, location /old/"
+    );
+}
+
+#[test]
+fn rewrites_without_a_uri_in_the_log_are_said() {
+    let conf = "limit_req_zone $binary_remote_addr zone=z:1m rate=1r/m;\n\
+                server { listen 80; rewrite ^/a /b last; location / { limit_req zone=z; } }\n";
+    let (c, l) = setup(
+        conf,
+        "remote_addr,t\n10.0.0.1,1700000000.1\n10.0.0.1,1700000000.2\n",
+    );
+    let out = drip(&[s(&l), "--nginx-conf", s(&c)], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("has rewrites, and the log has no field 'uri' to run them on"),
+        "{}",
+        out.stderr
+    );
+}

@@ -406,3 +406,165 @@ fn a_geo_whitelist() {
         "{l}"
     );
 }
+
+#[test]
+fn rewrites_and_returns_in_the_rewrite_phase() {
+    // Server-level rewrites run before a location is chosen; a location's
+    // `last` (or a change without flag) chooses again; `break` stays;
+    // a redirect or `return` answers before limit_req.
+    let ng = Nginx::start(
+        "limit_req_zone $binary_remote_addr zone=new:1m rate=1r/m;\n\
+         limit_req_zone $binary_remote_addr zone=root:1m rate=1r/m;\n\
+         limit_req_zone $binary_remote_addr zone=brk:1m rate=1r/m;\n\
+         limit_req_zone $binary_remote_addr zone=keep:1m rate=1r/m;\n\
+         server { listen 127.0.0.1:PORT default_server; server_name h;\n\
+           rewrite ^/old/(\\w+)/(\\w+)$ /new/$2/$1 last;\n\
+           rewrite ^/gone/ /x permanent;\n\
+           location / { limit_req zone=root burst=5 nodelay; empty_gif; }\n\
+           location /new/ { limit_req zone=new burst=1 nodelay; empty_gif; }\n\
+           location /l/ { rewrite ^/l/(.*)$ /new/$1?x=1 last; empty_gif; }\n\
+           location /b/ { rewrite ^/b/(.*)$ /new/$1 break;\n\
+             limit_req zone=brk burst=2 nodelay; empty_gif; }\n\
+           location /r/ { rewrite ^/r/a$ /new/a redirect; limit_req zone=brk nodelay; empty_gif; }\n\
+           location /n/ { rewrite ^/n/(.*)$ /m/$1; rewrite ^/m/(.*)$ /new/$1; empty_gif; }\n\
+           location /loop/ { rewrite ^ /loop/x last; }\n\
+           location /c/ { rewrite ^/c/(\\w*)y$ /c/$1 last;\n\
+             limit_req zone=keep burst=5 nodelay; empty_gif; }\n\
+         }\n\
+         server { listen 127.0.0.1:PORT; server_name s2;\n\
+           rewrite ^/keep/ /k last;\n\
+           return 404;\n\
+           location / { limit_req zone=keep burst=1 nodelay; empty_gif; }\n\
+         }\n",
+        &[],
+    );
+    let mut reqs = Vec::new();
+    // Server-level rewrite with captures into /new/: 2 admitted, 2 rejected.
+    reqs.extend(burst(4, "h", "/old/a/b?q=1", "10.4.0.1"));
+    // A server-level redirect: never limited.
+    reqs.extend(burst(3, "h", "/gone/x", "10.4.0.1"));
+    // `last` into /new/, the query string replaced: 2 admitted, 2 rejected.
+    reqs.extend(burst(4, "h", "/l/p?y=2", "10.4.0.2"));
+    // `break` stays in /b/ (burst 2), not /new/ (burst 1).
+    reqs.extend(burst(4, "h", "/b/p", "10.4.0.3"));
+    // A redirect answers /r/a; /r/b is limited.
+    reqs.extend(burst(3, "h", "/r/a", "10.4.0.4"));
+    reqs.extend(burst(3, "h", "/r/b", "10.4.0.4"));
+    // Two rewrites without a flag, then /new/ is chosen again.
+    reqs.extend(burst(3, "h", "/n/p", "10.4.0.5"));
+    // A rewrite cycle: nginx answers 500 after 10 changes.
+    reqs.extend(burst(2, "h", "/loop/", "10.4.0.6"));
+    // 10 changes are allowed; the 11th is the 500.
+    reqs.push(("h", "/c/yyyyyyyyyy", "10.4.0.6"));
+    reqs.push(("h", "/c/yyyyyyyyyyy", "10.4.0.6"));
+    // The server-level `return` after a `rewrite … last` it stops.
+    reqs.extend(burst(3, "s2", "/keep/a", "10.4.0.7"));
+    reqs.extend(burst(3, "s2", "/other", "10.4.0.7"));
+    let log = ng.send(&reqs);
+    let v = agrees(&log, &ng.main_conf(), &[], &["PASSED", "REJECTED", "-"]);
+    let locs = v["policies"][0]["nginx"]["locations"].as_array().unwrap();
+    let row = |name: &str| {
+        let l = locs
+            .iter()
+            .find(|l| l["location"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {locs:?}"));
+        let n = |k: &str| l[k].as_u64().unwrap();
+        (n("passed"), n("rejected"), n("unlimited"))
+    };
+    assert_eq!(row("h location /new/"), (6, 5, 0));
+    assert_eq!(row("h location /b/"), (3, 1, 0));
+    assert_eq!(row("h location /r/"), (1, 2, 0));
+    assert_eq!(
+        row("h location /r/, answered by its rewrite phase"),
+        (0, 0, 3)
+    );
+    assert_eq!(row("h server, answered by its rewrite phase"), (0, 0, 3));
+    assert_eq!(
+        row("answered 500 by nginx (rewrite cycle) before any limit"),
+        (0, 0, 3)
+    );
+    assert_eq!(row("h location /c/"), (1, 0, 0));
+    assert_eq!(row("s2 location /"), (2, 1, 0));
+    assert_eq!(row("s2 server, answered by its rewrite phase"), (0, 0, 3));
+}
+
+#[test]
+fn targets_nginx_refuses_with_400() {
+    // nginx's URI parser answers these 400 before any phase: they are
+    // never limited, whatever location their normalized path would take.
+    let ng = Nginx::start(
+        "limit_req_zone $binary_remote_addr zone=all:1m rate=1r/m;\n\
+         server { listen 127.0.0.1:PORT;\n\
+           location / { limit_req zone=all burst=1 nodelay; empty_gif; }\n\
+           location /api/ { empty_gif; } }\n",
+        &[],
+    );
+    let mut reqs = Vec::new();
+    for t in [
+        "/x",
+        "/%2e%2e/x",
+        "/a/../../x",
+        "/%00",
+        "/bad%zz",
+        "/x%2",
+        "/..",
+        "/a\x01b",
+        "/a/..",
+        "/p?%zz",
+        "/x",
+        "/x",
+    ] {
+        reqs.push(("h", t, "10.5.0.1"));
+    }
+    let log = ng.send(&reqs);
+    let v = agrees(&log, &ng.main_conf(), &[], &["PASSED", "REJECTED", "-"]);
+    let n = &v["policies"][0]["nginx"];
+    let locs = n["locations"].as_array().unwrap();
+    let bad = locs
+        .iter()
+        .find(|l| l["location"] == "answered 400 by nginx before any limit")
+        .unwrap_or_else(|| panic!("{n}"));
+    assert_eq!(bad["unlimited"], 7, "{n}");
+    assert_eq!(bad["limits"], "400 (never limited)", "{n}");
+    assert_eq!(
+        (locs[0]["passed"].clone(), locs[0]["rejected"].clone()),
+        (2.into(), 3.into()),
+        "{n}"
+    );
+}
+
+#[test]
+fn keys_read_the_uri_and_query_string_rewrites_leave() {
+    // `$arg_x` and `$uri` in a key are the rewritten ones: a replacement's
+    // query string comes first, the request's is appended unless the
+    // replacement ends with `?`.
+    let ng = Nginx::start(
+        "limit_req_zone $arg_x zone=byarg:1m rate=1r/m;\n\
+         limit_req_zone $binary_remote_addr$uri zone=byuri:1m rate=1r/m;\n\
+         server { listen 127.0.0.1:PORT;\n\
+           location /q/ { rewrite ^/q/(\\w+)$ /a/?x=$1 last; }\n\
+           location /d/ { rewrite ^/d/ /a/? last; }\n\
+           location /k/ { rewrite ^/k/ /a/ last; }\n\
+           location /a/ { limit_req zone=byarg burst=1 nodelay; empty_gif; }\n\
+           location /u/ { rewrite ^/u/(\\w+)/(\\w+)$ /v/$2 last; }\n\
+           location /v/ { limit_req zone=byuri burst=1 nodelay; empty_gif; } }\n",
+        &[],
+    );
+    let mut reqs = burst(3, "h", "/q/a", "10.6.0.1");
+    reqs.extend(burst(2, "h", "/q/b?x=z", "10.6.0.1"));
+    reqs.extend(burst(2, "h", "/d/?x=a", "10.6.0.1"));
+    reqs.extend(burst(1, "h", "/k/?x=a", "10.6.0.1"));
+    for t in ["/u/1/p", "/u/2/p", "/u/3/p"] {
+        reqs.push(("h", t, "10.6.0.2"));
+    }
+    let log = ng.send(&reqs);
+    let v = agrees(&log, &ng.main_conf(), &[], &["PASSED", "REJECTED", "-"]);
+    let locs = v["policies"][0]["nginx"]["locations"].as_array().unwrap();
+    let row = |name: &str| {
+        let l = locs.iter().find(|l| l["location"] == name).unwrap();
+        let n = |k: &str| l[k].as_u64().unwrap();
+        (n("passed"), n("rejected"), n("unlimited"))
+    };
+    assert_eq!(row("location /a/"), (4, 2, 2), "{locs:?}");
+    assert_eq!(row("location /v/"), (2, 1, 0), "{locs:?}");
+}

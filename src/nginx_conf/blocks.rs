@@ -5,6 +5,7 @@
 //! lines wait in `pending` until every zone is known.
 
 use super::location::{Match, Node};
+use super::rewrite::Step;
 use super::tree::{Directive, Pos};
 use super::{ConfError, Level, LimitLine, Location, NginxConf, Server};
 
@@ -51,6 +52,8 @@ impl NginxConf {
                 regexes: Vec::new(),
                 fallback: loc,
                 tree: Vec::new(),
+                steps: Vec::new(),
+                twin: None,
                 pos: block.first().map_or(
                     Pos {
                         file: std::sync::Arc::from(self.path.as_path()),
@@ -98,6 +101,9 @@ impl NginxConf {
             dry_run: level.dry_run.unwrap_or(false),
             returns,
             try_named: None,
+            steps: Vec::new(),
+            twin: None,
+            answered: None,
         });
         self.locations.len() - 1
     }
@@ -112,7 +118,7 @@ impl NginxConf {
         let mut own = Level::default();
         let mut names = Vec::new();
         let mut default = false;
-        let mut returns = false;
+        let mut rewrites = Vec::new();
         for x in block {
             match x.name.as_str() {
                 "server_name" => names.extend(x.args.iter().cloned()),
@@ -122,14 +128,16 @@ impl NginxConf {
                         .iter()
                         .any(|a| a == "default_server" || a == "default")
                 }
-                "return" => returns = true,
+                "return" | "rewrite" | "break" => rewrites.push(x),
                 "location" => {}
                 _ => self.level_directive(x, &mut own, "server")?,
             }
         }
         let level = own.inherit(http);
         let si = self.servers.len();
+        let (steps, returns) = self.rewrite_phase(&rewrites, false);
         let fallback = self.push_location("server".into(), si, &level, returns);
+        let twin = self.answered_twin(fallback, &steps);
         pending.push((fallback, level.limits.clone().unwrap_or_default()));
         let mut tree = Vec::new();
         let mut named = Vec::new();
@@ -152,6 +160,8 @@ impl NginxConf {
             regexes,
             fallback,
             tree,
+            steps,
+            twin,
             pos: d.pos.clone(),
         });
         Ok(())
@@ -197,11 +207,11 @@ impl NginxConf {
             }
         };
         let mut own = Level::default();
-        let mut returns = server_returns;
+        let mut rewrites = Vec::new();
         let mut try_files: Option<&Directive> = None;
         for x in block {
             match x.name.as_str() {
-                "return" => returns = true,
+                "return" | "rewrite" | "break" => rewrites.push(x),
                 "location" => {}
                 "try_files" => try_files = Some(x),
                 _ => self.level_directive(x, &mut own, "location")?,
@@ -209,7 +219,13 @@ impl NginxConf {
         }
         let level = own.inherit(outer);
         let name = format!("location {}", d.args.join(" "));
+        let (steps, own_return) = self.rewrite_phase(&rewrites, matches!(how, Match::Named(_)));
+        let returns = server_returns || own_return;
         let index = self.push_location(name, server, &level, returns);
+        if !returns {
+            self.locations[index].twin = self.answered_twin(index, &steps);
+            self.locations[index].steps = steps;
+        }
         let limits = level.limits.clone().unwrap_or_default();
         if let Some(t) = try_files {
             match t.args.last() {
@@ -235,6 +251,29 @@ impl NginxConf {
             index,
             children,
         })
+    }
+
+    /// A block's rewrite-phase lines as steps run per URI, and whether a
+    /// `return` answers every request first (then no steps). In a named
+    /// location (reached through `try_files`, which drip routes apart)
+    /// only a leading `return` is modelled; other lines are noted.
+    fn rewrite_phase(&mut self, dirs: &[&Directive], named: bool) -> (Vec<Step>, bool) {
+        if dirs.first().is_some_and(|d| d.name == "return") {
+            return (Vec::new(), true);
+        }
+        if named {
+            for d in dirs.iter().filter(|d| d.name == "rewrite") {
+                self.note(
+                    &d.pos,
+                    "rewrite",
+                    "it is in a named location; rows are routed by the URI as logged",
+                );
+            }
+            return (Vec::new(), dirs.iter().any(|d| d.name == "return"));
+        }
+        let steps = self.rewrite_steps(dirs);
+        self.answers.rewriting |= !steps.is_empty();
+        (steps, false)
     }
 
     /// Points each `try_files … @name` of the server just read at its

@@ -61,11 +61,6 @@ impl NginxConf {
                 "limit_conn",
                 "it limits concurrent connections, which a log does not show; requests it refuses are counted as limit_req sees them",
             ),
-            "rewrite" if ctx != "http" => self.note(
-                &d.pos,
-                "rewrite",
-                "it can change the URI and so the location; rows are routed by the URI as logged",
-            ),
             "set" if ctx != "http" => {
                 if let Some(v) = d.args.first().and_then(|a| a.strip_prefix('$')) {
                     self.unmodelled_vars

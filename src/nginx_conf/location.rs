@@ -114,18 +114,45 @@ pub fn normalize(target: &str) -> String {
 
 /// [`normalize`], appending the bytes to `out` (no allocation of its own).
 pub fn normalize_into(target: &[u8], out: &mut Vec<u8>) {
+    normalize_checked::<false>(target, out);
+}
+
+/// True when nginx answers a request for `target` with 400 before any
+/// phase runs, as its request-line and URI parsers do: a control byte
+/// (below 0x20, or 0x7f; a log writes it `\xHH`) anywhere, and in the
+/// path a `%` not followed by two hex digits, a `%00`, or a `..` segment
+/// that climbs above the root (`/%2e%2e/x`: escaped dots and slashes count
+/// as written).
+pub fn bad_request(target: &[u8]) -> bool {
+    // Most targets have no escape, no control byte and no `/.`: one pass.
+    let mut prev = 0;
+    let mut plain = true;
+    for &c in target {
+        plain &= !(c < 0x20 || c == 0x7f || c == b'%' || c == b'\\' || (c == b'.' && prev == b'/'));
+        prev = c;
+    }
+    !plain && normalize_checked::<true>(target, &mut Vec::new())
+}
+
+/// [`normalize_into`]; with `CHECK`, also whether nginx refuses the
+/// target with 400 (else false).
+fn normalize_checked<const CHECK: bool>(target: &[u8], out: &mut Vec<u8>) -> bool {
     let t = path_of(target);
     let end = t
         .iter()
         .position(|&c| c == b'?' || c == b'#')
         .unwrap_or(t.len());
-    let t = &t[..end];
+    let (t, rest) = t.split_at(end);
+    let mut bad = CHECK && (0..rest.len()).any(|i| control_at(rest, i));
     let base = out.len();
     out.push(b'/');
     let hex = |c: u8| (c as char).to_digit(16).map(|d| d as u8);
     let mut i = 0;
     while i < t.len() {
         let mut c = t[i];
+        if CHECK && control_at(t, i) {
+            bad = true;
+        }
         i += 1;
         if c == b'%'
             && i + 1 < t.len()
@@ -133,9 +160,17 @@ pub fn normalize_into(target: &[u8], out: &mut Vec<u8>) {
         {
             c = h * 16 + l;
             i += 2;
+            if CHECK && c == 0 {
+                bad = true;
+            }
+        } else if CHECK && c == b'%' {
+            bad = true;
         }
         if c == b'/' {
-            close_segment(out, base);
+            let climbed = close_segment(out, base);
+            if CHECK && climbed {
+                bad = true;
+            }
             if out.last() != Some(&b'/') {
                 out.push(b'/');
             }
@@ -143,7 +178,25 @@ pub fn normalize_into(target: &[u8], out: &mut Vec<u8>) {
             out.push(c);
         }
     }
-    close_segment(out, base);
+    let climbed = close_segment(out, base);
+    bad || (CHECK && climbed)
+}
+
+/// True when the byte at `i` is a control byte, or a log's `\xHH`
+/// writing one (nginx and Apache write a backslash itself otherwise).
+#[inline(always)]
+fn control_at(t: &[u8], i: usize) -> bool {
+    let c = t[i];
+    c < 0x20 || c == 0x7f || (c == b'\\' && escaped_control(t, i))
+}
+
+#[cold]
+fn escaped_control(t: &[u8], i: usize) -> bool {
+    t.get(i + 1) == Some(&b'x')
+        && t.get(i + 2..i + 4)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok())
+            .is_some_and(|c| c < 0x20 || c == 0x7f)
 }
 
 /// The target without an absolute form's scheme and host.
@@ -161,8 +214,9 @@ fn path_of(target: &[u8]) -> &[u8] {
 }
 
 /// Resolves the last segment of the path written from `base` on when it
-/// is `.` (dropped) or `..` (dropped with the one before it).
-fn close_segment(out: &mut Vec<u8>, base: usize) {
+/// is `.` (dropped) or `..` (dropped with the one before it); true when a
+/// `..` would climb above the root.
+fn close_segment(out: &mut Vec<u8>, base: usize) -> bool {
     let slash = |out: &[u8]| base + out[base..].iter().rposition(|&c| c == b'/').unwrap_or(0);
     let start = slash(out) + 1;
     match &out[start..] {
@@ -174,10 +228,12 @@ fn close_segment(out: &mut Vec<u8>, base: usize) {
                 out.truncate(prev + 1);
             } else {
                 out.push(b'/');
+                return true;
             }
         }
         _ => {}
     }
+    false
 }
 
 /// A variable nginx derives from the request target.
@@ -223,16 +279,35 @@ impl Target {
                     out.push(b'?');
                 }
             }
-            Target::Arg(name) => {
-                let query = query.unwrap_or_default();
-                let value = query.split(|&c| c == b'&').find_map(|kv| {
-                    let (k, v) = kv.split_at(kv.iter().position(|&c| c == b'=')?);
-                    k.eq_ignore_ascii_case(name).then(|| &v[1..])
-                });
-                out.extend_from_slice(value.unwrap_or_default());
-            }
+            Target::Arg(name) => arg(query.unwrap_or_default(), name, out),
         }
     }
+
+    /// Appends the variable's value for a request whose rewrites left
+    /// `uri` and `args` (`$request_uri` stays the target as sent: use
+    /// [`Target::eval`]).
+    pub fn eval_rewritten(&self, uri: &[u8], args: &[u8], out: &mut Vec<u8>) {
+        match self {
+            Target::RequestUri => {}
+            Target::Uri => out.extend_from_slice(uri),
+            Target::Args => out.extend_from_slice(args),
+            Target::IsArgs => {
+                if !args.is_empty() {
+                    out.push(b'?');
+                }
+            }
+            Target::Arg(name) => arg(args, name, out),
+        }
+    }
+}
+
+/// Appends the value of the first `name=` of `query` (caseless) to `out`.
+fn arg(query: &[u8], name: &[u8], out: &mut Vec<u8>) {
+    let value = query.split(|&c| c == b'&').find_map(|kv| {
+        let (k, v) = kv.split_at(kv.iter().position(|&c| c == b'=')?);
+        k.eq_ignore_ascii_case(name).then(|| &v[1..])
+    });
+    out.extend_from_slice(value.unwrap_or_default());
 }
 
 #[cfg(test)]
@@ -327,6 +402,46 @@ mod tests {
             ("/x%2", "/x%2"),
         ] {
             assert_eq!(normalize(raw), want, "{raw}");
+        }
+    }
+
+    #[test]
+    fn targets_nginx_answers_with_400() {
+        for bad in [
+            "/%2e%2e/x",
+            "/..",
+            "/a/../../x",
+            "//../x",
+            "/a/%2E%2e%2F..",
+            "/%00",
+            "/a%0",
+            "/bad%zz",
+            "/x%2",
+            "/a\x01b",
+            "/p?a=\u{7f}",
+            r"/a\x01b",
+            r"/a?\x7F",
+            "http://h/../x",
+        ] {
+            assert!(bad_request(bad.as_bytes()), "{bad:?}");
+        }
+        for good in [
+            "/",
+            "/a/..",
+            "/a/../b",
+            "/...",
+            "/a/..b",
+            "/%25zz",
+            "/%2e",
+            "/p?x=%zz",
+            "/a/./..",
+            "/p#/../..",
+            "/%3F..",
+            "",
+            r"/a\x41",
+            r"/a\x5C",
+        ] {
+            assert!(!bad_request(good.as_bytes()), "{good:?}");
         }
     }
 

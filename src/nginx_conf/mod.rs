@@ -18,6 +18,7 @@ pub mod expr;
 pub mod geo;
 pub mod location;
 mod maps;
+pub mod rewrite;
 mod select;
 pub mod setup;
 mod status;
@@ -103,6 +104,14 @@ pub struct Location {
     /// The named location its `try_files … @name` passes requests to
     /// (index into [`NginxConf::locations`]).
     pub try_named: Option<usize>,
+    /// Its own `rewrite`, `return` and `break` lines, when they must be run
+    /// per URI (not when a `return` comes first: then `returns`).
+    pub steps: Vec<rewrite::Step>,
+    /// The entry of the rows its rewrite phase answers.
+    pub twin: Option<usize>,
+    /// For an entry of rows nginx answers before `limit_req` (not a
+    /// location of the config): how, for the report.
+    pub answered: Option<&'static str>,
 }
 
 /// One `server { }`.
@@ -116,6 +125,11 @@ pub struct Server {
     /// Index of its own settings in [`NginxConf::locations`].
     pub fallback: usize,
     pub tree: Vec<Node>,
+    /// Its server-level `rewrite`, `return` and `break` lines, when they
+    /// must be run per URI.
+    pub steps: Vec<rewrite::Step>,
+    /// The entry of the rows its server rewrite phase answers.
+    pub twin: Option<usize>,
     pub pos: Pos,
 }
 
@@ -151,6 +165,18 @@ pub enum VarSource {
     Request(location::Target, String),
 }
 
+/// Entries of rows nginx answers before any `limit_req`, whatever the
+/// config's locations say.
+#[derive(Clone, Debug, Default)]
+pub struct Answers {
+    /// A target nginx's URI parser refuses (400).
+    pub bad_request: usize,
+    /// A URI rewritten more than 10 times (500).
+    pub cycle: usize,
+    /// True when some server or location has rewrites run per URI.
+    pub rewriting: bool,
+}
+
 /// A whole config, as `limit_req` sees it.
 #[derive(Clone, Debug)]
 pub struct NginxConf {
@@ -162,6 +188,7 @@ pub struct NginxConf {
     pub servers: Vec<Server>,
     pub log_formats: Vec<LogFormat>,
     pub access_logs: Vec<AccessLog>,
+    pub answers: Answers,
     /// One line per directive that may change a decision and is not
     /// modelled.
     pub notes: Vec<String>,
@@ -240,6 +267,7 @@ impl NginxConf {
                 pos: None,
             }],
             access_logs: Vec::new(),
+            answers: Answers::default(),
             notes: Vec::new(),
             assumptions: Vec::new(),
             try_pending: Vec::new(),
@@ -281,7 +309,31 @@ impl NginxConf {
         }
         c.resolve_zones(pending)?;
         c.check_maps()?;
+        c.answers.bad_request = c.answered_entry(
+            "answered 400 by nginx before any limit",
+            "400 (never limited)",
+        );
+        c.answers.cycle = c.answered_entry(
+            "answered 500 by nginx (rewrite cycle) before any limit",
+            "500 (never limited)",
+        );
         Ok(c)
+    }
+
+    /// An entry for rows nginx answers before any location limits them.
+    fn answered_entry(&mut self, name: &str, how: &'static str) -> usize {
+        self.locations.push(Location {
+            name: name.into(),
+            server: 0,
+            limits: Vec::new(),
+            dry_run: false,
+            returns: true,
+            try_named: None,
+            steps: Vec::new(),
+            twin: None,
+            answered: Some(how),
+        });
+        self.locations.len() - 1
     }
 
     fn note(&mut self, pos: &Pos, what: &str, why: &str) {

@@ -77,6 +77,9 @@ impl NginxConf {
         let want = name.trim();
         let want = want.strip_prefix("location ").unwrap_or(want).trim();
         self.locations.iter().position(|l| {
+            if l.answered.is_some() {
+                return false;
+            }
             let n = l
                 .name
                 .rsplit_once("location ")

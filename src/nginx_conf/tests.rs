@@ -531,3 +531,64 @@ fn try_files_passes_to_its_named_location() {
         c.notes[0]
     );
 }
+
+#[test]
+fn rewrites_choose_the_location_as_nginx_does() {
+    let c = conf(
+        "http { limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n\
+         server { server_name a;\n\
+           rewrite ^/old/(.*)$ /new/$1 last;\n\
+           rewrite ^/gone/ /x permanent;\n\
+           location / { }\n\
+           location /new/ { limit_req zone=z; }\n\
+           location /l/ { rewrite ^/l/(.*)$ /new/$1?x=1 last; }\n\
+           location /b/ { rewrite ^ /new/ break; limit_req zone=z burst=2; }\n\
+           location /loop/ { rewrite ^ /loop/x; }\n\
+           location /v/ { rewrite ^ /new/$host last; }\n\
+           location /ret/ { rewrite ^/ret/k$ /new/ last; return 404; }\n\
+           location @app { rewrite ^ /new/; }\n\
+         }\n\
+         server { server_name s; rewrite ^/k/ /k last; return 404; location / { } } }",
+    )
+    .unwrap();
+    let at = |s: usize, u: &str| c.locations[c.route_rewritten(s, u)].name.clone();
+    assert_eq!(at(0, "/old/p"), "a location /new/");
+    assert_eq!(at(0, "/gone/p"), "a server, answered by its rewrite phase");
+    assert_eq!(at(0, "/l/p"), "a location /new/");
+    assert_eq!(at(0, "/b/p"), "a location /b/");
+    assert_eq!(
+        at(0, "/loop/"),
+        "answered 500 by nginx (rewrite cycle) before any limit"
+    );
+    assert_eq!(at(0, "/ret/k"), "a location /new/");
+    assert_eq!(
+        at(0, "/ret/j"),
+        "a location /ret/, answered by its rewrite phase"
+    );
+    // What drip cannot evaluate is passed over, with a note naming it.
+    assert_eq!(at(0, "/v/p"), "a location /v/");
+    let notes = c.notes.join("\n");
+    assert!(
+        notes
+            .contains("nginx.conf:10: 'rewrite' is not modelled: its replacement reads a variable"),
+        "{notes}"
+    );
+    assert!(
+        notes.contains("nginx.conf:12: 'rewrite' is not modelled: it is in a named location"),
+        "{notes}"
+    );
+    // A server's rewrite `last` stops its later `return`.
+    assert_eq!(at(1, "/k/a"), "s location /");
+    assert_eq!(at(1, "/x"), "s server, answered by its rewrite phase");
+    // The answered entries are not locations --nginx-location can name.
+    assert_eq!(
+        c.location_named("answered 400 by nginx before any limit"),
+        None
+    );
+    // $uri and $args as the rewrites leave them, for keys.
+    let (l, req) = c.route_request(0, "/l/p", "y=2");
+    assert_eq!(c.locations[l].name, "a location /new/");
+    let req = req.unwrap();
+    assert_eq!((req.uri.as_str(), req.args.as_str()), ("/new/p", "x=1&y=2"));
+    assert_eq!(c.route_request(0, "/new/p", "y=2").1, None);
+}

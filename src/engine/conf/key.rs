@@ -7,6 +7,7 @@ use crate::ingest::input::Event;
 use crate::ingest::keys::{EMPTY_KEY, Interner, KeyNames};
 use crate::nginx_conf::geo::Geo;
 use crate::nginx_conf::location::Target;
+use crate::nginx_conf::rewrite::Rewritten;
 use crate::nginx_conf::{NginxConf, VarSource};
 use crate::policy::nginx::NginxState;
 use anyhow::{Result, anyhow, bail};
@@ -87,7 +88,13 @@ fn compile(
 
 /// Appends the value of `parts` for the row to `out`.
 #[inline]
-fn eval(parts: &[CPart], ev: &Event, names: &[KeyNames], out: &mut Vec<u8>) {
+fn eval(
+    parts: &[CPart],
+    ev: &Event,
+    names: &[KeyNames],
+    rw: Option<&Rewritten>,
+    out: &mut Vec<u8>,
+) {
     for p in parts {
         match p {
             CPart::Lit(l) => out.extend_from_slice(l),
@@ -97,6 +104,9 @@ fn eval(parts: &[CPart], ev: &Event, names: &[KeyNames], out: &mut Vec<u8>) {
                 }
             }
             CPart::Absent => {}
+            CPart::Target(t, _) if let Some(r) = rw.filter(|_| *t != Target::RequestUri) => {
+                t.eval_rewritten(r.uri.as_bytes(), r.args.as_bytes(), out)
+            }
             CPart::Target(t, s) => {
                 if ev.keys[*s] != EMPTY_KEY {
                     t.eval(names[*s].get(ev.keys[*s]), out);
@@ -104,18 +114,18 @@ fn eval(parts: &[CPart], ev: &Event, names: &[KeyNames], out: &mut Vec<u8>) {
             }
             CPart::Geo(g) => {
                 let start = out.len();
-                eval(&g.0, ev, names, out);
+                eval(&g.0, ev, names, rw, out);
                 let value = g.1.lookup(&out[start..]);
                 out.truncate(start);
                 out.extend_from_slice(value.as_bytes());
             }
             CPart::Map(m) => {
                 let start = out.len();
-                eval(&m.source, ev, names, out);
+                eval(&m.source, ev, names, rw, out);
                 out[start..].make_ascii_lowercase();
                 let chosen = m.entries.get(&out[start..]).unwrap_or(&m.default);
                 out.truncate(start);
-                eval(chosen, ev, names, out);
+                eval(chosen, ev, names, rw, out);
             }
         }
     }
@@ -243,7 +253,8 @@ impl Keys {
         })
     }
 
-    /// The key id of zone `z` for this row of `server`; `None` exempts it.
+    /// The key id of zone `z` for this row of `server` (`rw`: its `$uri`
+    /// and `$args` after rewrites); `None` exempts it.
     #[inline]
     pub(super) fn key(
         &mut self,
@@ -252,6 +263,7 @@ impl Keys {
         server: usize,
         ev: &Event,
         names: &[KeyNames],
+        rw: Option<&Rewritten>,
     ) -> Option<u32> {
         match self.zones[z].plan {
             KeyPlan::Field(slot) => {
@@ -270,7 +282,7 @@ impl Keys {
                     )
                 });
                 self.buf.clear();
-                eval(parts, ev, names, &mut self.buf);
+                eval(parts, ev, names, rw, &mut self.buf);
                 // nginx exempts empty keys and keys over 65535 bytes.
                 if self.buf.is_empty() || self.buf.len() > 65535 {
                     return None;

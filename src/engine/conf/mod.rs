@@ -93,6 +93,16 @@ impl LogFields<'_> {
         self.0.is_some_and(|n| n.iter().any(|x| x == f))
     }
 
+    /// True when the `uri` field is the target a reader takes from
+    /// `$request` (not a logged `$uri`): the log has `$request`, and
+    /// `method`, `uri` and `protocol` follow each other as readers add them.
+    fn derived_uri(self) -> bool {
+        self.0.is_some_and(|n| {
+            n.iter().any(|x| x == "request")
+                && n.windows(3).any(|w| w == ["method", "uri", "protocol"])
+        })
+    }
+
     /// True when the fields cannot be known before reading.
     fn unknown(self) -> bool {
         self.0.is_none()
@@ -308,7 +318,8 @@ impl ConfExec {
         let (now, cost) = (ev.at, u64::from(ev.cost));
         for i in 0..self.locs[l].limits.len() {
             let (z, p) = self.locs[l].limits[i];
-            let Some(k) = self.keys.key(&self.conf, z, server, ev, names) else {
+            let rw = self.router.rewritten();
+            let Some(k) = self.keys.key(&self.conf, z, server, ev, names, rw) else {
                 continue;
             };
             let zone = &mut self.keys.zones[z];

@@ -7,7 +7,8 @@ use super::{ConfOptions, LogFields};
 use crate::ingest::input::Event;
 use crate::ingest::keys::{EMPTY_KEY, KeyNames};
 use crate::nginx_conf::NginxConf;
-use crate::nginx_conf::location::{Match, Node, normalize};
+use crate::nginx_conf::location::{Match, Node, Target, bad_request, normalize};
+use crate::nginx_conf::rewrite::Rewritten;
 use anyhow::{Result, anyhow, bail};
 
 /// Where rows go, and what has been learnt of their hosts and URIs.
@@ -15,6 +16,9 @@ pub(super) struct Router {
     /// The location of every row (`--nginx-location`).
     pub(super) forced: Option<usize>,
     uri_slot: Option<usize>,
+    /// True when the URI field is the target as the client sent it (from
+    /// `$request`), which nginx may refuse with 400.
+    raw_target: bool,
     host_slot: Option<usize>,
     /// The server of every row when the log has no host field.
     fixed_server: Option<usize>,
@@ -30,6 +34,30 @@ pub(super) struct Router {
     pub(super) static_files: Option<regex::Regex>,
     /// Server per host id.
     hosts: Vec<u32>,
+    /// When the config has rewrites: what they made of each URI.
+    rewrites: Option<RowRewrites>,
+}
+
+/// The `$uri` and `$args` rewrites made of each URI, for keys.
+struct RowRewrites {
+    table: Vec<Rewritten>,
+    /// Per server, per URI id: index into `table` (`u32::MAX`: unchanged).
+    ids: Vec<Vec<u32>>,
+    /// The row being decided's.
+    row: u32,
+}
+
+impl RowRewrites {
+    fn record(&mut self, server: usize, i: usize, r: Option<Rewritten>) {
+        let ids = &mut self.ids[server];
+        if i >= ids.len() {
+            ids.resize(i + 1, u32::MAX);
+        }
+        ids[i] = r.map_or(u32::MAX, |r| {
+            self.table.push(r);
+            (self.table.len() - 1) as u32
+        });
+    }
 }
 
 /// The location `--nginx-location` names, if it names one.
@@ -43,6 +71,7 @@ pub(super) fn forced(conf: &NginxConf, name: Option<&str>) -> Result<Option<usiz
             conf.path.display(),
             conf.locations
                 .iter()
+                .filter(|l| l.answered.is_none())
                 .map(|l| l.name.as_str())
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -74,12 +103,27 @@ impl Router {
     ) -> Result<Router> {
         let tried =
             opts.static_files.is_some() && conf.locations.iter().any(|l| l.try_named.is_some());
-        let routed = forced.is_none() && (tried || conf.servers.iter().any(|s| !trivial(&s.tree)));
         let uri_field = opts
             .overrides
             .get("uri")
             .cloned()
             .unwrap_or_else(|| "uri".into());
+        let raw_target = uri_field == "request_uri" || (uri_field == "uri" && log.derived_uri());
+        // A config whose one `location /` takes every URI is not routed
+        // (reading each row's URI costs): rows nginx would answer 400 are
+        // then decided by that location.
+        let mut routed =
+            forced.is_none() && (tried || conf.servers.iter().any(|s| !trivial(&s.tree)));
+        if forced.is_none() && !routed && conf.answers.rewriting {
+            // Rewrites alone need the URI only when the log has it.
+            routed = log.has(&uri_field);
+            if !routed && !quiet {
+                eprintln!(
+                    "drip: {} has rewrites, and the log has no field '{uri_field}' to run them on: rows are decided as requests for / would be; log $request or $uri, or give --nginx-var uri=FIELD",
+                    conf.path.display()
+                );
+            }
+        }
         if routed && !log.has(&uri_field) {
             bail!(
                 "{} has locations, and routing rows to them needs the request's URI, but the log has no field '{uri_field}' (its fields: {}); log $uri or $request, give --nginx-var uri=FIELD, or send every row to one location with --nginx-location",
@@ -105,7 +149,7 @@ impl Router {
         let static_files = opts.static_files.cloned();
         let roots = (0..conf.servers.len())
             .map(|s| {
-                let l = conf.route(s, "/");
+                let l = conf.route_rewritten(s, "/");
                 (l, named(conf, static_files.as_ref(), l, "/"))
             })
             .collect();
@@ -122,11 +166,17 @@ impl Router {
             roots,
             forced,
             uri_slot,
+            raw_target,
             host_slot,
             fixed_server,
             routes: vec![Vec::new(); conf.servers.len()],
             hosts: Vec::new(),
             static_files,
+            rewrites: (routed && conf.answers.rewriting).then(|| RowRewrites {
+                table: Vec::new(),
+                ids: vec![Vec::new(); conf.servers.len()],
+                row: u32::MAX,
+            }),
         })
     }
 
@@ -146,6 +196,9 @@ impl Router {
         let server = self.server(conf, ev, names);
         let id = self.uri_slot.map_or(EMPTY_KEY, |u| ev.keys[u]);
         if id == EMPTY_KEY {
+            if let Some(rw) = &mut self.rewrites {
+                rw.row = u32::MAX;
+            }
             return self.roots[server];
         }
         let routes = &mut self.routes[server];
@@ -154,11 +207,21 @@ impl Router {
             routes.resize(i + 1, u32::MAX);
         }
         if routes[i] == u32::MAX {
-            let u = self.uri_slot.unwrap_or_default();
-            let uri = normalize(&String::from_utf8_lossy(names[u].get(id)));
-            let l = conf.route(server, &uri) as u32;
-            let file = self.static_files.as_ref().is_some_and(|r| r.is_match(&uri));
-            routes[i] = if file { l | FILE } else { l };
+            let target = names[self.uri_slot.unwrap_or_default()].get(id);
+            let (r, rewritten) = resolve(
+                conf,
+                server,
+                target,
+                self.raw_target,
+                self.static_files.as_ref(),
+            );
+            routes[i] = r;
+            if let Some(rw) = &mut self.rewrites {
+                rw.record(server, i, rewritten);
+            }
+        }
+        if let Some(rw) = &mut self.rewrites {
+            rw.row = rw.ids[server][i];
         }
         let r = routes[i];
         let l = (r & !FILE) as usize;
@@ -170,6 +233,14 @@ impl Router {
             l,
             (r & FILE == 0 && then != u32::MAX).then_some(then as usize),
         )
+    }
+
+    /// The `$uri` and `$args` rewrites made of the row last routed, when
+    /// they changed them.
+    #[inline]
+    pub(super) fn rewritten(&self) -> Option<&Rewritten> {
+        let rw = self.rewrites.as_ref()?;
+        rw.table.get(rw.row as usize)
     }
 
     /// The server of `conf` this row goes to.
@@ -192,6 +263,33 @@ impl Router {
         }
         self.hosts[i] as usize
     }
+}
+
+/// The cached route of a URI not seen before in `server`: the location
+/// entry, with [`FILE`] when `--static` matches it.
+#[cold]
+#[inline(never)]
+fn resolve(
+    conf: &NginxConf,
+    server: usize,
+    target: &[u8],
+    raw_target: bool,
+    static_files: Option<&regex::Regex>,
+) -> (u32, Option<Rewritten>) {
+    if raw_target && bad_request(target) {
+        return (conf.answers.bad_request as u32, None);
+    }
+    let uri = normalize(&String::from_utf8_lossy(target));
+    let (l, rewritten) = if conf.answers.rewriting {
+        let mut args = Vec::new();
+        Target::Args.eval(target, &mut args);
+        conf.route_request(server, &uri, &String::from_utf8_lossy(&args))
+    } else {
+        (conf.route(server, &uri), None)
+    };
+    let l = l as u32;
+    let file = static_files.is_some_and(|r| r.is_match(&uri));
+    (if file { l | FILE } else { l }, rewritten)
 }
 
 /// Set in a cached route when the URI is a file that exists (`--static`).

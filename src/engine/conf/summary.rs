@@ -41,6 +41,7 @@ impl ConfExec {
                 "{u} has limit_req and matched no row of the log: untested (--fail-untested makes this fail)"
             ));
         }
+        notes.extend(self.answered_notes());
         let unused_zones = unused_zones(conf);
         for z in &unused_zones {
             notes.push(format!("{z} is defined and no limit_req uses it"));
@@ -62,6 +63,26 @@ impl ConfExec {
             untested,
             unused_zones,
         }
+    }
+
+    /// How many rows nginx answers before any location limits them.
+    fn answered_notes(&self) -> Vec<String> {
+        let a = &self.conf.answers;
+        let rows = |i: usize| self.locs[i].counts.iter().sum::<u64>();
+        let mut notes = Vec::new();
+        if rows(a.bad_request) > 0 {
+            notes.push(format!(
+                "{} rows have a target nginx's parser refuses (a '..' above the root, a bad or %00 escape, a control byte): answered 400 by nginx before any limit",
+                rows(a.bad_request)
+            ));
+        }
+        if rows(a.cycle) > 0 {
+            notes.push(format!(
+                "{} rows are rewritten more than 10 times: answered 500 by nginx (rewrite cycle) before any limit",
+                rows(a.cycle)
+            ));
+        }
+        notes
     }
 
     /// What routing through `try_files … @name` assumed, one line per
@@ -120,7 +141,9 @@ fn unused_zones(conf: &NginxConf) -> Vec<String> {
 /// One location's row: its limits as written, and its rows by status.
 fn location_row(conf: &NginxConf, l: &LocRun, c: &crate::nginx_conf::Location) -> NginxLocationRow {
     let n = |s: Status| l.counts[s as usize];
-    let limits = if l.returns {
+    let limits = if let Some(how) = c.answered {
+        how.into()
+    } else if l.returns {
         "return (never limited)".into()
     } else if c.limits.is_empty() {
         "none".into()
