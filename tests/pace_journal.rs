@@ -333,3 +333,32 @@ fn records_of_a_slow_input_are_in_the_journal_before_its_head_is_read() {
     );
     assert_eq!(other.status.code(), Some(2));
 }
+
+#[test]
+fn a_full_backlog_on_a_resumed_run_names_the_input_line_counting_the_skipped() {
+    let dir = tmpdir();
+    let journal = dir.join("j");
+    let args = [
+        "--rate",
+        "1/s",
+        "--burst",
+        "2",
+        "--on-full",
+        "fail",
+        "--journal",
+        s(&journal),
+    ];
+    let input = numbered(10);
+    // Line 1 goes out, 2 and 3 wait, 4 finds no room.
+    let first = run_pace(&args, &input);
+    assert_eq!(first.status.code(), Some(3));
+    assert_eq!(lines(&first.stdout), ["1"]);
+    let err = String::from_utf8_lossy(&first.stderr);
+    assert!(err.contains("backlog full at input line 4:"), "{err}");
+    // Line 1 is skipped: 2 goes out, 3 and 4 wait, 5 finds no room.
+    let rerun = run_pace(&args, &input);
+    assert_eq!(rerun.status.code(), Some(3));
+    assert_eq!(lines(&rerun.stdout), ["2"]);
+    let err = String::from_utf8_lossy(&rerun.stderr);
+    assert!(err.contains("backlog full at input line 5:"), "{err}");
+}

@@ -424,3 +424,82 @@ fn a_command_that_cannot_run_stops_the_run_with_one_message() {
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read(&rejects).unwrap(), b"a\nb\nc\n");
 }
+
+#[test]
+fn one_thread_relays_the_output_of_every_running_command() {
+    let mut child = spawn_pace(&[
+        "--rate",
+        "1000/s",
+        "-j",
+        "40",
+        "--",
+        "sh",
+        "-c",
+        "echo $1; sleep 1",
+        "_",
+    ]);
+    let mut stdin = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, &numbered(40)).unwrap();
+    drop(stdin);
+    // All 40 run at once by now; drip's own threads stay a handful.
+    thread::sleep(Duration::from_millis(600));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    let threads: usize = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(lines(&out.stdout).len(), 40);
+    assert!(threads <= 8, "{threads} threads for 40 commands");
+}
+
+#[test]
+fn a_command_that_closes_its_output_early_is_waited_for() {
+    let script = "echo $1; exec >&- 2>&-; sleep 0.4; exit 3";
+    let out = run_pace(
+        &[
+            "--rate",
+            "100/s",
+            "--stats=json",
+            "--",
+            "sh",
+            "-c",
+            script,
+            "_",
+        ],
+        b"a\n",
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(lines(&out.stdout), ["a"]);
+    let v = summary(&out.stderr);
+    assert_eq!(v["commands"]["failed"], 1, "{v}");
+    assert!(
+        v["commands"]["duration_p50_ms"].as_f64().unwrap() >= 399.0,
+        "{v}"
+    );
+}
+
+#[test]
+fn a_command_found_on_path_sees_its_name_as_given() {
+    let out = run_pace(
+        &[
+            "--rate",
+            "100/s",
+            "--",
+            "sh",
+            "-c",
+            "tr '\\0' ' ' < /proc/$$/cmdline",
+            "_",
+        ],
+        b"x\n",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        lines(&out.stdout),
+        ["sh -c tr '\\0' ' ' < /proc/$$/cmdline _ x "]
+    );
+}

@@ -11,9 +11,11 @@
 //! groups SIGTERM. Identical records run identical commands, so a
 //! record's retry count is kept by its bytes.
 
-use super::passthru::{Exit, Printer, Watch};
+use super::passthru::{Exit, Printer};
 use super::reader::Shared;
+use super::relay::{Relay, Started};
 use crate::cli::{Codes, RunArgs};
+use crate::clock::MonotonicClock;
 use crate::time::Nanos;
 use crate::wait_stats::WaitStats;
 use anyhow::Context;
@@ -23,7 +25,7 @@ use std::ffi::{OsStr, OsString};
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
@@ -32,6 +34,9 @@ use std::sync::Arc;
 #[derive(Clone)]
 pub(super) struct JobsConfig {
     argv: Vec<OsString>,
+    /// The program found on `PATH` once, so each start does not search
+    /// it again (the command still sees `argv[0]` as given).
+    program: PathBuf,
     /// Whether some argument holds `{}` (else the record is appended).
     placeholder: bool,
     jobs: usize,
@@ -55,6 +60,7 @@ impl JobsConfig {
             .iter()
             .any(|a| find(a.as_bytes(), b"{}").is_some());
         Some(JobsConfig {
+            program: on_path(&args.command[0]),
             argv: args.command.clone(),
             placeholder,
             jobs: usize::try_from(args.jobs).unwrap_or(usize::MAX),
@@ -73,7 +79,8 @@ impl JobsConfig {
     /// newline, taken off).
     fn command(&self, text: &[u8]) -> Command {
         let arg = OsStr::from_bytes(text);
-        let mut cmd = Command::new(&self.argv[0]);
+        let mut cmd = Command::new(&self.program);
+        cmd.arg0(&self.argv[0]);
         for a in &self.argv[1..] {
             if self.placeholder {
                 cmd.arg(OsStr::from_bytes(&replace_all(a.as_bytes(), b"{}", text)));
@@ -118,6 +125,8 @@ pub(super) struct Jobs {
     config: JobsConfig,
     separator: u8,
     printer: Arc<Printer>,
+    /// The thread that passes the commands' output on and reaps them.
+    relay: Relay,
     /// Process ids (and groups) of the commands running.
     running: HashSet<u32>,
     /// Commands started, in order (for `--keep-order`).
@@ -136,11 +145,14 @@ pub(super) struct Jobs {
 }
 
 impl Jobs {
+    /// Ready to run commands printing on `stdout` and `stderr`; their
+    /// exits are reported into `shared`, their durations read on `clock`.
     pub(super) fn start(
         config: JobsConfig,
         separator: u8,
-        stdout: File,
-        stderr: File,
+        (stdout, stderr): (File, File),
+        shared: Arc<Shared>,
+        clock: MonotonicClock,
     ) -> anyhow::Result<Jobs> {
         let failed_file = match &config.failed {
             Some(p) => Some(BufWriter::new(File::create(p).with_context(|| {
@@ -148,8 +160,12 @@ impl Jobs {
             })?)),
             None => None,
         };
+        let printer = Arc::new(Printer::new(stdout, stderr, config.keep_order));
+        let relay = Relay::start(Arc::clone(&printer), shared, clock)
+            .context("cannot start the thread that passes the commands' output on")?;
         Ok(Jobs {
-            printer: Arc::new(Printer::new(stdout, stderr, config.keep_order)),
+            printer,
+            relay,
             config,
             separator,
             running: HashSet::new(),
@@ -179,28 +195,19 @@ impl Jobs {
     }
 
     /// Starts the command of `record` (input position `line`) at real
-    /// instant `at`; a watcher
-    /// thread passes its output on and reports its exit into `shared`.
-    /// True when it is the record's first attempt (a retry is counted
-    /// apart). An error: the command cannot be run at all.
-    pub(super) fn spawn(
-        &mut self,
-        record: Vec<u8>,
-        line: u64,
-        at: Nanos,
-        s: Arc<Shared>,
-        now: impl Fn() -> Nanos + Send + 'static,
-    ) -> anyhow::Result<bool> {
+    /// instant `at`; the relay thread passes its output on and reports its
+    /// exit. True when it is the record's first attempt (a retry is
+    /// counted apart). An error: the command cannot be run at all.
+    pub(super) fn spawn(&mut self, record: Vec<u8>, line: u64, at: Nanos) -> anyhow::Result<bool> {
         let attempt = self.take_attempt(&record).unwrap_or(0);
         let text = strip(&record, self.separator).to_vec();
-        let mut child = self.config.command(&text).spawn().with_context(|| {
+        let child = self.config.command(&text).spawn().with_context(|| {
             format!(
                 "cannot run '{}'",
                 crate::quote::shown(self.config.argv[0].as_bytes())
             )
         })?;
-        let pid = child.id();
-        self.running.insert(pid);
+        self.running.insert(child.id());
         let index = self.started;
         self.started += 1;
         if attempt == 0 {
@@ -213,38 +220,19 @@ impl Jobs {
                 .expect("just made")
                 .push_front(attempt);
         }
-        let printer = Arc::clone(&self.printer);
         let tag = self.config.tag.then(|| {
-            let mut t = text.clone();
+            let mut t = text;
             t.push(b'\t');
             t
         });
-        let (out, err) = (child.stdout.take(), child.stderr.take());
-        let spawned = std::thread::Builder::new()
-            .name("command".into())
-            .spawn(move || {
-                let mut watch = Watch::new(&printer, index, tag);
-                watch.pump(out, err);
-                let status = child.wait();
-                watch.done();
-                let code = status.map_or(255, |s| {
-                    s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
-                });
-                let exit = Exit {
-                    pid,
-                    record,
-                    line,
-                    code,
-                    took: now().saturating_sub(at),
-                    closed: watch.closed,
-                };
-                s.lock().exits.push(exit);
-                s.main_cv.notify_one();
-            });
-        if let Err(e) = spawned {
-            self.running.remove(&pid);
-            return Err(e).context("cannot start a thread to watch a command");
-        }
+        self.relay.watch(Started {
+            child,
+            index,
+            tag,
+            record,
+            line,
+            at,
+        });
         Ok(attempt == 0)
     }
 
@@ -384,6 +372,31 @@ impl Jobs {
     }
 }
 
+/// Where `program` is found on `PATH` as execvp(3) looks for it: the
+/// first executable file of that name; itself when it names a path, or
+/// when it is not found (starting it then says why).
+fn on_path(program: &OsStr) -> PathBuf {
+    let found = (!program.as_bytes().contains(&b'/'))
+        .then(|| std::env::var_os("PATH"))
+        .flatten()
+        .and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join(program))
+                .find(|p| executable(p))
+        });
+    found.unwrap_or_else(|| PathBuf::from(program))
+}
+
+/// Whether `path` is a file this process may execute.
+fn executable(path: &std::path::Path) -> bool {
+    let Ok(c) = std::ffi::CString::new(path.as_os_str().as_bytes()) else {
+        return false;
+    };
+    // SAFETY: access(2) reads a NUL-terminated path and touches nothing else.
+    let may = unsafe { libc::access(c.as_ptr(), libc::X_OK) } == 0;
+    may && std::fs::metadata(path).is_ok_and(|m| m.is_file())
+}
+
 /// The record without its separator (and a `\r` before a newline).
 fn strip(record: &[u8], sep: u8) -> &[u8] {
     let r = record.strip_suffix(&[sep]).unwrap_or(record);
@@ -414,6 +427,15 @@ fn replace_all(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_program_is_looked_up_on_path_once() {
+        let sh = on_path(OsStr::new("sh"));
+        assert!(sh.is_absolute() && sh.ends_with("sh"), "{}", sh.display());
+        assert_eq!(on_path(OsStr::new("./x")), PathBuf::from("./x"));
+        let none = OsStr::new("drip-no-such-program");
+        assert_eq!(on_path(none), PathBuf::from(none));
+    }
 
     #[test]
     fn braces_are_replaced_everywhere() {

@@ -11,7 +11,6 @@ use super::reader::{Guard, Record, Shared};
 use super::writer::Wrote;
 use crate::clock::Clock;
 use crate::time::Nanos;
-use std::sync::Arc;
 
 impl Pacer {
     /// Accounts for the commands that ended, and puts the retries whose
@@ -65,14 +64,14 @@ impl Pacer {
         }
         drop(g);
         let mut due = self.output.take_pending().into_iter();
+        let mut last_start = now;
         for p in due.by_ref() {
             let at = self.clock.now();
-            let clock = self.clock;
-            let s = Arc::clone(&self.shared);
+            last_start = at;
             let len = p.item.len() as u64;
             // Kept until the command has started: one that cannot start
             // leaves its record unsent, as the records after it.
-            match jobs.spawn(p.item.clone(), p.seq, at, s, move || clock.now()) {
+            match jobs.spawn(p.item.clone(), p.seq, at) {
                 Ok(true) => {
                     self.tally.stats.sent(p.arrived, at);
                     self.tally.bytes_done += len;
@@ -89,7 +88,11 @@ impl Pacer {
         for p in due {
             super::shaper_loop::unsent(&mut self.tally, &mut self.rejects, &p.item);
         }
-        self.schedule.wrote(self.clock.now());
+        // A command starts when it is spawned: the gap to the next start
+        // counts from there, not from when the spawn returned (which
+        // waits for the program to be loaded), so starts do not fall
+        // behind by the time each spawn takes.
+        self.schedule.wrote(last_start);
         self.tally.update(&self.clock, self.schedule.backlog());
         (shared.lock(), Wrote::All)
     }

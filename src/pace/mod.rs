@@ -49,6 +49,7 @@ mod launch;
 mod passthru;
 mod reader;
 mod rejects;
+mod relay;
 mod replay;
 mod resume;
 pub mod schedule;

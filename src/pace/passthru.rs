@@ -1,5 +1,5 @@
 //! What the commands print, passed through whole lines at a time: each
-//! command's stdout and stderr are pipes a watcher thread reads; complete
+//! command's stdout and stderr are pipes the relay thread reads; complete
 //! lines go to drip's own stdout or stderr in one write under one lock, so
 //! two commands' lines never mix inside a line. With `--keep-order` a
 //! command's lines are held until it ends and printed in the order the
@@ -10,15 +10,13 @@
 use crate::time::Nanos;
 use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{self, Read, Write};
-use std::os::fd::AsRawFd;
-use std::process::{ChildStderr, ChildStdout};
+use std::io::{self, Write};
 use std::sync::Mutex;
 
 /// The longest line held while waiting for its newline.
 pub(super) const MAX_LINE: usize = 1 << 20;
 
-/// A command that ended, as its watcher reports it.
+/// A command that ended, as the relay reports it.
 pub(super) struct Exit {
     pub(super) pid: u32,
     pub(super) record: Vec<u8>,
@@ -38,7 +36,7 @@ pub(super) enum Stream {
     Err,
 }
 
-/// drip's stdout and stderr, shared by the watcher threads.
+/// drip's stdout and stderr, shared by the relay and the main thread.
 pub(super) struct Printer {
     inner: Mutex<Sinks>,
     keep_order: bool,
@@ -120,8 +118,7 @@ impl Sinks {
 
 /// One command's output as it is read: the text of a line not yet
 /// complete on each stream, and with `--keep-order` everything so far.
-pub(super) struct Watch<'a> {
-    printer: &'a Printer,
+pub(super) struct Watch {
     /// `--tag`: the record, then a tab, before each line.
     tag: Option<Vec<u8>>,
     index: u64,
@@ -131,10 +128,10 @@ pub(super) struct Watch<'a> {
     pub(super) closed: bool,
 }
 
-impl<'a> Watch<'a> {
-    pub(super) fn new(printer: &'a Printer, index: u64, tag: Option<Vec<u8>>) -> Watch<'a> {
+impl Watch {
+    /// The output of command `index` (by start), tagged with `tag`.
+    pub(super) fn new(index: u64, tag: Option<Vec<u8>>) -> Watch {
         Watch {
-            printer,
             tag,
             index,
             partial: [Vec::new(), Vec::new()],
@@ -143,62 +140,8 @@ impl<'a> Watch<'a> {
         }
     }
 
-    /// Reads both pipes until both end, passing lines on as they complete.
-    pub(super) fn pump(&mut self, out: Option<ChildStdout>, err: Option<ChildStderr>) {
-        let mut pipes: Vec<(Stream, File)> = Vec::new();
-        if let Some(o) = out {
-            pipes.push((Stream::Out, File::from(std::os::fd::OwnedFd::from(o))));
-        }
-        if let Some(e) = err {
-            pipes.push((Stream::Err, File::from(std::os::fd::OwnedFd::from(e))));
-        }
-        let mut buf = vec![0u8; 64 * 1024];
-        while !pipes.is_empty() {
-            let mut fds: Vec<libc::pollfd> = pipes
-                .iter()
-                .map(|(_, f)| libc::pollfd {
-                    fd: f.as_raw_fd(),
-                    events: libc::POLLIN,
-                    revents: 0,
-                })
-                .collect();
-            // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs.
-            let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, -1) };
-            if ready < 0 {
-                if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
-                    continue;
-                }
-                break;
-            }
-            let mut ended = Vec::new();
-            for (i, fd) in fds.iter().enumerate() {
-                if fd.revents == 0 {
-                    continue;
-                }
-                let (stream, file) = &mut pipes[i];
-                match file.read(&mut buf) {
-                    Ok(0) => ended.push(i),
-                    Ok(n) => self.take(*stream, &buf[..n]),
-                    Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                    Err(_) => ended.push(i),
-                }
-            }
-            for i in ended.into_iter().rev() {
-                pipes.remove(i);
-            }
-        }
-        for stream in [Stream::Out, Stream::Err] {
-            let rest = std::mem::take(&mut self.partial[slot(stream)]);
-            if !rest.is_empty() {
-                let mut line = rest;
-                line.push(b'\n');
-                self.pass(stream, &line);
-            }
-        }
-    }
-
     /// Bytes read from `stream`: the complete lines go on, the rest waits.
-    fn take(&mut self, stream: Stream, bytes: &[u8]) {
+    pub(super) fn take(&mut self, printer: &Printer, stream: Stream, bytes: &[u8]) {
         let partial = &mut self.partial[slot(stream)];
         partial.extend_from_slice(bytes);
         let cut = match partial.iter().rposition(|&b| b == b'\n') {
@@ -208,27 +151,39 @@ impl<'a> Watch<'a> {
         };
         let rest = partial.split_off(cut);
         let lines = std::mem::replace(partial, rest);
-        self.pass(stream, &lines);
+        self.pass(printer, stream, &lines);
+    }
+
+    /// Both pipes ended: a last line without a newline gets one.
+    pub(super) fn flush(&mut self, printer: &Printer) {
+        for stream in [Stream::Out, Stream::Err] {
+            let rest = std::mem::take(&mut self.partial[slot(stream)]);
+            if !rest.is_empty() {
+                let mut line = rest;
+                line.push(b'\n');
+                self.pass(printer, stream, &line);
+            }
+        }
     }
 
     /// Whole lines (ending in a newline) to `stream`, tagged if asked.
-    fn pass(&mut self, stream: Stream, lines: &[u8]) {
+    fn pass(&mut self, printer: &Printer, stream: Stream, lines: &[u8]) {
         let text = match &self.tag {
             Some(tag) => tagged(tag, lines),
             None => lines.to_vec(),
         };
-        if self.printer.keep_order {
+        if printer.keep_order {
             self.held.push((stream, text));
-        } else if self.printer.emit(stream, &text).is_err() {
+        } else if printer.emit(stream, &text).is_err() {
             self.closed = true;
         }
     }
 
     /// The command ended: with `--keep-order`, its output takes its turn.
-    pub(super) fn done(&mut self) {
-        if self.printer.keep_order {
+    pub(super) fn done(&mut self, printer: &Printer) {
+        if printer.keep_order {
             let held = std::mem::take(&mut self.held);
-            if self.printer.finish(self.index, held).is_err() {
+            if printer.finish(self.index, held).is_err() {
                 self.closed = true;
             }
         }

@@ -210,13 +210,10 @@ impl Pacer {
                 !self.rejects.failed()
             }
             OnFull::Fail => {
+                // Its position in the input, records a journal skipped
+                // counted.
+                self.intake.full_at = Some(back.line);
                 put_back(g, back);
-                self.intake.full_at = Some(
-                    self.tally.stats.lines_out
-                        + self.tally.stats.dropped
-                        + self.schedule.backlog() as u64
-                        + 1,
-                );
                 false
             }
         }

@@ -36,8 +36,8 @@ impl Pacer {
         let sharing = Sharing::start(&config, &mut timing, clock)?;
         let tunable = tunable(&config);
         let (schedule, lanes) = schedule_and_lanes(&config, stack, timing);
-        let jobs = start_jobs(&config, &output)?;
         let shared = Arc::new(Shared::new());
+        let jobs = start_jobs(&config, &output, &shared, clock)?;
         let journal = match &config.input.journal {
             Some(path) => {
                 let (journal, skip) = Journal::open(path)?;
@@ -160,7 +160,12 @@ fn schedule_and_lanes(
 
 /// With a command after `--`: what runs the commands, printing on
 /// standard output and standard error.
-fn start_jobs(config: &Config, output: &OwnedFd) -> anyhow::Result<Option<Jobs>> {
+fn start_jobs(
+    config: &Config,
+    output: &OwnedFd,
+    shared: &Arc<Shared>,
+    clock: MonotonicClock,
+) -> anyhow::Result<Option<Jobs>> {
     let Some(c) = &config.jobs else {
         return Ok(None);
     };
@@ -172,8 +177,9 @@ fn start_jobs(config: &Config, output: &OwnedFd) -> anyhow::Result<Option<Jobs>>
     let jobs = Jobs::start(
         c.clone(),
         config.input.separator,
-        File::from(stdout),
-        File::from(stderr),
+        (File::from(stdout), File::from(stderr)),
+        Arc::clone(shared),
+        clock,
     )?;
     Ok(Some(jobs))
 }

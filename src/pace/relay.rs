@@ -1,0 +1,322 @@
+//! One thread for every command of a run: it polls each running
+//! command's stdout and stderr pipes, passes their lines on through the
+//! [`Printer`] (whole lines, `--keep-order`, `--tag`), and once both pipes
+//! of a command have ended, reaps its exit and reports it to the shaper
+//! loop. A thread per command would cost a thread's start and end for
+//! each record, which at high rates delays the next starts.
+//!
+//! The main thread hands each command over through a queue and a wake
+//! pipe. A command whose pipes ended while it still runs (it closed them,
+//! or is about to exit) is waited for through a pidfd on Linux, else by
+//! polling again after a short time.
+
+use super::passthru::{Exit, Printer, Stream, Watch};
+use super::reader::Shared;
+use crate::clock::{Clock, MonotonicClock};
+use crate::time::Nanos;
+use std::fs::File;
+use std::io::{self, Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, ExitStatus};
+use std::sync::{Arc, Mutex};
+
+/// How long to wait before looking again for the exit of a command whose
+/// pipes ended, where no pidfd tells it.
+const RECHECK_MS: i32 = 2;
+
+/// A command just started, handed to the relay.
+pub(super) struct Started {
+    pub(super) child: Child,
+    /// Its place among the commands started (for `--keep-order`).
+    pub(super) index: u64,
+    /// `--tag`: the record and a tab.
+    pub(super) tag: Option<Vec<u8>>,
+    pub(super) record: Vec<u8>,
+    /// The record's position in the input.
+    pub(super) line: u64,
+    /// When it started (real time).
+    pub(super) at: Nanos,
+}
+
+/// The commands handed over and not yet taken by the relay thread.
+#[derive(Default)]
+struct Queue {
+    started: Vec<Started>,
+    /// No more commands come: the thread ends once none runs.
+    closed: bool,
+}
+
+/// The main thread's end of the relay.
+pub(super) struct Relay {
+    queue: Arc<Mutex<Queue>>,
+    wake: io::PipeWriter,
+}
+
+impl Relay {
+    /// Starts the relay thread, printing through `printer` and reporting
+    /// exits into `shared`, their durations read on `clock`.
+    pub(super) fn start(
+        printer: Arc<Printer>,
+        shared: Arc<Shared>,
+        clock: MonotonicClock,
+    ) -> io::Result<Relay> {
+        let (wake_rx, wake) = io::pipe()?;
+        let queue = Arc::new(Mutex::new(Queue::default()));
+        let thread = Thread {
+            queue: Arc::clone(&queue),
+            wake: wake_rx,
+            printer,
+            shared,
+            clock,
+            running: Vec::new(),
+            closed: false,
+        };
+        std::thread::Builder::new()
+            .name("relay".into())
+            .spawn(move || thread.run())?;
+        Ok(Relay { queue, wake })
+    }
+
+    /// Hands a command that started to the relay thread.
+    pub(super) fn watch(&self, started: Started) {
+        let mut q = lock(&self.queue);
+        let was_empty = q.started.is_empty();
+        q.started.push(started);
+        drop(q);
+        // The thread takes the whole queue at each wake-up: one byte for
+        // the first command queued is enough.
+        if was_empty {
+            let _ = (&self.wake).write_all(&[1]);
+        }
+    }
+}
+
+impl Drop for Relay {
+    fn drop(&mut self) {
+        lock(&self.queue).closed = true;
+        let _ = (&self.wake).write_all(&[1]);
+    }
+}
+
+fn lock(q: &Mutex<Queue>) -> std::sync::MutexGuard<'_, Queue> {
+    q.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// A command the relay thread watches.
+struct Running {
+    child: Child,
+    /// Its stdout and stderr, until each ends.
+    pipes: [Option<File>; 2],
+    watch: Watch,
+    /// Once the pipes ended and the command still runs: readable when it
+    /// exits (Linux); `None` elsewhere, or before.
+    exit_fd: Option<OwnedFd>,
+    record: Vec<u8>,
+    line: u64,
+    at: Nanos,
+}
+
+impl Running {
+    fn new(s: Started) -> Running {
+        let mut child = s.child;
+        let out = child.stdout.take().map(|o| File::from(OwnedFd::from(o)));
+        let err = child.stderr.take().map(|e| File::from(OwnedFd::from(e)));
+        Running {
+            child,
+            pipes: [out, err],
+            watch: Watch::new(s.index, s.tag),
+            exit_fd: None,
+            record: s.record,
+            line: s.line,
+            at: s.at,
+        }
+    }
+
+    fn pipes_ended(&self) -> bool {
+        self.pipes.iter().all(Option::is_none)
+    }
+}
+
+/// Which file a poll entry watches.
+#[derive(Clone, Copy)]
+enum Polled {
+    Wake,
+    Pipe(usize, Stream),
+    Exit,
+}
+
+/// The relay thread's state.
+struct Thread {
+    queue: Arc<Mutex<Queue>>,
+    wake: io::PipeReader,
+    printer: Arc<Printer>,
+    shared: Arc<Shared>,
+    clock: MonotonicClock,
+    running: Vec<Running>,
+    /// No more commands come.
+    closed: bool,
+}
+
+impl Thread {
+    fn run(mut self) {
+        let mut buf = vec![0u8; 64 * 1024];
+        let mut fds: Vec<libc::pollfd> = Vec::new();
+        let mut what: Vec<Polled> = Vec::new();
+        loop {
+            let timeout = self.poll_set(&mut fds, &mut what);
+            // SAFETY: `fds` is a valid array of `fds.len()` pollfd structs.
+            let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, timeout) };
+            if ready < 0 {
+                if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                // poll(2) cannot fail otherwise with valid descriptors;
+                // looking again after a while keeps the run going.
+                std::thread::sleep(std::time::Duration::from_millis(RECHECK_MS as u64));
+            }
+            for (fd, polled) in fds.iter().zip(&what) {
+                if fd.revents == 0 {
+                    continue;
+                }
+                match *polled {
+                    Polled::Wake => self.take_queue(&mut buf),
+                    Polled::Pipe(i, stream) => self.read_pipe(i, stream, &mut buf),
+                    // The exit is reaped below.
+                    Polled::Exit => {}
+                }
+            }
+            self.reap();
+            if self.closed && self.running.is_empty() {
+                return;
+            }
+        }
+    }
+
+    /// The files to poll, and how long to wait at most (-1: no limit).
+    fn poll_set(&self, fds: &mut Vec<libc::pollfd>, what: &mut Vec<Polled>) -> i32 {
+        fds.clear();
+        what.clear();
+        let mut add = |fd: RawFd, polled: Polled| {
+            fds.push(libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            });
+            what.push(polled);
+        };
+        add(self.wake.as_raw_fd(), Polled::Wake);
+        let mut timeout = -1;
+        for (i, r) in self.running.iter().enumerate() {
+            for (pipe, stream) in r.pipes.iter().zip([Stream::Out, Stream::Err]) {
+                if let Some(f) = pipe {
+                    add(f.as_raw_fd(), Polled::Pipe(i, stream));
+                }
+            }
+            match &r.exit_fd {
+                Some(fd) => add(fd.as_raw_fd(), Polled::Exit),
+                None if r.pipes_ended() => timeout = RECHECK_MS,
+                None => {}
+            }
+        }
+        timeout
+    }
+
+    /// Takes the commands handed over, and whether more will come.
+    fn take_queue(&mut self, buf: &mut [u8]) {
+        let _ = (&self.wake).read(buf);
+        let mut q = lock(&self.queue);
+        let started = std::mem::take(&mut q.started);
+        self.closed = q.closed;
+        drop(q);
+        self.running.extend(started.into_iter().map(Running::new));
+    }
+
+    /// Reads what command `i` wrote on `stream`; the end of input closes
+    /// that pipe.
+    fn read_pipe(&mut self, i: usize, stream: Stream, buf: &mut [u8]) {
+        let r = &mut self.running[i];
+        let slot = match stream {
+            Stream::Out => 0,
+            Stream::Err => 1,
+        };
+        let Some(file) = &mut r.pipes[slot] else {
+            return;
+        };
+        match file.read(buf) {
+            Ok(0) => r.pipes[slot] = None,
+            Ok(n) => r.watch.take(&self.printer, stream, &buf[..n]),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => r.pipes[slot] = None,
+        }
+        if r.pipes_ended() {
+            r.watch.flush(&self.printer);
+        }
+    }
+
+    /// Reports the commands whose pipes ended and that exited; one still
+    /// running gets a pidfd to wait on.
+    fn reap(&mut self) {
+        let mut exits = Vec::new();
+        let mut i = 0;
+        while i < self.running.len() {
+            let r = &mut self.running[i];
+            if !r.pipes_ended() {
+                i += 1;
+                continue;
+            }
+            let status = match r.child.try_wait() {
+                Ok(None) => {
+                    if r.exit_fd.is_none() {
+                        r.exit_fd = exit_fd(r.child.id());
+                    }
+                    i += 1;
+                    continue;
+                }
+                Ok(Some(status)) => Some(status),
+                Err(_) => None,
+            };
+            let r = self.running.swap_remove(i);
+            exits.push(self.ended(r, status));
+        }
+        if !exits.is_empty() {
+            self.shared.lock().exits.extend(exits);
+            self.shared.main_cv.notify_one();
+        }
+    }
+
+    /// A command's exit as the shaper loop takes it (255: its status
+    /// could not be read).
+    fn ended(&self, mut r: Running, status: Option<ExitStatus>) -> Exit {
+        r.watch.done(&self.printer);
+        let code = status.map_or(255, |s| {
+            s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
+        });
+        Exit {
+            pid: r.child.id(),
+            record: r.record,
+            line: r.line,
+            code,
+            took: self.clock.now().saturating_sub(r.at),
+            closed: r.watch.closed,
+        }
+    }
+}
+
+/// A pidfd of process `pid`, readable once it exits.
+#[cfg(target_os = "linux")]
+fn exit_fd(pid: u32) -> Option<OwnedFd> {
+    use std::os::fd::FromRawFd;
+    // SAFETY: pidfd_open(2) takes a pid and flags, and returns a new
+    // descriptor this function then owns, or -1.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid as libc::pid_t, 0) };
+    let fd = RawFd::try_from(fd).ok().filter(|&fd| fd >= 0)?;
+    // SAFETY: `fd` was just opened and nothing else owns it.
+    Some(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// No pidfd here: the relay looks again after [`RECHECK_MS`].
+#[cfg(not(target_os = "linux"))]
+fn exit_fd(_pid: u32) -> Option<OwnedFd> {
+    None
+}
