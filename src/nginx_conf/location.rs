@@ -245,7 +245,7 @@ pub enum Target {
     Uri,
     /// `$args`, `$query_string`: what follows the first `?`.
     Args,
-    /// `$is_args`: `?` when there is a query, else empty.
+    /// `$is_args`: `?` when the query is not empty, else empty.
     IsArgs,
     /// `$arg_NAME`: the value of the first `NAME=` of the query (the name
     /// compared caseless, as nginx does); empty when there is none.
@@ -274,8 +274,9 @@ impl Target {
             Target::RequestUri => out.extend_from_slice(path_of(target)),
             Target::Uri => normalize_into(target, out),
             Target::Args => out.extend_from_slice(query.unwrap_or_default()),
+            // nginx tests the arguments' length: `/p?` has none.
             Target::IsArgs => {
-                if query.is_some() {
+                if query.is_some_and(|q| !q.is_empty()) {
                     out.push(b'?');
                 }
             }
@@ -459,7 +460,8 @@ mod tests {
             ("document_uri", "/q/../p", "k/p"),
             ("args", "/p?a=1&b=2", "ka=1&b=2"),
             ("query_string", "/p", "k"),
-            ("is_args", "/p?", "k?"),
+            ("is_args", "/p?a", "k?"),
+            ("is_args", "/p?", "k"),
             ("is_args", "/p", "k"),
             ("arg_x", "/p?x=1&x=3", "k1"),
             ("arg_x", "/p?a=1&X=2", "k2"),
