@@ -171,7 +171,14 @@ impl<'s> LogReader<'s> {
             return Ok(go);
         }
         let parser = crate::ingest::log::parser(f, spec.log_format.as_deref())?;
-        let mut rows = LineRows::new(reader, parser, &name, spec.quiet, spec.tolerance.max_line)?;
+        let mut rows = LineRows::new(
+            reader,
+            parser,
+            &name,
+            spec.quiet,
+            spec.tolerance.max_line,
+            spec.zone.is_some(),
+        )?;
         if rows.pending.is_none() {
             return Ok(true); // no request lines: nothing to resolve columns against
         }
