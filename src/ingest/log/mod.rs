@@ -586,12 +586,13 @@ mod tests {
 
     #[test]
     fn every_line_format_is_told_from_its_first_lines() {
-        let cases: [(&str, InputFormat); 13] = [
+        let cases: [(&str, InputFormat); 14] = [
             (
                 "\u{feff}#Software: Microsoft Internet Information Services 10.0\n#Version: 1.0\n",
                 InputFormat::W3c,
             ),
             ("\n\n#Date: 2000-10-09 16:44:49\n", InputFormat::W3c),
+            ("#GMT-Offset: -0800\n#Version: 1.0\n", InputFormat::W3c),
             (
                 // IIS's default fields, no #Fields: line (a file cut from a log).
                 "2019-03-06 18:43:17 10.0.140.107 GET /health - 80 - 10.0.140.2 - 200 0 0 15\n",

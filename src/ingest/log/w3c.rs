@@ -34,13 +34,14 @@
 use super::{Fields, LineParser, MISSING, Parsed, SCRATCH};
 
 /// The directives any of which, first in a file, marks it W3C.
-pub const DIRECTIVES: [&[u8]; 6] = [
+pub const DIRECTIVES: [&[u8]; 7] = [
     b"#Software:",
     b"#Version:",
     b"#Date:",
     b"#Fields:",
     b"#Start-Date:",
     b"#Remark:",
+    b"#GMT-Offset:",
 ];
 
 /// The fields IIS 8.5 and later log by default, in the order it writes
