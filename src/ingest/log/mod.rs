@@ -494,7 +494,8 @@ pub fn shape_hint(line: &[u8], format: &str) -> Option<String> {
             format!("it starts with a host:port ({name}?)")
         }
         InputFormat::Ndjson => "it is a JSON object (ndjson?)".to_string(),
-        InputFormat::W3c => "it is a W3C directive (w3c?)".to_string(),
+        InputFormat::W3c if line.starts_with(b"#") => "it is a W3C directive (w3c?)".to_string(),
+        InputFormat::W3c => "it reads as a line of IIS's default W3C fields (w3c?)".to_string(),
         _ => format!("it reads as {} {name} line", article(name)),
     };
     Some(format!("{shape}; set --input-format {name}"))
@@ -650,6 +651,15 @@ mod tests {
         );
         assert_eq!(shape_hint(vhost, "vcombined"), None);
         assert_eq!(shape_hint(b"garbage", "combined"), None);
+        let iis = b"2019-03-06 18:43:17 10.0.140.107 GET /health - 80 - 10.0.140.2 - 200 0 0 15";
+        assert_eq!(
+            shape_hint(iis, "combined").unwrap(),
+            "it reads as a line of IIS's default W3C fields (w3c?); set --input-format w3c"
+        );
+        assert_eq!(
+            shape_hint(b"#Fields: date time", "combined").unwrap(),
+            "it is a W3C directive (w3c?); set --input-format w3c"
+        );
     }
 
     #[test]
