@@ -553,6 +553,14 @@ fn w3c_without_fields_and_with_a_gmt_offset_are_said() {
         e.contains("short.log:1: no #Fields: line names the fields, and this line's 13 field(s) are not IIS's default 15 (or 14 before IIS 8.5)"),
         "{e}"
     );
+    // Detected as no format: the fall-through names the W3C case.
+    let e = fails(short.as_bytes(), "short.log", &[]);
+    assert!(
+        e.contains(
+            "(a date and a time first: a W3C log without its #Fields: line? put that line first)"
+        ),
+        "{e}"
+    );
     let mut mixed = text.clone();
     mixed.push_str(&short);
     let e = fails(mixed.as_bytes(), "mixed.log", &[]);

@@ -294,8 +294,13 @@ impl<'s> LogReader<'s> {
                 && log_like(rows.header())
             {
                 // Say why the file was read as CSV, and how to choose.
+                let first = rows.header().and_then(|h| h.first());
+                let w3c = match first.is_some_and(|c| crate::ingest::log::w3c::dated(c.as_bytes())) {
+                    true => " (a date and a time first: a W3C log without its #Fields: line? put that line first)",
+                    false => "",
+                };
                 anyhow!(
-                    "{e:#}; it was read as CSV, its first lines being none of {}; set --input-format FORMAT, or --log-format 'FORMAT' for an nginx log_format or Apache LogFormat",
+                    "{e:#}; it was read as CSV, its first lines being none of {}{w3c}; set --input-format FORMAT, or --log-format 'FORMAT' for an nginx log_format or Apache LogFormat",
                     crate::ingest::log::detected_names()
                 )
             } else {

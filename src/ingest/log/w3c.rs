@@ -68,7 +68,7 @@ pub const IIS_DEFAULT: [&str; 15] = [
 const IIS_REFERER: usize = 10;
 
 /// Whether `line` starts with a date and a time (`2018-01-01 08:09:10 `).
-fn dated(line: &[u8]) -> bool {
+pub fn dated(line: &[u8]) -> bool {
     let shape = b"dddd-dd-dd dd:dd:dd ";
     line.len() > shape.len()
         && line.iter().zip(shape).all(|(&b, &s)| match s {
