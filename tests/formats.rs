@@ -523,8 +523,63 @@ fn empty_files_and_headless_w3c() {
         &["--input-format", "w3c"],
     );
     assert!(
-        e.contains("x.log: a request line comes before any #Fields: line"),
+        e.contains("x.log:1: a request line comes before any #Fields: line"),
         "{e}"
+    );
+}
+
+/// A W3C log without its #Fields: line is read by IIS's default fields
+/// when its lines have them, and said so; a line of another count is
+/// named with its count. A #GMT-Offset: given with --tz is said to win.
+#[test]
+fn w3c_without_fields_and_with_a_gmt_offset_are_said() {
+    let formats = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/formats");
+    let iis = formats.join("iis75_no_fields.log");
+    let out = drip(&[s(&iis), "-p", "gcra:rate=1/s"], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("as w3c lines")
+            && out.stderr.contains("iis75_no_fields.log: no #Fields: line; reading IIS's default fields (date time s-ip cs-method cs-uri-stem cs-uri-query s-port cs-username c-ip cs(User-Agent) sc-status sc-substatus sc-win32-status time-taken)"),
+        "{}",
+        out.stderr
+    );
+    let text = std::fs::read_to_string(&iis).unwrap();
+    let short: String = text
+        .lines()
+        .map(|l| l.rsplit_once(' ').unwrap().0.to_string() + "\n")
+        .collect();
+    let e = fails(short.as_bytes(), "short.log", &["--input-format", "w3c"]);
+    assert!(
+        e.contains("short.log:1: no #Fields: line names the fields, and this line's 13 field(s) are not IIS's default 15 (or 14 before IIS 8.5)"),
+        "{e}"
+    );
+    // Detected as no format: the fall-through names the W3C case.
+    let e = fails(short.as_bytes(), "short.log", &[]);
+    assert!(
+        e.contains(
+            "(a date and a time first: a W3C log without its #Fields: line? put that line first)"
+        ),
+        "{e}"
+    );
+    let mut mixed = text.clone();
+    mixed.push_str(&short);
+    let e = fails(mixed.as_bytes(), "mixed.log", &[]);
+    assert!(
+        e.contains("mixed.log:4: w3c line: the line has 13 field(s), IIS's default fields (read for want of a #Fields: line) are 14"),
+        "{e}"
+    );
+
+    let oracle = formats.join("w3c_oracle.log");
+    let out = drip(&[s(&oracle), "-p", "gcra:rate=1/s"], None);
+    assert!(!out.stderr.contains("--tz"), "{}", out.stderr);
+    let out = drip(&[s(&oracle), "-p", "gcra:rate=1/s", "--tz", "UTC"], None);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "w3c_oracle.log: #GMT-Offset: -0800 gives the offset of its times: read at it, not in --tz"
+        ),
+        "{}",
+        out.stderr
     );
 }
 
@@ -1261,7 +1316,7 @@ struct Sample {
     keys: &'static [&'static str],
 }
 
-const SAMPLES: [Sample; 20] = [
+const SAMPLES: [Sample; 23] = [
     Sample {
         // Three directive blocks, other #Fields: each time.
         file: "iis.log",
@@ -1333,15 +1388,52 @@ const SAMPLES: [Sample; 20] = [
         keys: &["123.123.123.123", "125.125.125.125"],
     },
     Sample {
+        // #GMT-Offset: -0800: local times at that offset.
         file: "w3c_oracle.log",
         args: &[],
         rows: 1,
         bad: 0,
         truncated: 0,
-        first: 1_004_486_418_000_000_000, // 2001-10-31T00:00:18Z
-        last: 1_004_486_418_000_000_000,
+        first: 1_004_515_218_000_000_000, // 2001-10-31T00:00:18-08:00
+        last: 1_004_515_218_000_000_000,
         key: "c-ip",
         keys: &["64.103.37.2"],
+    },
+    Sample {
+        // The directive wins over --tz.
+        file: "w3c_oracle.log",
+        args: &["--tz", "Europe/Paris"],
+        rows: 1,
+        bad: 0,
+        truncated: 0,
+        first: 1_004_515_218_000_000_000,
+        last: 1_004_515_218_000_000_000,
+        key: "c-ip",
+        keys: &["64.103.37.2"],
+    },
+    Sample {
+        // No #Fields: line; IIS 10's default fields.
+        file: "iis_no_fields.log",
+        args: &[],
+        rows: 2,
+        bad: 0,
+        truncated: 0,
+        first: 1_546_260_753_000_000_000, // 2018-12-31T12:52:33Z
+        last: 1_546_260_753_000_000_000,
+        key: "c-ip",
+        keys: &["10.50.6.188"],
+    },
+    Sample {
+        // No #Fields: line; IIS 7.5's default fields (no cs(Referer)).
+        file: "iis75_no_fields.log",
+        args: &[],
+        rows: 3,
+        bad: 0,
+        truncated: 0,
+        first: 1_551_897_797_000_000_000, // 2019-03-06T18:43:17Z
+        last: 1_551_897_797_000_000_000,
+        key: "c-ip",
+        keys: &["10.0.140.2", "2001:cdba:0000:0000:0000:0000:3257:9652"],
     },
     Sample {
         file: "w3c_httpapi.log",

@@ -31,6 +31,7 @@ impl<R: std::io::Read> LineRows<R> {
         name: &str,
         quiet: bool,
         max_line: usize,
+        tz: bool,
     ) -> Result<Self> {
         use crate::ingest::log::Line;
         let mut lines = crate::ingest::log::Lines::new(reader, max_line);
@@ -45,6 +46,9 @@ impl<R: std::io::Read> LineRows<R> {
                 l => break Some(l),
             }
         };
+        if let Some(note) = parser.note(tz).filter(|_| !quiet && pending.is_some()) {
+            crate::say!("drip: {name}: {note}");
+        }
         Ok(LineRows {
             lines,
             dash_is_empty: parser.dash_is_empty(),
@@ -127,9 +131,15 @@ impl<R: std::io::Read> Rows for LineRows<R> {
     fn default_time(&mut self, file: &str) -> Result<(usize, Option<usize>)> {
         match self.parser.default_time() {
             Some(t) => Ok(t),
-            None if self.parser.names().is_none() => bail!(
-                "{file}: a request line comes before any #Fields: line, which names the fields; give the log with its header lines"
-            ),
+            None if self.parser.names().is_none() => {
+                // The format's own word on a line it cannot name fields for.
+                let e = self
+                    .parser
+                    .parse(self.lines.text(), &mut self.fields)
+                    .err()
+                    .unwrap_or_default();
+                bail!("{file}:{}: {e}", self.lines.line)
+            }
             None => {
                 let t = pick_time_column(self.parser.names(), file)?;
                 self.parser.field_at(t);

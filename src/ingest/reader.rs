@@ -171,7 +171,14 @@ impl<'s> LogReader<'s> {
             return Ok(go);
         }
         let parser = crate::ingest::log::parser(f, spec.log_format.as_deref())?;
-        let mut rows = LineRows::new(reader, parser, &name, spec.quiet, spec.tolerance.max_line)?;
+        let mut rows = LineRows::new(
+            reader,
+            parser,
+            &name,
+            spec.quiet,
+            spec.tolerance.max_line,
+            spec.zone.is_some(),
+        )?;
         if rows.pending.is_none() {
             return Ok(true); // no request lines: nothing to resolve columns against
         }
@@ -287,8 +294,13 @@ impl<'s> LogReader<'s> {
                 && log_like(rows.header())
             {
                 // Say why the file was read as CSV, and how to choose.
+                let first = rows.header().and_then(|h| h.first());
+                let w3c = match first.is_some_and(|c| crate::ingest::log::w3c::dated(c.as_bytes())) {
+                    true => " (a date and a time first: a W3C log without its #Fields: line? put that line first)",
+                    false => "",
+                };
                 anyhow!(
-                    "{e:#}; it was read as CSV, its first lines being none of {}; set --input-format FORMAT, or --log-format 'FORMAT' for an nginx log_format or Apache LogFormat",
+                    "{e:#}; it was read as CSV, its first lines being none of {}{w3c}; set --input-format FORMAT, or --log-format 'FORMAT' for an nginx log_format or Apache LogFormat",
                     crate::ingest::log::detected_names()
                 )
             } else {

@@ -234,6 +234,12 @@ pub trait LineParser: Send {
     fn learn(&mut self, _line: &[u8]) -> bool {
         false
     }
+    /// What to say about the file once its first request line is found
+    /// (W3C: fields taken for want of a `#Fields:` line); `tz`: `--tz` was
+    /// given.
+    fn note(&self, _tz: bool) -> Option<String> {
+        None
+    }
     /// Reads `line` (without its line end) into `out`.
     fn parse(&mut self, line: &[u8], out: &mut Fields) -> Result<Parsed, String>;
     /// Whether a field written `-` means empty (true for the text formats).
@@ -379,8 +385,8 @@ impl<R: std::io::Read> Lines<R> {
 /// The line-based format of a log, from the first of its first lines that
 /// shows one (a garbled first request does not hide the format), or `None`
 /// for CSV/TSV. A UTF-8 byte order mark and blank lines are skipped. `{` →
-/// ndjson; a `#Software:`, `#Version:`, `#Date:` or `#Fields:` directive →
-/// w3c; else the first line one of [`DETECTED`] (or CLF) recognises.
+/// ndjson; a `#Software:`, `#Version:`, `#Date:` or `#Fields:` directive,
+/// or a line of IIS's default fields ([`w3c::iis_default`]) → w3c; else the first line one of [`DETECTED`] (or CLF) recognises.
 pub fn detect(sample: &[u8]) -> Option<InputFormat> {
     let sample = strip_bom(sample);
     // A line cut by the end of the sample is not judged, unless it is all.
@@ -399,7 +405,7 @@ pub fn detect(sample: &[u8]) -> Option<InputFormat> {
     if first.starts_with(b"{") {
         return Some(InputFormat::Ndjson);
     }
-    if w3c::DIRECTIVES.iter().any(|d| first.starts_with(d)) {
+    if w3c::DIRECTIVES.iter().any(|d| first.starts_with(d)) || w3c::iis_default(first).is_some() {
         return Some(InputFormat::W3c);
     }
     lines.find_map(detect_line)
@@ -488,7 +494,8 @@ pub fn shape_hint(line: &[u8], format: &str) -> Option<String> {
             format!("it starts with a host:port ({name}?)")
         }
         InputFormat::Ndjson => "it is a JSON object (ndjson?)".to_string(),
-        InputFormat::W3c => "it is a W3C directive (w3c?)".to_string(),
+        InputFormat::W3c if line.starts_with(b"#") => "it is a W3C directive (w3c?)".to_string(),
+        InputFormat::W3c => "it reads as a line of IIS's default W3C fields (w3c?)".to_string(),
         _ => format!("it reads as {} {name} line", article(name)),
     };
     Some(format!("{shape}; set --input-format {name}"))
@@ -543,7 +550,7 @@ mod tests {
 
     #[test]
     fn formats_are_told_from_the_first_line() {
-        let cases: [(&str, Option<InputFormat>); 10] = [
+        let cases: [(&str, Option<InputFormat>); 12] = [
             (
                 r#"1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET /a HTTP/1.0" 200 5 "-" "curl""#,
                 Some(InputFormat::Combined),
@@ -568,6 +575,9 @@ mod tests {
                 None,
             ),
             ("ts\tkey", None),
+            // A date and a time first is not enough for W3C.
+            ("2019-03-06 18:43:17 INFO started\n", None),
+            ("2019-03-06 18:43:17,h,GET,200\n", None),
             ("\n\n", None),
         ];
         for (line, want) in cases {
@@ -577,12 +587,18 @@ mod tests {
 
     #[test]
     fn every_line_format_is_told_from_its_first_lines() {
-        let cases: [(&str, InputFormat); 12] = [
+        let cases: [(&str, InputFormat); 14] = [
             (
                 "\u{feff}#Software: Microsoft Internet Information Services 10.0\n#Version: 1.0\n",
                 InputFormat::W3c,
             ),
             ("\n\n#Date: 2000-10-09 16:44:49\n", InputFormat::W3c),
+            ("#GMT-Offset: -0800\n#Version: 1.0\n", InputFormat::W3c),
+            (
+                // IIS's default fields, no #Fields: line (a file cut from a log).
+                "2019-03-06 18:43:17 10.0.140.107 GET /health - 80 - 10.0.140.2 - 200 0 0 15\n",
+                InputFormat::W3c,
+            ),
             ("\u{feff}{\"ts\":1}\n", InputFormat::Ndjson),
             (
                 "\u{feff}h - - [01/Aug/1995:00:00:01 -0400] \"GET / HTTP/1.0\" 200 7\n",
@@ -635,6 +651,15 @@ mod tests {
         );
         assert_eq!(shape_hint(vhost, "vcombined"), None);
         assert_eq!(shape_hint(b"garbage", "combined"), None);
+        let iis = b"2019-03-06 18:43:17 10.0.140.107 GET /health - 80 - 10.0.140.2 - 200 0 0 15";
+        assert_eq!(
+            shape_hint(iis, "combined").unwrap(),
+            "it reads as a line of IIS's default W3C fields (w3c?); set --input-format w3c"
+        );
+        assert_eq!(
+            shape_hint(b"#Fields: date time", "combined").unwrap(),
+            "it is a W3C directive (w3c?); set --input-format w3c"
+        );
     }
 
     #[test]
