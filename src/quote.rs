@@ -65,6 +65,16 @@ pub fn hides(c: char) -> bool {
         || matches!(c, '\u{200b}'..='\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{feff}')
 }
 
+/// `text` whole, with every character [`hides`] written as an escape: for
+/// a message that quotes what the user typed inside text of our own.
+pub fn visible(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        push_char(&mut out, c);
+    }
+    out
+}
+
 fn push_char(out: &mut String, c: char) {
     match c {
         '\t' => out.push_str("\\t"),

@@ -17,7 +17,12 @@
 //!   must appear in what the command printed, spaces aside;
 //! - a command that cannot run here (it needs a server, or runs for
 //!   minutes) ends in a comment holding `not checked:` and the reason; the
-//!   test counts and prints these, and skips nothing else.
+//!   test counts and prints these.
+//!
+//! A drip command of docs/ that names no shipped fixture is an example on
+//! the reader's own files (`/var/log/nginx/access.log`): it cannot run
+//! here, and the test counts and prints these too, so what is not run is
+//! always said.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -445,13 +450,21 @@ fn documented_commands_run_and_exit_as_documented() {
     let mut wrong = Vec::new();
     let mut ran = 0;
     let mut skipped = Vec::new();
+    let mut own_files = 0;
     for file in documents() {
         let text = read(&file);
         // Every marker counts, wherever it is.
+        let readme = file == Path::new("README.md");
         for b in split_fences(&text).0 {
             for c in commands(&b) {
                 if let Some(why) = c.not_checked() {
                     skipped.push(format!("{}:{}: {why}", file.display(), c.line));
+                } else if b.lang == "sh"
+                    && !readme
+                    && c.runs_drip()
+                    && !c.code.contains("fixtures/")
+                {
+                    own_files += 1;
                 }
             }
         }
@@ -477,6 +490,9 @@ fn documented_commands_run_and_exit_as_documented() {
     for s in &skipped {
         eprintln!("  {s}");
     }
+    eprintln!(
+        "{own_files} drip commands of docs/ run on the reader's own files (they name no shipped fixture) and are not run"
+    );
     assert!(
         ran >= 10,
         "only {ran} commands found: is the parsing broken?"

@@ -178,6 +178,35 @@ fn a_usage_error_names_the_command_s_help_and_the_flag_meant() {
 }
 
 #[test]
+fn a_usage_error_quotes_what_was_typed_with_its_control_characters_escaped() {
+    // An escape sequence typed into a value is shown, not stripped (the
+    // message would otherwise quote a value that was not typed) nor sent to
+    // the terminal; a carriage return is escaped too.
+    for (args, want) in [
+        (&["help", "pa\x1b[31mce"][..], "'pa\\u{1b}[31mce'"),
+        (
+            &["pace", "--rate", "5\x1b[2J/s"][..],
+            "invalid rate '5\\u{1b}[2J/s'",
+        ),
+        (&["audit", "--nosuch\rX"][..], "'--nosuch\\rX'"),
+    ] {
+        let out = run(args, Some(b""));
+        assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
+        assert!(
+            out.stderr.contains(want),
+            "{args:?}: {want} in {}",
+            out.stderr
+        );
+        assert!(
+            !out.stderr.contains(['\x1b', '\r']),
+            "{args:?}: {:?}",
+            out.stderr
+        );
+        assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    }
+}
+
+#[test]
 fn pace_reads_a_file_given_after_the_rate() {
     let out = run(&["pace", "--rate", "1000/s", "fixtures/small.csv"], None);
     assert_eq!(out.code, 0, "{}", out.stderr);

@@ -46,7 +46,7 @@ pub fn message(e: &clap::Error, argv: &[OsString]) -> String {
         .get(1)
         .and_then(|a| a.to_str())
         .and_then(|name| root.find_subcommand(name));
-    let text = e.to_string();
+    let text = unstripped(e, argv);
     let mut line = first_line(&text);
     let tip = sub
         .and_then(|s| close_miss(s, e))
@@ -58,7 +58,19 @@ pub fn message(e: &clap::Error, argv: &[OsString]) -> String {
         None => "drip --help".to_string(),
     };
     line.push_str(&format!("{tip} (see '{help}')"));
-    line
+    crate::quote::visible(&line)
+}
+
+/// clap's message as text. Its `Display` strips every escape sequence,
+/// those the user typed included, so a value typed with one would be
+/// quoted wrong: the same arguments parsed again without styles render the
+/// user's bytes as they were (escaped by the caller).
+fn unstripped(e: &clap::Error, argv: &[OsString]) -> String {
+    let plain = super::command().styles(clap::builder::Styles::plain());
+    match plain.try_get_matches_from(argv) {
+        Err(again) if again.kind() == e.kind() => again.render().ansi().to_string(),
+        _ => e.to_string(),
+    }
 }
 
 /// clap's first line, with the arguments it lists on the next lines.
