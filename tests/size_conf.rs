@@ -353,21 +353,16 @@ fn scattered_config() -> (PathBuf, Vec<PathBuf>) {
     (dir.join("nginx.conf"), vec![zones, site, spaced, odd])
 }
 
-#[test]
-fn the_printed_command_applies_the_whole_patch_wherever_the_files_are() {
-    let (conf, files) = scattered_config();
-    let (ok, msg) = nginx_t(&conf);
-    assert!(ok, "the config before: {msg}");
-    let before: Vec<String> = files
-        .iter()
-        .map(|f| std::fs::read_to_string(f).unwrap())
-        .collect();
-    // A relative --patch, from a folder of its own.
+/// `size --nginx-conf conf --patch sized.patch` run in a folder of its
+/// own (a relative --patch), then the apply command the report prints run
+/// from another folder (less its `nginx -t`, made by the test on its own
+/// prefix): the patch.
+fn size_and_apply_as_printed(conf: &Path) -> String {
     let cwd = tmpdir();
     let out = common::bin()
         .current_dir(&cwd)
         .args(["size", s(&std::fs::canonicalize(LOG).unwrap())])
-        .args(["--nginx-conf", s(&conf), "--max-drop-rate", "0.1", "-q"])
+        .args(["--nginx-conf", s(conf), "--max-drop-rate", "0.1", "-q"])
         .args(["--patch", "sized.patch"])
         .output()
         .unwrap();
@@ -383,16 +378,6 @@ fn the_printed_command_applies_the_whole_patch_wherever_the_files_are() {
         .unwrap_or_else(|| panic!("{stdout}"))
         .1;
     let patch = cwd.join("sized.patch");
-    let diff = std::fs::read_to_string(&patch).unwrap();
-    assert!(
-        diff.contains("--- a/shared/zones.conf\n")
-            && diff.contains("--- a/etc/sites-available/app\n")
-            && diff.contains("--- \"a/etc/my dir/shuttle \\\"x\\\".conf\"\n")
-            && diff.contains("--- \"a/etc/odd/new\\nline.conf\"\n"),
-        "{diff}"
-    );
-    // The command as printed, run from elsewhere, with nginx's own check
-    // made below on the test's prefix.
     let command = apply.strip_suffix(" && nginx -t").unwrap();
     assert!(command.contains(s(&patch)), "{command}");
     let applied = Command::new("sh")
@@ -405,6 +390,60 @@ fn the_printed_command_applies_the_whole_patch_wherever_the_files_are() {
         "{command}: {}{}",
         String::from_utf8_lossy(&applied.stdout),
         String::from_utf8_lossy(&applied.stderr)
+    );
+    std::fs::read_to_string(&patch).unwrap()
+}
+
+#[test]
+fn a_debian_site_given_by_its_symlink_is_patched_where_it_lives() {
+    let dir = tmpdir();
+    for d in ["sites-available", "sites-enabled"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    std::fs::write(
+        dir.join("nginx.conf"),
+        "events {}\nhttp {\n    include sites-enabled/*;\n}\n",
+    )
+    .unwrap();
+    let site = dir.join("sites-available/app");
+    std::fs::write(
+        &site,
+        "limit_req_zone $binary_remote_addr zone=ip:1m rate=1r/s;\nserver {\n    listen 127.0.0.1:8080;\n    location / { limit_req zone=ip; }\n}\n",
+    )
+    .unwrap();
+    let link = dir.join("sites-enabled/app");
+    std::os::unix::fs::symlink("../sites-available/app", &link).unwrap();
+    let before = std::fs::read_to_string(&site).unwrap();
+    let diff = size_and_apply_as_printed(&link);
+    assert!(diff.starts_with("--- a/app\n+++ b/app\n"), "{diff}");
+    assert_ne!(std::fs::read_to_string(&site).unwrap(), before);
+    assert!(link.is_symlink());
+    let (ok, msg) = nginx_t(&dir.join("nginx.conf"));
+    assert!(ok, "{msg}");
+    let again = size(&link, &[]);
+    assert!(
+        again.stdout.contains("nothing to change"),
+        "{}",
+        again.stdout
+    );
+}
+
+#[test]
+fn the_printed_command_applies_the_whole_patch_wherever_the_files_are() {
+    let (conf, files) = scattered_config();
+    let (ok, msg) = nginx_t(&conf);
+    assert!(ok, "the config before: {msg}");
+    let before: Vec<String> = files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap())
+        .collect();
+    let diff = size_and_apply_as_printed(&conf);
+    assert!(
+        diff.contains("--- a/shared/zones.conf\n")
+            && diff.contains("--- a/etc/sites-available/app\n")
+            && diff.contains("--- \"a/etc/my dir/shuttle \\\"x\\\".conf\"\n")
+            && diff.contains("--- \"a/etc/odd/new\\nline.conf\"\n"),
+        "{diff}"
     );
     for (f, old) in files.iter().zip(&before) {
         assert_ne!(&std::fs::read_to_string(f).unwrap(), old, "{}", f.display());
