@@ -282,3 +282,220 @@ fn one_line_on_every_row_gets_the_pick_of_size_p() {
     assert_eq!(line["after"]["dropped"], rec["dropped"]);
     assert_eq!(line["after"]["seen"].as_u64(), Some(30969));
 }
+
+#[test]
+fn the_patch_is_never_written_over_what_the_run_reads() {
+    let dir = config();
+    let conf = dir.join("nginx.conf");
+    let included = dir.join("limits/shuttle.conf");
+    let before = std::fs::read_to_string(&included).unwrap();
+    let log = tmpdir().join("access.log.gz");
+    std::fs::copy(LOG, &log).unwrap();
+    for (target, says) in [
+        (&included, "a file of the nginx config"),
+        (&dir.join("limits"), "is a folder"),
+    ] {
+        let out = size(&conf, &["--patch", s(target)]);
+        assert_eq!(out.code, 2, "{}", out.stdout);
+        assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+        assert!(out.stderr.contains(says), "{}", out.stderr);
+    }
+    assert_eq!(std::fs::read_to_string(&included).unwrap(), before);
+    // `--patch -`: the patch itself on standard output, no file named `-`.
+    let json = size(&conf, &["-f", "json"]);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let out = size(&conf, &["--patch", "-"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, v["patch"].as_str().unwrap());
+    assert!(out.stdout.starts_with("--- a/limits/shuttle.conf\n"));
+    assert!(!Path::new(env!("CARGO_MANIFEST_DIR")).join("-").exists());
+}
+
+/// `nginx.conf` including a symlinked site, a file by an absolute path
+/// outside its folder, and files whose names hold a blank, a quote and a
+/// newline; each holds a line the sizing changes.
+fn scattered_config() -> (PathBuf, Vec<PathBuf>) {
+    let top = tmpdir();
+    let dir = top.join("etc");
+    for d in ["sites-available", "sites-enabled", "my dir", "odd"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    std::fs::create_dir_all(top.join("shared")).unwrap();
+    let zones = top.join("shared/zones.conf");
+    std::fs::write(
+        &zones,
+        "limit_req_zone $binary_remote_addr zone=perip:1m rate=1r/s;\n",
+    )
+    .unwrap();
+    std::fs::write(
+        dir.join("nginx.conf"),
+        format!(
+            "events {{ worker_connections 64; }}\nhttp {{\n    include {};\n    server {{\n        listen 127.0.0.1:8080;\n        include sites-enabled/*;\n        include \"my dir/*.conf\";\n        include odd/*.conf;\n    }}\n}}\n",
+            zones.display()
+        ),
+    )
+    .unwrap();
+    let site = dir.join("sites-available/app");
+    std::fs::write(
+        &site,
+        "location /images/ {\n    limit_req zone=perip burst=1;\n}\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("../sites-available/app", dir.join("sites-enabled/app")).unwrap();
+    let spaced = dir.join("my dir/shuttle \"x\".conf");
+    std::fs::write(
+        &spaced,
+        "location /shuttle/ {\n    limit_req zone=perip burst=1;\n}\n",
+    )
+    .unwrap();
+    let odd = dir.join("odd/new\nline.conf");
+    std::fs::write(&odd, "location / {\n    limit_req zone=perip burst=1;\n}\n").unwrap();
+    (dir.join("nginx.conf"), vec![zones, site, spaced, odd])
+}
+
+/// `size --nginx-conf conf --patch sized.patch` run in a folder of its
+/// own (a relative --patch), then the apply command the report prints run
+/// from another folder (less its `nginx -t`, made by the test on its own
+/// prefix): the patch.
+fn size_and_apply_as_printed(conf: &Path) -> String {
+    let cwd = tmpdir();
+    let out = common::bin()
+        .current_dir(&cwd)
+        .args(["size", s(&std::fs::canonicalize(LOG).unwrap())])
+        .args(["--nginx-conf", s(conf), "--max-drop-rate", "0.1", "-q"])
+        .args(["--patch", "sized.patch"])
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let apply = stdout
+        .lines()
+        .find_map(|l| l.split_once("; apply: "))
+        .unwrap_or_else(|| panic!("{stdout}"))
+        .1;
+    let patch = cwd.join("sized.patch");
+    let command = apply.strip_suffix(" && nginx -t").unwrap();
+    assert!(command.contains(s(&patch)), "{command}");
+    let applied = Command::new("sh")
+        .args(["-c", command])
+        .current_dir(tmpdir())
+        .output()
+        .unwrap();
+    assert!(
+        applied.status.success(),
+        "{command}: {}{}",
+        String::from_utf8_lossy(&applied.stdout),
+        String::from_utf8_lossy(&applied.stderr)
+    );
+    std::fs::read_to_string(&patch).unwrap()
+}
+
+#[test]
+fn a_debian_site_given_by_its_symlink_is_patched_where_it_lives() {
+    let dir = tmpdir();
+    for d in ["sites-available", "sites-enabled"] {
+        std::fs::create_dir_all(dir.join(d)).unwrap();
+    }
+    std::fs::write(
+        dir.join("nginx.conf"),
+        "events {}\nhttp {\n    include sites-enabled/*;\n}\n",
+    )
+    .unwrap();
+    let site = dir.join("sites-available/app");
+    std::fs::write(
+        &site,
+        "limit_req_zone $binary_remote_addr zone=ip:1m rate=1r/s;\nserver {\n    listen 127.0.0.1:8080;\n    location / { limit_req zone=ip; }\n}\n",
+    )
+    .unwrap();
+    let link = dir.join("sites-enabled/app");
+    std::os::unix::fs::symlink("../sites-available/app", &link).unwrap();
+    let before = std::fs::read_to_string(&site).unwrap();
+    let diff = size_and_apply_as_printed(&link);
+    assert!(diff.starts_with("--- a/app\n+++ b/app\n"), "{diff}");
+    assert_ne!(std::fs::read_to_string(&site).unwrap(), before);
+    assert!(link.is_symlink());
+    let (ok, msg) = nginx_t(&dir.join("nginx.conf"));
+    assert!(ok, "{msg}");
+    let again = size(&link, &[]);
+    assert!(
+        again.stdout.contains("nothing to change"),
+        "{}",
+        again.stdout
+    );
+}
+
+#[test]
+fn the_printed_command_applies_the_whole_patch_wherever_the_files_are() {
+    let (conf, files) = scattered_config();
+    let (ok, msg) = nginx_t(&conf);
+    assert!(ok, "the config before: {msg}");
+    let before: Vec<String> = files
+        .iter()
+        .map(|f| std::fs::read_to_string(f).unwrap())
+        .collect();
+    let diff = size_and_apply_as_printed(&conf);
+    assert!(
+        diff.contains("--- a/shared/zones.conf\n")
+            && diff.contains("--- a/etc/sites-available/app\n")
+            && diff.contains("--- \"a/etc/my dir/shuttle \\\"x\\\".conf\"\n")
+            && diff.contains("--- \"a/etc/odd/new\\nline.conf\"\n"),
+        "{diff}"
+    );
+    for (f, old) in files.iter().zip(&before) {
+        assert_ne!(&std::fs::read_to_string(f).unwrap(), old, "{}", f.display());
+    }
+    assert!(
+        conf.parent()
+            .unwrap()
+            .join("sites-enabled/app")
+            .is_symlink()
+    );
+    let (ok, msg) = nginx_t(&conf);
+    assert!(ok, "{msg}");
+    let again = size(&conf, &[]);
+    assert!(
+        again.stdout.contains("nothing to change"),
+        "{}",
+        again.stdout
+    );
+}
+
+#[test]
+fn two_limit_req_of_one_zone_on_one_line_are_refused() {
+    let dir = tmpdir();
+    let conf = dir.join("nginx.conf");
+    let text = |line: &str| {
+        format!(
+            "events {{}}\nhttp {{\n    limit_req_zone $binary_remote_addr zone=ip:1m rate=1r/s;\n    limit_req_zone $uri zone=u:1m rate=1r/s;\n    server {{\n        {line}\n    }}\n}}\n"
+        )
+    };
+    std::fs::write(
+        &conf,
+        text("location /a { limit_req zone=ip; } location /b { limit_req zone=ip burst=50; }"),
+    )
+    .unwrap();
+    let out = size(&conf, &[]);
+    assert_eq!(out.code, 2, "{}", out.stdout);
+    assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("nginx.conf:6:")
+            && out
+                .stderr
+                .contains("put each limit_req on its own line to size it"),
+        "{}",
+        out.stderr
+    );
+    // Two zones on one line, or one limit_req and a comment, are told apart.
+    for line in [
+        "location /a { limit_req zone=ip; } location /b { limit_req zone=u burst=50; }",
+        "location / { limit_req zone=ip; } # was: limit_req zone=ip burst=9;",
+    ] {
+        std::fs::write(&conf, text(line)).unwrap();
+        let out = size(&conf, &[]);
+        assert_eq!(out.code, 0, "{line}: {}", out.stderr);
+    }
+}

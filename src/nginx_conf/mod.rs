@@ -181,6 +181,8 @@ pub struct Answers {
 #[derive(Clone, Debug)]
 pub struct NginxConf {
     pub path: PathBuf,
+    /// Every file read (the main one and its includes).
+    pub files: Vec<PathBuf>,
     pub zones: Vec<Zone>,
     pub maps: Vec<Map>,
     pub geos: Vec<geo::Geo>,
@@ -256,6 +258,7 @@ impl NginxConf {
         let top = &parsed.top;
         let mut c = NginxConf {
             path: path.to_path_buf(),
+            files: parsed.files.clone(),
             zones: Vec::new(),
             maps: Vec::new(),
             geos: Vec::new(),

@@ -206,6 +206,8 @@ pub struct Parsed {
     pub top: Vec<Directive>,
     /// (where, the pattern as written, the path looked for).
     pub missing: Vec<(Pos, String, PathBuf)>,
+    /// Every file read, the main one first.
+    pub files: Vec<PathBuf>,
 }
 
 /// Reads the config at `path` and every file it includes; with `strict`,
@@ -225,11 +227,13 @@ pub fn parse_file(path: &Path, strict: bool) -> Result<Parsed, ConfError> {
         depth: 0,
         strict,
         missing: Vec::new(),
+        files: Vec::new(),
     };
     let top = p.file(path, None)?;
     Ok(Parsed {
         top,
         missing: p.missing,
+        files: p.files,
     })
 }
 
@@ -242,11 +246,13 @@ pub fn parse_text(text: &str, name: &Path, root: &Path) -> Result<Parsed, ConfEr
         depth: 0,
         strict: false,
         missing: Vec::new(),
+        files: Vec::new(),
     };
     let top = p.text(text, Arc::from(name))?;
     Ok(Parsed {
         top,
         missing: p.missing,
+        files: p.files,
     })
 }
 
@@ -255,6 +261,7 @@ struct Parser {
     depth: usize,
     strict: bool,
     missing: Vec<(Pos, String, PathBuf)>,
+    files: Vec<PathBuf>,
 }
 
 impl Parser {
@@ -270,6 +277,7 @@ impl Parser {
                 },
             }
         })?;
+        self.files.push(path.to_path_buf());
         self.text(&text, Arc::from(path))
     }
 

@@ -59,7 +59,7 @@ pub fn run(args: &SizeArgs) -> Result<u8> {
         zones,
         read,
         diff,
-    );
+    )?;
     render(args, &report)
 }
 
@@ -79,16 +79,35 @@ fn refuse_mixed(args: &SizeArgs) -> Result<()> {
             "{flag} does not go with --nginx-conf: --nginx-conf sizes the config's own limit_req lines, each at its zone's rate and key; run size once with -p and once with --nginx-conf to have both"
         );
     }
+    Ok(())
+}
+
+/// Refuses a `--patch` that would overwrite what the run reads: a file of
+/// the config (the main one or an included one), a log, or a folder.
+fn refuse_patch_target(args: &SizeArgs, conf: &NginxConf) -> Result<()> {
     let Some(p) = &args.patch else {
         return Ok(());
     };
     use crate::clash::{Endpoint, Place, check_distinct, logs, named};
-    let conf = args.nginx_conf.as_deref().expect("--nginx-conf given");
+    if p.as_os_str() == "-" {
+        let out = [Endpoint::new("standard output (--patch -)", Place::Stdout)];
+        return check_distinct(&logs(&args.input.files), &out);
+    }
+    if p.is_dir() {
+        bail!(
+            "--patch '{}' is a folder: give the path of the file to write the patch to",
+            p.display()
+        );
+    }
     let mut inputs = logs(&args.input.files);
-    inputs.push(Endpoint::new(
-        named("--nginx-conf", conf),
-        Place::Path(conf),
-    ));
+    let names: Vec<String> = conf
+        .files
+        .iter()
+        .map(|f| format!("'{}', a file of the nginx config", f.display()))
+        .collect();
+    for (f, what) in conf.files.iter().zip(&names) {
+        inputs.push(Endpoint::new(what.clone(), Place::Path(f)));
+    }
     let outputs = [
         Endpoint::new("standard output (the report)", Place::Stdout),
         Endpoint::new(named("--patch", p), Place::Path(p)),
@@ -102,12 +121,15 @@ fn read(args: &SizeArgs, path: &std::path::Path) -> Result<(Arc<NginxConf>, Conf
     let (_, conf) =
         crate::nginx_conf::setup::load_confs(&[path.to_path_buf()], &[], args.quiet, false)?
             .remove(0);
-    if units(&conf).is_empty() {
+    let units = units(&conf);
+    if units.is_empty() {
         bail!(
             "{}: no limit_req in this config (with its includes): nothing to size; give the config whose locations limit requests",
             path.display()
         );
     }
+    super::patch::one_per_line(&units, |z| conf.zones[z].name.clone())?;
+    refuse_patch_target(args, &conf)?;
     let mut spec = args.input.spec(Vec::new(), args.quiet)?;
     crate::nginx_conf::setup::adopt_log_format(&conf, &mut spec, false, args.quiet);
     let log_fields = crate::ingest::peek::log_fields(&spec);
@@ -246,21 +268,22 @@ fn report(
     (before, fitted): (&[Fig], &Fitted),
     zones: Vec<ZoneRow>,
     read: Read,
-    diff: String,
-) -> SizeConfReport {
+    (diff, root): (String, std::path::PathBuf),
+) -> Result<SizeConfReport> {
     let limits = units
         .iter()
         .enumerate()
         .map(|(u, unit)| limit_row(conf, unit, u, &before[u], fitted))
         .collect();
-    let root = conf
-        .path
-        .parent()
-        .map(|p| p.display().to_string())
-        .filter(|p| !p.is_empty())
-        .unwrap_or_else(|| ".".into());
-    let root = crate::quote::shell_word(&root);
-    SizeConfReport {
+    let root = crate::quote::shell_word(&root.display().to_string());
+    let patch_file = match &args.patch {
+        Some(p) if p.as_os_str() != "-" => Some(
+            std::path::absolute(p)
+                .with_context(|| format!("cannot find where --patch '{}' is", p.display()))?,
+        ),
+        _ => None,
+    };
+    Ok(SizeConfReport {
         config: conf.path.display().to_string(),
         files: read.names,
         rows: read.summary.rows,
@@ -272,14 +295,15 @@ fn report(
         zones,
         notes: fitted.notes.clone(),
         patch: diff,
-        patch_file: args.patch.as_ref().map(|p| p.display().to_string()),
+        patch_file: patch_file.map(|p| p.display().to_string()),
         apply: format!("cd {root} && patch -p1 < PATCH && nginx -t"),
-    }
+    })
 }
 
 /// Writes the report, and the patch to `--patch`; the exit status.
 fn render(args: &SizeArgs, report: &SizeConfReport) -> Result<u8> {
-    if let Some(p) = &args.patch {
+    let to_stdout = args.patch.as_ref().is_some_and(|p| p.as_os_str() == "-");
+    if let Some(p) = args.patch.as_ref().filter(|_| !to_stdout) {
         std::fs::write(p, &report.patch)
             .with_context(|| format!("cannot write --patch file '{}'", p.display()))?;
     }
@@ -287,6 +311,7 @@ fn render(args: &SizeArgs, report: &SizeConfReport) -> Result<u8> {
     let mut out = std::io::BufWriter::new(stdout.lock());
     use crate::report::size_conf as r;
     match args.format {
+        _ if to_stdout => out.write_all(report.patch.as_bytes()),
         Format::Table => r::render_table(report, &mut out),
         Format::Json => r::render_json(report, &mut out),
         Format::Csv => r::render_csv(report, &mut out),

@@ -13,7 +13,7 @@ use super::conf_fit::Setting;
 use super::conf_rows::Unit;
 use crate::nginx_conf::NginxConf;
 use crate::report::size_conf::ZoneRow;
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -96,22 +96,34 @@ pub fn edits(
     out
 }
 
-/// The unified diff of every file `edits` change; paths relative to the
-/// folder of `main`.
-pub fn diff(main: &Path, edits: &[Edit]) -> Result<String> {
-    let root = main.parent().unwrap_or(Path::new(""));
-    let root_abs = std::fs::canonicalize(if root.as_os_str().is_empty() {
-        Path::new(".")
-    } else {
-        root
-    })
-    .with_context(|| format!("cannot read the folder of '{}'", main.display()))?;
+/// The unified diff of every file `edits` change, and the folder where
+/// `patch -p1` applies it. Each file is named by its real path (symlinks
+/// resolved: patch refuses to patch a symlink) relative to that folder:
+/// the main config's real folder, or the deepest folder above it that
+/// holds every changed file (an `include` of an absolute path elsewhere).
+pub fn diff(main: &Path, edits: &[Edit]) -> Result<(String, PathBuf)> {
+    let real = |p: &Path| {
+        std::fs::canonicalize(p)
+            .with_context(|| format!("cannot find the real path of '{}' to patch it", p.display()))
+    };
+    let mut root = real(main)?
+        .parent()
+        .map(Path::to_path_buf)
+        .unwrap_or_else(|| PathBuf::from("/"));
     let mut by_file: BTreeMap<PathBuf, Vec<&Edit>> = BTreeMap::new();
     for e in edits {
         by_file.entry(e.file.to_path_buf()).or_default().push(e);
     }
-    let mut out = String::new();
+    let mut files = Vec::new();
     for (file, edits) in by_file {
+        let abs = real(&file)?;
+        while !abs.starts_with(&root) {
+            root = root.parent().map(Path::to_path_buf).unwrap_or_default();
+        }
+        files.push((file, abs, edits));
+    }
+    let mut out = String::new();
+    for (file, abs, edits) in files {
         let old = std::fs::read_to_string(&file)
             .with_context(|| format!("cannot read '{}' to patch it", file.display()))?;
         let mut changes: Vec<(usize, usize, String)> = Vec::new();
@@ -126,12 +138,101 @@ pub fn diff(main: &Path, edits: &[Edit]) -> Result<String> {
         for (start, end, text) in changes {
             new.replace_range(start..end, &text);
         }
-        let abs = std::fs::canonicalize(&file).unwrap_or(file.clone());
-        let rel = abs.strip_prefix(&root_abs).unwrap_or(&abs);
-        let name = rel.to_string_lossy().trim_start_matches('/').to_string();
-        out.push_str(&unified(&name, &old, &new));
+        let rel = abs.strip_prefix(&root).expect("the root holds every file");
+        out.push_str(&unified(rel, &old, &new));
     }
-    Ok(out)
+    Ok((out, root))
+}
+
+/// `a/` or `b/` and `name` as GNU patch and git read a file name in a
+/// diff header: as it is when plain, else in double quotes with `"`, `\`,
+/// control characters, blanks and bytes past ASCII escaped C-style.
+fn header_name(side: char, name: &Path) -> String {
+    use std::os::unix::ffi::OsStrExt;
+    let bytes = name.as_os_str().as_bytes();
+    if bytes
+        .iter()
+        .all(|b| b.is_ascii_graphic() && !matches!(b, b'"' | b'\\'))
+    {
+        return format!("{side}/{}", name.display());
+    }
+    let mut out = format!("\"{side}/");
+    for &b in bytes {
+        match b {
+            b'"' => out.push_str("\\\""),
+            b'\\' => out.push_str("\\\\"),
+            b'\n' => out.push_str("\\n"),
+            b'\t' => out.push_str("\\t"),
+            b' ' => out.push(' '),
+            _ if b.is_ascii_graphic() => out.push(b as char),
+            _ => out.push_str(&format!("\\{b:03o}")),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// Refuses a config where one line holds two `limit_req` of the same
+/// zone (`location /a { limit_req zone=ip; } location /b { … }`): the
+/// parser places a directive by file and line, so the two would be sized
+/// as one and the patch would change only the first.
+pub fn one_per_line(units: &[Unit], zone_name: impl Fn(usize) -> String) -> Result<()> {
+    let mut texts: BTreeMap<&Path, String> = BTreeMap::new();
+    for unit in units {
+        let file: &Path = &unit.pos.file;
+        if !texts.contains_key(file) {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("cannot read '{}' to size it", file.display()))?;
+            texts.insert(file, text);
+        }
+        let zone = zone_name(unit.zone);
+        if starts_on_line(&texts[file], unit.pos.line, &zone) > 1 {
+            bail!(
+                "{}: two limit_req zone={zone} on one line, which drip cannot tell apart: put each limit_req on its own line to size it",
+                unit.pos
+            );
+        }
+    }
+    Ok(())
+}
+
+/// How many `limit_req` directives naming `zone=zone` start on line
+/// `line` of `text` (quoted strings and the comment after `#` skipped).
+fn starts_on_line(text: &str, line: usize, zone: &str) -> usize {
+    let Some(this) = text.split_inclusive('\n').nth(line.saturating_sub(1)) else {
+        return 0;
+    };
+    let start = this.as_ptr() as usize - text.as_ptr() as usize;
+    let b = this.as_bytes();
+    let (mut i, mut n) = (0, 0);
+    while i < b.len() {
+        match b[i] {
+            b'#' => break,
+            q @ (b'"' | b'\'') => {
+                i += 1;
+                while i < b.len() && b[i] != q {
+                    i += 1 + usize::from(b[i] == b'\\');
+                }
+                i += 1;
+            }
+            c if c.is_ascii_alphanumeric() || c == b'_' => {
+                let w = i;
+                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
+                    i += 1;
+                }
+                let named =
+                    |(_, _, t): &(usize, usize, String)| t.strip_prefix("zone=") == Some(zone);
+                if &this[w..i] == "limit_req"
+                    && b.get(i).is_some_and(u8::is_ascii_whitespace)
+                    && tokens(text, start + i).iter().any(named)
+                {
+                    n += 1;
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    n
 }
 
 /// A token of a directive: its byte span and text (quotes taken off).
@@ -231,11 +332,15 @@ fn changes_of(text: &str, e: &Edit) -> Result<Vec<(usize, usize, String)>, Strin
 
 /// `old` -> `new` (the same number of lines) as a unified diff of `name`
 /// with three lines of context.
-fn unified(name: &str, old: &str, new: &str) -> String {
+fn unified(name: &Path, old: &str, new: &str) -> String {
     let a: Vec<&str> = old.split_inclusive('\n').collect();
     let b: Vec<&str> = new.split_inclusive('\n').collect();
     let changed: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
-    let mut out = format!("--- a/{name}\n+++ b/{name}\n");
+    let mut out = format!(
+        "--- {}\n+++ {}\n",
+        header_name('a', name),
+        header_name('b', name)
+    );
     let mut i = 0;
     while i < changed.len() {
         let first = changed[i];
@@ -271,7 +376,7 @@ fn push_line(out: &mut String, mark: char, line: &str) {
 
 #[cfg(test)]
 mod tests {
-    use super::{Edit, changes_of, size_text, unified, zone_bytes};
+    use super::{Edit, changes_of, header_name, size_text, starts_on_line, unified, zone_bytes};
     use std::path::Path;
     use std::sync::Arc;
 
@@ -358,9 +463,32 @@ mod tests {
         let old = "a\nb\nc\nd\ne\nf\ng\nh\ni\nj";
         let new = "a\nb\nc\nd\nE\nf\ng\nh\ni\nJ";
         assert_eq!(
-            unified("n.conf", old, new),
+            unified(Path::new("n.conf"), old, new),
             "--- a/n.conf\n+++ b/n.conf\n@@ -2,9 +2,9 @@\n b\n c\n d\n-e\n+E\n f\n g\n h\n i\n-j\n\\ No newline at end of file\n+J\n\\ No newline at end of file\n"
         );
+    }
+
+    #[test]
+    fn names_patch_cannot_read_plainly_are_quoted_as_git_does() {
+        assert_eq!(
+            header_name('a', Path::new("limits/x.conf")),
+            "a/limits/x.conf"
+        );
+        assert_eq!(
+            header_name('b', Path::new("my dir/\"q\"\\\n\tcafé")),
+            "\"b/my dir/\\\"q\\\"\\\\\\n\\tcaf\\303\\251\""
+        );
+    }
+
+    #[test]
+    fn limit_req_of_a_zone_are_counted_per_line_outside_comments() {
+        let text = "x;\nlocation /a { limit_req zone=ip; } location /b { limit_req zone=ip; }\n";
+        assert_eq!(starts_on_line(text, 2, "ip"), 2);
+        assert_eq!(starts_on_line(text, 1, "ip"), 0);
+        let text = "limit_req zone=ip; # limit_req zone=ip;\nlimit_req_zone k zone=ip:1m rate=1r/s; limit_req \"zone=ip\";\n";
+        assert_eq!(starts_on_line(text, 1, "ip"), 1);
+        assert_eq!(starts_on_line(text, 2, "ip"), 1);
+        assert_eq!(starts_on_line(text, 1, "other"), 0);
     }
 
     #[test]
