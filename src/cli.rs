@@ -750,8 +750,9 @@ pub struct SizeArgs {
     pub top: usize,
     /// With --nginx-conf: write the patch to FILE.
     ///
-    /// Instead of printing it; apply it with `patch -p1 < FILE` in the
-    /// config's folder.
+    /// Instead of printing it in the report ('-': the patch alone on
+    /// stdout). The report prints the command that applies it: `cd` to the
+    /// folder that holds every changed file, then `patch -p1 < FILE`.
     #[arg(long, value_name = "FILE", requires = "nginx_conf", help_heading = OUTPUT, hide_short_help = true)]
     pub patch: Option<PathBuf>,
     /// No progress bar and no notes on stderr; errors only.

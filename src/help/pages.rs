@@ -363,7 +363,7 @@ pub const PAGES: &[Page] = &[
             ),
             (
                 "--patch FILE",
-                "With --nginx-conf: the unified diff of the config files, paths relative to the main config's folder (a/ and b/ prefixes): apply with patch -p1 < FILE there, then nginx -t.",
+                "With --nginx-conf: the unified diff of the config files, each named by its real path relative to the deepest folder that holds them all (a/ and b/ prefixes): the report prints the command that applies it (cd there, patch -p1 < FILE, nginx -t). '-' writes the patch alone to stdout.",
             ),
         ],
         see_also: SEE_ALSO,
