@@ -181,7 +181,8 @@ impl Quick<'_> {
     /// spaces, no wanted path below its top level, each value a string
     /// without escapes, a number, `true`, `false` or `null`. `None`: the
     /// line is not (the spans may be half written); [`line`](Self::line)
-    /// reads it instead.
+    /// reads it instead. A key with the bytes the line before had at the
+    /// same place is taken as [`Known`], without a scan or a lookup.
     pub(super) fn flat(&mut self, tree: &Node) -> Option<()> {
         let s = self.s;
         self.eat(b'{')?;
