@@ -554,6 +554,12 @@ mod tests {
             }
         }
         assert!(known_read > 10_000, "{known_read}");
+        // A line of many keys: the first places are remembered, not all.
+        let many: String = (0..100).map(|k| format!("\"k{k}\":{k},")).collect();
+        let many = format!("{{{many}\"client\":\"c\"}}");
+        let (q, s) = both(&mut p, many.as_bytes());
+        assert_eq!(Ok(q.unwrap()), s);
+        assert_eq!(p.known.len(), 64);
         // A key cut at the line's end, or one byte off, is not the known key.
         let k_at = p.field("k").unwrap();
         p.build();

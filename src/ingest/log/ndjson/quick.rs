@@ -21,6 +21,10 @@ pub(super) struct Quick<'a> {
     pub(super) known: &'a mut Vec<Known>,
 }
 
+/// The places whose keys are remembered: a line of many keys takes the
+/// rest by their scan, and its memory stays small.
+const KNOWN_PLACES: usize = 64;
+
 /// A key a flat line had at some place, written `"key":` (at most 16
 /// bytes, little-endian in `word`, `mask` its bytes): a line with the same
 /// bytes there has the same key, already checked to be plain, and the same
@@ -199,7 +203,8 @@ impl Quick<'_> {
                     let k = Known::of(&s[i + 1..start - 2], leaf);
                     match self.known.get_mut(place) {
                         Some(slot) => *slot = k,
-                        None => self.known.push(k),
+                        None if place < KNOWN_PLACES => self.known.push(k),
+                        None => {}
                     }
                     (start, leaf)
                 }
