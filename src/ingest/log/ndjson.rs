@@ -19,7 +19,7 @@
 mod quick;
 
 use super::{Fields, LineParser, MISSING, Parsed, SCRATCH};
-use quick::Quick;
+use quick::{Known, Quick};
 use serde::de::{DeserializeSeed, Deserializer, IgnoredAny, MapAccess, SeqAccess, Visitor};
 use serde_json::value::RawValue;
 use std::fmt;
@@ -67,6 +67,8 @@ pub struct Ndjson {
     raws: Vec<Option<Raw>>,
     /// Strings with escapes the quick walk kept: field, span.
     escaped: Vec<(usize, u32, u32)>,
+    /// The keys of the last flat line (see [`Known`]).
+    known: Vec<Known>,
 }
 
 /// A wanted value's span in the line, as serde_json's walk finds it.
@@ -123,6 +125,7 @@ impl Ndjson {
             node.leaf = Some(i);
         }
         self.tree = tree;
+        self.known.clear();
         self.built = self.wanted.len();
     }
 }
@@ -241,6 +244,7 @@ impl Ndjson {
             i: 0,
             spans: &mut out.spans,
             escaped: &mut self.escaped,
+            known: &mut self.known,
         };
         if quick.flat(&self.tree).is_none() {
             quick.spans.iter_mut().for_each(|v| *v = MISSING);
@@ -460,6 +464,19 @@ mod tests {
         (q, s)
     }
 
+    /// `seed` with up to two bytes from a random place replaced by up to
+    /// two others from `alphabet`.
+    fn mutated(rng: &mut crate::testing::Rng, seed: &str, alphabet: &[u8]) -> Vec<u8> {
+        let mut v = seed.as_bytes().to_vec();
+        let at = rng.below(v.len() as u64 + 1) as usize;
+        let cut = (at + rng.below(3) as usize).min(v.len());
+        let with: Vec<u8> = (0..rng.below(3))
+            .map(|_| alphabet[rng.below(alphabet.len() as u64) as usize])
+            .collect();
+        v.splice(at..cut, with);
+        v
+    }
+
     #[test]
     fn the_quick_walk_agrees_with_serde_json() {
         let mut p = Ndjson::default();
@@ -486,14 +503,7 @@ mod tests {
         let (mut quick_read, mut cases) = (0, 0);
         for seed in seeds {
             for _ in 0..3000 {
-                // Up to two bytes from `at` replaced by up to two others.
-                let mut v = seed.as_bytes().to_vec();
-                let at = rng.below(v.len() as u64 + 1) as usize;
-                let cut = (at + rng.below(3) as usize).min(v.len());
-                let with: Vec<u8> = (0..rng.below(3))
-                    .map(|_| ALPHABET[rng.below(ALPHABET.len() as u64) as usize])
-                    .collect();
-                v.splice(at..cut, with);
+                let v = mutated(&mut rng, seed, ALPHABET);
                 let (q, s) = both(&mut p, &v);
                 cases += 1;
                 if let Some(q) = q {
@@ -509,6 +519,61 @@ mod tests {
             assert!(both(&mut p, seed.as_bytes()).0.is_some(), "{seed}");
         }
         assert!(both(&mut p, seeds[4].as_bytes()).0.is_none());
+    }
+
+    #[test]
+    fn keys_known_from_the_line_before_are_read_as_serde_json_reads_them() {
+        let mut p = Ndjson::default();
+        for f in ["ts", "client", "a_key_of_fourteen", "request.remote_ip"] {
+            p.field(f);
+        }
+        p.build();
+        let seeds = [
+            r#"{"ts":"2024-05-01T00:00:00.000Z","client":"c000177","path":"/api/v1/items/10971","status":200,"bytes":50444}"#,
+            r#"{"ts":1,"client":"c"}"#,
+            r#"{"client":"c","ts":2,"a_key_of_fourteen":"k","x":null}"#,
+            r#"{"a":1,"ts":3,"request":{"remote_ip":"1"},"client":"d"}"#,
+            r#"{"t":1,"":2}"#,
+        ];
+        // Each mutated line read right after its own seed (whose keys are
+        // then known place by place) or after another one.
+        let mut rng = crate::testing::Rng(0x6b65_7973);
+        const ALPHABET: &[u8] = b"\"\\:,{} tsclienabytu0123\x01\xc3";
+        let mut known_read = 0;
+        for _ in 0..30_000 {
+            let seed = seeds[rng.below(seeds.len() as u64) as usize];
+            let before = seeds[rng.below(seeds.len() as u64) as usize];
+            let primer = if rng.below(3) == 0 { before } else { seed };
+            let (q, s) = both(&mut p, primer.as_bytes());
+            assert_eq!(Ok(q.unwrap()), s, "{primer}");
+            let v = mutated(&mut rng, seed, ALPHABET);
+            let (q, s) = both(&mut p, &v);
+            if let Some(q) = q {
+                known_read += 1;
+                assert_eq!(Ok(q), s, "{:?} after {primer}", String::from_utf8_lossy(&v));
+            }
+        }
+        assert!(known_read > 10_000, "{known_read}");
+        // A line of many keys: the first places are remembered, not all.
+        let many: String = (0..100).map(|k| format!("\"k{k}\":{k},")).collect();
+        let many = format!("{{{many}\"client\":\"c\"}}");
+        let (q, s) = both(&mut p, many.as_bytes());
+        assert_eq!(Ok(q.unwrap()), s);
+        assert_eq!(p.known.len(), 64);
+        // A key cut at the line's end, or one byte off, is not the known key.
+        let k_at = p.field("k").unwrap();
+        p.build();
+        for (primer, line, k) in [
+            (r#"{"ts":1,"k":2}"#, r#"{"ts":1,"k":3}"#, Some(Some("3"))),
+            (r#"{"ts":1,"k":2}"#, r#"{"ts":1,"K":3}"#, Some(None)),
+            (r#"{"k":2,"ts":1}"#, r#"{"k":"#, None),
+            (r#"{"ts":1,"k":2}"#, r#"{"ts":1,"k"#, None),
+            (r#"{"ts":1,"k":2}"#, r#"{"ts":1,"k":"#, None),
+        ] {
+            read(&mut p, primer).unwrap();
+            let got = read(&mut p, line).ok().map(|v| v[k_at].clone());
+            assert_eq!(got, k.map(|k| k.map(String::from)), "{line}");
+        }
     }
 
     #[test]

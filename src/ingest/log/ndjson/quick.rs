@@ -17,6 +17,63 @@ pub(super) struct Quick<'a> {
     /// noted in `escaped` to be unescaped.
     pub(super) spans: &'a mut [(u32, u32)],
     pub(super) escaped: &'a mut Vec<(usize, u32, u32)>,
+    /// The keys of the last flat line, by place: most lines repeat them.
+    pub(super) known: &'a mut Vec<Known>,
+}
+
+/// The places whose keys are remembered: a line of many keys takes the
+/// rest by their scan, and its memory stays small.
+const KNOWN_PLACES: usize = 64;
+
+/// A key a flat line had at some place, written `"key":` (at most 16
+/// bytes, little-endian in `word`, `mask` its bytes): a line with the same
+/// bytes there has the same key, already checked to be plain, and the same
+/// wanted field. `len` 0: no key is known there.
+#[derive(Clone, Copy, Default)]
+pub(super) struct Known {
+    word: u128,
+    mask: u128,
+    len: usize,
+    leaf: Option<usize>,
+}
+
+impl Known {
+    /// The key `key` (plain, checked) of wanted field `leaf`, if short.
+    fn of(key: &[u8], leaf: Option<usize>) -> Known {
+        let len = key.len() + 3;
+        if len > 16 {
+            return Known::default();
+        }
+        let mut bytes = [0u8; 16];
+        bytes[0] = b'"';
+        bytes[1..=key.len()].copy_from_slice(key);
+        bytes[key.len() + 1..len].copy_from_slice(b"\":");
+        Known {
+            word: u128::from_le_bytes(bytes),
+            mask: u128::MAX >> (8 * (16 - len)),
+            len,
+            leaf,
+        }
+    }
+
+    /// Whether `s` at `i` starts with this key's `"key":`. Near the end,
+    /// the line's last sixteen bytes shifted down to `i`: the bytes past
+    /// the end read as zeros, never the closing `:`.
+    #[inline(always)]
+    fn at(&self, s: &[u8], i: usize) -> bool {
+        let word = |at: usize| {
+            let w = &s[at..at + 16];
+            u128::from_le_bytes(w.try_into().expect("16 bytes"))
+        };
+        let w = if i + 16 <= s.len() {
+            word(i)
+        } else if s.len() >= 16 && i < s.len() {
+            word(s.len() - 16) >> (8 * (i + 16 - s.len()))
+        } else {
+            return false;
+        };
+        self.len != 0 && w & self.mask == self.word
+    }
 }
 
 /// What a wanted value turned out to be.
@@ -128,33 +185,31 @@ impl Quick<'_> {
     /// spaces, no wanted path below its top level, each value a string
     /// without escapes, a number, `true`, `false` or `null`. `None`: the
     /// line is not (the spans may be half written); [`line`](Self::line)
-    /// reads it instead.
+    /// reads it instead. A key with the bytes the line before had at the
+    /// same place is taken as [`Known`], without a scan or a lookup.
     pub(super) fn flat(&mut self, tree: &Node) -> Option<()> {
         let s = self.s;
         self.eat(b'{')?;
         if self.eat(b'}').is_some() {
             return (self.i == s.len()).then_some(());
         }
+        let mut place = 0;
         loop {
             let i = self.i;
-            if s.get(i) != Some(&b'"') {
-                return None;
-            }
-            let ke = self.stop_from(i + 1)?;
-            if s.get(ke) != Some(&b'"') || s.get(ke + 1) != Some(&b':') {
-                return None;
-            }
-            let key = &s[i + 1..ke];
-            let first = key.first().copied().unwrap_or(b'"');
-            let child = if first < 128 && tree.firsts & (1 << first) != 0 {
-                tree.children.iter().find(|(k, _)| same(k.as_bytes(), key))
-            } else {
-                None
+            let (start, leaf) = match self.known.get(place) {
+                Some(k) if k.at(s, i) => (i + k.len, k.leaf),
+                _ => {
+                    let (start, leaf) = self.flat_key(tree)?;
+                    let k = Known::of(&s[i + 1..start - 2], leaf);
+                    match self.known.get_mut(place) {
+                        Some(slot) => *slot = k,
+                        None if place < KNOWN_PLACES => self.known.push(k),
+                        None => {}
+                    }
+                    (start, leaf)
+                }
             };
-            if child.is_some_and(|(_, c)| !c.children.is_empty()) {
-                return None;
-            }
-            let start = ke + 2;
+            place += 1;
             self.i = start;
             let kind = match *s.get(start)? {
                 b'"' => {
@@ -175,7 +230,7 @@ impl Quick<'_> {
                     Kind::Other
                 }
             };
-            if let Some(leaf) = child.and_then(|(_, c)| c.leaf) {
+            if let Some(leaf) = leaf {
                 self.keep(leaf, start, kind);
             }
             match s.get(self.i) {
@@ -184,6 +239,32 @@ impl Quick<'_> {
                 _ => return None,
             }
         }
+    }
+
+    /// A key of a flat line at `i`, with its colon: where its value starts,
+    /// and the wanted field it names. `None`: not a plain key, or a wanted
+    /// path goes below it.
+    #[inline(always)]
+    fn flat_key(&self, tree: &Node) -> Option<(usize, Option<usize>)> {
+        let (s, i) = (self.s, self.i);
+        if s.get(i) != Some(&b'"') {
+            return None;
+        }
+        let ke = self.stop_from(i + 1)?;
+        if s.get(ke) != Some(&b'"') || s.get(ke + 1) != Some(&b':') {
+            return None;
+        }
+        let key = &s[i + 1..ke];
+        let first = key.first().copied().unwrap_or(b'"');
+        let child = if first < 128 && tree.firsts & (1 << first) != 0 {
+            tree.children.iter().find(|(k, _)| same(k.as_bytes(), key))
+        } else {
+            None
+        };
+        if child.is_some_and(|(_, c)| !c.children.is_empty()) {
+            return None;
+        }
+        Some((ke + 2, child.and_then(|(_, c)| c.leaf)))
     }
 
     /// An object at `i` (`node`: the wanted paths below it, if any).
