@@ -264,6 +264,24 @@ fn a_torn_last_journal_line_is_tolerated() {
 }
 
 #[test]
+fn a_file_that_is_not_a_journal_is_refused_unchanged() {
+    let cases: [&[u8]; 3] = [
+        b"important\ndata\nno newline at end",
+        b"no newline at all",
+        b"important\ndata\n",
+    ];
+    for text in cases {
+        let notes = write("notes.txt", text);
+        let out = run_pace(&["--rate", "1000/s", "--journal", s(&notes)], b"1\n");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("not a pace journal line"), "{err}");
+        assert!(out.stdout.is_empty());
+        assert_eq!(std::fs::read(&notes).unwrap(), text, "the file changed");
+    }
+}
+
+#[test]
 fn a_journal_that_is_an_input_a_device_or_in_use_is_refused() {
     let input = write("in.txt", &numbered(3));
     let journal = tmp("j");

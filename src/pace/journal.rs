@@ -180,16 +180,22 @@ impl Journal {
         file.read_to_end(&mut text)
             .with_context(|| format!("cannot read the --journal file '{shown}'"))?;
         let whole = whole_lines(&text);
+        // Nothing is changed in a file that is not a journal: its whole
+        // lines parse, or its only (torn) line starts a head line.
+        let parsed = match whole == 0 && !text.is_empty() && !torn_head(&text) {
+            true => Err(1),
+            false => parse(&text[..whole]),
+        };
+        let (head, done) = parsed.map_err(|line| {
+            anyhow::anyhow!(
+                "the --journal file '{shown}' line {line} is not a pace journal line; give a new file to start over"
+            )
+        })?;
         if whole < text.len() {
             // A write cut by a crash: its record was not counted as done.
             file.set_len(whole as u64)
                 .with_context(|| format!("cannot repair the --journal file '{shown}'"))?;
         }
-        let (head, done) = parse(&text[..whole]).map_err(|line| {
-            anyhow::anyhow!(
-                "the --journal file '{shown}' line {line} is not a pace journal line; give a new file to start over"
-            )
-        })?;
         let sync = start_sync(&file, path)?;
         let skip = Skip {
             want: head.map_or(HEAD_RECORDS, |h| h.count),
@@ -343,6 +349,18 @@ fn whole_lines(text: &[u8]) -> usize {
     text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
 }
 
+/// Whether `text`, a file without a newline, is a head line cut by a
+/// crash in the first write (NUL bytes after it included).
+fn torn_head(text: &[u8]) -> bool {
+    let text = match text.iter().position(|&b| b == 0) {
+        Some(i) if text[i..].iter().all(|&b| b == 0) => &text[..i],
+        _ => text,
+    };
+    let magic = MAGIC.as_bytes();
+    let n = text.len().min(magic.len());
+    !text.is_empty() && text[..n] == magic[..n]
+}
+
 /// Inclusive ranges of positions.
 type Ranges = Vec<(u64, u64)>;
 
@@ -450,6 +468,10 @@ mod tests {
         assert_eq!(whole_lines(b"h\n1-2\n3-"), 6);
         assert_eq!(whole_lines(b"h\n1-2\n\0\0"), 6);
         assert_eq!(whole_lines(b"partial"), 0);
+        assert!(torn_head(b"drip pace journal 1, inp"));
+        assert!(torn_head(b"drip pace journal 1, input head: 3 rec\0\0"));
+        assert!(!torn_head(b"partial"));
+        assert!(!torn_head(b"\0\0"));
     }
 
     #[test]
