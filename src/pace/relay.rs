@@ -1,14 +1,17 @@
 //! One thread for every command of a run: it polls each running
 //! command's stdout and stderr pipes, passes their lines on through the
-//! [`Printer`] (whole lines, `--keep-order`, `--tag`), and once both pipes
-//! of a command have ended, reaps its exit and reports it to the shaper
-//! loop. A thread per command would cost a thread's start and end for
-//! each record, which at high rates delays the next starts.
+//! [`Printer`] (whole lines, `--keep-order`, `--tag`), and reaps each
+//! command's exit as it happens and reports it to the shaper loop. A
+//! thread per command would cost a thread's start and end for each
+//! record, which at high rates delays the next starts.
 //!
 //! The main thread hands each command over through a queue and a wake
-//! pipe. A command whose pipes ended while it still runs (it closed them,
-//! or is about to exit) is waited for through a pidfd on Linux, else by
-//! polling again after a short time.
+//! pipe. Exits are seen through a pidfd per command on Linux, else by
+//! polling again after a short time. The exit does not wait for the pipes:
+//! a background child of the command may hold them open for long after.
+//! What the command wrote before it exited is read first; what its
+//! background children write later is still passed on while the run lasts
+//! (after the command's turn, with `--keep-order`).
 
 use super::passthru::{Exit, Printer, Stream, Watch};
 use super::reader::Shared;
@@ -24,6 +27,11 @@ use std::sync::{Arc, Mutex};
 /// How long to wait before looking again for the exit of a command whose
 /// pipes ended, where no pidfd tells it.
 const RECHECK_MS: i32 = 2;
+/// Where no pidfd tells a command's exit: how often to look for it while
+/// its pipes are open.
+const RECHECK_RUNNING_MS: i32 = 20;
+/// Reads of a pipe at a command's exit to take what it wrote before.
+const DRAIN_READS: usize = 64;
 
 /// A command just started, handed to the relay.
 pub(super) struct Started {
@@ -109,9 +117,13 @@ struct Running {
     /// Its stdout and stderr, until each ends.
     pipes: [Option<File>; 2],
     watch: Watch,
-    /// Once the pipes ended and the command still runs: readable when it
-    /// exits (Linux); `None` elsewhere, or before.
+    /// Readable when the command exits (Linux); `None` elsewhere.
     exit_fd: Option<OwnedFd>,
+    /// Its exit may have come: look for it.
+    check: bool,
+    /// Its exit was reported; only pipes its background children hold
+    /// are left.
+    exited: bool,
     record: Vec<u8>,
     line: u64,
     at: Nanos,
@@ -122,11 +134,14 @@ impl Running {
         let mut child = s.child;
         let out = child.stdout.take().map(|o| File::from(OwnedFd::from(o)));
         let err = child.stderr.take().map(|e| File::from(OwnedFd::from(e)));
+        let exit_fd = exit_fd(child.id());
         Running {
+            check: exit_fd.is_none(),
             child,
             pipes: [out, err],
             watch: Watch::new(s.index, s.tag),
-            exit_fd: None,
+            exit_fd,
+            exited: false,
             record: s.record,
             line: s.line,
             at: s.at,
@@ -143,7 +158,7 @@ impl Running {
 enum Polled {
     Wake,
     Pipe(usize, Stream),
-    Exit,
+    Exit(usize),
 }
 
 /// The relay thread's state.
@@ -183,10 +198,10 @@ impl Thread {
                     Polled::Wake => self.take_queue(&mut buf),
                     Polled::Pipe(i, stream) => self.read_pipe(i, stream, &mut buf),
                     // The exit is reaped below.
-                    Polled::Exit => {}
+                    Polled::Exit(i) => self.running[i].check = true,
                 }
             }
-            self.reap();
+            self.reap(&mut buf);
             if self.closed && self.running.is_empty() {
                 return;
             }
@@ -214,8 +229,10 @@ impl Thread {
                 }
             }
             match &r.exit_fd {
-                Some(fd) => add(fd.as_raw_fd(), Polled::Exit),
+                _ if r.exited => {}
+                Some(fd) => add(fd.as_raw_fd(), Polled::Exit(i)),
                 None if r.pipes_ended() => timeout = RECHECK_MS,
+                None if timeout < 0 => timeout = RECHECK_RUNNING_MS,
                 None => {}
             }
         }
@@ -251,33 +268,40 @@ impl Thread {
         }
         if r.pipes_ended() {
             r.watch.flush(&self.printer);
+            r.check = true;
         }
     }
 
-    /// Reports the commands whose pipes ended and that exited; one still
-    /// running gets a pidfd to wait on.
-    fn reap(&mut self) {
+    /// Reports the commands that exited, whether or not their pipes
+    /// ended; one whose pipes ended after its exit is let go.
+    fn reap(&mut self, buf: &mut [u8]) {
         let mut exits = Vec::new();
         let mut i = 0;
         while i < self.running.len() {
             let r = &mut self.running[i];
-            if !r.pipes_ended() {
-                i += 1;
+            if r.exited || !r.check {
+                match r.exited && r.pipes_ended() {
+                    true => drop(self.running.swap_remove(i)),
+                    false => i += 1,
+                }
                 continue;
             }
+            r.check = r.exit_fd.is_none();
             let status = match r.child.try_wait() {
                 Ok(None) => {
-                    if r.exit_fd.is_none() {
-                        r.exit_fd = exit_fd(r.child.id());
-                    }
                     i += 1;
                     continue;
                 }
                 Ok(Some(status)) => Some(status),
                 Err(_) => None,
             };
-            let r = self.running.swap_remove(i);
-            exits.push(self.ended(r, status));
+            // What it wrote before it exited is in the pipes now.
+            self.drain(i, buf);
+            exits.push(self.ended(i, status));
+            match self.running[i].pipes_ended() {
+                true => drop(self.running.swap_remove(i)),
+                false => i += 1,
+            }
         }
         if !exits.is_empty() {
             self.shared.lock().exits.extend(exits);
@@ -285,16 +309,54 @@ impl Thread {
         }
     }
 
+    /// Reads what command `i`'s pipes hold now (a bounded number of
+    /// reads: a background child may write on).
+    fn drain(&mut self, i: usize, buf: &mut [u8]) {
+        for _ in 0..DRAIN_READS {
+            let r = &self.running[i];
+            let fds: Vec<(libc::pollfd, Stream)> = r
+                .pipes
+                .iter()
+                .zip([Stream::Out, Stream::Err])
+                .filter_map(|(p, stream)| {
+                    let fd = p.as_ref()?.as_raw_fd();
+                    let events = libc::POLLIN;
+                    Some((
+                        libc::pollfd {
+                            fd,
+                            events,
+                            revents: 0,
+                        },
+                        stream,
+                    ))
+                })
+                .collect();
+            let mut polled: Vec<libc::pollfd> = fds.iter().map(|f| f.0).collect();
+            // SAFETY: `polled` is a valid array of `polled.len()` pollfd structs.
+            let ready = unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, 0) };
+            if ready <= 0 {
+                return;
+            }
+            for (f, p) in fds.iter().zip(&polled) {
+                if p.revents != 0 {
+                    self.read_pipe(i, f.1, buf);
+                }
+            }
+        }
+    }
+
     /// A command's exit as the shaper loop takes it (255: its status
     /// could not be read).
-    fn ended(&self, mut r: Running, status: Option<ExitStatus>) -> Exit {
+    fn ended(&mut self, i: usize, status: Option<ExitStatus>) -> Exit {
+        let r = &mut self.running[i];
+        r.exited = true;
         r.watch.done(&self.printer);
         let code = status.map_or(255, |s| {
             s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
         });
         Exit {
             pid: r.child.id(),
-            record: r.record,
+            record: std::mem::take(&mut r.record),
             line: r.line,
             code,
             took: self.clock.now().saturating_sub(r.at),
