@@ -380,3 +380,25 @@ fn a_full_backlog_on_a_resumed_run_names_the_input_line_counting_the_skipped() {
     let err = String::from_utf8_lossy(&rerun.stderr);
     assert!(err.contains("backlog full at input line 5:"), "{err}");
 }
+
+#[test]
+fn a_last_record_without_its_newline_is_sent_again_once_the_input_grew() {
+    for first in [20, 5] {
+        let journal = tmp("j");
+        let mut text = numbered(first);
+        text.extend_from_slice(b"partial-rec");
+        let input = write("grows.txt", &text);
+        let args = ["--rate", "10k/s", "--journal", s(&journal), s(&input)];
+        let out = run_pace(&args, b"");
+        assert_eq!(out.status.code(), Some(0));
+        assert!(out.stdout.ends_with(b"\npartial-rec"));
+        text.extend_from_slice(b"ord-completed\nnext\n");
+        std::fs::write(&input, &text).unwrap();
+        let out = run_pace(&args, b"");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert_eq!(lines(&out.stdout), ["partial-record-completed", "next"]);
+        let again = run_pace(&args, b"");
+        assert_eq!(again.stdout, b"");
+    }
+}

@@ -303,7 +303,7 @@ impl Pacer {
         }
         if let Some(j) = &mut self.journal {
             for p in self.output.sent(w.lines) {
-                j.done(p.seq);
+                j.done(p.seq, &p.item);
             }
             j.commit();
         }

@@ -40,7 +40,7 @@ impl Pacer {
         let jobs = start_jobs(&config, &output, &shared, clock)?;
         let journal = match &config.input.journal {
             Some(path) => {
-                let (journal, skip) = Journal::open(path)?;
+                let (journal, skip) = Journal::open(path, config.input.separator)?;
                 shared.lock().journal = Some(skip);
                 Some(journal)
             }
