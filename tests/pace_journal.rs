@@ -402,3 +402,19 @@ fn a_last_record_without_its_newline_is_sent_again_once_the_input_grew() {
         assert_eq!(again.stdout, b"");
     }
 }
+
+#[test]
+fn replay_with_a_journal_is_refused_in_one_line() {
+    let journal = tmp("j");
+    let csv = write("log.csv", "time,path\n2024-01-01T00:00:00Z,/a\n");
+    let out = run_pace(&["--replay", "--journal", s(&journal), s(&csv)], b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--journal") && err.contains("--replay"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    assert!(!journal.exists());
+}
