@@ -418,3 +418,33 @@ fn replay_with_a_journal_is_refused_in_one_line() {
     assert!(out.stdout.is_empty());
     assert!(!journal.exists());
 }
+
+#[test]
+fn a_write_cut_by_a_closed_downstream_is_not_done() {
+    // 3000-byte lines; downstream reads 70,000 bytes (23 whole lines),
+    // stops reading, and closes the pipe half a second later.
+    let input: String = (1..200)
+        .map(|i| format!("{i:05} {}\n", "x".repeat(2994)))
+        .collect();
+    let input = write("wide.txt", &input);
+    let journal = tmp("j");
+    let script = format!(
+        "{} pace --no-progress -r 100k/s --journal {} {} | {{ head -c 70000 >/dev/null; sleep 0.5; }}",
+        env!("CARGO_BIN_EXE_drip"),
+        s(&journal),
+        s(&input)
+    );
+    let st = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let rerun = run_pace(
+        &["--rate", "100k/s", "--journal", s(&journal), s(&input)],
+        b"",
+    );
+    assert_eq!(rerun.status.code(), Some(0));
+    let first: u64 = String::from_utf8_lossy(&rerun.stdout[..5]).parse().unwrap();
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert!(first <= 24, "the rerun starts at {first}: {text}");
+}
