@@ -59,7 +59,12 @@ impl Pacer {
             intake: Intake::new(lanes, replay),
             control: Control::new(tunable, gap_keeping, config.catch_up, fifo),
             sharing,
-            output: Output::new(File::from(output), wake, config.stamp),
+            output: Output::new(
+                File::from(output),
+                wake,
+                config.stamp,
+                config.input.separator,
+            ),
             rejects,
             tally,
             jobs,
