@@ -537,3 +537,20 @@ fn sigint_waits_for_the_commands_not_for_pipes_their_background_children_hold() 
     let p99 = c["duration_p99_ms"].as_f64().unwrap();
     assert!((400.0..3000.0).contains(&p99), "{c}");
 }
+
+#[test]
+fn as_many_commands_run_at_once_as_their_pipes_fit_under_the_open_file_limit() {
+    // 90 commands at once hold 180 pipes under a limit of 256: a pidfd
+    // for each as well would not fit.
+    let script = format!(
+        "ulimit -n 256 && seq 1 90 | {} pace --no-progress -r 10k/s -j 90 --stats=json -- sh -c 'sleep 0.5' _",
+        env!("CARGO_BIN_EXE_drip")
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(summary(&out.stderr)["commands"]["succeeded"], 90, "{err}");
+}

@@ -7,7 +7,9 @@
 //!
 //! The main thread hands each command over through a queue and a wake
 //! pipe. Exits are seen through a pidfd per command on Linux, else by
-//! polling again after a short time. The exit does not wait for the pipes:
+//! polling again after a short time. Pidfds take only the descriptors
+//! the pipes of `--jobs` commands leave under the open-file limit; a
+//! command beyond that is polled. The exit does not wait for the pipes:
 //! a background child of the command may hold them open for long after.
 //! What the command wrote before it exited is read first; what its
 //! background children write later is still passed on while the run lasts
@@ -63,11 +65,13 @@ pub(super) struct Relay {
 
 impl Relay {
     /// Starts the relay thread, printing through `printer` and reporting
-    /// exits into `shared`, their durations read on `clock`.
+    /// exits into `shared`, their durations read on `clock`; at most
+    /// `jobs` commands run at once.
     pub(super) fn start(
         printer: Arc<Printer>,
         shared: Arc<Shared>,
         clock: MonotonicClock,
+        jobs: usize,
     ) -> io::Result<Relay> {
         let (wake_rx, wake) = io::pipe()?;
         let queue = Arc::new(Mutex::new(Queue::default()));
@@ -79,6 +83,7 @@ impl Relay {
             clock,
             running: Vec::new(),
             closed: false,
+            pidfd_room: pidfd_room(jobs),
         };
         std::thread::Builder::new()
             .name("relay".into())
@@ -130,11 +135,11 @@ struct Running {
 }
 
 impl Running {
-    fn new(s: Started) -> Running {
+    fn new(s: Started, pidfd: bool) -> Running {
         let mut child = s.child;
         let out = child.stdout.take().map(|o| File::from(OwnedFd::from(o)));
         let err = child.stderr.take().map(|e| File::from(OwnedFd::from(e)));
-        let exit_fd = exit_fd(child.id());
+        let exit_fd = pidfd.then(|| exit_fd(child.id())).flatten();
         Running {
             check: exit_fd.is_none(),
             child,
@@ -171,6 +176,8 @@ struct Thread {
     running: Vec<Running>,
     /// No more commands come.
     closed: bool,
+    /// Pidfds that may still be opened.
+    pidfd_room: usize,
 }
 
 impl Thread {
@@ -246,7 +253,11 @@ impl Thread {
         let started = std::mem::take(&mut q.started);
         self.closed = q.closed;
         drop(q);
-        self.running.extend(started.into_iter().map(Running::new));
+        for s in started {
+            let r = Running::new(s, self.pidfd_room > 0);
+            self.pidfd_room -= usize::from(r.exit_fd.is_some());
+            self.running.push(r);
+        }
     }
 
     /// Reads what command `i` wrote on `stream`; the end of input closes
@@ -350,6 +361,9 @@ impl Thread {
     fn ended(&mut self, i: usize, status: Option<ExitStatus>) -> Exit {
         let r = &mut self.running[i];
         r.exited = true;
+        if r.exit_fd.take().is_some() {
+            self.pidfd_room += 1;
+        }
         r.watch.done(&self.printer);
         let code = status.map_or(255, |s| {
             s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
@@ -363,6 +377,24 @@ impl Thread {
             closed: r.watch.closed,
         }
     }
+}
+
+/// How many pidfds fit under the open-file limit beside the two pipes of
+/// each of `jobs` commands and a margin for the rest of the run.
+fn pidfd_room(jobs: usize) -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit(2) fills the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 0;
+    }
+    let limit = usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX);
+    limit
+        .saturating_sub(64)
+        .saturating_sub(jobs.saturating_mul(2))
+        .min(jobs)
 }
 
 /// A pidfd of process `pid`, readable once it exits.
