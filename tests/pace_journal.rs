@@ -264,6 +264,24 @@ fn a_torn_last_journal_line_is_tolerated() {
 }
 
 #[test]
+fn a_file_that_is_not_a_journal_is_refused_unchanged() {
+    let cases: [&[u8]; 3] = [
+        b"important\ndata\nno newline at end",
+        b"no newline at all",
+        b"important\ndata\n",
+    ];
+    for text in cases {
+        let notes = write("notes.txt", text);
+        let out = run_pace(&["--rate", "1000/s", "--journal", s(&notes)], b"1\n");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("not a pace journal line"), "{err}");
+        assert!(out.stdout.is_empty());
+        assert_eq!(std::fs::read(&notes).unwrap(), text, "the file changed");
+    }
+}
+
+#[test]
 fn a_journal_that_is_an_input_a_device_or_in_use_is_refused() {
     let input = write("in.txt", &numbered(3));
     let journal = tmp("j");
@@ -361,4 +379,72 @@ fn a_full_backlog_on_a_resumed_run_names_the_input_line_counting_the_skipped() {
     assert_eq!(lines(&rerun.stdout), ["2"]);
     let err = String::from_utf8_lossy(&rerun.stderr);
     assert!(err.contains("backlog full at input line 5:"), "{err}");
+}
+
+#[test]
+fn a_last_record_without_its_newline_is_sent_again_once_the_input_grew() {
+    for first in [20, 5] {
+        let journal = tmp("j");
+        let mut text = numbered(first);
+        text.extend_from_slice(b"partial-rec");
+        let input = write("grows.txt", &text);
+        let args = ["--rate", "10k/s", "--journal", s(&journal), s(&input)];
+        let out = run_pace(&args, b"");
+        assert_eq!(out.status.code(), Some(0));
+        assert!(out.stdout.ends_with(b"\npartial-rec"));
+        text.extend_from_slice(b"ord-completed\nnext\n");
+        std::fs::write(&input, &text).unwrap();
+        let out = run_pace(&args, b"");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{err}");
+        assert_eq!(lines(&out.stdout), ["partial-record-completed", "next"]);
+        let again = run_pace(&args, b"");
+        assert_eq!(again.stdout, b"");
+    }
+}
+
+#[test]
+fn replay_with_a_journal_is_refused_in_one_line() {
+    let journal = tmp("j");
+    let csv = write("log.csv", "time,path\n2024-01-01T00:00:00Z,/a\n");
+    let out = run_pace(&["--replay", "--journal", s(&journal), s(&csv)], b"");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("--journal") && err.contains("--replay"),
+        "{err}"
+    );
+    assert!(out.stdout.is_empty());
+    assert!(!journal.exists());
+}
+
+#[test]
+fn a_write_cut_by_a_closed_downstream_is_not_done() {
+    // 3000-byte lines; downstream reads 70,000 bytes (23 whole lines),
+    // stops reading, and closes the pipe half a second later.
+    let input: String = (1..200)
+        .map(|i| format!("{i:05} {}\n", "x".repeat(2994)))
+        .collect();
+    let input = write("wide.txt", &input);
+    let journal = tmp("j");
+    let script = format!(
+        "{} pace --no-progress -r 100k/s --journal {} {} | {{ head -c 70000 >/dev/null; sleep 0.5; }}",
+        env!("CARGO_BIN_EXE_drip"),
+        s(&journal),
+        s(&input)
+    );
+    let st = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let rerun = run_pace(
+        &["--rate", "100k/s", "--journal", s(&journal), s(&input)],
+        b"",
+    );
+    assert_eq!(rerun.status.code(), Some(0));
+    let first: u64 = String::from_utf8_lossy(&rerun.stdout[..5]).parse().unwrap();
+    let text = std::fs::read_to_string(&journal).unwrap();
+    assert!(first <= 24, "the rerun starts at {first}: {text}");
 }

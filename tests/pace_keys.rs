@@ -257,3 +257,17 @@ fn bad_key_options_exit_2_with_one_clear_line() {
         assert!(out.stdout.is_empty());
     }
 }
+
+#[test]
+fn a_last_record_without_its_newline_is_never_glued_to_the_next() {
+    let out = run_pace(
+        &["--rate", "50/s", "--key-field", "1"],
+        b"a 1\na 2\na 3\nb 4",
+    );
+    assert_eq!(out.status.code(), Some(0));
+    // b's record goes out second: it gets a newline, as another follows.
+    assert_eq!(out.stdout, b"a 1\nb 4\na 2\na 3\n");
+    // Written last, it goes out as it came.
+    let out = run_pace(&["--rate", "50/s", "--key-field", "1"], b"a 1\nb 4");
+    assert_eq!(out.stdout, b"a 1\nb 4");
+}

@@ -503,3 +503,54 @@ fn a_command_found_on_path_sees_its_name_as_given() {
         ["sh -c tr '\\0' ' ' < /proc/$$/cmdline _ x "]
     );
 }
+
+#[test]
+fn sigint_waits_for_the_commands_not_for_pipes_their_background_children_hold() {
+    // Each command leaves a child behind holding its output pipes for 8 s.
+    let mut child = spawn_pace(&[
+        "--rate",
+        "100/s",
+        "--stats=json",
+        "--",
+        "sh",
+        "-c",
+        "sleep 8 & sleep 0.5; echo started $1",
+        "_",
+    ]);
+    let mut stdin = child.stdin.take().unwrap();
+    thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(b"1\n2\n");
+        thread::sleep(Duration::from_secs(20));
+    });
+    thread::sleep(Duration::from_millis(200));
+    kill(child.id(), "INT");
+    let t0 = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert_eq!(out.status.code(), Some(130));
+    let mut got = lines(&out.stdout);
+    got.sort();
+    assert_eq!(got, ["started 1", "started 2"]);
+    let c = &summary(&out.stderr)["commands"];
+    assert_eq!(c["succeeded"], 2, "{c}");
+    let p99 = c["duration_p99_ms"].as_f64().unwrap();
+    assert!((400.0..3000.0).contains(&p99), "{c}");
+}
+
+#[test]
+fn as_many_commands_run_at_once_as_their_pipes_fit_under_the_open_file_limit() {
+    // 90 commands at once hold 180 pipes under a limit of 256: a pidfd
+    // for each as well would not fit.
+    let script = format!(
+        "ulimit -n 256 && seq 1 90 | {} pace --no-progress -r 10k/s -j 90 --stats=json -- sh -c 'sleep 0.5' _",
+        env!("CARGO_BIN_EXE_drip")
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(summary(&out.stderr)["commands"]["succeeded"], 90, "{err}");
+}

@@ -54,6 +54,11 @@ impl Config {
     /// comes from its logged time.
     fn replay(args: PaceArgs) -> anyhow::Result<Config> {
         let r = &args.replay;
+        if args.journal.is_some() {
+            bail!(
+                "--journal does not work with --replay: a replayed log's header is not a record to skip, and a resumed replay would lose its times' origin; replay the log from the start, or cut the lines already sent off it (tail -n +N) and keep its header"
+            );
+        }
         if r.merge {
             bail!(
                 "--merge: pace --replay reads one log, from stdin, so it has no files to merge; merge the logs by time before the pipe (sort -m on a sortable time column), or use --reorder-window for one slightly unordered log"

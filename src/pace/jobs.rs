@@ -161,7 +161,7 @@ impl Jobs {
             None => None,
         };
         let printer = Arc::new(Printer::new(stdout, stderr, config.keep_order));
-        let relay = Relay::start(Arc::clone(&printer), shared, clock)
+        let relay = Relay::start(Arc::clone(&printer), shared, clock, config.jobs)
             .context("cannot start the thread that passes the commands' output on")?;
         Ok(Jobs {
             printer,

@@ -2,7 +2,10 @@
 //! on the same input skips them.
 //!
 //! A record is *done* once it went out whole to stdout (plain pace) or its
-//! command exited 0 (`pace -- COMMAND`, any attempt). Positions are the
+//! command exited 0 (`pace -- COMMAND`, any attempt). A last record
+//! without its separator is never done: the input may grow to complete
+//! it, and a rerun then sends it again, whole (at least once). Nor is it
+//! part of the head. Positions are the
 //! records' numbers in the input (1 is the first; with several files they
 //! count on across them), carried with each record through the schedule,
 //! the commands and their retries.
@@ -101,13 +104,15 @@ pub(super) struct Skip {
     next: usize,
     pub(super) skipped: u64,
     pub(super) skipped_bytes: u64,
+    /// The byte records end with.
+    sep: u8,
 }
 
 impl Skip {
     /// Whether record `pos` (read in increasing order) was done before;
     /// the head's records are hashed first.
     pub(super) fn skips(&mut self, pos: u64, bytes: &[u8]) -> bool {
-        if self.head.count < HEAD_RECORDS {
+        if self.head.count < HEAD_RECORDS && bytes.last() == Some(&self.sep) {
             self.head.add(bytes);
             if self.head.count == self.want {
                 self.at_want = Some(self.head);
@@ -155,12 +160,14 @@ pub(super) struct Journal {
     text: Vec<u8>,
     sync: Option<SyncSender<()>>,
     error: Option<io::Error>,
+    /// The byte records end with.
+    sep: u8,
 }
 
 impl Journal {
     /// Opens (or creates) the journal at `path`, locked for this run, and
     /// reads what earlier runs did: the reader's part to skip with.
-    pub(super) fn open(path: &Path) -> anyhow::Result<(Journal, Skip)> {
+    pub(super) fn open(path: &Path, sep: u8) -> anyhow::Result<(Journal, Skip)> {
         let shown = path.display();
         let mut file = OpenOptions::new()
             .read(true)
@@ -180,16 +187,22 @@ impl Journal {
         file.read_to_end(&mut text)
             .with_context(|| format!("cannot read the --journal file '{shown}'"))?;
         let whole = whole_lines(&text);
+        // Nothing is changed in a file that is not a journal: its whole
+        // lines parse, or its only (torn) line starts a head line.
+        let parsed = match whole == 0 && !text.is_empty() && !torn_head(&text) {
+            true => Err(1),
+            false => parse(&text[..whole]),
+        };
+        let (head, done) = parsed.map_err(|line| {
+            anyhow::anyhow!(
+                "the --journal file '{shown}' line {line} is not a pace journal line; give a new file to start over"
+            )
+        })?;
         if whole < text.len() {
             // A write cut by a crash: its record was not counted as done.
             file.set_len(whole as u64)
                 .with_context(|| format!("cannot repair the --journal file '{shown}'"))?;
         }
-        let (head, done) = parse(&text[..whole]).map_err(|line| {
-            anyhow::anyhow!(
-                "the --journal file '{shown}' line {line} is not a pace journal line; give a new file to start over"
-            )
-        })?;
         let sync = start_sync(&file, path)?;
         let skip = Skip {
             want: head.map_or(HEAD_RECORDS, |h| h.count),
@@ -199,6 +212,7 @@ impl Journal {
             next: 0,
             skipped: 0,
             skipped_bytes: 0,
+            sep,
         };
         let journal = Journal {
             path: path.to_path_buf(),
@@ -211,6 +225,7 @@ impl Journal {
             text: Vec::new(),
             sync: Some(sync),
             error: None,
+            sep,
         };
         Ok((journal, skip))
     }
@@ -249,8 +264,12 @@ impl Journal {
         }
     }
 
-    /// Record `pos` is done (written at the next [`commit`](Self::commit)).
-    pub(super) fn done(&mut self, pos: u64) {
+    /// Record `pos`, `bytes`, is done (written at the next
+    /// [`commit`](Self::commit)); not when it lacks its separator.
+    pub(super) fn done(&mut self, pos: u64, bytes: &[u8]) {
+        if bytes.last() != Some(&self.sep) {
+            return;
+        }
         match self.batch.last_mut() {
             Some(run) if run.1 + 1 == pos => run.1 = pos,
             _ => self.batch.push((pos, pos)),
@@ -343,6 +362,18 @@ fn whole_lines(text: &[u8]) -> usize {
     text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1)
 }
 
+/// Whether `text`, a file without a newline, is a head line cut by a
+/// crash in the first write (NUL bytes after it included).
+fn torn_head(text: &[u8]) -> bool {
+    let text = match text.iter().position(|&b| b == 0) {
+        Some(i) if text[i..].iter().all(|&b| b == 0) => &text[..i],
+        _ => text,
+    };
+    let magic = MAGIC.as_bytes();
+    let n = text.len().min(magic.len());
+    !text.is_empty() && text[..n] == magic[..n]
+}
+
 /// Inclusive ranges of positions.
 type Ranges = Vec<(u64, u64)>;
 
@@ -412,11 +443,12 @@ mod tests {
     #[test]
     fn batches_become_ranges_and_ranges_merge() {
         let path = std::env::temp_dir().join(format!("drip-journal-{}", std::process::id()));
-        let (mut j, _) = Journal::open(&path).unwrap();
+        let (mut j, _) = Journal::open(&path, b'\n').unwrap();
         let _ = std::fs::remove_file(&path);
         for pos in [5, 1, 2, 3, 7, 8] {
-            j.done(pos);
+            j.done(pos, b"x\n");
         }
+        j.done(9, b"unterminated");
         assert_eq!(j.batch, [(5, 5), (1, 3), (7, 8)]);
         let mut text = Vec::new();
         ranges_text(&mut j.batch, &mut text);
@@ -450,6 +482,10 @@ mod tests {
         assert_eq!(whole_lines(b"h\n1-2\n3-"), 6);
         assert_eq!(whole_lines(b"h\n1-2\n\0\0"), 6);
         assert_eq!(whole_lines(b"partial"), 0);
+        assert!(torn_head(b"drip pace journal 1, inp"));
+        assert!(torn_head(b"drip pace journal 1, input head: 3 rec\0\0"));
+        assert!(!torn_head(b"partial"));
+        assert!(!torn_head(b"\0\0"));
     }
 
     #[test]
@@ -462,6 +498,7 @@ mod tests {
             next: 0,
             skipped: 0,
             skipped_bytes: 0,
+            sep: b'\n',
         };
         let skipped: Vec<u64> = (1..=7).filter(|&p| skip.skips(p, b"x\n")).collect();
         assert_eq!(skipped, [2, 3, 6]);

@@ -28,7 +28,7 @@ impl Pacer {
             if exit.code == 0
                 && let Some(j) = &mut self.journal
             {
-                j.done(exit.line);
+                j.done(exit.line, &exit.record);
             }
             if let Some(span) = jobs.exited(exit, now, stopping) {
                 g.control.push(Command::Pause(Some(span)));
@@ -125,7 +125,7 @@ impl Pacer {
                 if exit.code == 0
                     && let Some(j) = &mut self.journal
                 {
-                    j.done(exit.line);
+                    j.done(exit.line, &exit.record);
                 }
                 jobs.exited(exit, now, true);
             }

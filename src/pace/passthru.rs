@@ -124,6 +124,9 @@ pub(super) struct Watch {
     index: u64,
     partial: [Vec<u8>; 2],
     held: Vec<(Stream, Vec<u8>)>,
+    /// The command exited and its output took its turn: what its
+    /// background children write later goes on at once.
+    released: bool,
     /// Downstream closed drip's stdout.
     pub(super) closed: bool,
 }
@@ -136,6 +139,7 @@ impl Watch {
             index,
             partial: [Vec::new(), Vec::new()],
             held: Vec::new(),
+            released: false,
             closed: false,
         }
     }
@@ -172,7 +176,7 @@ impl Watch {
             Some(tag) => tagged(tag, lines),
             None => lines.to_vec(),
         };
-        if printer.keep_order {
+        if printer.keep_order && !self.released {
             self.held.push((stream, text));
         } else if printer.emit(stream, &text).is_err() {
             self.closed = true;
@@ -181,6 +185,7 @@ impl Watch {
 
     /// The command ended: with `--keep-order`, its output takes its turn.
     pub(super) fn done(&mut self, printer: &Printer) {
+        self.released = true;
         if printer.keep_order {
             let held = std::mem::take(&mut self.held);
             if printer.finish(self.index, held).is_err() {

@@ -1,14 +1,19 @@
 //! One thread for every command of a run: it polls each running
 //! command's stdout and stderr pipes, passes their lines on through the
-//! [`Printer`] (whole lines, `--keep-order`, `--tag`), and once both pipes
-//! of a command have ended, reaps its exit and reports it to the shaper
-//! loop. A thread per command would cost a thread's start and end for
-//! each record, which at high rates delays the next starts.
+//! [`Printer`] (whole lines, `--keep-order`, `--tag`), and reaps each
+//! command's exit as it happens and reports it to the shaper loop. A
+//! thread per command would cost a thread's start and end for each
+//! record, which at high rates delays the next starts.
 //!
 //! The main thread hands each command over through a queue and a wake
-//! pipe. A command whose pipes ended while it still runs (it closed them,
-//! or is about to exit) is waited for through a pidfd on Linux, else by
-//! polling again after a short time.
+//! pipe. Exits are seen through a pidfd per command on Linux, else by
+//! polling again after a short time. Pidfds take only the descriptors
+//! the pipes of `--jobs` commands leave under the open-file limit; a
+//! command beyond that is polled. The exit does not wait for the pipes:
+//! a background child of the command may hold them open for long after.
+//! What the command wrote before it exited is read first; what its
+//! background children write later is still passed on while the run lasts
+//! (after the command's turn, with `--keep-order`).
 
 use super::passthru::{Exit, Printer, Stream, Watch};
 use super::reader::Shared;
@@ -24,6 +29,11 @@ use std::sync::{Arc, Mutex};
 /// How long to wait before looking again for the exit of a command whose
 /// pipes ended, where no pidfd tells it.
 const RECHECK_MS: i32 = 2;
+/// Where no pidfd tells a command's exit: how often to look for it while
+/// its pipes are open.
+const RECHECK_RUNNING_MS: i32 = 20;
+/// Reads of a pipe at a command's exit to take what it wrote before.
+const DRAIN_READS: usize = 64;
 
 /// A command just started, handed to the relay.
 pub(super) struct Started {
@@ -55,11 +65,13 @@ pub(super) struct Relay {
 
 impl Relay {
     /// Starts the relay thread, printing through `printer` and reporting
-    /// exits into `shared`, their durations read on `clock`.
+    /// exits into `shared`, their durations read on `clock`; at most
+    /// `jobs` commands run at once.
     pub(super) fn start(
         printer: Arc<Printer>,
         shared: Arc<Shared>,
         clock: MonotonicClock,
+        jobs: usize,
     ) -> io::Result<Relay> {
         let (wake_rx, wake) = io::pipe()?;
         let queue = Arc::new(Mutex::new(Queue::default()));
@@ -71,6 +83,7 @@ impl Relay {
             clock,
             running: Vec::new(),
             closed: false,
+            pidfd_room: pidfd_room(jobs),
         };
         std::thread::Builder::new()
             .name("relay".into())
@@ -109,24 +122,31 @@ struct Running {
     /// Its stdout and stderr, until each ends.
     pipes: [Option<File>; 2],
     watch: Watch,
-    /// Once the pipes ended and the command still runs: readable when it
-    /// exits (Linux); `None` elsewhere, or before.
+    /// Readable when the command exits (Linux); `None` elsewhere.
     exit_fd: Option<OwnedFd>,
+    /// Its exit may have come: look for it.
+    check: bool,
+    /// Its exit was reported; only pipes its background children hold
+    /// are left.
+    exited: bool,
     record: Vec<u8>,
     line: u64,
     at: Nanos,
 }
 
 impl Running {
-    fn new(s: Started) -> Running {
+    fn new(s: Started, pidfd: bool) -> Running {
         let mut child = s.child;
         let out = child.stdout.take().map(|o| File::from(OwnedFd::from(o)));
         let err = child.stderr.take().map(|e| File::from(OwnedFd::from(e)));
+        let exit_fd = pidfd.then(|| exit_fd(child.id())).flatten();
         Running {
+            check: exit_fd.is_none(),
             child,
             pipes: [out, err],
             watch: Watch::new(s.index, s.tag),
-            exit_fd: None,
+            exit_fd,
+            exited: false,
             record: s.record,
             line: s.line,
             at: s.at,
@@ -143,7 +163,7 @@ impl Running {
 enum Polled {
     Wake,
     Pipe(usize, Stream),
-    Exit,
+    Exit(usize),
 }
 
 /// The relay thread's state.
@@ -156,6 +176,8 @@ struct Thread {
     running: Vec<Running>,
     /// No more commands come.
     closed: bool,
+    /// Pidfds that may still be opened.
+    pidfd_room: usize,
 }
 
 impl Thread {
@@ -183,10 +205,10 @@ impl Thread {
                     Polled::Wake => self.take_queue(&mut buf),
                     Polled::Pipe(i, stream) => self.read_pipe(i, stream, &mut buf),
                     // The exit is reaped below.
-                    Polled::Exit => {}
+                    Polled::Exit(i) => self.running[i].check = true,
                 }
             }
-            self.reap();
+            self.reap(&mut buf);
             if self.closed && self.running.is_empty() {
                 return;
             }
@@ -214,8 +236,10 @@ impl Thread {
                 }
             }
             match &r.exit_fd {
-                Some(fd) => add(fd.as_raw_fd(), Polled::Exit),
+                _ if r.exited => {}
+                Some(fd) => add(fd.as_raw_fd(), Polled::Exit(i)),
                 None if r.pipes_ended() => timeout = RECHECK_MS,
+                None if timeout < 0 => timeout = RECHECK_RUNNING_MS,
                 None => {}
             }
         }
@@ -229,7 +253,11 @@ impl Thread {
         let started = std::mem::take(&mut q.started);
         self.closed = q.closed;
         drop(q);
-        self.running.extend(started.into_iter().map(Running::new));
+        for s in started {
+            let r = Running::new(s, self.pidfd_room > 0);
+            self.pidfd_room -= usize::from(r.exit_fd.is_some());
+            self.running.push(r);
+        }
     }
 
     /// Reads what command `i` wrote on `stream`; the end of input closes
@@ -251,33 +279,40 @@ impl Thread {
         }
         if r.pipes_ended() {
             r.watch.flush(&self.printer);
+            r.check = true;
         }
     }
 
-    /// Reports the commands whose pipes ended and that exited; one still
-    /// running gets a pidfd to wait on.
-    fn reap(&mut self) {
+    /// Reports the commands that exited, whether or not their pipes
+    /// ended; one whose pipes ended after its exit is let go.
+    fn reap(&mut self, buf: &mut [u8]) {
         let mut exits = Vec::new();
         let mut i = 0;
         while i < self.running.len() {
             let r = &mut self.running[i];
-            if !r.pipes_ended() {
-                i += 1;
+            if r.exited || !r.check {
+                match r.exited && r.pipes_ended() {
+                    true => drop(self.running.swap_remove(i)),
+                    false => i += 1,
+                }
                 continue;
             }
+            r.check = r.exit_fd.is_none();
             let status = match r.child.try_wait() {
                 Ok(None) => {
-                    if r.exit_fd.is_none() {
-                        r.exit_fd = exit_fd(r.child.id());
-                    }
                     i += 1;
                     continue;
                 }
                 Ok(Some(status)) => Some(status),
                 Err(_) => None,
             };
-            let r = self.running.swap_remove(i);
-            exits.push(self.ended(r, status));
+            // What it wrote before it exited is in the pipes now.
+            self.drain(i, buf);
+            exits.push(self.ended(i, status));
+            match self.running[i].pipes_ended() {
+                true => drop(self.running.swap_remove(i)),
+                false => i += 1,
+            }
         }
         if !exits.is_empty() {
             self.shared.lock().exits.extend(exits);
@@ -285,22 +320,81 @@ impl Thread {
         }
     }
 
+    /// Reads what command `i`'s pipes hold now (a bounded number of
+    /// reads: a background child may write on).
+    fn drain(&mut self, i: usize, buf: &mut [u8]) {
+        for _ in 0..DRAIN_READS {
+            let r = &self.running[i];
+            let fds: Vec<(libc::pollfd, Stream)> = r
+                .pipes
+                .iter()
+                .zip([Stream::Out, Stream::Err])
+                .filter_map(|(p, stream)| {
+                    let fd = p.as_ref()?.as_raw_fd();
+                    let events = libc::POLLIN;
+                    Some((
+                        libc::pollfd {
+                            fd,
+                            events,
+                            revents: 0,
+                        },
+                        stream,
+                    ))
+                })
+                .collect();
+            let mut polled: Vec<libc::pollfd> = fds.iter().map(|f| f.0).collect();
+            // SAFETY: `polled` is a valid array of `polled.len()` pollfd structs.
+            let ready = unsafe { libc::poll(polled.as_mut_ptr(), polled.len() as libc::nfds_t, 0) };
+            if ready <= 0 {
+                return;
+            }
+            for (f, p) in fds.iter().zip(&polled) {
+                if p.revents != 0 {
+                    self.read_pipe(i, f.1, buf);
+                }
+            }
+        }
+    }
+
     /// A command's exit as the shaper loop takes it (255: its status
     /// could not be read).
-    fn ended(&self, mut r: Running, status: Option<ExitStatus>) -> Exit {
+    fn ended(&mut self, i: usize, status: Option<ExitStatus>) -> Exit {
+        let r = &mut self.running[i];
+        r.exited = true;
+        if r.exit_fd.take().is_some() {
+            self.pidfd_room += 1;
+        }
         r.watch.done(&self.printer);
         let code = status.map_or(255, |s| {
             s.code().unwrap_or_else(|| 128 + s.signal().unwrap_or(0))
         });
         Exit {
             pid: r.child.id(),
-            record: r.record,
+            record: std::mem::take(&mut r.record),
             line: r.line,
             code,
             took: self.clock.now().saturating_sub(r.at),
             closed: r.watch.closed,
         }
     }
+}
+
+/// How many pidfds fit under the open-file limit beside the two pipes of
+/// each of `jobs` commands and a margin for the rest of the run.
+fn pidfd_room(jobs: usize) -> usize {
+    let mut lim = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit(2) fills the struct it is given.
+    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
+        return 0;
+    }
+    let limit = usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX);
+    limit
+        .saturating_sub(64)
+        .saturating_sub(jobs.saturating_mul(2))
+        .min(jobs)
 }
 
 /// A pidfd of process `pid`, readable once it exits.

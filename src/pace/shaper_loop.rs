@@ -302,8 +302,11 @@ impl Pacer {
             self.tally.bytes_done += p.item.len() as u64;
         }
         if let Some(j) = &mut self.journal {
-            for p in self.output.sent(w.lines) {
-                j.done(p.seq);
+            // A write that ended on a closed pipe: its lines may have gone
+            // into the pipe after its reader left, so they are not done.
+            let closed = matches!(w.stop, Some(Stop::Closed));
+            for p in self.output.sent(w.lines).iter().filter(|_| !closed) {
+                j.done(p.seq, &p.item);
             }
             j.commit();
         }

@@ -40,7 +40,7 @@ impl Pacer {
         let jobs = start_jobs(&config, &output, &shared, clock)?;
         let journal = match &config.input.journal {
             Some(path) => {
-                let (journal, skip) = Journal::open(path)?;
+                let (journal, skip) = Journal::open(path, config.input.separator)?;
                 shared.lock().journal = Some(skip);
                 Some(journal)
             }
@@ -59,7 +59,12 @@ impl Pacer {
             intake: Intake::new(lanes, replay),
             control: Control::new(tunable, gap_keeping, config.catch_up, fifo),
             sharing,
-            output: Output::new(File::from(output), wake, config.stamp),
+            output: Output::new(
+                File::from(output),
+                wake,
+                config.stamp,
+                config.input.separator,
+            ),
             rejects,
             tally,
             jobs,

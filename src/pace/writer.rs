@@ -1,6 +1,9 @@
 //! The writer: what the shaper loop releases goes to stdout in one write
 //! per wake-up, stamped if asked; a line counts as sent once the pipe took
-//! all of it. What is left unsent is the loop's to account for.
+//! all of it. What is left unsent is the loop's to account for. The
+//! input's bytes go out as they came, but for one: a last record without
+//! its separator that went out before other records (per-key lanes, a
+//! replay's sorting) gets one before the next, so two records never glue.
 
 use super::schedule::{Pending, Schedule};
 use super::stamp;
@@ -32,6 +35,10 @@ pub(super) struct Output {
     batch: Vec<u8>,
     /// Why standard output failed.
     error: Option<io::Error>,
+    /// The byte records end with.
+    sep: u8,
+    /// The last record written lacked its separator.
+    open: bool,
 }
 
 /// What one write did: when it started, the lines that went out whole,
@@ -44,7 +51,7 @@ pub(super) struct Written {
 }
 
 impl Output {
-    pub(super) fn new(file: File, wake: io::PipeReader, stamp: Option<Stamp>) -> Output {
+    pub(super) fn new(file: File, wake: io::PipeReader, stamp: Option<Stamp>, sep: u8) -> Output {
         Output {
             file,
             wake,
@@ -52,6 +59,8 @@ impl Output {
             due: Vec::new(),
             batch: Vec::new(),
             error: None,
+            sep,
+            open: false,
         }
     }
 
@@ -116,6 +125,10 @@ impl Output {
         let mut ends = Vec::with_capacity(self.due.len());
         let wall = self.stamp.map(|_| stamp::wall_now());
         for p in &self.due {
+            if self.open {
+                self.batch.push(self.sep);
+            }
+            self.open = p.item.last() != Some(&self.sep);
             if let (Some(format), Some(wall)) = (self.stamp, wall) {
                 stamp::write_stamp(&mut self.batch, format, wall);
             }
