@@ -11,15 +11,18 @@
 //! - [`probe`]: K sizes of one policy, counting what the targets ask:
 //!   drops, keys with any drop, the longest wait.
 
-use super::log::Log;
+use super::log::{ByKey, Log};
 use super::per::Periods;
 use crate::ingest::keys::EMPTY_KEY;
-use crate::policy::keyed::Store;
+use crate::policy::keyed::{Store, prefetch_line, prefetch_lines};
 use crate::policy::{Decision, Listed, Policy, PolicyConfig};
 use crate::time::Nanos;
 
 /// Most candidates one probe carries (a key's drop flags fit in a `u32`).
 pub const MAX_K: usize = 32;
+
+/// Rows ahead whose key's states start loading.
+const AHEAD: usize = 16;
 
 /// Work done with the candidates as their own type, so the replay loop is
 /// compiled per policy.
@@ -76,10 +79,17 @@ impl Job for NeedJob<'_> {
         // no memory to touch for it on every row).
         let shapes = store.info().shapes;
         let mut wait = vec![0u64; if shapes { k * keys } else { 0 }];
-        for i in 0..log.len() {
-            let key = log.key[i];
-            if key == EMPTY_KEY {
-                continue;
+        let real = |key: u32| key != EMPTY_KEY;
+        each_row(log, log.by_key(), real, |i, key, ahead| {
+            // In time order most rows' keys are far apart in memory: their
+            // states and needs start loading a few rows ahead.
+            if let Some(ahead) = ahead {
+                store.prefetch_row(u64::from(ahead));
+                let at = ahead as usize * k;
+                prefetch_lines(&need[at..at + k]);
+                if shapes {
+                    prefetch_lines(&wait[at..at + k]);
+                }
             }
             let now = Nanos(log.at[i]);
             let cost = log.cost(i);
@@ -101,8 +111,49 @@ impl Job for NeedJob<'_> {
                     Decision::Refuse { .. } => *n = u64::MAX,
                 }
             }
-        }
+        });
         Needs { k, need, wait }
+    }
+}
+
+/// Calls `step(row, key, ahead)` for every row whose key `wanted` picks
+/// (never an exempt row): key after key, each key's rows in time order,
+/// with `by_key`; else in time order, `ahead` being the wanted key of the
+/// row [`AHEAD`] rows on, if any, whose state the step may start loading.
+#[inline(always)]
+fn each_row(
+    log: &Log,
+    by_key: Option<&ByKey>,
+    wanted: impl Fn(u32) -> bool,
+    mut step: impl FnMut(usize, u32, Option<u32>),
+) {
+    let Some(by_key) = by_key else {
+        for i in 0..log.len() {
+            let ahead = log.key.get(i + AHEAD).copied().filter(|&k| wanted(k));
+            let key = log.key[i];
+            if wanted(key) {
+                step(i, key, ahead);
+            }
+        }
+        return;
+    };
+    let rows = by_key.rows();
+    for key in 0..log.keys() {
+        if !wanted(key as u32) {
+            continue;
+        }
+        for p in by_key.of_key(key) {
+            // A key's rows are spread over the log: the times of the rows
+            // a few on (this key's or the next ones') start loading; the
+            // key's states stay in cache.
+            if let Some(&r) = rows.get(p + AHEAD) {
+                prefetch_line(&log.at[r as usize]);
+                if let Some(c) = &log.cost {
+                    prefetch_line(&c[r as usize]);
+                }
+            }
+            step(rows[p] as usize, key as u32, None);
+        }
     }
 }
 
@@ -217,6 +268,16 @@ impl Job for ProbeJob<'_> {
                 }
             })
             .collect();
+        // One bit per key tells a skipped row without touching `slot`
+        // (the bits stay in cache; `slot` is four bytes a key).
+        let mut live = vec![0u64; log.keys().div_ceil(64)];
+        for (key, &s) in slot.iter().enumerate() {
+            live[key / 64] |= u64::from(s != SKIP) << (key % 64);
+        }
+        let is_live = |key: u32| {
+            live.get(key as usize / 64)
+                .is_some_and(|w| w >> (key % 64) & 1 != 0)
+        };
         let mut store = Store::rows(policies);
         store.reserve_keys(active as usize);
         let policies = store.row().to_vec();
@@ -232,17 +293,14 @@ impl Job for ProbeJob<'_> {
             key_at: vec![u64::MAX; active as usize],
             key_flags: vec![0; active as usize],
         });
-        for i in 0..log.len() {
-            let key = log.key[i];
-            // An empty key is exempt; an excluded key is still replayed for
-            // the report (by the audit replay) but counted by no target, and
-            // keys are independent; a settled key is never refused here.
-            let Some(&key) = slot.get(key as usize) else {
-                continue;
-            };
-            if key == SKIP {
-                continue;
+        // Keys are independent and the tallies add up, so the live keys
+        // are taken one by one, unless `--per` counts by period (time order).
+        let by_key = log.by_key().filter(|_| self.per.is_none());
+        each_row(log, by_key, is_live, |i, key, ahead| {
+            if let Some(ahead) = ahead {
+                store.prefetch_row(u64::from(slot[ahead as usize]));
             }
+            let key = slot[key as usize];
             let now = Nanos(log.at[i]);
             if let Some(p) = in_period.as_mut() {
                 p.enter(now.0, &mut tally);
@@ -275,7 +333,7 @@ impl Job for ProbeJob<'_> {
                     t.keys_hurt += u64::from(first >> c & 1);
                 }
             }
-        }
+        });
         if let Some(p) = in_period.as_mut() {
             p.close(&mut tally);
         }
@@ -313,6 +371,48 @@ mod tests {
 
     fn config(s: &str) -> PolicyConfig {
         parse_spec(s).unwrap().members[0].config
+    }
+
+    /// Key by key visits the same rows as time order, each key's rows in
+    /// time order, exempt rows and unwanted keys in neither.
+    #[test]
+    fn key_order_visits_the_rows_of_time_order() {
+        let mut l = Log::new(true, false);
+        let mut seed = 5u64;
+        let evs: Vec<Event> = (0..500u64)
+            .map(|i| {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let key = match (seed >> 33) % 9 {
+                    0 => EMPTY_KEY,
+                    k => (k % 5) as u32,
+                };
+                Event {
+                    at: Nanos::from_millis(i * 37),
+                    row: i + 1,
+                    line: 0,
+                    file: 0,
+                    cost: 1,
+                    keys: [key, 0, 0, 0],
+                }
+            })
+            .collect();
+        for k in 0..5u8 {
+            l.names.push(&[b'k', b'0' + k]);
+            l.requests_by_key.push(0);
+        }
+        l.take(&evs).unwrap();
+        let wanted = |k: u32| k != EMPTY_KEY && k != 3;
+        let mut by_time = Vec::new();
+        each_row(&l, None, wanted, |i, k, _| by_time.push((k, i)));
+        let mut by_key = Vec::new();
+        each_row(&l, l.by_key(), wanted, |i, k, _| by_key.push((k, i)));
+        assert!(by_key.windows(2).all(|w| w[0] < w[1]), "{by_key:?}");
+        by_time.sort_unstable();
+        assert_eq!(by_time, by_key);
+        assert!(by_key.iter().all(|&(k, i)| l.key[i] == k && wanted(k)));
+        assert!(by_key.len() > 300);
     }
 
     /// The costs counterexample: a larger bucket drops more.
