@@ -188,34 +188,77 @@ pub struct ProbeJob<'a> {
     pub per: Option<&'a Periods<'a>>,
 }
 
-/// One probe's drops and keys hurt within the current period.
+/// Most period × candidate counts a probe keeps to take the keys one by
+/// one with `--per` (beyond, it replays in time order, one period at once).
+const MAX_PERIOD_COUNTS: usize = 1 << 20;
+
+/// One probe's drops and keys hurt by period.
 struct InPeriod<'a> {
     periods: &'a Periods<'a>,
+    k: usize,
     /// The current period's index.
     at: u64,
-    /// Where the current period ends, ns (rows come in time order, so
-    /// one comparison tells a row of the same period).
+    /// Where the current period starts and ends, ns (a key's rows come in
+    /// time order, so two comparisons tell a row of the same period).
+    start: u64,
     end: u64,
+    /// Per candidate: its drops and keys hurt in the current period; or,
+    /// when the keys come one by one, in every period (`k` a period).
     dropped: Vec<u64>,
     hurt: Vec<u64>,
+    /// Keys one by one: the periods entered (the first always, as in time
+    /// order); `None` in time order.
+    entered: Option<Vec<bool>>,
     /// Per active key: the period of its flags, and the candidates that
     /// refused it there.
     key_at: Vec<u64>,
     key_flags: Vec<u32>,
 }
 
-impl InPeriod<'_> {
-    /// Moves to the period of `now`, closing the one before.
+impl<'a> InPeriod<'a> {
+    fn new(periods: &'a Periods<'a>, k: usize, active: usize, key_order: bool) -> InPeriod<'a> {
+        let n = periods.requests.len();
+        let counts = if key_order { n * k } else { k };
+        InPeriod {
+            periods,
+            k,
+            at: periods.first,
+            start: 0,
+            end: 0,
+            dropped: vec![0; counts],
+            hurt: vec![0; counts],
+            entered: key_order.then(|| {
+                let mut e = vec![false; n];
+                e[0] = true;
+                e
+            }),
+            key_at: vec![u64::MAX; active],
+            key_flags: vec![0; active],
+        }
+    }
+
+    /// Moves to the period of `now`, closing the one before in time order.
     fn enter(&mut self, now: u64, tally: &mut [Tally]) {
-        if now < self.end {
+        if (self.start..self.end).contains(&now) {
             return;
         }
         let p = now / self.periods.len;
-        if p != self.at {
-            self.close(tally);
-            self.at = p;
+        match self.entered.as_mut() {
+            Some(e) => e[(p - self.periods.first) as usize] = true,
+            None if p != self.at => self.close(tally),
+            None => {}
         }
+        self.at = p;
+        self.start = p * self.periods.len;
         self.end = (p + 1).saturating_mul(self.periods.len);
+    }
+
+    /// Where the current period's counts start.
+    fn base(&self) -> usize {
+        match self.entered {
+            Some(_) => (self.at - self.periods.first) as usize * self.k,
+            None => 0,
+        }
     }
 
     /// Counts the refusals `refused` of active key `key`.
@@ -226,7 +269,9 @@ impl InPeriod<'_> {
         }
         let first = refused & !self.key_flags[key];
         self.key_flags[key] |= refused;
-        for (c, (d, h)) in self.dropped.iter_mut().zip(&mut self.hurt).enumerate() {
+        let base = self.base();
+        let counts = self.dropped[base..base + self.k].iter_mut();
+        for (c, (d, h)) in counts.zip(&mut self.hurt[base..base + self.k]).enumerate() {
             *d += u64::from(refused >> c & 1);
             *h += u64::from(first >> c & 1);
         }
@@ -234,15 +279,34 @@ impl InPeriod<'_> {
 
     /// Checks the current period for each candidate, and starts afresh.
     fn close(&mut self, tally: &mut [Tally]) {
-        for (c, t) in tally.iter_mut().enumerate() {
-            let count = self.periods.count(self.at, self.dropped[c], self.hurt[c]);
-            t.period_miss |= !(self.periods.ok)(count);
-            if count.dropped > t.worst_period.map_or(0, |w| w.1) {
-                t.worst_period = Some((self.at * self.periods.len, count.dropped));
-            }
-        }
+        judge(self.periods, self.at, &self.dropped, &self.hurt, tally);
         self.dropped.fill(0);
         self.hurt.fill(0);
+    }
+
+    /// Checks the periods not checked yet, in time order.
+    fn finish(&mut self, tally: &mut [Tally]) {
+        let Some(entered) = self.entered.take() else {
+            self.close(tally);
+            return;
+        };
+        let k = self.k;
+        for (i, _) in entered.iter().enumerate().filter(|(_, e)| **e) {
+            let (d, h) = (&self.dropped[i * k..][..k], &self.hurt[i * k..][..k]);
+            judge(self.periods, self.periods.first + i as u64, d, h, tally);
+        }
+    }
+}
+
+/// Checks period `at` for each candidate, given its drops and keys hurt
+/// there.
+fn judge(periods: &Periods, at: u64, dropped: &[u64], hurt: &[u64], tally: &mut [Tally]) {
+    for (c, t) in tally.iter_mut().enumerate() {
+        let count = periods.count(at, dropped[c], hurt[c]);
+        t.period_miss |= !(periods.ok)(count);
+        if count.dropped > t.worst_period.map_or(0, |w| w.1) {
+            t.worst_period = Some((at * periods.len, count.dropped));
+        }
     }
 }
 
@@ -284,18 +348,15 @@ impl Job for ProbeJob<'_> {
         let mut hurt = vec![0u32; active as usize];
         let mut tally = vec![Tally::default(); k];
         let shapes = store.info().shapes;
-        let mut in_period = self.per.map(|periods| InPeriod {
-            periods,
-            at: periods.first,
-            end: 0,
-            dropped: vec![0; k],
-            hurt: vec![0; k],
-            key_at: vec![u64::MAX; active as usize],
-            key_flags: vec![0; active as usize],
+        // Keys are independent and the tallies add up (with `--per`, by
+        // period), so the live keys are taken one by one.
+        let by_key = log.by_key().filter(|_| {
+            self.per
+                .is_none_or(|p| p.requests.len().saturating_mul(k) <= MAX_PERIOD_COUNTS)
         });
-        // Keys are independent and the tallies add up, so the live keys
-        // are taken one by one, unless `--per` counts by period (time order).
-        let by_key = log.by_key().filter(|_| self.per.is_none());
+        let mut in_period = self
+            .per
+            .map(|periods| InPeriod::new(periods, k, active as usize, by_key.is_some()));
         each_row(log, by_key, is_live, |i, key, ahead| {
             if let Some(ahead) = ahead {
                 store.prefetch_row(u64::from(slot[ahead as usize]));
@@ -335,7 +396,7 @@ impl Job for ProbeJob<'_> {
             }
         });
         if let Some(p) = in_period.as_mut() {
-            p.close(&mut tally);
+            p.finish(&mut tally);
         }
         for t in &mut tally {
             t.max_wait = t.max_wait.max(self.settled_wait);
