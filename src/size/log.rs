@@ -1,7 +1,8 @@
 //! The log in memory, read and parsed once, in time order, as columns:
 //! arrival time (ns), key id and cost. Sixteen bytes a row with a cost
-//! column, twelve without; key values once each. Every replay of the sweep
-//! reads these columns instead of the file.
+//! column, twelve without; key values once each; four more for the rows
+//! grouped by key, built on first use. Every replay of the sweep reads
+//! these columns instead of the file.
 
 use crate::ingest::input::{Batch, Event};
 use crate::ingest::keys::{EMPTY_KEY, Interner, KeyNames};
