@@ -476,6 +476,57 @@ mod tests {
         assert!(by_key.len() > 300);
     }
 
+    /// With `--per`, seven candidates in one probe (too many period counts
+    /// to take the keys one by one: time order) tally as each alone (keys
+    /// one by one): drops, keys hurt, the missed and the worst periods.
+    #[test]
+    fn per_period_tallies_agree_in_both_orders() {
+        let mut l = Log::new(true, false);
+        let mut seed = 9u64;
+        let mut t = 0;
+        let evs: Vec<Event> = (0..600u64)
+            .map(|i| {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                t += (seed >> 33) % 600;
+                Event {
+                    at: Nanos::from_millis(t),
+                    row: i + 1,
+                    line: 0,
+                    file: 0,
+                    cost: 1,
+                    keys: [((seed >> 20) % 4) as u32, 0, 0, 0],
+                }
+            })
+            .collect();
+        for k in 0..4u8 {
+            l.names.push(&[b'k', b'0' + k]);
+            l.requests_by_key.push(0);
+        }
+        l.take(&evs).unwrap();
+        let ok = |c: crate::size::per::PeriodCount| c.dropped * 4 <= c.requests && c.keys_hurt < 2;
+        let periods = Periods::of(&l, &[], Nanos::from_millis(1).0, &ok);
+        let configs: Vec<PolicyConfig> = (1..=7)
+            .map(|b| config(&format!("gcra:rate=2/s,burst={b}")))
+            .collect();
+        assert!(periods.requests.len() * configs.len() > MAX_PERIOD_COUNTS);
+        assert!(periods.requests.len() <= MAX_PERIOD_COUNTS);
+        let job = || ProbeJob {
+            log: &l,
+            counted: &[],
+            settled: None,
+            settled_wait: 0,
+            per: Some(&periods),
+        };
+        let together = dispatch(&configs, job());
+        for (c, t) in configs.iter().zip(&together) {
+            assert_eq!(dispatch(std::slice::from_ref(c), job())[0], *t);
+        }
+        assert!(together.iter().any(|t| t.period_miss && t.dropped > 0));
+        assert!(together.iter().any(|t| !t.period_miss));
+    }
+
     /// The costs counterexample: a larger bucket drops more.
     #[test]
     fn drops_with_costs_are_not_monotone_in_burst() {
