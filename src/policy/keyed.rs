@@ -13,8 +13,8 @@
 //! decisions, so that memory follows the keys active within the policy's
 //! horizon at amortised O(1) per decision.
 
-pub use super::rule::prefetch_line;
 use super::rule::{Info, LevelKind, Listed, Prefetch};
+pub use super::rule::{prefetch_line, prefetch_lines};
 use super::table::WithPolicy;
 use super::{Checked, Decision, Policy, PolicyConfig};
 use crate::time::Nanos;
@@ -215,6 +215,17 @@ impl<P: Listed> Store<P> {
         self.maybe_sweep(now);
         let i = self.grow(key);
         &mut self.states[i..i + self.row.len()]
+    }
+
+    /// A hint that `key`'s row will be decided soon: starts loading every
+    /// cache line of its states (a key not yet stored loads nothing).
+    #[inline(always)]
+    pub fn prefetch_row(&self, key: KeyId) {
+        let width = self.row.len();
+        let i = key as usize * width;
+        if let Some(row) = self.states.get(i..i + width) {
+            prefetch_lines(row);
+        }
     }
 
     /// Counts a decision and, every `max(states, 4096)` of them, resets the

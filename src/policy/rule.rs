@@ -261,6 +261,19 @@ pub fn prefetch_line<T>(p: *const T) {
     let _ = p;
 }
 
+/// Asks the CPU to start loading every cache line `items` spans.
+#[inline(always)]
+pub fn prefetch_lines<T>(items: &[T]) {
+    const LINE: usize = 64;
+    let start = items.as_ptr() as usize;
+    let end = start + std::mem::size_of_val(items);
+    let mut at = start & !(LINE - 1);
+    while at < end {
+        prefetch_line(at as *const u8);
+        at += LINE;
+    }
+}
+
 /// What stores need of a policy's state besides the rule: speed hooks
 /// (start loading what the state points to, the sliding log's oldest
 /// entry, so that a replay can ask a few rows ahead; whether a sweep may

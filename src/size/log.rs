@@ -1,12 +1,15 @@
 //! The log in memory, read and parsed once, in time order, as columns:
 //! arrival time (ns), key id and cost. Sixteen bytes a row with a cost
-//! column, twelve without; key values once each. Every replay of the sweep
-//! reads these columns instead of the file.
+//! column, twelve without; key values once each; four more for the rows
+//! grouped by key, built on first use. Every replay of the sweep reads
+//! these columns instead of the file.
 
 use crate::ingest::input::{Batch, Event};
 use crate::ingest::keys::{EMPTY_KEY, Interner, KeyNames};
 use crate::ingest::stream::Sink;
 use anyhow::Result;
+use std::ops::Range;
+use std::sync::OnceLock;
 
 #[derive(Default)]
 pub struct Log {
@@ -23,6 +26,45 @@ pub struct Log {
     pub requests_by_key: Vec<u64>,
     keyed: bool,
     interner: Option<Interner>,
+    by_key: OnceLock<ByKey>,
+}
+
+/// The rows of each key, in time order, keys one after another: a replay
+/// that takes the keys one by one keeps one key's states in cache for all
+/// its rows (keys are independent). Four bytes a row; exempt rows left out.
+pub struct ByKey {
+    /// `rows[start[key]..start[key + 1]]`: key's rows.
+    start: Vec<usize>,
+    rows: Vec<u32>,
+}
+
+impl ByKey {
+    fn of(log: &Log) -> ByKey {
+        let keys = log.keys();
+        let mut start = vec![0usize; keys + 1];
+        for (k, &n) in log.requests_by_key.iter().enumerate().take(keys) {
+            start[k + 1] = start[k] + n as usize;
+        }
+        let mut next = start.clone();
+        let mut rows = vec![0u32; start[keys]];
+        for (i, &k) in log.key.iter().enumerate() {
+            if let Some(at) = next.get_mut(k as usize).filter(|_| k != EMPTY_KEY) {
+                rows[*at] = i as u32;
+                *at += 1;
+            }
+        }
+        ByKey { start, rows }
+    }
+
+    /// Every key's rows, key after key.
+    pub fn rows(&self) -> &[u32] {
+        &self.rows
+    }
+
+    /// Where key's rows are in [`rows`](Self::rows).
+    pub fn of_key(&self, key: usize) -> Range<usize> {
+        self.start[key]..self.start[key + 1]
+    }
 }
 
 impl Log {
@@ -47,6 +89,12 @@ impl Log {
         } else {
             usize::from(!self.at.is_empty())
         }
+    }
+
+    /// The rows grouped by key (built on first use); `None` when row
+    /// numbers do not fit four bytes.
+    pub fn by_key(&self) -> Option<&ByKey> {
+        (self.len() <= u32::MAX as usize).then(|| self.by_key.get_or_init(|| ByKey::of(self)))
     }
 
     #[inline]

@@ -11,15 +11,18 @@
 //! - [`probe`]: K sizes of one policy, counting what the targets ask:
 //!   drops, keys with any drop, the longest wait.
 
-use super::log::Log;
+use super::log::{ByKey, Log};
 use super::per::Periods;
 use crate::ingest::keys::EMPTY_KEY;
-use crate::policy::keyed::Store;
+use crate::policy::keyed::{Store, prefetch_line, prefetch_lines};
 use crate::policy::{Decision, Listed, Policy, PolicyConfig};
 use crate::time::Nanos;
 
 /// Most candidates one probe carries (a key's drop flags fit in a `u32`).
 pub const MAX_K: usize = 32;
+
+/// Rows ahead whose key's states start loading.
+const AHEAD: usize = 16;
 
 /// Work done with the candidates as their own type, so the replay loop is
 /// compiled per policy.
@@ -76,10 +79,17 @@ impl Job for NeedJob<'_> {
         // no memory to touch for it on every row).
         let shapes = store.info().shapes;
         let mut wait = vec![0u64; if shapes { k * keys } else { 0 }];
-        for i in 0..log.len() {
-            let key = log.key[i];
-            if key == EMPTY_KEY {
-                continue;
+        let real = |key: u32| key != EMPTY_KEY;
+        each_row(log, log.by_key(), real, |i, key, ahead| {
+            // In time order most rows' keys are far apart in memory: their
+            // states and needs start loading a few rows ahead.
+            if let Some(ahead) = ahead {
+                store.prefetch_row(u64::from(ahead));
+                let at = ahead as usize * k;
+                prefetch_lines(&need[at..at + k]);
+                if shapes {
+                    prefetch_lines(&wait[at..at + k]);
+                }
             }
             let now = Nanos(log.at[i]);
             let cost = log.cost(i);
@@ -101,8 +111,49 @@ impl Job for NeedJob<'_> {
                     Decision::Refuse { .. } => *n = u64::MAX,
                 }
             }
-        }
+        });
         Needs { k, need, wait }
+    }
+}
+
+/// Calls `step(row, key, ahead)` for every row whose key `wanted` picks
+/// (never an exempt row): key after key, each key's rows in time order,
+/// with `by_key`; else in time order, `ahead` being the wanted key of the
+/// row [`AHEAD`] rows on, if any, whose state the step may start loading.
+#[inline(always)]
+fn each_row(
+    log: &Log,
+    by_key: Option<&ByKey>,
+    wanted: impl Fn(u32) -> bool,
+    mut step: impl FnMut(usize, u32, Option<u32>),
+) {
+    let Some(by_key) = by_key else {
+        for i in 0..log.len() {
+            let ahead = log.key.get(i + AHEAD).copied().filter(|&k| wanted(k));
+            let key = log.key[i];
+            if wanted(key) {
+                step(i, key, ahead);
+            }
+        }
+        return;
+    };
+    let rows = by_key.rows();
+    for key in 0..log.keys() {
+        if !wanted(key as u32) {
+            continue;
+        }
+        for p in by_key.of_key(key) {
+            // A key's rows are spread over the log: the times of the rows
+            // a few on (this key's or the next ones') start loading; the
+            // key's states stay in cache.
+            if let Some(&r) = rows.get(p + AHEAD) {
+                prefetch_line(&log.at[r as usize]);
+                if let Some(c) = &log.cost {
+                    prefetch_line(&c[r as usize]);
+                }
+            }
+            step(rows[p] as usize, key as u32, None);
+        }
     }
 }
 
@@ -137,34 +188,77 @@ pub struct ProbeJob<'a> {
     pub per: Option<&'a Periods<'a>>,
 }
 
-/// One probe's drops and keys hurt within the current period.
+/// Most period × candidate counts a probe keeps to take the keys one by
+/// one with `--per` (beyond, it replays in time order, one period at once).
+const MAX_PERIOD_COUNTS: usize = 1 << 20;
+
+/// One probe's drops and keys hurt by period.
 struct InPeriod<'a> {
     periods: &'a Periods<'a>,
+    k: usize,
     /// The current period's index.
     at: u64,
-    /// Where the current period ends, ns (rows come in time order, so
-    /// one comparison tells a row of the same period).
+    /// Where the current period starts and ends, ns (a key's rows come in
+    /// time order, so two comparisons tell a row of the same period).
+    start: u64,
     end: u64,
+    /// Per candidate: its drops and keys hurt in the current period; or,
+    /// when the keys come one by one, in every period (`k` a period).
     dropped: Vec<u64>,
     hurt: Vec<u64>,
+    /// Keys one by one: the periods entered (the first always, as in time
+    /// order); `None` in time order.
+    entered: Option<Vec<bool>>,
     /// Per active key: the period of its flags, and the candidates that
     /// refused it there.
     key_at: Vec<u64>,
     key_flags: Vec<u32>,
 }
 
-impl InPeriod<'_> {
-    /// Moves to the period of `now`, closing the one before.
+impl<'a> InPeriod<'a> {
+    fn new(periods: &'a Periods<'a>, k: usize, active: usize, key_order: bool) -> InPeriod<'a> {
+        let n = periods.requests.len();
+        let counts = if key_order { n * k } else { k };
+        InPeriod {
+            periods,
+            k,
+            at: periods.first,
+            start: 0,
+            end: 0,
+            dropped: vec![0; counts],
+            hurt: vec![0; counts],
+            entered: key_order.then(|| {
+                let mut e = vec![false; n];
+                e[0] = true;
+                e
+            }),
+            key_at: vec![u64::MAX; active],
+            key_flags: vec![0; active],
+        }
+    }
+
+    /// Moves to the period of `now`, closing the one before in time order.
     fn enter(&mut self, now: u64, tally: &mut [Tally]) {
-        if now < self.end {
+        if (self.start..self.end).contains(&now) {
             return;
         }
         let p = now / self.periods.len;
-        if p != self.at {
-            self.close(tally);
-            self.at = p;
+        match self.entered.as_mut() {
+            Some(e) => e[(p - self.periods.first) as usize] = true,
+            None if p != self.at => self.close(tally),
+            None => {}
         }
+        self.at = p;
+        self.start = p * self.periods.len;
         self.end = (p + 1).saturating_mul(self.periods.len);
+    }
+
+    /// Where the current period's counts start.
+    fn base(&self) -> usize {
+        match self.entered {
+            Some(_) => (self.at - self.periods.first) as usize * self.k,
+            None => 0,
+        }
     }
 
     /// Counts the refusals `refused` of active key `key`.
@@ -175,7 +269,9 @@ impl InPeriod<'_> {
         }
         let first = refused & !self.key_flags[key];
         self.key_flags[key] |= refused;
-        for (c, (d, h)) in self.dropped.iter_mut().zip(&mut self.hurt).enumerate() {
+        let base = self.base();
+        let counts = self.dropped[base..base + self.k].iter_mut();
+        for (c, (d, h)) in counts.zip(&mut self.hurt[base..base + self.k]).enumerate() {
             *d += u64::from(refused >> c & 1);
             *h += u64::from(first >> c & 1);
         }
@@ -183,15 +279,34 @@ impl InPeriod<'_> {
 
     /// Checks the current period for each candidate, and starts afresh.
     fn close(&mut self, tally: &mut [Tally]) {
-        for (c, t) in tally.iter_mut().enumerate() {
-            let count = self.periods.count(self.at, self.dropped[c], self.hurt[c]);
-            t.period_miss |= !(self.periods.ok)(count);
-            if count.dropped > t.worst_period.map_or(0, |w| w.1) {
-                t.worst_period = Some((self.at * self.periods.len, count.dropped));
-            }
-        }
+        judge(self.periods, self.at, &self.dropped, &self.hurt, tally);
         self.dropped.fill(0);
         self.hurt.fill(0);
+    }
+
+    /// Checks the periods not checked yet, in time order.
+    fn finish(&mut self, tally: &mut [Tally]) {
+        let Some(entered) = self.entered.take() else {
+            self.close(tally);
+            return;
+        };
+        let k = self.k;
+        for (i, _) in entered.iter().enumerate().filter(|(_, e)| **e) {
+            let (d, h) = (&self.dropped[i * k..][..k], &self.hurt[i * k..][..k]);
+            judge(self.periods, self.periods.first + i as u64, d, h, tally);
+        }
+    }
+}
+
+/// Checks period `at` for each candidate, given its drops and keys hurt
+/// there.
+fn judge(periods: &Periods, at: u64, dropped: &[u64], hurt: &[u64], tally: &mut [Tally]) {
+    for (c, t) in tally.iter_mut().enumerate() {
+        let count = periods.count(at, dropped[c], hurt[c]);
+        t.period_miss |= !(periods.ok)(count);
+        if count.dropped > t.worst_period.map_or(0, |w| w.1) {
+            t.worst_period = Some((at * periods.len, count.dropped));
+        }
     }
 }
 
@@ -217,32 +332,36 @@ impl Job for ProbeJob<'_> {
                 }
             })
             .collect();
+        // One bit per key tells a skipped row without touching `slot`
+        // (the bits stay in cache; `slot` is four bytes a key).
+        let mut live = vec![0u64; log.keys().div_ceil(64)];
+        for (key, &s) in slot.iter().enumerate() {
+            live[key / 64] |= u64::from(s != SKIP) << (key % 64);
+        }
+        let is_live = |key: u32| {
+            live.get(key as usize / 64)
+                .is_some_and(|w| w >> (key % 64) & 1 != 0)
+        };
         let mut store = Store::rows(policies);
         store.reserve_keys(active as usize);
         let policies = store.row().to_vec();
         let mut hurt = vec![0u32; active as usize];
         let mut tally = vec![Tally::default(); k];
         let shapes = store.info().shapes;
-        let mut in_period = self.per.map(|periods| InPeriod {
-            periods,
-            at: periods.first,
-            end: 0,
-            dropped: vec![0; k],
-            hurt: vec![0; k],
-            key_at: vec![u64::MAX; active as usize],
-            key_flags: vec![0; active as usize],
+        // Keys are independent and the tallies add up (with `--per`, by
+        // period), so the live keys are taken one by one.
+        let by_key = log.by_key().filter(|_| {
+            self.per
+                .is_none_or(|p| p.requests.len().saturating_mul(k) <= MAX_PERIOD_COUNTS)
         });
-        for i in 0..log.len() {
-            let key = log.key[i];
-            // An empty key is exempt; an excluded key is still replayed for
-            // the report (by the audit replay) but counted by no target, and
-            // keys are independent; a settled key is never refused here.
-            let Some(&key) = slot.get(key as usize) else {
-                continue;
-            };
-            if key == SKIP {
-                continue;
+        let mut in_period = self
+            .per
+            .map(|periods| InPeriod::new(periods, k, active as usize, by_key.is_some()));
+        each_row(log, by_key, is_live, |i, key, ahead| {
+            if let Some(ahead) = ahead {
+                store.prefetch_row(u64::from(slot[ahead as usize]));
             }
+            let key = slot[key as usize];
             let now = Nanos(log.at[i]);
             if let Some(p) = in_period.as_mut() {
                 p.enter(now.0, &mut tally);
@@ -275,9 +394,9 @@ impl Job for ProbeJob<'_> {
                     t.keys_hurt += u64::from(first >> c & 1);
                 }
             }
-        }
+        });
         if let Some(p) = in_period.as_mut() {
-            p.close(&mut tally);
+            p.finish(&mut tally);
         }
         for t in &mut tally {
             t.max_wait = t.max_wait.max(self.settled_wait);
@@ -313,6 +432,99 @@ mod tests {
 
     fn config(s: &str) -> PolicyConfig {
         parse_spec(s).unwrap().members[0].config
+    }
+
+    /// Key by key visits the same rows as time order, each key's rows in
+    /// time order, exempt rows and unwanted keys in neither.
+    #[test]
+    fn key_order_visits_the_rows_of_time_order() {
+        let mut l = Log::new(true, false);
+        let mut seed = 5u64;
+        let evs: Vec<Event> = (0..500u64)
+            .map(|i| {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                let key = match (seed >> 33) % 9 {
+                    0 => EMPTY_KEY,
+                    k => (k % 5) as u32,
+                };
+                Event {
+                    at: Nanos::from_millis(i * 37),
+                    row: i + 1,
+                    line: 0,
+                    file: 0,
+                    cost: 1,
+                    keys: [key, 0, 0, 0],
+                }
+            })
+            .collect();
+        for k in 0..5u8 {
+            l.names.push(&[b'k', b'0' + k]);
+            l.requests_by_key.push(0);
+        }
+        l.take(&evs).unwrap();
+        let wanted = |k: u32| k != EMPTY_KEY && k != 3;
+        let mut by_time = Vec::new();
+        each_row(&l, None, wanted, |i, k, _| by_time.push((k, i)));
+        let mut by_key = Vec::new();
+        each_row(&l, l.by_key(), wanted, |i, k, _| by_key.push((k, i)));
+        assert!(by_key.windows(2).all(|w| w[0] < w[1]), "{by_key:?}");
+        by_time.sort_unstable();
+        assert_eq!(by_time, by_key);
+        assert!(by_key.iter().all(|&(k, i)| l.key[i] == k && wanted(k)));
+        assert!(by_key.len() > 300);
+    }
+
+    /// With `--per`, seven candidates in one probe (too many period counts
+    /// to take the keys one by one: time order) tally as each alone (keys
+    /// one by one): drops, keys hurt, the missed and the worst periods.
+    #[test]
+    fn per_period_tallies_agree_in_both_orders() {
+        let mut l = Log::new(true, false);
+        let mut seed = 9u64;
+        let mut t = 0;
+        let evs: Vec<Event> = (0..600u64)
+            .map(|i| {
+                seed = seed
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                t += (seed >> 33) % 600;
+                Event {
+                    at: Nanos::from_millis(t),
+                    row: i + 1,
+                    line: 0,
+                    file: 0,
+                    cost: 1,
+                    keys: [((seed >> 20) % 4) as u32, 0, 0, 0],
+                }
+            })
+            .collect();
+        for k in 0..4u8 {
+            l.names.push(&[b'k', b'0' + k]);
+            l.requests_by_key.push(0);
+        }
+        l.take(&evs).unwrap();
+        let ok = |c: crate::size::per::PeriodCount| c.dropped * 4 <= c.requests && c.keys_hurt < 2;
+        let periods = Periods::of(&l, &[], Nanos::from_millis(1).0, &ok);
+        let configs: Vec<PolicyConfig> = (1..=7)
+            .map(|b| config(&format!("gcra:rate=2/s,burst={b}")))
+            .collect();
+        assert!(periods.requests.len() * configs.len() > MAX_PERIOD_COUNTS);
+        assert!(periods.requests.len() <= MAX_PERIOD_COUNTS);
+        let job = || ProbeJob {
+            log: &l,
+            counted: &[],
+            settled: None,
+            settled_wait: 0,
+            per: Some(&periods),
+        };
+        let together = dispatch(&configs, job());
+        for (c, t) in configs.iter().zip(&together) {
+            assert_eq!(dispatch(std::slice::from_ref(c), job())[0], *t);
+        }
+        assert!(together.iter().any(|t| t.period_miss && t.dropped > 0));
+        assert!(together.iter().any(|t| !t.period_miss));
     }
 
     /// The costs counterexample: a larger bucket drops more.
