@@ -499,3 +499,25 @@ fn two_limit_req_of_one_zone_on_one_line_are_refused() {
         assert_eq!(out.code, 0, "{line}: {}", out.stderr);
     }
 }
+
+#[test]
+fn an_untested_line_whose_zone_rate_moves_is_told_so() {
+    // /nosuch/ never matches the log, but shares the zone that `/` sizes:
+    // its burst stays, its rate is the zone's new one.
+    let dir = tmpdir();
+    let conf = dir.join("nginx.conf");
+    std::fs::write(
+        &conf,
+        "events {}\nhttp {\n    limit_req_zone $binary_remote_addr zone=ip:1m rate=1r/s;\n    server {\n        location /nosuch/ { limit_req zone=ip burst=2; }\n        location / { limit_req zone=ip; }\n    }\n}\n",
+    )
+    .unwrap();
+    let out = size(&conf, &[]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout.contains(
+            "(zone ip, location /nosuch/): no row of the log reaches it: untested and not sized; its burst is left as written, but its zone's rate changes from 1r/s to "
+        ),
+        "{}",
+        out.stdout
+    );
+}

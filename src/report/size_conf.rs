@@ -221,8 +221,8 @@ pub fn page(r: &SizeConfReport) -> Page<'_> {
         .iter()
         .filter_map(|l| {
             let what = match (&l.missed, l.tested) {
-                (_, false) => "no row of the log reaches it: untested, not sized, left as written",
-                (Some(m), true) => m.as_str(),
+                (_, false) => untested(l, &r.zones),
+                (Some(m), true) => m.clone(),
                 (None, true) => return None,
             };
             Some(format!(
@@ -237,6 +237,22 @@ pub fn page(r: &SizeConfReport) -> Page<'_> {
     }
     add_patch(&mut page, r);
     page
+}
+
+/// The note on a line no row reaches: its own settings stay as written,
+/// but a rate is the zone's, so a zone sized on its other lines changes
+/// this line's limit too, untested, and the note says so.
+fn untested(l: &LimitRow, zones: &[ZoneRow]) -> String {
+    let moved = zones
+        .iter()
+        .find(|z| z.zone == l.zone && z.rate != z.rate_today);
+    match moved {
+        Some(z) => format!(
+            "no row of the log reaches it: untested and not sized; its burst is left as written, but its zone's rate changes from {} to {} with the zone's other lines, so this location's limit changes untested",
+            z.rate_today, z.rate
+        ),
+        None => "no row of the log reaches it: untested, not sized, left as written".to_string(),
+    }
 }
 
 /// The patch, or where it was written, and how to apply it.
