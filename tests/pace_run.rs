@@ -66,27 +66,7 @@ fn starts_keep_the_rate_whatever_the_commands_take() {
     // ~30 that can run at once, so the run keeps its 19.9 s schedule.
     let log = tmp("starts.log");
     let script = sleeper(&log);
-    let out = run_pace(
-        &[
-            "--rate",
-            "10/s",
-            "-j",
-            "40",
-            "--stats=json",
-            "--",
-            "sh",
-            "-c",
-            &script,
-            "_",
-        ],
-        &sleeps(200, 3000),
-    );
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let out = run_sleepers("10/s", "40", &script, 200, 3000);
     let starts: Vec<u64> = logged(&log, "start").into_iter().map(|(_, t)| t).collect();
     assert_eq!(starts.len(), 200);
     // At most rate × 1 s + 1 starts in any 1 s window (burst 0).
@@ -105,24 +85,29 @@ fn starts_keep_the_rate_whatever_the_commands_take() {
     );
 }
 
-#[test]
-fn at_the_jobs_cap_the_schedule_waits_then_moves_on_without_a_burst() {
-    let log = tmp("cap.log");
-    let script = sleeper(&log);
+/// `pace --rate RATE -j JOBS --stats=json -- sh -c SCRIPT` over `n`
+/// records of sleeps up to `most_ms`, which must succeed.
+fn run_sleepers(
+    rate: &str,
+    jobs: &str,
+    script: &str,
+    n: u64,
+    most_ms: u64,
+) -> std::process::Output {
     let out = run_pace(
         &[
             "--rate",
-            "20/s",
+            rate,
             "-j",
-            "3",
+            jobs,
             "--stats=json",
             "--",
             "sh",
             "-c",
-            &script,
+            script,
             "_",
         ],
-        &sleeps(24, 1000),
+        &sleeps(n, most_ms),
     );
     assert_eq!(
         out.status.code(),
@@ -130,6 +115,14 @@ fn at_the_jobs_cap_the_schedule_waits_then_moves_on_without_a_burst() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    out
+}
+
+#[test]
+fn at_the_jobs_cap_the_schedule_waits_then_moves_on_without_a_burst() {
+    let log = tmp("cap.log");
+    let script = sleeper(&log);
+    let out = run_sleepers("20/s", "3", &script, 24, 1000);
     let starts = logged(&log, "start");
     let ends = logged(&log, "end");
     assert_eq!((starts.len(), ends.len()), (24, 24));
