@@ -13,6 +13,34 @@ pub use crate::ingest::log::InputFormat;
 use crate::ingest::log::key::KeyShape;
 use anyhow::{Result, anyhow, bail};
 
+/// `--input-format`'s value: a log format, with the names and one-line
+/// descriptions the core gives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LogFormat(pub InputFormat);
+
+impl clap::ValueEnum for LogFormat {
+    fn value_variants<'a>() -> &'a [Self] {
+        const ALL: [LogFormat; InputFormat::ALL.len()] = {
+            let mut all = [LogFormat(InputFormat::Auto); InputFormat::ALL.len()];
+            let mut i = 0;
+            while i < all.len() {
+                all[i] = LogFormat(InputFormat::ALL[i]);
+                i += 1;
+            }
+            all
+        };
+        &ALL
+    }
+
+    fn to_possible_value(&self) -> Option<clap::builder::PossibleValue> {
+        let about = self.0.about();
+        Some(
+            clap::builder::PossibleValue::new(self.0.name())
+                .help(about.strip_suffix('.').unwrap_or(about)),
+        )
+    }
+}
+
 /// The headings options are grouped under in `-h`, `--help` and the man
 /// pages. A new flag names one with `help_heading = heading::X` in its
 /// `#[arg(...)]`; a heading's place in a command is where its first flag is.
@@ -106,7 +134,7 @@ fn rate_arg(s: &str) -> Result<Rate, String> {
 }
 
 fn duration_arg(s: &str) -> Result<Nanos, String> {
-    parse_duration(s)
+    parse_duration(s).map_err(|e| e.to_string())
 }
 
 /// `--max-wait` of `size`: a bound, or `none` (no wait target).
@@ -120,11 +148,13 @@ fn wait_cap_arg(s: &str) -> Result<WaitCap, String> {
     if s.trim().eq_ignore_ascii_case("none") {
         return Ok(WaitCap::Lifted);
     }
-    parse_duration(s).map(WaitCap::At)
+    parse_duration(s)
+        .map(WaitCap::At)
+        .map_err(|e| e.to_string())
 }
 
 fn positive_duration_arg(s: &str) -> Result<Nanos, String> {
-    match parse_duration(s)? {
+    match parse_duration(s).map_err(|e| e.to_string())? {
         Nanos::ZERO => Err(format!("'{s}' is zero; give a length such as 1s or 1m")),
         d => Ok(d),
     }
@@ -406,8 +436,8 @@ pub struct ReplayArgs {
     pub time_format: String,
     /// How lines are written (default: detected from the first lines; a byte
     /// order mark and blank lines are skipped).
-    #[arg(long, value_enum, default_value_t = InputFormat::Auto, value_name = "FORMAT", requires = "replay", help_heading = REPLAY, hide_short_help = true)]
-    pub input_format: InputFormat,
+    #[arg(long, value_enum, default_value_t = LogFormat(InputFormat::Auto), value_name = "FORMAT", requires = "replay", help_heading = REPLAY, hide_short_help = true)]
+    pub input_format: LogFormat,
     /// An nginx log_format string or an Apache LogFormat string (told by its
     /// % directives), for --input-format nginx.
     #[arg(long, value_name = "FORMAT", requires = "replay", help_heading = REPLAY, hide_short_help = true)]
@@ -458,8 +488,8 @@ pub struct InputArgs {
     pub key_column: Option<String>,
     /// How the lines are written (auto: from the first lines; see --log-format for
     /// nginx log_format and Apache LogFormat strings).
-    #[arg(long, value_enum, default_value_t = InputFormat::Auto, value_name = "FORMAT", help_heading = INPUT, hide_short_help = true)]
-    pub input_format: InputFormat,
+    #[arg(long, value_enum, default_value_t = LogFormat(InputFormat::Auto), value_name = "FORMAT", help_heading = INPUT, hide_short_help = true)]
+    pub input_format: LogFormat,
     /// The time column (default: ts, time, ...).
     ///
     /// Header name or 0-based index; DATE,TIME joins a date and a time
@@ -793,7 +823,7 @@ impl InputArgs {
                 );
             }
         }
-        let input_format = input_format(args.input_format, args.log_format.as_deref())?;
+        let input_format = input_format(args.input_format.0, args.log_format.as_deref())?;
         Ok(InputSpec {
             files: args.files.clone(),
             duration_col: args.duration_column.as_deref().map(ColSel::parse),
@@ -824,7 +854,7 @@ impl InputArgs {
                 skip_bad: args.skip_bad,
                 max_line: crate::ingest::input::parse_max_line(&args.max_line)?,
             },
-            quiet,
+            notes: crate::notes(quiet),
             merge: args.merge,
         })
     }

@@ -19,28 +19,34 @@ macro_rules! say {
     }};
 }
 
+/// Where the core's notes go: each printed on stderr as `drip: NOTE`,
+/// unless `quiet`.
+fn notes(quiet: bool) -> drip_core::notes::Notes {
+    if quiet {
+        drip_core::notes::Notes::silent()
+    } else {
+        drip_core::notes::Notes::to(|note| say!("drip: {note}"))
+    }
+}
+
+// The core's layers, named as the commands' code names them.
+use drip_core::{engine, ingest, nginx_conf, policy, quote, rate, time, wait_stats};
+
 mod audit;
 mod clash;
 pub mod cli;
 mod clock;
 mod completions;
-mod engine;
 mod gate;
 pub mod help;
-mod ingest;
-mod nginx_conf;
+mod nginx_setup;
 mod pace;
 mod percent;
-mod policy;
 mod progress;
-mod quote;
-mod rate;
 mod report;
 mod size;
 #[doc(hidden)]
-pub mod testing;
-mod time;
-mod wait_stats;
+pub use drip_core::testing;
 
 /// Runs a parsed command: the exit status, or an error the binary prints
 /// on one line (exit status 2).

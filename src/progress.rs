@@ -8,6 +8,9 @@
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::time::Instant;
+
+use crate::ingest::stream::Progress;
 
 /// The command line's say on progress.
 #[derive(Clone, Copy, Debug, Default)]
@@ -44,20 +47,43 @@ fn bar(show: bool, len: Option<u64>, template: &str) -> ProgressBar {
     bar
 }
 
+/// Reading a log, drawn: bytes read of the files' total size, and rows per
+/// second since reading began.
+pub struct Reading {
+    bar: ProgressBar,
+    started: Instant,
+}
+
+impl Progress for Reading {
+    fn read(&self, bytes: u64, rows: u64) {
+        self.bar.set_position(bytes);
+        let secs = self.started.elapsed().as_secs_f64().max(1e-3);
+        self.bar
+            .set_message(format!("{:.0} rows/s", rows as f64 / secs));
+    }
+
+    fn finish(&self) {
+        self.bar.finish_and_clear();
+    }
+}
+
 /// Reading a log: bytes read of the files' total size (no length when the
 /// input is stdin alone), with the reader's message and the time left.
-pub fn bytes_read(show: bool, files: &[PathBuf]) -> ProgressBar {
+pub fn bytes_read(show: bool, files: &[PathBuf]) -> Reading {
     let total: u64 = files
         .iter()
         .filter(|f| f.as_os_str() != "-")
         .filter_map(|f| std::fs::metadata(f).ok())
         .map(|m| m.len())
         .sum();
-    bar(
-        show,
-        (total > 0).then_some(total),
-        "{spinner} {bytes}/{total_bytes} {wide_bar} {msg} eta {eta}",
-    )
+    Reading {
+        bar: bar(
+            show,
+            (total > 0).then_some(total),
+            "{spinner} {bytes}/{total_bytes} {wide_bar} {msg} eta {eta}",
+        ),
+        started: Instant::now(),
+    }
 }
 
 /// Working through `len` items of one kind (`what`, a plural: "rates").
@@ -97,13 +123,15 @@ mod tests {
     #[test]
     fn every_style_parses_and_hidden_bars_stay_hidden() {
         // The templates are checked when a bar is shown.
-        bytes_read(true, &[PathBuf::from("-")]).finish_and_clear();
+        bytes_read(true, &[PathBuf::from("-")])
+            .bar
+            .finish_and_clear();
         steps(true, 3, "rates").finish_and_clear();
         status_line(true).finish_and_clear();
-        assert!(bytes_read(false, &[]).is_hidden());
+        assert!(bytes_read(false, &[]).bar.is_hidden());
         assert!(steps(false, 3, "windows").is_hidden());
         assert!(status_line(false).is_hidden());
         assert_eq!(steps(true, 3, "rates").length(), Some(3));
-        assert_eq!(bytes_read(true, &[PathBuf::from("-")]).length(), None);
+        assert_eq!(bytes_read(true, &[PathBuf::from("-")]).bar.length(), None);
     }
 }

@@ -5,6 +5,7 @@
 use super::judge::Thresholds;
 use crate::cli::{AuditArgs, Format};
 use crate::engine::conf as nginx;
+use crate::engine::replay::DecisionSink;
 use crate::engine::replay::{Run, Slot};
 use crate::ingest::input::{ColSel, InputSpec, MAX_KEYS, file_name};
 use crate::nginx_conf::NginxConf;
@@ -100,8 +101,8 @@ impl Policies {
     fn load(args: &AuditArgs) -> Result<Policies> {
         let specs = load_specs(args)?;
         let mut labels: Vec<String> = specs.iter().map(|s| s.label.clone()).collect();
-        let nginx_vars = crate::nginx_conf::setup::parse_vars(&args.nginx_var)?;
-        let confs = crate::nginx_conf::setup::load_confs(
+        let nginx_vars = crate::nginx_setup::parse_vars(&args.nginx_var)?;
+        let confs = crate::nginx_setup::load_confs(
             &args.nginx_conf,
             &labels,
             args.quiet,
@@ -158,14 +159,14 @@ impl Config {
     }
 
     /// The `--decisions` file, opened, and its name for messages.
-    pub(super) fn open_decisions(&self) -> Result<Option<(Box<dyn Write + Send>, String)>> {
-        Ok(match &self.args.decisions {
-            None => None,
-            Some(p) if p.as_os_str() == "-" => Some((
+    pub(super) fn open_decisions(&self) -> Result<Option<Box<dyn DecisionSink>>> {
+        let (out, name): (Box<dyn Write + Send>, String) = match &self.args.decisions {
+            None => return Ok(None),
+            Some(p) if p.as_os_str() == "-" => (
                 Box::new(std::io::BufWriter::new(std::io::stdout())),
                 "standard output".into(),
-            )),
-            Some(p) => Some((
+            ),
+            Some(p) => (
                 Box::new(std::io::BufWriter::with_capacity(
                     1 << 16,
                     std::fs::File::create(p).with_context(|| {
@@ -173,8 +174,11 @@ impl Config {
                     })?,
                 )),
                 format!("'{}'", p.display()),
-            )),
-        })
+            ),
+        };
+        Ok(Some(Box::new(super::decisions::CsvDecisions::new(
+            out, name,
+        )?)))
     }
 }
 
@@ -233,12 +237,8 @@ fn spec_runs(specs: &[Spec], key_cols: &mut KeyColumns) -> Result<Vec<Run>> {
 fn reading_options(args: &AuditArgs, confs: &[(String, Arc<NginxConf>)]) -> Result<InputSpec> {
     let mut input = args.input.spec(Vec::new(), args.quiet)?;
     if let Some((_, conf)) = confs.first() {
-        crate::nginx_conf::setup::adopt_log_format(
-            conf,
-            &mut input,
-            args.verify_column.is_some(),
-            args.quiet,
-        );
+        crate::nginx_setup::fitting_log_format(conf, &input, args.verify_column.is_some())
+            .apply(&mut input);
     }
     Ok(input)
 }
@@ -282,14 +282,17 @@ fn conf_runs(
         },
     };
     for (label, conf) in confs {
-        let exec = nginx::ConfExec::new(conf.clone(), &conf_opts, args.quiet, &mut |f| {
-            key_cols.slot(ColSel::Name(f.to_string()))
-        })?;
+        let exec = nginx::ConfExec::new(
+            conf.clone(),
+            &conf_opts,
+            &crate::notes(args.quiet),
+            &mut |f| key_cols.slot(ColSel::Name(f.to_string())),
+        )?;
         let order = runs.len();
         runs.push(Run::nginx(
             exec,
             label.clone(),
-            crate::nginx_conf::setup::describe(conf),
+            crate::nginx_setup::describe(conf),
             order,
         ));
     }

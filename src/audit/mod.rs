@@ -9,6 +9,7 @@
 //! crossed, 2 for usage or input errors.
 
 mod config;
+mod decisions;
 mod judge;
 
 use crate::cli::{AuditArgs, Format};
@@ -18,7 +19,6 @@ use crate::progress;
 use crate::report::{InputInfo, Report, Timeline, plot};
 use anyhow::{Context, Result, bail};
 use config::Config;
-use indicatif::ProgressBar;
 use std::io::Write;
 
 /// The replay, fed in time order.
@@ -124,7 +124,7 @@ fn tune_allocator() {
 /// The replay of every policy, set up: the `--decisions` file opened, the
 /// timeline and comparison asked for, the runs spread over threads; with
 /// the progress bar that reading will move.
-fn start_replay(config: &mut Config) -> Result<(Replay, ProgressBar)> {
+fn start_replay(config: &mut Config) -> Result<(Replay, progress::Reading)> {
     tune_allocator();
     let args = &config.args;
     let decisions = config.open_decisions()?;
@@ -154,7 +154,11 @@ fn start_replay(config: &mut Config) -> Result<(Replay, ProgressBar)> {
 
 /// Reads the logs in time order through every policy; an input without
 /// rows is an error when thresholds are given, else a note.
-fn read_logs(config: &Config, replay: &mut Replay, bar: &ProgressBar) -> Result<stream::Read> {
+fn read_logs(
+    config: &Config,
+    replay: &mut Replay,
+    bar: &progress::Reading,
+) -> Result<stream::Read> {
     let args = &config.args;
     let key_columns = config.input.key_cols.len();
     // Interning keys costs about as much as deciding one policy: with one

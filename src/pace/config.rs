@@ -81,7 +81,7 @@ impl Config {
             .transpose()?;
         let time_format = input::parse_time_format(&r.time_format)?;
         let input_format =
-            crate::ingest::input::input_format(r.input_format, r.log_format.as_deref())?;
+            crate::ingest::input::input_format(r.input_format.0, r.log_format.as_deref())?;
         let lines = LineSpec {
             time_col,
             time_format,

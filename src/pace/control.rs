@@ -61,7 +61,9 @@ pub fn parse(line: &str) -> Result<Command, String> {
     };
     match (word, arg) {
         ("pause", None) => Ok(Command::Pause(None)),
-        ("pause", Some(d)) => Ok(Command::Pause(Some(parse_duration(d)?))),
+        ("pause", Some(d)) => Ok(Command::Pause(Some(
+            parse_duration(d).map_err(|e| e.to_string())?,
+        ))),
         ("resume", None) => Ok(Command::Resume),
         ("rate", Some(r)) => parse_rate(r).map(Command::Rate).map_err(|e| e.to_string()),
         ("burst", Some(n)) => n.parse().map(Command::Burst).map_err(|_| {

@@ -151,7 +151,7 @@ pub struct Replay {
 
 impl Replay {
     pub fn new(cfg: ReplayConfig, quiet: bool) -> Replay {
-        let times = LineTimes::new(cfg.lines.clone(), "stdin", quiet);
+        let times = LineTimes::new(cfg.lines.clone(), "stdin", crate::notes(quiet));
         let held = Reorder::new(cfg.reorder_window);
         Replay {
             cfg,

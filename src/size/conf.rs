@@ -117,10 +117,9 @@ fn refuse_patch_target(args: &SizeArgs, conf: &NginxConf) -> Result<()> {
 
 /// Reads the config, plans its replay, and reads the log into rows.
 fn read(args: &SizeArgs, path: &std::path::Path) -> Result<(Arc<NginxConf>, ConfExec, Rows, Read)> {
-    let vars = crate::nginx_conf::setup::parse_vars(&args.nginx_var)?;
+    let vars = crate::nginx_setup::parse_vars(&args.nginx_var)?;
     let (_, conf) =
-        crate::nginx_conf::setup::load_confs(&[path.to_path_buf()], &[], args.quiet, false)?
-            .remove(0);
+        crate::nginx_setup::load_confs(&[path.to_path_buf()], &[], args.quiet, false)?.remove(0);
     let units = units(&conf);
     if units.is_empty() {
         bail!(
@@ -131,7 +130,7 @@ fn read(args: &SizeArgs, path: &std::path::Path) -> Result<(Arc<NginxConf>, Conf
     super::patch::one_per_line(&units, |z| conf.zones[z].name.clone())?;
     refuse_patch_target(args, &conf)?;
     let mut spec = args.input.spec(Vec::new(), args.quiet)?;
-    crate::nginx_conf::setup::adopt_log_format(&conf, &mut spec, false, args.quiet);
+    crate::nginx_setup::fitting_log_format(&conf, &spec, false).apply(&mut spec);
     let log_fields = crate::ingest::peek::log_fields(&spec);
     let opts = ConfOptions {
         static_files: None,
@@ -142,7 +141,7 @@ fn read(args: &SizeArgs, path: &std::path::Path) -> Result<(Arc<NginxConf>, Conf
         files: args.input.files.iter().map(|f| file_name(f)).collect(),
     };
     let mut cols: Vec<ColSel> = Vec::new();
-    let exec = ConfExec::new(conf.clone(), &opts, args.quiet, &mut |f| {
+    let exec = ConfExec::new(conf.clone(), &opts, &crate::notes(args.quiet), &mut |f| {
         let sel = ColSel::Name(f.to_string());
         Ok(cols.iter().position(|c| *c == sel).unwrap_or_else(|| {
             cols.push(sel);

@@ -200,7 +200,8 @@ fn recommend(
         (Some(rec), Some(n)) => {
             let key = asked.key_col.as_deref().map(|c| {
                 let prefix = args.input.key_prefix.as_deref().map(parse_prefix);
-                zone_key::zone_key(c, prefix.transpose()?, log)
+                let prefix = prefix.transpose().map_err(|e| e.to_string())?;
+                zone_key::zone_key(c, prefix, log)
             });
             Some(recommend::nginx_conf(&n, rec, log, key))
         }

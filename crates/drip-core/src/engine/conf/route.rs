@@ -1,0 +1,334 @@
+//! Which location decides a row: the one `--nginx-location` names, else
+//! the server chosen by the row's host (or the one server that can limit,
+//! when the log has no host) and that server's location for the URI, as
+//! nginx chooses them. Each host and URI is looked up once per key id.
+
+use super::{ConfOptions, LogFields};
+use crate::ingest::input::Event;
+use crate::ingest::keys::{EMPTY_KEY, KeyNames};
+use crate::nginx_conf::NginxConf;
+use crate::nginx_conf::location::{Match, Node, Target, bad_request, normalize};
+use crate::nginx_conf::rewrite::Rewritten;
+use crate::notes::Notes;
+use anyhow::{Result, anyhow, bail};
+
+/// Where rows go, and what has been learnt of their hosts and URIs.
+pub(super) struct Router {
+    /// The location of every row (`--nginx-location`).
+    pub(super) forced: Option<usize>,
+    uri_slot: Option<usize>,
+    /// True when the URI field is the target as the client sent it (from
+    /// `$request`), which nginx may refuse with 400.
+    raw_target: bool,
+    host_slot: Option<usize>,
+    /// The server of every row when the log has no host field.
+    fixed_server: Option<usize>,
+    /// Per URI id, per server: the location (`u32::MAX`: not yet known),
+    /// with [`FILE`] set when `--static` says the URI is a file.
+    routes: Vec<Vec<u32>>,
+    /// Per location, the named location its `try_files` passes rows to
+    /// (`u32::MAX`: none); empty when no location has one.
+    tries: Vec<u32>,
+    /// Per server, where a row without a URI goes (as `/`).
+    roots: Vec<(usize, Option<usize>)>,
+    /// `--static`: URIs of files that exist (`try_files` serves them).
+    pub(super) static_files: Option<regex::Regex>,
+    /// Server per host id.
+    hosts: Vec<u32>,
+    /// When the config has rewrites: what they made of each URI.
+    rewrites: Option<RowRewrites>,
+}
+
+/// The `$uri` and `$args` rewrites made of each URI, for keys.
+struct RowRewrites {
+    table: Vec<Rewritten>,
+    /// Per server, per URI id: index into `table` (`u32::MAX`: unchanged).
+    ids: Vec<Vec<u32>>,
+    /// The row being decided's.
+    row: u32,
+}
+
+impl RowRewrites {
+    fn record(&mut self, server: usize, i: usize, r: Option<Rewritten>) {
+        let ids = &mut self.ids[server];
+        if i >= ids.len() {
+            ids.resize(i + 1, u32::MAX);
+        }
+        ids[i] = r.map_or(u32::MAX, |r| {
+            self.table.push(r);
+            (self.table.len() - 1) as u32
+        });
+    }
+}
+
+/// The location `--nginx-location` names, if it names one.
+pub(super) fn forced(conf: &NginxConf, name: Option<&str>) -> Result<Option<usize>> {
+    let Some(name) = name else {
+        return Ok(None);
+    };
+    let l = conf.location_named(name).ok_or_else(|| {
+        anyhow!(
+            "--nginx-location '{name}': {} has no such location; its locations are: {}",
+            conf.path.display(),
+            conf.locations
+                .iter()
+                .filter(|l| l.answered.is_none())
+                .map(|l| l.name.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    })?;
+    Ok(Some(l))
+}
+
+/// A lone `location /` takes every URI: nothing to route.
+fn trivial(tree: &[Node]) -> bool {
+    match tree {
+        [] => true,
+        [n] => n.children.is_empty() && matches!(&n.how, Match::Prefix(u) if u == "/"),
+        _ => false,
+    }
+}
+
+impl Router {
+    /// Plans routing for `conf` (every row to `forced` when given),
+    /// registering the URI field and then the host field through `slot`
+    /// when rows must be routed by them.
+    pub(super) fn new(
+        conf: &NginxConf,
+        opts: &ConfOptions,
+        notes: &Notes,
+        forced: Option<usize>,
+        log: LogFields,
+        slot: &mut dyn FnMut(&str) -> Result<usize>,
+    ) -> Result<Router> {
+        let tried =
+            opts.static_files.is_some() && conf.locations.iter().any(|l| l.try_named.is_some());
+        let uri_field = opts
+            .overrides
+            .get("uri")
+            .cloned()
+            .unwrap_or_else(|| "uri".into());
+        let raw_target = uri_field == "request_uri" || (uri_field == "uri" && log.derived_uri());
+        // A config whose one `location /` takes every URI is not routed
+        // (reading each row's URI costs): rows nginx would answer 400 are
+        // then decided by that location.
+        let mut routed =
+            forced.is_none() && (tried || conf.servers.iter().any(|s| !trivial(&s.tree)));
+        if forced.is_none() && !routed && conf.answers.rewriting {
+            // Rewrites alone need the URI only when the log has it.
+            routed = log.has(&uri_field);
+            if !routed {
+                notes.say(format_args!(
+                    "{} has rewrites, and the log has no field '{uri_field}' to run them on: rows are decided as requests for / would be; log $request or $uri, or give --nginx-var uri=FIELD",
+                    conf.path.display()
+                ));
+            }
+        }
+        if routed && !log.has(&uri_field) {
+            bail!(
+                "{} has locations, and routing rows to them needs the request's URI, but the log has no field '{uri_field}' (its fields: {}); log $uri or $request, give --nginx-var uri=FIELD, or send every row to one location with --nginx-location",
+                conf.path.display(),
+                log.listing()
+            );
+        }
+        let uri_slot = routed.then(|| slot(&uri_field)).transpose()?;
+        let several = forced.is_none() && conf.servers.len() > 1;
+        let host_field = match opts.overrides.get("host") {
+            Some(f) => Some(f.clone()),
+            None => ["host", "http_host", "server_name"]
+                .into_iter()
+                .find(|f| log.named(f))
+                .map(str::to_string)
+                .or_else(|| log.unknown().then(|| "host".to_string())),
+        };
+        let host_slot = match (several, &host_field) {
+            (true, Some(f)) => Some(slot(f)?),
+            _ => None,
+        };
+        let fixed_server = (several && host_slot.is_none()).then(|| fixed_server(conf, notes));
+        let static_files = opts.static_files.cloned();
+        let roots = (0..conf.servers.len())
+            .map(|s| {
+                let l = conf.route_rewritten(s, "/");
+                (l, named(conf, static_files.as_ref(), l, "/"))
+            })
+            .collect();
+        let tries = if conf.locations.iter().any(|l| l.try_named.is_some()) {
+            conf.locations
+                .iter()
+                .map(|l| l.try_named.map_or(u32::MAX, |n| n as u32))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        Ok(Router {
+            tries,
+            roots,
+            forced,
+            uri_slot,
+            raw_target,
+            host_slot,
+            fixed_server,
+            routes: vec![Vec::new(); conf.servers.len()],
+            hosts: Vec::new(),
+            static_files,
+            rewrites: (routed && conf.answers.rewriting).then(|| RowRewrites {
+                table: Vec::new(),
+                ids: vec![Vec::new(); conf.servers.len()],
+                row: u32::MAX,
+            }),
+        })
+    }
+
+    /// The location entry of `conf` this row goes to, and the named
+    /// location its `try_files` passes it to (unless `--static` says the
+    /// file exists).
+    #[inline]
+    pub(super) fn location(
+        &mut self,
+        conf: &NginxConf,
+        ev: &Event,
+        names: &[KeyNames],
+    ) -> (usize, Option<usize>) {
+        if let Some(l) = self.forced {
+            return (l, None);
+        }
+        let server = self.server(conf, ev, names);
+        let id = self.uri_slot.map_or(EMPTY_KEY, |u| ev.keys[u]);
+        if id == EMPTY_KEY {
+            if let Some(rw) = &mut self.rewrites {
+                rw.row = u32::MAX;
+            }
+            return self.roots[server];
+        }
+        let routes = &mut self.routes[server];
+        let i = id as usize;
+        if i >= routes.len() {
+            routes.resize(i + 1, u32::MAX);
+        }
+        if routes[i] == u32::MAX {
+            let target = names[self.uri_slot.unwrap_or_default()].get(id);
+            let (r, rewritten) = resolve(
+                conf,
+                server,
+                target,
+                self.raw_target,
+                self.static_files.as_ref(),
+            );
+            routes[i] = r;
+            if let Some(rw) = &mut self.rewrites {
+                rw.record(server, i, rewritten);
+            }
+        }
+        if let Some(rw) = &mut self.rewrites {
+            rw.row = rw.ids[server][i];
+        }
+        let r = routes[i];
+        let l = (r & !FILE) as usize;
+        if self.tries.is_empty() {
+            return (l, None);
+        }
+        let then = self.tries[l];
+        (
+            l,
+            (r & FILE == 0 && then != u32::MAX).then_some(then as usize),
+        )
+    }
+
+    /// The `$uri` and `$args` rewrites made of the row last routed, when
+    /// they changed them.
+    #[inline]
+    pub(super) fn rewritten(&self) -> Option<&Rewritten> {
+        let rw = self.rewrites.as_ref()?;
+        rw.table.get(rw.row as usize)
+    }
+
+    /// The server of `conf` this row goes to.
+    #[inline]
+    fn server(&mut self, conf: &NginxConf, ev: &Event, names: &[KeyNames]) -> usize {
+        let Some(h) = self.host_slot else {
+            return self.fixed_server.unwrap_or_else(|| conf.server_for(None));
+        };
+        let id = ev.keys[h];
+        if id == EMPTY_KEY {
+            return conf.server_for(None);
+        }
+        let i = id as usize;
+        if i >= self.hosts.len() {
+            self.hosts.resize(i + 1, u32::MAX);
+        }
+        if self.hosts[i] == u32::MAX {
+            let host = String::from_utf8_lossy(names[h].get(id));
+            self.hosts[i] = conf.server_for(Some(&host)) as u32;
+        }
+        self.hosts[i] as usize
+    }
+}
+
+/// The cached route of a URI not seen before in `server`: the location
+/// entry, with [`FILE`] when `--static` matches it.
+#[cold]
+#[inline(never)]
+fn resolve(
+    conf: &NginxConf,
+    server: usize,
+    target: &[u8],
+    raw_target: bool,
+    static_files: Option<&regex::Regex>,
+) -> (u32, Option<Rewritten>) {
+    if raw_target && bad_request(target) {
+        return (conf.answers.bad_request as u32, None);
+    }
+    let uri = normalize(&String::from_utf8_lossy(target));
+    let (l, rewritten) = if conf.answers.rewriting {
+        let mut args = Vec::new();
+        Target::Args.eval(target, &mut args);
+        conf.route_request(server, &uri, &String::from_utf8_lossy(&args))
+    } else {
+        (conf.route(server, &uri), None)
+    };
+    let l = l as u32;
+    let file = static_files.is_some_and(|r| r.is_match(&uri));
+    (if file { l | FILE } else { l }, rewritten)
+}
+
+/// Set in a cached route when the URI is a file that exists (`--static`).
+const FILE: u32 = 1 << 31;
+
+/// The named location `try_files` passes a request for `uri` in location
+/// `l` to: always, unless `--static` matches the URI.
+fn named(
+    conf: &NginxConf,
+    static_files: Option<&regex::Regex>,
+    l: usize,
+    uri: &str,
+) -> Option<usize> {
+    let to = conf.locations[l].try_named?;
+    let exists = static_files.is_some_and(|r| r.is_match(uri));
+    (!exists).then_some(to)
+}
+
+/// With several servers and no host in the log: the server that can
+/// limit, if only one can (a plain-HTTP server that only redirects
+/// cannot), else the default one; said to `notes`.
+fn fixed_server(conf: &NginxConf, notes: &Notes) -> usize {
+    let limiting: Vec<usize> = (0..conf.servers.len())
+        .filter(|&s| !conf.locations[conf.servers[s].fallback].returns)
+        .collect();
+    let chosen = match limiting.as_slice() {
+        [one] => *one,
+        _ => conf.server_for(None),
+    };
+    if !notes.is_silent() {
+        let s = &conf.servers[chosen];
+        notes.say(format_args!(
+            "{} has {} server blocks and the log has no host field: every row goes to the one at {} ({}); give --nginx-var host=FIELD to route by host",
+            conf.path.display(),
+            conf.servers.len(),
+            s.pos,
+            s.names.first().map_or("no server_name", |n| n.as_str())
+        ));
+    }
+    chosen
+}

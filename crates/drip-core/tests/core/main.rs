@@ -1,0 +1,3 @@
+//! The core's integration tests, one binary: a module per theme.
+
+mod merge;
