@@ -1,15 +1,14 @@
 //! `drip audit --plot` and the sizing plot: an SVG that parses as XML,
 //! says what it shows in its text, and renders with a real SVG renderer
 //! (resvg) to a non-blank image of the stated size that matches the golden
-//! image within a tolerance (regenerate on purpose with
-//! `DRIP_BLESS=1 cargo test --test plot`, then look at the image).
+//! image within a tolerance (regenerate on purpose with `DRIP_BLESS=1
+//! cargo test --test drip report::plot`, then look at the image).
 
 use resvg::tiny_skia::{Pixmap, Transform};
 use resvg::usvg;
 use std::path::Path;
 
-mod common;
-use common::{run, tmp};
+use crate::common::{run, tmp};
 
 const NASA: &str = "fixtures/nasa_19950801.tsv";
 

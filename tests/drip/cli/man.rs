@@ -4,7 +4,7 @@
 //! EXAMPLES, EXIT STATUS, ENVIRONMENT, FILES, SEE ALSO). This test fails
 //! when a page is stale, misses a section or a flag; docs/exit-status.md
 //! is generated from the same tables. Regenerate both with
-//! `DRIP_BLESS=1 cargo test --test man`.
+//! `DRIP_BLESS=1 cargo test --test drip cli::man`.
 
 use drip::help::pages::{self, Page};
 use roff::{Roff, bold, roman};
@@ -123,7 +123,7 @@ fn check(path: &Path, text: &str) -> String {
         .unwrap_or_else(|e| panic!("{}: {e} (run with DRIP_BLESS=1)", path.display()));
     assert!(
         have == text,
-        "{} is stale: run DRIP_BLESS=1 cargo test --test man",
+        "{} is stale: run DRIP_BLESS=1 cargo test --test drip cli::man",
         path.display()
     );
     have

@@ -5,8 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-mod common;
-use common::{drip, run, s, tmp};
+use crate::common::{drip, run, s, tmp};
 
 /// A request: epoch milliseconds, client.
 type Row = (u64, String);
@@ -342,7 +341,7 @@ fn standard_input_is_merged_once_at_most() {
 
 #[test]
 fn a_log_given_twice_is_refused_not_counted_twice() {
-    let dir = common::tmpdir();
+    let dir = crate::common::tmpdir();
     let log = dir.join("web.csv");
     std::fs::write(&log, "ts,client\n1714521600,a\n1714521601,b\n").unwrap();
     let link = dir.join("link.csv");

@@ -10,8 +10,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-mod common;
-use common::{kill, numbered, s, spawn_pace, spawn_timed, summary, tmpdir};
+use crate::common::{kill, numbered, s, spawn_pace, spawn_timed, summary, tmpdir};
 
 /// Waits until drip has made its FIFO, then writes `command` to it.
 fn send(fifo: &Path, command: &str) {

@@ -1,10 +1,12 @@
 //! `drip audit` end to end: the built binary on files, gz, stdin and pipes.
 
+mod nginx;
+mod nginx_live;
+
 use std::io::Write;
 use std::path::Path;
 
-mod common;
-use common::{drip, json, s, tmp, write};
+use crate::common::{drip, json, s, tmp, write};
 
 /// The decisions file as (admit, wait_ms, retry_after_ms) per row, for a
 /// log in time order (rows come out in input order).

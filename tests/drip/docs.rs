@@ -28,8 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-mod common;
-use common::tmpdir;
+use crate::common::tmpdir;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 

@@ -2,12 +2,14 @@
 //! audit` run on the row's own spec (the same figures), and against the
 //! same spec one size smaller (a target missed).
 
+mod conf;
+mod plot;
+
 use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-mod common;
-use common::{Out, run, write};
+use crate::common::{Out, run, write};
 
 fn json_of(out: &Out) -> Value {
     serde_json::from_str(&out.stdout)

@@ -2,8 +2,6 @@
 //! check, and bash and fish really complete drip's subcommands and flags
 //! with it. The shells are real programs (CI installs bash, zsh and fish).
 
-mod common;
-
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
@@ -29,7 +27,7 @@ fn script(shell: &str) -> String {
 /// The script written to a fresh file, one per call: tests run at once,
 /// and one must never read a script another is still writing.
 fn saved(shell: &str) -> PathBuf {
-    let path = common::tmpdir().join(format!("drip.{shell}"));
+    let path = crate::common::tmpdir().join(format!("drip.{shell}"));
     std::fs::write(&path, script(shell)).unwrap();
     path
 }

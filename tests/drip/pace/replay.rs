@@ -9,8 +9,7 @@ use std::io::Read;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-mod common;
-use common::{run_pace, summary, tmpdir};
+use crate::common::{run_pace, summary, tmpdir};
 
 /// Runs `drip pace --replay ARGS` with `input` on stdin.
 fn run(args: &[&str], input: &[u8]) -> Output {

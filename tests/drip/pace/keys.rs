@@ -11,8 +11,7 @@ use std::process::Stdio;
 use std::thread;
 use std::time::{Duration, Instant};
 
-mod common;
-use common::{kill, lines, pace, run_pace, spawn_timed, stderr_of, summary, tmpdir};
+use crate::common::{kill, lines, pace, run_pace, spawn_timed, stderr_of, summary, tmpdir};
 
 /// Lines for `hosts`, `n` each, interleaved: a URL per line.
 fn urls(hosts: &[&str], n: usize) -> String {

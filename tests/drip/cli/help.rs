@@ -4,9 +4,7 @@
 //! meant, every example of the help and man pages runs on the shipped
 //! fixtures, and `drip help COMMAND` shows the manual with or without man.
 
-mod common;
-
-use common::{Out, bin, run, s, tmpdir};
+use crate::common::{Out, bin, run, s, tmpdir};
 use drip::help::pages::PAGES;
 use std::path::Path;
 use std::process::Stdio;

@@ -4,8 +4,7 @@
 
 use std::path::PathBuf;
 
-mod common;
-use common::{Out, drip, s, tmpdir};
+use crate::common::{Out, drip, s, tmpdir};
 
 /// The config: every case of the spec's real-nginx observations, one
 /// location each, plus a map-built key, dry run, `return` and exemptions.

@@ -4,8 +4,7 @@
 use resvg::tiny_skia::{Pixmap, Transform};
 use resvg::usvg;
 
-mod common;
-use common::{run, tmpdir};
+use crate::common::{run, tmpdir};
 
 #[test]
 fn a_delaying_policy_plots_its_wait_and_marks_the_alternatives() {

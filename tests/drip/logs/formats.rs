@@ -5,8 +5,7 @@
 use std::io::Write;
 use std::path::Path;
 
-mod common;
-use common::{drip, json, s, tmp, write};
+use crate::common::{drip, json, s, tmp, write};
 
 /// A report and its decisions file, for a log read with `args`.
 fn audit(log: &Path, args: &[&str]) -> (serde_json::Value, String) {

@@ -2,8 +2,7 @@
 //! slots, with the jobs cap, output passed through whole, exit statuses
 //! (--failed, --retry, --pause-on) and signals.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::process::Stdio;
 use std::thread;
 use std::time::{Duration, Instant};

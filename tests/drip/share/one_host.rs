@@ -3,8 +3,7 @@
 //! folder in the temporary folder), and the same file as the fallback of
 //! a Redis key under `--on-share-error local`.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::os::unix::fs::PermissionsExt;
 use std::time::Instant;
 

@@ -3,13 +3,19 @@
 //! Timing checks are lower bounds only (gaps, elapsed time): a busy machine
 //! can make drip late, never early.
 
+mod control;
+mod inputs;
+mod journal;
+mod keys;
+mod replay;
+mod run;
+
 use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-mod common;
-use common::{
+use crate::common::{
     gaps, kill, lines, numbered, pace, run_pace, spawn_pace, spawn_timed, stderr_of, summary,
     tmpdir,
 };

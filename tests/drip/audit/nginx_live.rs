@@ -17,8 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-mod common;
-use common::{drip, s, tmpdir};
+use crate::common::{drip, s, tmpdir};
 
 /// What nginx logs, and drip reads.
 const LOG_FORMAT: &str = "$remote_addr $msec $request_time $host \"$request\" $limit_req_status";

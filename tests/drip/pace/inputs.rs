@@ -2,8 +2,7 @@
 //! keys from JSON lines, a key that matches nothing, and an output that is
 //! the input's own pipe.
 
-mod common;
-use common::*;
+use crate::common::*;
 
 #[test]
 fn files_are_read_in_order_with_stdin_as_dash() {

@@ -8,8 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-mod common;
-use common::{drip, run, s, tmpdir};
+use crate::common::{drip, run, s, tmpdir};
 
 const LOG: &str = "fixtures/nasa_19950801.log.gz";
 
@@ -51,7 +50,7 @@ fn config() -> PathBuf {
     d
 }
 
-fn size(conf: &Path, extra: &[&str]) -> common::Out {
+fn size(conf: &Path, extra: &[&str]) -> crate::common::Out {
     let mut args = vec![
         "size",
         LOG,
@@ -91,7 +90,7 @@ fn nginx_t(conf: &Path) -> (bool, String) {
 }
 
 /// `audit --nginx-conf conf` with the size targets as thresholds.
-fn audit_meets(conf: &Path) -> common::Out {
+fn audit_meets(conf: &Path) -> crate::common::Out {
     drip(
         &[
             LOG,
@@ -359,7 +358,7 @@ fn scattered_config() -> (PathBuf, Vec<PathBuf>) {
 /// prefix): the patch.
 fn size_and_apply_as_printed(conf: &Path) -> String {
     let cwd = tmpdir();
-    let out = common::bin()
+    let out = crate::common::bin()
         .current_dir(&cwd)
         .args(["size", s(&std::fs::canonicalize(LOG).unwrap())])
         .args(["--nginx-conf", s(conf), "--max-drop-rate", "0.1", "-q"])

@@ -6,8 +6,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-mod common;
-use common::{drip, json, s, tmp, write};
+use crate::common::{drip, json, s, tmp, write};
 
 /// The first 60 lines of elastic/examples' Apache log: line 4 is 35 s
 /// behind line 3, line 48 is 59 s behind the newest line before it.
@@ -17,7 +16,7 @@ const APACHE: &str = "fixtures/logs/apache-elastic-examples-60.log";
 const ALB: &str = "fixtures/logs/alb-application-lb-http.log";
 const POLICY: [&str; 2] = ["-p", "token-bucket:rate=1/s,burst=5"];
 
-fn audit(args: &[&str]) -> common::Out {
+fn audit(args: &[&str]) -> crate::common::Out {
     let mut all = POLICY.to_vec();
     all.extend(args);
     drip(&all, None)

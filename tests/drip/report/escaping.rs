@@ -9,8 +9,7 @@ use html5gum::{Token, Tokenizer};
 use resvg::usvg;
 use std::path::{Path, PathBuf};
 
-mod common;
-use common::{Out, run, tmpdir};
+use crate::common::{Out, run, tmpdir};
 
 /// Keys a log may hold: a tag, a link, a cell break with a code span, a
 /// terminal escape.

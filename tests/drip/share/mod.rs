@@ -7,6 +7,8 @@
 //! in any window W, at most `rate·W + max(burst, 1)` lines (the fencepost
 //! line plus one burst).
 
+mod one_host;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::PathBuf;
@@ -14,8 +16,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-mod common;
-use common::{bin, pace, spawn_pace, tmpdir};
+use crate::common::{bin, pace, spawn_pace, tmpdir};
 
 fn wall() -> f64 {
     SystemTime::now()
@@ -1195,7 +1196,7 @@ fn a_server_that_never_answers_is_given_up_at_the_share_timeout() {
     });
     let url = format!("redis://127.0.0.1:{port}");
     let t0 = std::time::Instant::now();
-    let out = common::run_pace(
+    let out = crate::common::run_pace(
         &[
             "--rate",
             "10/s",

@@ -3,8 +3,7 @@
 //! twice after SIGINT, at most the records in flight twice after SIGKILL;
 //! a journal from another input is refused; a torn last line is tolerated.
 
-mod common;
-use common::*;
+use crate::common::*;
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::Path;

@@ -5,8 +5,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 
-mod common;
-use common::{
+use crate::common::{
     Out, bin, json, kill, lines, numbered, pace, run, s, spawn_pace, stderr_of, summary, tmpdir,
 };
 
