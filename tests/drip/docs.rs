@@ -28,7 +28,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::common::tmpdir;
+use crate::common::Scratch;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -351,13 +351,13 @@ fn checked_blocks(file: &Path, text: &str) -> Vec<(usize, Vec<Cmd>)> {
 /// A fresh folder to run a block in: `fixtures/` linked in, `drip` on PATH
 /// the binary cargo built, a home and runtime folder of its own.
 struct Place {
-    dir: PathBuf,
+    dir: Scratch,
     path: String,
 }
 
 impl Place {
     fn new() -> Place {
-        let dir = tmpdir();
+        let dir = Scratch::new();
         std::os::unix::fs::symlink(Path::new(ROOT).join("fixtures"), dir.join("fixtures")).unwrap();
         let bin = dir.join(".bin");
         std::fs::create_dir_all(&bin).unwrap();

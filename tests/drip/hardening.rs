@@ -6,7 +6,7 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 
 use crate::common::{
-    Out, bin, json, kill, lines, numbered, pace, run, s, spawn_pace, stderr_of, summary, tmpdir,
+    Out, Scratch, bin, json, kill, lines, numbered, pace, run, s, spawn_pace, stderr_of, summary,
 };
 
 /// One error line, exit 2, no panic.
@@ -33,7 +33,7 @@ fn log(rows: usize, edit: impl Fn(usize, String) -> String) -> String {
 
 #[test]
 fn an_unclosed_quote_is_an_error_naming_its_line() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let stray = dir.join("stray.csv");
     let text = log(100_000, |i, row| {
         if i == 10 {
@@ -116,7 +116,7 @@ fn an_unclosed_quote_is_an_error_naming_its_line() {
 
 #[test]
 fn quoted_fields_with_newlines_still_read() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let f = dir.join("multi.csv");
     let text = log(1000, |i, row| {
         if i % 100 == 7 {
@@ -138,7 +138,7 @@ fn quoted_fields_with_newlines_still_read() {
 
 #[test]
 fn decisions_onto_the_log_is_refused_before_anything_is_written() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let v = dir.join("v.csv");
     let text = log(100, |_, r| r);
     std::fs::write(&v, &text).unwrap();
@@ -193,7 +193,7 @@ fn decisions_onto_the_log_is_refused_before_anything_is_written() {
 
 #[test]
 fn rejects_onto_stdin_or_stdout_is_refused() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let input = dir.join("in.txt");
     std::fs::write(&input, "a\nb\nc\n").unwrap();
     // drip pace --rejects in.txt < in.txt
@@ -260,7 +260,7 @@ fn head_1(args: &[&str]) -> (i32, String) {
 
 #[test]
 fn a_crossed_threshold_exits_1_when_the_reader_stops_early() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let f = dir.join("log.csv");
     // 20,000 seconds: the timeline is far larger than a pipe's buffer.
     std::fs::write(&f, log(200_000, |_, r| r)).unwrap();
@@ -293,7 +293,7 @@ fn a_crossed_threshold_exits_1_when_the_reader_stops_early() {
 
 #[test]
 fn an_unwritable_stderr_does_not_abort_the_run() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let f = dir.join("x.csv");
     std::fs::write(&f, log(100, |_, r| r)).unwrap();
     // Not quiet: the detected time format is noted on stderr.
@@ -314,7 +314,7 @@ fn an_unwritable_stderr_does_not_abort_the_run() {
 
 #[test]
 fn a_full_decisions_file_is_named() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let f = dir.join("x.csv");
     std::fs::write(&f, log(100_000, |_, r| r)).unwrap();
     let out = run(
@@ -352,7 +352,7 @@ fn exit_within(child: &mut std::process::Child, secs: u64, what: &str) -> std::p
 
 #[test]
 fn sigint_stops_a_stalled_write_at_a_million_lines_a_second() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let rejects = dir.join("rejects");
     // A FIFO held open by a consumer that never reads.
     let fifo = dir.join("fifo");
@@ -422,7 +422,7 @@ fn first_lines_in_order(all: &[String], n: usize, stats: &serde_json::Value) {
 
 #[test]
 fn a_full_stdout_keeps_every_line_in_rejects_and_prints_the_summary() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let rejects = dir.join("rejects");
     let out = pace()
         .args([
@@ -467,7 +467,7 @@ fn a_full_stdout_keeps_every_line_in_rejects_and_prints_the_summary() {
 #[test]
 fn lines_the_pipe_took_are_sent_not_rejected() {
     // drip pace --rate 1000000000/s --rejects r ... | head -c 150000
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let rejects = dir.join("r");
     let mut child = spawn_pace(&[
         "--rate",
@@ -511,7 +511,7 @@ fn lines_the_pipe_took_are_sent_not_rejected() {
 
 #[test]
 fn sighup_keeps_the_backlog_and_prints_the_summary() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let rejects = dir.join("rejects");
     let mut child = pace()
         .args(["--rate", "5/s", "--burst", "100", "--stats=json"])
@@ -562,7 +562,7 @@ fn a_read_error_still_prints_the_summary() {
 
 #[test]
 fn each_refused_line_is_in_rejects_at_once() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let rejects = dir.join("rejects");
     let mut child = spawn_pace(&[
         "--rate",
@@ -702,7 +702,7 @@ fn a_day_long_reorder_window_over_interleaved_copies_is_not_quadratic() {
     // 32 servers' logs of the same hour, one after the other: every row of
     // copies 2..32 lands in the middle of the rows held. Held in a sorted
     // array this takes minutes; in O(log n) per row, seconds.
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let f = dir.join("copies.csv");
     let mut text = String::from("ts,client\n");
     for copy in 0..32 {
@@ -759,7 +759,7 @@ fn a_day_long_reorder_window_over_interleaved_copies_is_not_quadratic() {
 
 #[test]
 fn a_huge_header_gives_a_short_error_and_compressed_files_are_named() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     // 3 MB and no newline: one enormous header field.
     let long = dir.join("long.csv");
     std::fs::write(&long, "x".repeat(3_000_000)).unwrap();
@@ -816,7 +816,7 @@ fn gzip(data: &[u8]) -> Vec<u8> {
 
 #[test]
 fn gzip_padding_is_accepted_and_trailing_garbage_named() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let mut padded = gzip(log(10, |_, r| r).as_bytes());
     padded.extend_from_slice(&[0u8; 4096]);
     let f = dir.join("padded.csv.gz");
@@ -870,7 +870,7 @@ fn gzip_padding_is_accepted_and_trailing_garbage_named() {
 
 #[test]
 fn a_hash_inside_a_label_is_kept() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let f = dir.join("x.csv");
     std::fs::write(&f, log(10, |_, r| r)).unwrap();
     let pol = dir.join("policies.txt");
@@ -890,7 +890,7 @@ fn a_hash_inside_a_label_is_kept() {
 
 #[test]
 fn a_gate_on_an_empty_input_is_an_error() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let f = dir.join("empty.csv");
     std::fs::write(&f, "").unwrap();
     let out = run(
@@ -964,7 +964,7 @@ fn a_failing_policy_stops_the_run_before_the_input_ends() {
 
 #[test]
 fn a_far_future_row_is_named_or_skipped() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let f = dir.join("future.csv");
     let mut text = String::from("ts,client\n");
     for i in 0..1000 {
@@ -1008,7 +1008,7 @@ fn a_far_future_row_is_named_or_skipped() {
 
 #[test]
 fn keys_with_newlines_escapes_and_bad_utf8_are_escaped_and_distinct() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let f = dir.join("keys.csv");
     let mut data = b"ts,client\n".to_vec();
     for i in 0..40u64 {
@@ -1069,7 +1069,7 @@ fn keys_with_newlines_escapes_and_bad_utf8_are_escaped_and_distinct() {
 
 #[test]
 fn a_line_longer_than_max_line_stops_with_its_line_number() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let mut text = log(30, |_, r| r);
     text.push_str(&"y".repeat(5000));
     let f = dir.join("long-line.csv");
@@ -1106,7 +1106,7 @@ fn a_line_longer_than_max_line_stops_with_its_line_number() {
 
 #[test]
 fn an_access_log_line_longer_than_max_line_is_named_or_skipped() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let line = |i: usize, ua: &str| {
         format!(
             "10.0.0.{} - - [10/Oct/2000:13:55:{:02} -0700] \"GET /a HTTP/1.1\" 200 5 \"-\" \"{ua}\"\n",
@@ -1163,7 +1163,7 @@ fn an_access_log_line_longer_than_max_line_is_named_or_skipped() {
 
 #[test]
 fn a_truncated_gzip_is_named_and_gzip_in_gzip_is_refused() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let packed = gzip(log(20_000, |_, r| r).as_bytes());
     let cut = dir.join("cut.csv.gz");
     std::fs::write(&cut, &packed[..packed.len() / 2]).unwrap();
@@ -1190,7 +1190,7 @@ fn a_truncated_gzip_is_named_and_gzip_in_gzip_is_refused() {
 
 #[test]
 fn local_times_across_a_clock_change_are_read_in_order_or_named() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     // New York fell back at 02:00 EDT on 3 November 2024: 01:00-01:59 twice.
     let fall = dir.join("fall.csv");
     std::fs::write(

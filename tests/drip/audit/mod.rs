@@ -6,7 +6,7 @@ mod nginx_live;
 use std::io::Write;
 use std::path::Path;
 
-use crate::common::{drip, json, s, tmp, write};
+use crate::common::{Scratch, drip, json, s};
 
 /// The decisions file as (admit, wait_ms, retry_after_ms) per row, for a
 /// log in time order (rows come out in input order).
@@ -21,7 +21,8 @@ fn decisions(args: &[&str]) -> Vec<(String, String, String)> {
 /// The decisions file as (row, (admit, wait_ms, retry_after_ms)), in the
 /// order decided.
 fn decisions_with_rows(args: &[&str]) -> Vec<(u64, (String, String, String))> {
-    let d = tmp("decisions.csv");
+    let tmp = Scratch::new();
+    let d = tmp.join("decisions.csv");
     let mut all = args.to_vec();
     all.extend(["--decisions", s(&d), "--quiet"]);
     let out = drip(&all, None);
@@ -131,7 +132,8 @@ fn decisions_seed_003_shaper() {
 
 #[test]
 fn decisions_nginx_vocabulary_matches_core() {
-    let log = write("ten.csv", &format!("ts\n{}", "1000\n".repeat(10)));
+    let tmp = Scratch::new();
+    let log = tmp.write("ten.csv", &format!("ts\n{}", "1000\n".repeat(10)));
     let got = decisions(&[
         s(&log),
         "--time-format",
@@ -152,6 +154,7 @@ fn decisions_nginx_vocabulary_matches_core() {
 /// The same three instants in each format give the same report.
 #[test]
 fn every_time_format_reads_the_same_instants() {
+    let tmp = Scratch::new();
     // 2024-05-01T12:00:00Z + 0, 0.25, 1.5 s
     let forms: [(&str, &str, [&str; 3]); 9] = [
         (
@@ -225,7 +228,7 @@ fn every_time_format_reads_the_same_instants() {
         ),
     ];
     for (flag, picked, values) in forms {
-        let log = write(
+        let log = tmp.write(
             "fmt.csv",
             &format!("time\n{}\n{}\n{}\n", values[0], values[1], values[2]),
         );
@@ -267,8 +270,9 @@ fn every_time_format_reads_the_same_instants() {
 
 #[test]
 fn gz_stdin_and_several_files_are_one_log() {
+    let tmp = Scratch::new();
     let plain = std::fs::read("fixtures/small.csv").unwrap();
-    let gz = tmp("small.csv.gz");
+    let gz = tmp.join("small.csv.gz");
     let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     enc.write_all(&plain).unwrap();
     std::fs::write(&gz, enc.finish().unwrap()).unwrap();
@@ -301,8 +305,8 @@ fn gz_stdin_and_several_files_are_one_log() {
     // Two halves, each with its header, read in order as one log.
     let text = String::from_utf8(plain).unwrap();
     let lines: Vec<&str> = text.lines().collect();
-    let a = write("a.csv", &format!("{}\n", lines[..9].join("\n")));
-    let b = write(
+    let a = tmp.write("a.csv", &format!("{}\n", lines[..9].join("\n")));
+    let b = tmp.write(
         "b.csv",
         &format!("{}\n{}\n", lines[0], lines[9..].join("\n")),
     );
@@ -313,8 +317,9 @@ fn gz_stdin_and_several_files_are_one_log() {
 
 #[test]
 fn tab_separated_by_flag_or_name() {
+    let tmp = Scratch::new();
     let tsv = "ts\tclient\n1714564800\ta\n1714564800\ta\n1714564800\tb\n";
-    let as_txt = write("log.txt", tsv);
+    let as_txt = tmp.write("log.txt", tsv);
     let out = drip(
         &[
             s(&as_txt),
@@ -332,7 +337,7 @@ fn tab_separated_by_flag_or_name() {
     let j = json(&out);
     assert_eq!(j["policies"][0]["dropped"], 1);
     assert_eq!(j["policies"][0]["keys"], 2);
-    let as_tsv = write("log.tsv", tsv);
+    let as_tsv = tmp.write("log.tsv", tsv);
     let j2 = json(&drip(
         &[
             s(&as_tsv),
@@ -380,8 +385,9 @@ fn the_nasa_fixture_audits() {
 
 #[test]
 fn rows_out_of_order_within_the_window_are_resorted() {
+    let tmp = Scratch::new();
     // 1/s meter: sorted, 0 and 1 s are admitted, 0.5 s refused.
-    let log = write("ooo.csv", "ts\n1000\n0\n500\n");
+    let log = tmp.write("ooo.csv", "ts\n1000\n0\n500\n");
     let j = json(&drip(
         &[
             s(&log),
@@ -416,7 +422,8 @@ fn rows_out_of_order_within_the_window_are_resorted() {
 
 #[test]
 fn a_row_beyond_the_window_is_an_error_with_the_fix() {
-    let log = write("late.csv", "ts\n10000\n20000\n3000\n");
+    let tmp = Scratch::new();
+    let log = tmp.write("late.csv", "ts\n10000\n20000\n3000\n");
     let out = drip(
         &[s(&log), "--time-format", "epoch-ms", "-p", "gcra:rate=1/s"],
         None,
@@ -477,7 +484,8 @@ fn fails(args: &[&str], needles: &[&str]) {
 
 #[test]
 fn bad_rows_name_file_line_and_text() {
-    let log = write(
+    let tmp = Scratch::new();
+    let log = tmp.write(
         "bad.csv",
         "ts,client,cost\n1714564800,a,1\nyesterday,a,1\n1714564802,a,x\n",
     );
@@ -499,7 +507,7 @@ fn bad_rows_name_file_line_and_text() {
         ],
         &["bad.csv:3:", "'yesterday'"],
     );
-    let log2 = write(
+    let log2 = tmp.write(
         "badcost.csv",
         "ts,client,cost\n1714564800,a,1\n1714564802,a,0\n",
     );
@@ -507,7 +515,7 @@ fn bad_rows_name_file_line_and_text() {
         &[s(&log2), "-p", "gcra:rate=1/s", "--cost-column", "cost"],
         &["badcost.csv:3:", "bad cost '0'"],
     );
-    let short = write("short.csv", "ts,client\n1714564800,a\n1714564801\n");
+    let short = tmp.write("short.csv", "ts,client\n1714564800,a\n1714564801\n");
     fails(
         &[s(&short), "-p", "gcra:rate=1/s", "--key-column", "client"],
         &["short.csv:3:", "1 field(s)"],
@@ -516,7 +524,8 @@ fn bad_rows_name_file_line_and_text() {
 
 #[test]
 fn skip_bad_counts_in_every_format() {
-    let log = write(
+    let tmp = Scratch::new();
+    let log = tmp.write(
         "bad2.csv",
         "ts,client\n1714564800,a\nnope,a\n1714564801,a\n,a\n",
     );
@@ -557,6 +566,7 @@ fn skip_bad_counts_in_every_format() {
 
 #[test]
 fn missing_columns_list_what_exists() {
+    let tmp = Scratch::new();
     fails(
         &[
             "fixtures/small.csv",
@@ -577,7 +587,7 @@ fn missing_columns_list_what_exists() {
         ],
         &["no time column #9", "4 columns"],
     );
-    let log = write("notime.csv", "a,b\n1,2\n");
+    let log = tmp.write("notime.csv", "a,b\n1,2\n");
     fails(
         &[s(&log), "-p", "gcra:rate=1/s"],
         &["no time column found", "0:a, 1:b", "--time-column"],
@@ -586,6 +596,7 @@ fn missing_columns_list_what_exists() {
 
 #[test]
 fn usage_errors_are_one_line_and_exit_2() {
+    let tmp = Scratch::new();
     fails(&["fixtures/small.csv"], &["no policy given", "--policy"]);
     fails(
         &["fixtures/small.csv", "-p", "gcra:rate=fast"],
@@ -653,7 +664,7 @@ fn usage_errors_are_one_line_and_exit_2() {
         ],
         &["labelled 'gcra:rate=1/s'"],
     );
-    let pf = write("p.txt", "gcra:rate=1/s\n# fine\nleaky:rate=2/s\n");
+    let pf = tmp.write("p.txt", "gcra:rate=1/s\n# fine\nleaky:rate=2/s\n");
     fails(
         &["fixtures/small.csv", "--policies", s(&pf)],
         &["p.txt:3:", "unknown policy 'leaky'"],
@@ -662,8 +673,9 @@ fn usage_errors_are_one_line_and_exit_2() {
 
 #[test]
 fn empty_input_is_a_report_of_zeros() {
+    let tmp = Scratch::new();
     for contents in ["", "ts,client\n"] {
-        let log = write("empty.csv", contents);
+        let log = tmp.write("empty.csv", contents);
         let j = json(&drip(
             &[
                 s(&log),
@@ -810,6 +822,7 @@ fn decisions_to_stdout_replace_the_report() {
 
 #[test]
 fn policies_decided_on_two_threads_report_as_on_one() {
+    let tmp = Scratch::new();
     // With a decisions file every policy is decided on one thread; without,
     // they are split over two. The reports must be identical.
     let base = [
@@ -833,7 +846,7 @@ fn policies_decided_on_two_threads_report_as_on_one() {
         "fixed-window:limit=30,window=1m,align=first-hit,count=all",
     ];
     let split = drip(&base, None);
-    let d = tmp("d.csv");
+    let d = tmp.join("d.csv");
     let mut one = base.to_vec();
     one.extend(["--decisions", s(&d)]);
     let single = drip(&one, None);
@@ -846,7 +859,7 @@ fn policies_decided_on_two_threads_report_as_on_one() {
 /// A log of `n` rows over many clients, a few busy, some with no client
 /// (exempt), a few rows out of order, with a cost column: seeded, so the
 /// same every run.
-fn generated_log(n: u64) -> std::path::PathBuf {
+fn generated_log(tmp: &Scratch, n: u64) -> std::path::PathBuf {
     let mut rng = drip::testing::Rng(0x9e37_79b9_7f4a_7c15);
     let mut next = move || rng.next();
     let mut text = String::from("ts,client,path,cost\n");
@@ -867,16 +880,17 @@ fn generated_log(n: u64) -> std::path::PathBuf {
         let cost = 1 + (r >> 40) % 3;
         text.push_str(&format!("{secs}.{ms:03},{client},{path},{cost}\n"));
     }
-    write("generated.csv", &text)
+    tmp.write("generated.csv", &text)
 }
 
 #[test]
 fn threads_split_keys_and_report_the_same() {
+    let tmp = Scratch::new();
     // Every kind of run: keyed policies (split by key), a global one and a
     // stack over two key columns (decided whole), a stack over one column
     // (split), shaping policies (waits merge), a timeline and the keys with
     // most drops; in every format.
-    let log = generated_log(60_000);
+    let log = generated_log(&tmp, 60_000);
     let policies = [
         "gcra:rate=2/s,burst=5",
         "shaper:rate=1/s,burst=8",
@@ -936,7 +950,8 @@ fn threads_split_keys_and_report_the_same() {
 
 #[test]
 fn no_header_names_columns_by_index() {
-    let log = write("nohdr.csv", "1714564800,a\n1714564800,a\n1714564800,b\n");
+    let tmp = Scratch::new();
+    let log = tmp.write("nohdr.csv", "1714564800,a\n1714564800,a\n1714564800,b\n");
     let j = json(&drip(
         &[
             s(&log),
@@ -974,8 +989,9 @@ fn no_header_names_columns_by_index() {
 
 #[test]
 fn split_date_and_time_columns_are_joined() {
+    let tmp = Scratch::new();
     // CloudFront's standard logs: tab-separated, date and time in two columns, UTC.
-    let log = write(
+    let log = tmp.write(
         "cf.tsv",
         "date\ttime\tx-edge-location\tc-ip\n2019-12-04\t21:02:31\tLAX1\t192.0.2.10\n2019-12-04\t21:02:31\tLAX1\t192.0.2.10\n2019-12-04\t21:02:32\tLAX1\t192.0.2.10\n",
     );
@@ -1012,6 +1028,7 @@ fn split_date_and_time_columns_are_joined() {
 
 #[test]
 fn review_cases_are_one_line_errors() {
+    let tmp = Scratch::new();
     fails(
         &[
             "fixtures/small.csv",
@@ -1024,10 +1041,10 @@ fn review_cases_are_one_line_errors() {
     );
     // An unbalanced quote would pull the rest of the log into one field: the
     // message names the line where it opened, in one line.
-    let q = write("quote.csv", "ts,client\n\"2024-05-01T12:00:00Z,a\nb,c\n");
+    let q = tmp.write("quote.csv", "ts,client\n\"2024-05-01T12:00:00Z,a\nb,c\n");
     fails(&[s(&q), "-p", "gcra:rate=5/s"], &["quote.csv:2:", "quote"]);
     // Before 1970 in RFC 3339 form: recognised as RFC 3339, and said why it fails.
-    let old = write("old.csv", "ts\n1960-01-01T00:00:00Z\n");
+    let old = tmp.write("old.csv", "ts\n1960-01-01T00:00:00Z\n");
     fails(
         &[s(&old), "-p", "gcra:rate=5/s"],
         &["old.csv:2:", "before 1970"],
@@ -1055,7 +1072,7 @@ fn review_cases_are_one_line_errors() {
         &["from 0 to 100"],
     );
     // A huge cost and an nginx wait far beyond u64 nanoseconds saturate.
-    let big = write(
+    let big = tmp.write(
         "big.csv",
         "ts,k,cost\n1700000000,a,1000000000\n1700000000,a,1\n",
     );
@@ -1084,8 +1101,9 @@ fn review_cases_are_one_line_errors() {
 
 #[test]
 fn naive_local_times_take_tz() {
+    let tmp = Scratch::new();
     // HAProxy-style: CLF with milliseconds and no zone, the box's local time.
-    let log = write(
+    let log = tmp.write(
         "haproxy.csv",
         "ts,client\n01/Jul/2024:12:00:00.250,a\n01/Jul/2024:12:00:01.000,a\n",
     );
@@ -1122,7 +1140,8 @@ fn naive_local_times_take_tz() {
 
 #[test]
 fn strip_port_counts_clients_not_connections() {
-    let log = write(
+    let tmp = Scratch::new();
+    let log = tmp.write(
         "alb.csv",
         "time,client\n2024-05-01T12:00:00Z,10.0.0.1:2817\n2024-05-01T12:00:00Z,10.0.0.1:2818\n2024-05-01T12:00:00Z,[2001:db8::1]:443\n",
     );
@@ -1312,10 +1331,11 @@ fn human_ms(ns: u64) -> String {
 
 #[test]
 fn the_keys_with_the_longest_waits_are_those_of_the_decisions_file() {
+    let tmp = Scratch::new();
     // Two policies that delay (nginx without nodelay, a shaper whose
     // waits often reach its cap: ties), one that never does.
-    let log = generated_log(20_000);
-    let d = tmp("waits-decisions.csv");
+    let log = generated_log(&tmp, 20_000);
+    let d = tmp.join("waits-decisions.csv");
     let mut args = vec![s(&log), "--key-column", "client", "--cost-column", "cost"];
     args.extend([
         "-p",
@@ -1417,6 +1437,7 @@ fn the_keys_with_the_longest_waits_are_those_of_the_decisions_file() {
 
 #[test]
 fn keys_hurt_and_what_a_change_makes_worse_are_thresholds_for_policies_too() {
+    let tmp = Scratch::new();
     // a: 4 rows at once, b: 2, c: 1. burst=3 drops 1 row of a; burst=1
     // drops 3 of a and 1 of b.
     let mut text = String::from("ts,client\n");
@@ -1425,7 +1446,7 @@ fn keys_hurt_and_what_a_change_makes_worse_are_thresholds_for_policies_too() {
             text.push_str(&format!("2024-05-01T12:00:00Z,{k}\n"));
         }
     }
-    let log = write("hurt-thresholds.csv", &text);
+    let log = tmp.write("hurt-thresholds.csv", &text);
     let run = |extra: &[&str]| {
         let mut args = vec![s(&log), "--key-column", "client", "-q"];
         args.extend(["-p", "gcra:rate=1/s,burst=3,label=old"]);

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::common::{Out, drip, s, tmpdir};
+use crate::common::{Out, Scratch, drip, s};
 
 /// The config: every case of the spec's real-nginx observations, one
 /// location each, plus a map-built key, dry run, `return` and exemptions.
@@ -140,8 +140,7 @@ fn csv_log(cases: &[Case]) -> String {
     out
 }
 
-fn setup(conf: &str, log: &str) -> (PathBuf, PathBuf) {
-    let d = tmpdir();
+fn setup(d: &Scratch, conf: &str, log: &str) -> (PathBuf, PathBuf) {
     let c = d.join("nginx.conf");
     let l = d.join("access.csv");
     std::fs::write(&c, conf).unwrap();
@@ -166,8 +165,9 @@ fn verify(log: &std::path::Path, conf: &std::path::Path, extra: &[&str]) -> Out 
 
 #[test]
 fn the_pinned_nginx_cases_verify_at_100_percent() {
+    let tmp = Scratch::new();
     let cs = cases();
-    let (conf, log) = setup(CONF, &csv_log(&cs));
+    let (conf, log) = setup(&tmp, CONF, &csv_log(&cs));
     let dec = conf.with_file_name("decisions.csv");
     let out = drip(
         &[
@@ -230,13 +230,14 @@ fn the_pinned_nginx_cases_verify_at_100_percent() {
 
 #[test]
 fn the_same_millisecond_is_compared_as_a_group() {
+    let tmp = Scratch::new();
     // nginx logs each request when it completes: the rows of one burst are
     // written in completion order, not arrival order.
     let mut cs = cases();
     cs.sort_by_key(|c| (c.0 + c.5, c.4 == "REJECTED"));
     cs.reverse();
     cs.sort_by_key(|c| c.0 + c.5);
-    let (conf, log) = setup(CONF, &csv_log(&cs));
+    let (conf, log) = setup(&tmp, CONF, &csv_log(&cs));
     let out = verify(&log, &conf, &["--duration-column", "request_time"]);
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(
@@ -248,7 +249,9 @@ fn the_same_millisecond_is_compared_as_a_group() {
 
 #[test]
 fn a_wrong_config_is_caught_with_the_disagreements_listed() {
+    let tmp = Scratch::new();
     let (conf, log) = setup(
+        &tmp,
         &CONF.replace("zone=two burst=6 delay=3", "zone=two burst=6"),
         &csv_log(&cases()),
     );
@@ -286,9 +289,10 @@ fn a_wrong_config_is_caught_with_the_disagreements_listed() {
 
 #[test]
 fn forced_location_and_renamed_variables() {
+    let tmp = Scratch::new();
     let log = "client,path,t\n1.1.1.1,/a,1700000000.000\n1.1.1.1,/b,1700000000.100\n1.1.1.1,/c,1700000000.150\n2.2.2.2,/d,1700000000.150\n";
     let conf = "http { limit_req_zone $binary_remote_addr zone=z:1m rate=10r/s;\n server { location /b { limit_req zone=z; } } }\n";
-    let (conf, log) = setup(conf, log);
+    let (conf, log) = setup(&tmp, conf, log);
     // Routed by path: only /b is limited.
     let out = drip(
         &[
@@ -354,7 +358,9 @@ fn forced_location_and_renamed_variables() {
 
 #[test]
 fn config_errors_are_one_line_with_file_and_line() {
+    let tmp = Scratch::new();
     let (conf, log) = setup(
+        &tmp,
         "http {\n  limit_req_zone $binary_remote_addr zone=z:1m rate=1.5r/s;\n}\n",
         "remote_addr,uri,t\n1.1.1.1,/,1700000000\n",
     );
@@ -387,7 +393,9 @@ fn config_errors_are_one_line_with_file_and_line() {
 
 #[test]
 fn a_bad_logged_status_names_its_line() {
+    let tmp = Scratch::new();
     let (conf, log) = setup(
+        &tmp,
         "http { limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n server { location / { limit_req zone=z; } } }\n",
         "remote_addr,uri,t,st\n1.1.1.1,/,1700000000,PASSED\n1.1.1.1,/,1700000001,OK\n",
     );
@@ -440,7 +448,7 @@ fn with_log_format(conf: &str) -> String {
 #[test]
 fn an_access_log_in_the_configs_own_format_needs_nothing_else() {
     let cs = cases();
-    let d = tmpdir();
+    let d = Scratch::new();
     let conf = d.join("nginx.conf");
     let log = d.join("access.log");
     std::fs::write(&conf, with_log_format(CONF)).unwrap();
@@ -515,7 +523,7 @@ fn an_access_log_in_the_configs_own_format_needs_nothing_else() {
 /// implementation of nginx's integer rule over the fixture's rows).
 #[test]
 fn compare_two_configs_on_the_nasa_fixture() {
-    let d = tmpdir();
+    let d = Scratch::new();
     let old = d.join("old.conf");
     let new = d.join("new.conf");
     let conf = |burst: u32| {
@@ -629,7 +637,7 @@ fn compare_two_configs_on_the_nasa_fixture() {
 
 #[test]
 fn compare_works_for_any_policies_and_needs_two() {
-    let d = tmpdir();
+    let d = Scratch::new();
     let log = d.join("log.csv");
     std::fs::write(
         &log,
@@ -671,7 +679,7 @@ fn compare_works_for_any_policies_and_needs_two() {
 #[test]
 fn a_log_without_host_goes_to_the_server_that_limits() {
     // The usual pair: plain HTTP redirects, HTTPS serves (and limits).
-    let d = tmpdir();
+    let d = Scratch::new();
     let conf = d.join("nginx.conf");
     std::fs::write(
         &conf,
@@ -748,11 +756,12 @@ fn a_log_without_host_goes_to_the_server_that_limits() {
 
 #[test]
 fn a_map_built_key_reports_the_client_not_the_maps_input() {
+    let tmp = Scratch::new();
     // The zone key is the map's output: the client address, or "" (exempt)
     // for KEY1. The report must not count by the API key the map reads.
     let conf = "http {\n  map $http_x_api_key $tier { default $binary_remote_addr; \"KEY1\" \"\"; }\n  limit_req_zone $tier zone=api:10m rate=1r/s;\n  server { listen 80 default_server; location /api/ { limit_req zone=api; } }\n}\n";
     let log = "ts,client_ip,path,api_key\n1700000000,1.1.1.1,/api/x,\n1700000000,2.2.2.2,/api/x,\n1700000000,1.1.1.1,/api/x,\n1700000000,3.3.3.3,/api/x,KEY2\n1700000000,3.3.3.3,/api/x,KEY2\n1700000000,3.3.3.3,/api/x,KEY1\n1700000000,3.3.3.3,/api/x,KEY1\n";
-    let (conf, log) = setup(conf, log);
+    let (conf, log) = setup(&tmp, conf, log);
     let d = log.with_file_name("decisions.csv");
     let out = drip(
         &[
@@ -820,7 +829,7 @@ fn a_disagreement_is_blamed_on_a_row_of_the_key_drip_decided_that_way() {
     ]
     .join("\n")
         + "\n";
-    let d = tmpdir();
+    let d = Scratch::new();
     let c = d.join("nginx.conf");
     let l = d.join("v.log");
     std::fs::write(&c, conf).unwrap();
@@ -875,7 +884,7 @@ fn a_log_not_in_the_configs_log_format_is_detected_with_a_note() {
     // The config's format would read "host - -" as $remote_addr and the
     // byte count as $limit_req_status: the NASA common log is not in it.
     let conf = "http {\n  log_format main '$remote_addr [$time_local] \"$request\" $status $limit_req_status';\n  access_log /var/log/nginx/v.log main;\n  limit_req_zone $binary_remote_addr zone=perip:10m rate=1r/s;\n  server { location / { limit_req zone=perip burst=1 nodelay; } }\n}\n";
-    let d = tmpdir();
+    let d = Scratch::new();
     let c = d.join("nginx.conf");
     std::fs::write(&c, conf).unwrap();
     let dec = d.join("decisions.csv");
@@ -906,8 +915,9 @@ fn a_log_not_in_the_configs_log_format_is_detected_with_a_note() {
 
 #[test]
 fn a_pcre_only_location_regex_says_what_to_do() {
+    let tmp = Scratch::new();
     let conf = "http {\n  limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n  server {\n    location ~ ^/(?!static)(.*)$ { limit_req zone=z; }\n  }\n}\n";
-    let (conf, log) = setup(conf, "client,uri,t\n1.1.1.1,/a,1700000000\n");
+    let (conf, log) = setup(&tmp, conf, "client,uri,t\n1.1.1.1,/a,1700000000\n");
     let out = drip(
         &[
             s(&log),
@@ -931,9 +941,10 @@ fn a_pcre_only_location_regex_says_what_to_do() {
 
 #[test]
 fn csv_carries_the_locations_verification_and_comparison() {
+    let tmp = Scratch::new();
     let conf = "http {\n  limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n  server { location / { limit_req zone=z burst=1 nodelay; } }\n}\n";
     let log = "remote_addr,uri,t,limit_req_status\n1.1.1.1,/a,1700000000,PASSED\n1.1.1.1,/a,1700000000,PASSED\n1.1.1.1,/a,1700000000,REJECTED\n";
-    let (old, log) = setup(conf, log);
+    let (old, log) = setup(&tmp, conf, log);
     let new = old.with_file_name("new.conf");
     std::fs::write(&new, conf.replace(" burst=1", "")).unwrap();
     let out = drip(
@@ -974,9 +985,11 @@ fn csv_carries_the_locations_verification_and_comparison() {
 
 #[test]
 fn untested_locations_and_unused_zones_are_said() {
+    let tmp = Scratch::new();
     // A conf.d fragment: zones and a server at the top, and an include
     // copied off a server without the file it names.
     let (conf, log) = setup(
+        &tmp,
         "include /etc/nginx-drip-absent/mime.types;\n\
          limit_req_zone $binary_remote_addr zone=api:1m rate=1r/s;\n\
          limit_req_zone $binary_remote_addr zone=spare:1m rate=1r/s;\n\
@@ -1065,10 +1078,12 @@ fn untested_locations_and_unused_zones_are_said() {
 
 #[test]
 fn a_same_millisecond_group_spans_the_locations_of_a_zone() {
+    let tmp = Scratch::new();
     // nginx saw /b first; the log (written at completion) has /a first.
     // Two locations share the zone: the order within the millisecond is
     // unknown for both, so the rows are one group.
     let (conf, log) = setup(
+        &tmp,
         "http { limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n\
          server { location /a { limit_req zone=z; } location /b { limit_req zone=z; } } }\n",
         "remote_addr,uri,t,limit_req_status\n1.1.1.1,/a,1700000000.000,REJECTED\n1.1.1.1,/b,1700000000.000,PASSED\n",
@@ -1081,7 +1096,7 @@ fn a_same_millisecond_group_spans_the_locations_of_a_zone() {
 #[test]
 fn a_pull_request_must_not_make_it_worse() {
     // Before: burst=5; after: no burst. Three keys, 1r/s, bursts of 3.
-    let d = tmpdir();
+    let d = Scratch::new();
     let before = d.join("before.conf");
     let after = d.join("after.conf");
     let conf = |burst: &str| {
@@ -1158,6 +1173,7 @@ fn a_pull_request_must_not_make_it_worse() {
 
 #[test]
 fn discourses_rate_limit_template_limits_rows() {
+    let tmp = Scratch::new();
     // The limits sit in `location @discourse`, reached through
     // `try_files $uri @discourse;`; one outlet folder is missing.
     let mut log = String::from("remote_addr,uri,t\n");
@@ -1165,7 +1181,7 @@ fn discourses_rate_limit_template_limits_rows() {
         log.push_str(&format!("10.0.0.1,/t/topic/1,1700000000.{:03}\n", 10 + i));
     }
     log.push_str("10.0.0.2,/assets/app.js,1700000000.050\n10.0.0.3,/srv/status,1700000000.100\n");
-    let path = tmpdir().join("discourse.csv");
+    let path = tmp.join("discourse.csv");
     std::fs::write(&path, log).unwrap();
     let out = drip(
         &[
@@ -1203,6 +1219,7 @@ fn discourses_rate_limit_template_limits_rows() {
 
 #[test]
 fn a_keys_drop_share_counts_its_limited_rows_and_its_waits_are_listed() {
+    let tmp = Scratch::new();
     // 1.1.1.1 sends 10 rows to an unlimited location and 5 at once to
     // /api/ (1r/s burst=2): 1 passed, 2 delayed (1 s, 2 s), 2 rejected.
     // 2.2.2.2 sends 2 to /api/; 3.3.3.3 only to the unlimited location.
@@ -1216,6 +1233,7 @@ fn a_keys_drop_share_counts_its_limited_rows_and_its_waits_are_listed() {
     log.push_str("2.2.2.2,/api/x,1700000000.000,PASSED\n2.2.2.2,/api/x,1700000000.000,DELAYED\n");
     log.push_str("3.3.3.3,/static/b.css,1700000000.000,-\n");
     let (conf, log) = setup(
+        &tmp,
         "http { limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n\
          server { location / { } location /api/ { limit_req zone=z burst=2; } } }\n",
         &log,
@@ -1272,6 +1290,7 @@ fn a_keys_drop_share_counts_its_limited_rows_and_its_waits_are_listed() {
 
 #[test]
 fn targets_nginx_refuses_and_rewrites_are_reported() {
+    let tmp = Scratch::new();
     // A common-format log: the targets are as sent, so the ones nginx
     // answers with 400 are known; a rewrite cycle is nginx's 500.
     let conf = "limit_req_zone $binary_remote_addr zone=z:1m rate=1r/m;\n\
@@ -1293,7 +1312,7 @@ fn targets_nginx_refuses_and_rewrites_are_reported() {
             "10.0.0.1 - - [01/Aug/1995:00:00:01 -0400] \"GET {t} HTTP/1.0\" 200 1\n"
         ));
     }
-    let (c, l) = setup(conf, &log);
+    let (c, l) = setup(&tmp, conf, &log);
     let out = drip(&[s(&l), "--nginx-conf", s(&c), "-q"], None);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let o = &out.stdout;
@@ -1327,9 +1346,11 @@ fn targets_nginx_refuses_and_rewrites_are_reported() {
 
 #[test]
 fn rewrites_without_a_uri_in_the_log_are_said() {
+    let tmp = Scratch::new();
     let conf = "limit_req_zone $binary_remote_addr zone=z:1m rate=1r/m;\n\
                 server { listen 80; rewrite ^/a /b last; location / { limit_req zone=z; } }\n";
     let (c, l) = setup(
+        &tmp,
         conf,
         "remote_addr,t\n10.0.0.1,1700000000.1\n10.0.0.1,1700000000.2\n",
     );

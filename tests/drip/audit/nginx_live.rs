@@ -17,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::common::{drip, s, tmpdir};
+use crate::common::{Scratch, drip, s};
 
 /// What nginx logs, and drip reads.
 const LOG_FORMAT: &str = "$remote_addr $msec $request_time $host \"$request\" $limit_req_status";
@@ -25,7 +25,7 @@ const LOG_FORMAT: &str = "$remote_addr $msec $request_time $host \"$request\" $l
 /// An nginx of our own, stopped by its PID on drop.
 struct Nginx {
     port: u16,
-    dir: PathBuf,
+    dir: Scratch,
     child: Child,
 }
 
@@ -42,7 +42,7 @@ impl Nginx {
     /// Starts nginx with `site` (the content of `http { }`, written to
     /// `site.conf` and included) and files to serve under `root`.
     fn start(site: &str, files: &[&str]) -> Nginx {
-        let dir = tmpdir();
+        let dir = Scratch::new();
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()

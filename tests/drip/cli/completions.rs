@@ -3,6 +3,8 @@
 //! with it. The shells are real programs (CI installs bash, zsh and fish).
 
 use std::path::PathBuf;
+
+use crate::common::Scratch;
 use std::process::{Command, Stdio};
 
 fn script(shell: &str) -> String {
@@ -24,10 +26,10 @@ fn script(shell: &str) -> String {
     String::from_utf8(out.stdout).expect("a script is text")
 }
 
-/// The script written to a fresh file, one per call: tests run at once,
-/// and one must never read a script another is still writing.
-fn saved(shell: &str) -> PathBuf {
-    let path = crate::common::tmpdir().join(format!("drip.{shell}"));
+/// The script written to a fresh file in `tmp`: tests run at once, and one
+/// must never read a script another is still writing.
+fn saved(tmp: &Scratch, shell: &str) -> PathBuf {
+    let path = tmp.join(format!("drip.{shell}"));
     std::fs::write(&path, script(shell)).unwrap();
     path
 }
@@ -41,7 +43,8 @@ fn run_shell(shell: &str, args: &[&str]) -> std::process::Output {
 }
 
 fn syntax_ok(shell: &str, check: &[&str]) {
-    let path = saved(shell);
+    let tmp = Scratch::new();
+    let path = saved(&tmp, shell);
     let mut args = check.to_vec();
     args.push(path.to_str().unwrap());
     let out = run_shell(shell, &args);
@@ -69,7 +72,8 @@ fn fish_script_parses() {
 
 #[test]
 fn bash_completes_subcommands_and_flags() {
-    let path = saved("bash");
+    let tmp = Scratch::new();
+    let path = saved(&tmp, "bash");
     let probe = format!(
         r#"source '{}'
 COMP_WORDS=(drip au); COMP_CWORD=1; COMP_LINE='drip au'; COMP_POINT=7
@@ -94,7 +98,8 @@ _drip drip f completions; echo "shell: ${{COMPREPLY[*]}}""#,
 
 #[test]
 fn fish_completes_subcommands_and_flags() {
-    let path = saved("fish");
+    let tmp = Scratch::new();
+    let path = saved(&tmp, "fish");
     let probe = format!(
         "source '{}'; complete -C 'drip pa'; complete -C 'drip pace --on-f'",
         path.display()

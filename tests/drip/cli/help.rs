@@ -4,7 +4,7 @@
 //! meant, every example of the help and man pages runs on the shipped
 //! fixtures, and `drip help COMMAND` shows the manual with or without man.
 
-use crate::common::{Out, bin, run, s, tmpdir};
+use crate::common::{Out, Scratch, bin, run, s};
 use drip::help::pages::PAGES;
 use std::path::Path;
 use std::process::Stdio;
@@ -228,7 +228,7 @@ fn every_example_runs_on_the_fixtures() {
     );
     for page in PAGES {
         for ex in page.examples {
-            let dir = tmpdir();
+            let dir = Scratch::new();
             std::os::unix::fs::symlink(&fixtures, dir.join("fixtures")).unwrap();
             let out = std::process::Command::new("sh")
                 .args(["-c", ex.run])
@@ -267,7 +267,7 @@ const SECTIONS: &[&str] = &[
 
 #[test]
 fn help_without_man_prints_the_manual_as_text() {
-    let no_man = tmpdir();
+    let no_man = Scratch::new();
     for command in COMMANDS {
         let mut cmd = bin();
         cmd.env("PATH", &no_man).arg("help");
@@ -310,7 +310,7 @@ fn help_without_man_prints_the_manual_as_text() {
 /// here), `drip help size` is man's rendering of man/drip-size.1.
 #[test]
 fn help_with_man_and_the_page_installed_runs_man() {
-    let root = tmpdir();
+    let root = Scratch::new();
     std::fs::create_dir_all(root.join("man1")).unwrap();
     std::fs::copy(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("man/drip-size.1"),

@@ -1,6 +1,6 @@
 //! Helpers the end-to-end test files share: run the built binary (any
-//! subcommand, audit, or pace with its output timed line by line), fresh
-//! temporary paths, and the JSON a run prints.
+//! subcommand, audit, or pace with its output timed line by line), a
+//! temporary folder per test, and the JSON a run prints.
 // Each test file uses its own subset of these.
 #![allow(dead_code)]
 
@@ -9,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
+
+use tempfile::TempDir;
 
 /// What a run of the binary printed, and its exit status (-1: a signal).
 pub struct Out {
@@ -70,68 +72,57 @@ pub fn json(out: &Out) -> serde_json::Value {
     serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
 }
 
-/// A fresh directory per call (tests run in parallel). They live in one
-/// directory per test process under cargo's scratch folder for tests (inside
-/// `target/`, not the system's temporary folder); the first call removes what
-/// finished runs left there.
-pub fn tmpdir() -> PathBuf {
-    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-    static ROOT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    let root = ROOT.get_or_init(|| {
-        let base = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        sweep_finished(base);
-        let root = base.join(format!("drip-test-{}", std::process::id()));
-        // Left by an earlier run that had this process id.
-        let _ = std::fs::remove_dir_all(&root);
-        root
-    });
-    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = root.join(n.to_string());
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+/// A test's own temporary folder, under cargo's scratch folder for tests
+/// (inside `target/`, not the system's temporary folder). It is removed
+/// when the value goes out of scope, or kept and named on stderr when the
+/// test fails. Keep it alive while a child process uses a path in it.
+pub struct Scratch(TempDir);
+
+impl Scratch {
+    pub fn new() -> Scratch {
+        let dir = tempfile::Builder::new()
+            .prefix("drip-test-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap();
+        Scratch(dir)
+    }
+
+    /// A file named `name` in the folder, holding `contents`.
+    pub fn write(&self, name: &str, contents: &(impl AsRef<[u8]> + ?Sized)) -> PathBuf {
+        let p = self.join(name);
+        std::fs::write(&p, contents).unwrap();
+        p
+    }
 }
 
-/// Removes the directories of test processes that are no longer running
-/// and have not written to them for an hour (a process still running keeps
-/// its own, even one this process cannot see, in another PID namespace
-/// sharing `target/`).
-fn sweep_finished(base: &Path) {
-    let hour_ago = std::time::SystemTime::now() - Duration::from_secs(3600);
-    let Ok(entries) = std::fs::read_dir(base) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(pid) = name
-            .to_str()
-            .and_then(|n| n.strip_prefix("drip-test-"))
-            .and_then(|p| p.parse::<libc::pid_t>().ok())
-        else {
-            continue;
-        };
-        // Signal 0 only asks whether the process exists.
-        let gone = unsafe { libc::kill(pid, 0) } != 0
-            && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
-        let old = entry
-            .metadata()
-            .and_then(|m| m.modified())
-            .is_ok_and(|t| t < hour_ago);
-        if gone && old {
-            let _ = std::fs::remove_dir_all(entry.path());
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if thread::panicking() {
+            self.0.disable_cleanup(true);
+            eprintln!("kept {}", self.0.path().display());
         }
     }
 }
 
-/// A fresh path per call (tests run in parallel), ending in `name`.
-pub fn tmp(name: &str) -> PathBuf {
-    tmpdir().join(name)
+/// The folder's path: `tmp.join("log.csv")`, `s(&tmp)`.
+impl std::ops::Deref for Scratch {
+    type Target = Path;
+    fn deref(&self) -> &Path {
+        self.0.path()
+    }
 }
 
-/// A fresh file named `name` holding `contents`.
-pub fn write(name: &str, contents: &(impl AsRef<[u8]> + ?Sized)) -> PathBuf {
-    let p = tmp(name);
-    std::fs::write(&p, contents).unwrap();
-    p
+impl AsRef<Path> for Scratch {
+    fn as_ref(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+/// The folder as an argument or a variable's value of a child process.
+impl AsRef<std::ffi::OsStr> for Scratch {
+    fn as_ref(&self) -> &std::ffi::OsStr {
+        self.0.path().as_os_str()
+    }
 }
 
 /// A path as an argument.

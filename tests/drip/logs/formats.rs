@@ -5,11 +5,12 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::common::{drip, json, s, tmp, write};
+use crate::common::{Scratch, drip, json, s};
 
 /// A report and its decisions file, for a log read with `args`.
 fn audit(log: &Path, args: &[&str]) -> (serde_json::Value, String) {
-    let d = tmp("decisions.csv");
+    let tmp = Scratch::new();
+    let d = tmp.join("decisions.csv");
     let mut all = vec![
         s(log),
         "-q",
@@ -243,17 +244,18 @@ fn write_w3c(reqs: &[Req]) -> String {
 
 #[test]
 fn the_same_requests_in_every_format_give_the_same_report() {
+    let tmp = Scratch::new();
     let reqs = requests();
-    let csv = write("reqs.csv", write_csv(&reqs).as_bytes());
+    let csv = tmp.write("reqs.csv", write_csv(&reqs).as_bytes());
     let (want, want_d) = audit(&csv, &["--key-column", "client"]);
     assert!(want["input"]["rows_reordered"].as_u64().unwrap() > 0);
     assert!(want["policies"][0]["dropped"].as_u64().unwrap() > 0);
-    let combined = write("access.log", write_combined(&reqs).as_bytes());
-    let nginx = write("nginx.log", write_nginx(&reqs).as_bytes());
-    let caddy = write("caddy.json", write_caddy(&reqs).as_bytes());
-    let gcp = write("gcp.json", write_gcp(&reqs).as_bytes());
-    let alb = write("alb.log", write_alb(&reqs).as_bytes());
-    let w3c = write("cloudfront.log", write_w3c(&reqs).as_bytes());
+    let combined = tmp.write("access.log", write_combined(&reqs).as_bytes());
+    let nginx = tmp.write("nginx.log", write_nginx(&reqs).as_bytes());
+    let caddy = tmp.write("caddy.json", write_caddy(&reqs).as_bytes());
+    let gcp = tmp.write("gcp.json", write_gcp(&reqs).as_bytes());
+    let alb = tmp.write("alb.log", write_alb(&reqs).as_bytes());
+    let w3c = tmp.write("cloudfront.log", write_w3c(&reqs).as_bytes());
     let cases: Vec<(&str, &Path, Vec<&str>)> = vec![
         ("combined", &combined, vec!["--key-column", "remote_addr"]),
         (
@@ -333,6 +335,7 @@ fn the_nasa_log_reads_the_same_as_clf_and_as_tsv() {
 
 #[test]
 fn the_format_is_said_on_stderr_and_stdin_works() {
+    let tmp = Scratch::new();
     let reqs = requests();
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(write_combined(&reqs).as_bytes()).unwrap();
@@ -352,7 +355,7 @@ fn the_format_is_said_on_stderr_and_stdin_works() {
         out.stderr
     );
     // The nginx format with a duration: the note proposes it.
-    let nginx = write("nginx.log", write_nginx(&reqs).as_bytes());
+    let nginx = tmp.write("nginx.log", write_nginx(&reqs).as_bytes());
     let out = drip(
         &[
             s(&nginx),
@@ -418,7 +421,8 @@ fn without_a_key_column_the_formats_client_field_is_suggested_once() {
 
 /// Runs drip on a log and expects one error line with exit status 2.
 fn fails(log: &[u8], name: &str, args: &[&str]) -> String {
-    let p = write(name, log);
+    let tmp = Scratch::new();
+    let p = tmp.write(name, log);
     let mut all = vec![s(&p), "-p", "gcra:rate=1/s"];
     all.extend_from_slice(args);
     let out = drip(&all, None);
@@ -435,9 +439,10 @@ fn fails(log: &[u8], name: &str, args: &[&str]) -> String {
 
 #[test]
 fn several_files_of_a_format_read_as_one_log() {
+    let tmp = Scratch::new();
     let reqs = requests();
     let (a, b) = reqs.split_at(150);
-    let csv = write("reqs.csv", write_csv(&reqs).as_bytes());
+    let csv = tmp.write("reqs.csv", write_csv(&reqs).as_bytes());
     let (want, want_d) = audit(&csv, &["--key-column", "client"]);
     let gz = |text: String| {
         let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
@@ -455,9 +460,9 @@ fn several_files_of_a_format_read_as_one_log() {
         ),
         ("ndjson", write_gcp(a), write_gcp(b), "httpRequest.remoteIp"),
     ] {
-        let one = write("one.log.gz", &gz(first));
-        let two = write("two.log", second.as_bytes());
-        let d = tmp("d.csv");
+        let one = tmp.write("one.log.gz", &gz(first));
+        let two = tmp.write("two.log", second.as_bytes());
+        let d = tmp.join("d.csv");
         let out = drip(
             &[
                 s(&one),
@@ -484,7 +489,7 @@ fn several_files_of_a_format_read_as_one_log() {
         assert_eq!(std::fs::read_to_string(&d).unwrap(), want_d, "{what}");
     }
     // A joined key reads the same from CSV and from combined lines.
-    let combined = write("access.log", write_combined(&reqs).as_bytes());
+    let combined = tmp.write("access.log", write_combined(&reqs).as_bytes());
     let (c, c_d) = audit(&combined, &["--key-column", "uri,remote_addr"]);
     let (v, v_d) = audit(&csv, &["--key-column", "uri,client"]);
     assert_eq!(outcome(&c), outcome(&v));
@@ -494,9 +499,10 @@ fn several_files_of_a_format_read_as_one_log() {
 
 #[test]
 fn empty_files_and_headless_w3c() {
-    let empty = write("empty.log", b"");
-    let heads = write("heads.log", b"#Version: 1.0\n#Fields: date time c-ip\n");
-    let one = write(
+    let tmp = Scratch::new();
+    let empty = tmp.write("empty.log", b"");
+    let heads = tmp.write("heads.log", b"#Version: 1.0\n#Fields: date time c-ip\n");
+    let one = tmp.write(
         "one.log",
         b"#Version: 1.0\n#Fields: date time c-ip\n2019-12-04\t21:02:31\t1.2.3.4\n",
     );
@@ -584,7 +590,8 @@ fn w3c_without_fields_and_with_a_gmt_offset_are_said() {
 
 #[test]
 fn caddy_json_is_said_to_stamp_completion() {
-    let caddy = write("caddy.json", write_caddy(&requests()).as_bytes());
+    let tmp = Scratch::new();
+    let caddy = tmp.write("caddy.json", write_caddy(&requests()).as_bytes());
     let out = drip(&[s(&caddy), "-p", "gcra:rate=1/s"], None);
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
@@ -597,7 +604,8 @@ fn caddy_json_is_said_to_stamp_completion() {
 
 #[test]
 fn a_json_path_missing_on_some_lines_is_an_empty_key() {
-    let log = write(
+    let tmp = Scratch::new();
+    let log = tmp.write(
         "a.json",
         b"{\"ts\":1700000000,\"user\":{\"id\":\"a\"}}\n{\"ts\":1700000000}\n{\"ts\":1700000000,\"user\":null}\n{\"ts\":1700000000,\"user\":\"x\"}\n{\"ts\":1700000000,\"user\":{\"id\":\"a\"}}\n",
     );
@@ -639,6 +647,7 @@ fn a_json_path_missing_on_some_lines_is_an_empty_key() {
 
 #[test]
 fn bad_lines_name_file_line_format_and_field() {
+    let tmp = Scratch::new();
     let good = r#"1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] "GET / HTTP/1.1" 200 5 "-" "ua""#;
     let cases: [(&str, &str); 4] = [
         (
@@ -663,7 +672,7 @@ fn bad_lines_name_file_line_format_and_field() {
         if want.is_empty() {
             let out = drip(
                 &[
-                    s(&write("access.log", log.as_bytes())),
+                    s(&tmp.write("access.log", log.as_bytes())),
                     "-p",
                     "gcra:rate=1/s",
                     "-q",
@@ -682,7 +691,7 @@ fn bad_lines_name_file_line_format_and_field() {
         );
         assert!(e.contains(want), "{want}\n{e}");
         assert!(e.contains("or pass --skip-bad"), "{e}");
-        let p = write("access.log", log.as_bytes());
+        let p = tmp.write("access.log", log.as_bytes());
         let out = drip(
             &[
                 s(&p),
@@ -762,6 +771,7 @@ fn bad_lines_name_file_line_format_and_field() {
 
 #[test]
 fn keys_join_fields_and_group_addresses_by_network() {
+    let tmp = Scratch::new();
     let line = |ip: &str, uri: &str| {
         format!("{ip} - - [10/Oct/2000:13:55:36 -0700] \"GET {uri} HTTP/1.1\" 200 5 \"-\" \"ua\"\n")
     };
@@ -774,9 +784,9 @@ fn keys_join_fields_and_group_addresses_by_network() {
         line("-", "/login"),
     ]
     .concat();
-    let p = write("access.log", log.as_bytes());
+    let p = tmp.write("access.log", log.as_bytes());
     let top = |args: &[&str]| -> Vec<(String, u64)> {
-        let d = tmp("d.csv");
+        let d = tmp.join("d.csv");
         let mut all = vec![s(&p), "-p", "gcra:rate=1/h", "-q", "--decisions", s(&d)];
         all.extend_from_slice(args);
         let out = drip(&all, None);
@@ -834,11 +844,12 @@ fn keys_join_fields_and_group_addresses_by_network() {
 /// grouped by its IPv4 network, not all into the one IPv6 /64 they share.
 #[test]
 fn ipv4_mapped_clients_are_grouped_by_their_ipv4_network() {
-    let p = write(
+    let tmp = Scratch::new();
+    let p = tmp.write(
         "mapped.csv",
         b"ts,ip\n1700000000,::ffff:1.2.3.4\n1700000000,::ffff:9.8.7.6\n1700000000,::ffff:1.2.3.99\n1700000000,2001:db8::1\n",
     );
-    let d = tmp("decisions.csv");
+    let d = tmp.join("decisions.csv");
     let out = drip(
         &[
             s(&p),
@@ -1079,6 +1090,8 @@ fn hostile_lines_per_format() {
         ),
     ];
     for (n, (format, args, good, hostile, want)) in cases.into_iter().enumerate() {
+        // A folder per case: no case reads a file another one wrote.
+        let tmp = Scratch::new();
         let mut log = good.clone();
         log.push(b'\n');
         // W3C: the directives only once, before the first line.
@@ -1091,7 +1104,7 @@ fn hostile_lines_per_format() {
         log.extend_from_slice(&good2);
         log.push(b'\n');
         let name = format!("hostile{n}.log");
-        let path = write(&name, &log);
+        let path = tmp.write(&name, &log);
         let first_line = good.iter().filter(|&&b| b == b'\n').count() as u64 + 1;
         let mut all = vec![
             s(&path),
@@ -1104,7 +1117,7 @@ fn hostile_lines_per_format() {
         all.extend_from_slice(&args);
         match want {
             Want::Key(key) => {
-                let d = tmp("d.csv");
+                let d = tmp.join("d.csv");
                 let mut a = all.clone();
                 a.extend(["--decisions", s(&d), "-f", "json"]);
                 let out = drip(&a, None);
@@ -1150,7 +1163,8 @@ fn printable(text: &str) -> bool {
 /// in one short line.
 #[test]
 fn quoted_input_is_escaped_and_capped() {
-    let elf = write(
+    let tmp = Scratch::new();
+    let elf = tmp.write(
         "true",
         b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x03\x00>\x00\x01\x00\x00\x00\xf0\x23\n\x00\x00",
     );
@@ -1166,7 +1180,7 @@ fn quoted_input_is_escaped_and_capped() {
 
     let mut wide = "a,".repeat(5000);
     wide.push_str("b\n1\n");
-    let w = write("wide.csv", wide.as_bytes());
+    let w = tmp.write("wide.csv", wide.as_bytes());
     let e = drip(&[s(&w), "-p", "gcra:rate=1/s"], None);
     assert_eq!(e.code, 2, "{}", e.stderr);
     assert!(
@@ -1181,7 +1195,7 @@ fn quoted_input_is_escaped_and_capped() {
         e.stderr
     );
 
-    let hostile = write("hostile.csv", b"t\x1b[2Jx,\xff\xfey\n1,2\n");
+    let hostile = tmp.write("hostile.csv", b"t\x1b[2Jx,\xff\xfey\n1,2\n");
     let e = drip(
         &[s(&hostile), "-p", "gcra:rate=1/s", "--key-column", "k\x07"],
         None,
@@ -1200,6 +1214,7 @@ fn quoted_input_is_escaped_and_capped() {
 /// to read CSV, the error says the header is one column holding tabs.
 #[test]
 fn tab_separated_logs_are_recognised_or_named() {
+    let tmp = Scratch::new();
     let tsv = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/fixtures/nasa_19950801.tsv"
@@ -1234,7 +1249,7 @@ fn tab_separated_logs_are_recognised_or_named() {
     assert_eq!(json(&piped)["policies"], want);
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(&tsv).unwrap();
-    let packed = write("n_tsv.gz", &gz.finish().unwrap());
+    let packed = tmp.write("n_tsv.gz", &gz.finish().unwrap());
     let out = drip(&[&[s(&packed), "-q"][..], &args[..]].concat(), None);
     assert_eq!(json(&out)["policies"], want);
 
@@ -1257,9 +1272,10 @@ fn tab_separated_logs_are_recognised_or_named() {
 /// before it, is named as such, at its first line.
 #[test]
 fn a_log_in_another_format_is_named() {
+    let tmp = Scratch::new();
     let common = "pppa006.compuserve.com - - [01/Aug/1995:02:00:00 -0400] \"GET /images/a.gif HTTP/1.0\" 200 1713\n\
                   pppa006.compuserve.com - - [01/Aug/1995:02:00:01 -0400] \"GET /images/b.gif HTTP/1.0\" 200 1713\n";
-    let c = write("c.log", common.as_bytes());
+    let c = tmp.write("c.log", common.as_bytes());
     let e = drip(
         &[s(&c), "--input-format", "ndjson", "-p", "gcra:rate=1/s"],
         None,
@@ -1280,7 +1296,7 @@ fn a_log_in_another_format_is_named() {
     assert!(e.stderr.contains("#Fields:"), "{}", e.stderr);
     assert!(!e.stderr.contains("--no-header"), "{}", e.stderr);
 
-    let cost = write("cost.csv", b"ts,client,cost\n807256800,a,1\n");
+    let cost = tmp.write("cost.csv", b"ts,client,cost\n807256800,a,1\n");
     let e = drip(&[s(&cost), s(&c), "-p", "gcra:rate=1/s"], None);
     assert_eq!(e.code, 2, "{}", e.stderr);
     assert!(
@@ -1291,7 +1307,7 @@ fn a_log_in_another_format_is_named() {
         e.stderr
     );
     // Two files of the same format are one log.
-    let again = write("again.log", common.as_bytes());
+    let again = tmp.write("again.log", common.as_bytes());
     let out = drip(
         &[s(&c), s(&again), "-p", "gcra:rate=1/s", "-q", "-f", "json"],
         None,
@@ -1598,10 +1614,11 @@ const SAMPLES: [Sample; 23] = [
 #[test]
 fn real_samples_of_every_format_open_with_detection() {
     for x in &SAMPLES {
+        let tmp = Scratch::new();
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("fixtures/formats")
             .join(x.file);
-        let d = tmp("samples.csv");
+        let d = tmp.join("samples.csv");
         let mut all = vec![
             s(&path),
             "-f",
@@ -1636,8 +1653,9 @@ fn real_samples_of_every_format_open_with_detection() {
 
 #[test]
 fn apache_log_formats_read_with_their_durations() {
+    let tmp = Scratch::new();
     // %t is the arrival: read as written.
-    let log = write(
+    let log = tmp.write(
         "apache.log",
         "10.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET /a HTTP/1.1\" 200 2326 1500 \"198.51.100.7, 10.0.0.1\"\n\
          10.0.0.1 - - [10/Oct/2000:13:55:37 -0700] \"GET /b HTTP/1.1\" 200 5 20 \"-\"\n",
@@ -1663,7 +1681,7 @@ fn apache_log_formats_read_with_their_durations() {
     assert!(!out.stderr.contains("completion"), "{}", out.stderr);
     // %{end:msec}t is the completion: the note names %D's field, and
     // arrival = completion − duration, the µs exact.
-    let log = write(
+    let log = tmp.write(
         "apache_end.log",
         "10.0.0.1 1700000000123 \"GET / HTTP/1.1\" 23456\n10.0.0.2 1700000000200 \"GET / HTTP/1.1\" 1\n",
     );
@@ -1761,8 +1779,9 @@ fn messages_name_the_shape_of_a_line() {
 
 #[test]
 fn a_line_cut_in_its_last_quoted_field_is_kept_and_counted() {
+    let tmp = Scratch::new();
     // The 10,000-line Apache log of elastic/examples has one such line.
-    let log = write(
+    let log = tmp.write(
         "cut.log",
         "1.2.3.4 - - [17/May/2015:10:05:03 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"ua\"\n\
          5.6.7.8 - - [17/May/2015:10:05:04 +0000] \"GET /a HTTP/1.1\" 200 5 \"-\" \"Mozilla/5.0 (cut\n\
@@ -1794,7 +1813,7 @@ fn a_line_cut_in_its_last_quoted_field_is_kept_and_counted() {
         table.stdout
     );
     // Without a cut line the count is left out of the JSON.
-    let whole = write(
+    let whole = tmp.write(
         "whole.log",
         "1.2.3.4 - - [17/May/2015:10:05:03 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"ua\"\n",
     );
@@ -1810,9 +1829,10 @@ fn a_line_cut_in_its_last_quoted_field_is_kept_and_counted() {
 
 #[test]
 fn traefik_json_is_read_from_its_arrival() {
+    let tmp = Scratch::new();
     // Traefik writes `time` (whole seconds, when the line is written) and
     // `StartUTC` (arrival, ns): the arrival is read.
-    let log = write(
+    let log = tmp.write(
         "traefik.json",
         r#"{"ClientHost":"192.168.33.1","Duration":2016000,"RequestMethod":"GET","RequestPath":"/","StartUTC":"2017-10-02T20:22:07.123456789Z","level":"info","msg":"","time":"2017-10-02T20:22:08Z"}
 "#,
@@ -1827,6 +1847,7 @@ fn traefik_json_is_read_from_its_arrival() {
 /// flags that read them, and those flags do.
 #[test]
 fn a_forwarded_list_in_front_is_named_then_read() {
+    let tmp = Scratch::new();
     let log = concat!(
         "203.0.113.7, 10.0.0.1 - - [10/Oct/2000:13:55:36 -0700] \"GET / HTTP/1.1\" 200 5 \"-\" \"curl/8\"\n",
         "198.51.100.2, 10.0.0.1, 10.0.0.2 - bob [10/Oct/2000:13:55:37 -0700] \"GET /a HTTP/1.1\" 404 9 \"-\" \"curl/8\"\n",
@@ -1858,7 +1879,7 @@ fn a_forwarded_list_in_front_is_named_then_read() {
         ),
         "{err}"
     );
-    let p = write("xff-read.log", log);
+    let p = tmp.write("xff-read.log", log);
     let format = r#"$http_x_forwarded_for - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent""#;
     let out = drip(
         &[

@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::common::{drip, run, s, tmp};
+use crate::common::{Scratch, drip, run, s};
 
 /// A request: epoch milliseconds, client.
 type Row = (u64, String);
@@ -37,19 +37,19 @@ fn one_log(files: &[Vec<Row>]) -> Vec<Row> {
     all
 }
 
-fn csv(name: &str, rows: &[Row]) -> PathBuf {
+fn csv(tmp: &Scratch, name: &str, rows: &[Row]) -> PathBuf {
     let mut text = String::from("ts,client\n");
     for (t, c) in rows {
         text.push_str(&format!("{t},{c}\n"));
     }
-    let p = tmp(name);
+    let p = tmp.join(name);
     std::fs::write(&p, text).unwrap();
     p
 }
 
-fn gz(name: &str, rows: &[Row]) -> PathBuf {
-    let plain = std::fs::read(csv(name, rows)).unwrap();
-    let p = tmp(&format!("{name}.gz"));
+fn gz(tmp: &Scratch, name: &str, rows: &[Row]) -> PathBuf {
+    let plain = std::fs::read(csv(tmp, name, rows)).unwrap();
+    let p = tmp.join(format!("{name}.gz"));
     let mut enc = flate2::write::GzEncoder::new(
         std::fs::File::create(&p).unwrap(),
         flate2::Compression::default(),
@@ -71,7 +71,8 @@ const POLICIES: [&str; 7] = [
 
 /// The JSON report without the input's file names, and the decisions file.
 fn audit(files: &[&Path], extra: &[&str]) -> (serde_json::Value, String) {
-    let d = tmp("decisions.csv");
+    let tmp = Scratch::new();
+    let d = tmp.join("decisions.csv");
     let mut args: Vec<&str> = files.iter().map(|f| s(f)).collect();
     args.extend(POLICIES);
     args.extend(extra);
@@ -85,15 +86,16 @@ fn audit(files: &[&Path], extra: &[&str]) -> (serde_json::Value, String) {
 
 #[test]
 fn four_sorted_files_merge_into_the_report_of_one_sorted_file() {
+    let tmp = Scratch::new();
     let logs = servers(4, 2500, &[0, 0, 1, 3, 20, 90]);
-    let one = csv("one.csv", &one_log(&logs));
+    let one = csv(&tmp, "one.csv", &one_log(&logs));
     let parts: Vec<PathBuf> = logs
         .iter()
         .enumerate()
         .map(|(i, rows)| match i {
             // A gzip file among plain ones.
-            2 => gz(&format!("s{i}.csv"), rows),
-            _ => csv(&format!("s{i}.csv"), rows),
+            2 => gz(&tmp, &format!("s{i}.csv"), rows),
+            _ => csv(&tmp, &format!("s{i}.csv"), rows),
         })
         .collect();
     let refs: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
@@ -131,6 +133,7 @@ fn four_sorted_files_merge_into_the_report_of_one_sorted_file() {
 
 #[test]
 fn a_row_out_of_order_in_one_file_beyond_the_window_names_that_file() {
+    let tmp = Scratch::new();
     let mut logs = servers(3, 400, &[0, 5, 40]);
     // Line 302 of the second file (its header is line 1) is 6 s behind
     // the rows before it in that file.
@@ -139,7 +142,7 @@ fn a_row_out_of_order_in_one_file_beyond_the_window_names_that_file() {
     let parts: Vec<PathBuf> = logs
         .iter()
         .enumerate()
-        .map(|(i, rows)| csv(&format!("o{i}.csv"), rows))
+        .map(|(i, rows)| csv(&tmp, &format!("o{i}.csv"), rows))
         .collect();
     let mut args: Vec<&str> = parts.iter().map(|f| s(f)).collect();
     args.extend(POLICIES);
@@ -162,17 +165,18 @@ fn a_row_out_of_order_in_one_file_beyond_the_window_names_that_file() {
 
 #[test]
 fn bad_rows_name_their_file_or_are_skipped_and_counted() {
+    let tmp = Scratch::new();
     let logs = servers(3, 300, &[0, 10, 30]);
     let mut parts: Vec<PathBuf> = logs
         .iter()
         .enumerate()
-        .map(|(i, rows)| csv(&format!("b{i}.csv"), rows))
+        .map(|(i, rows)| csv(&tmp, &format!("b{i}.csv"), rows))
         .collect();
     // Line 101 of the third file is not a time.
     let mut text = std::fs::read_to_string(&parts[2]).unwrap();
     let at = text.match_indices('\n').nth(99).unwrap().0 + 1;
     text.insert_str(at, "yesterday,c1\n");
-    parts[2] = tmp("b2.csv");
+    parts[2] = tmp.join("b2.csv");
     std::fs::write(&parts[2], text).unwrap();
     let refs: Vec<&Path> = parts.iter().map(PathBuf::as_path).collect();
     let mut args: Vec<&str> = refs.iter().map(|f| s(f)).collect();
@@ -189,7 +193,7 @@ fn bad_rows_name_their_file_or_are_skipped_and_counted() {
     assert!(out.stderr.contains("yesterday"), "{}", out.stderr);
     // Skipped, the rest is the one sorted log of the good rows.
     let (merged, merged_decisions) = audit(&refs, &["--merge", "--skip-bad"]);
-    let one = csv("good.csv", &one_log(&logs));
+    let one = csv(&tmp, "good.csv", &one_log(&logs));
     let (mut single, single_decisions) = audit(&[&one], &[]);
     assert_eq!(merged["input"]["bad_rows_skipped"], 1);
     // The only difference: the skipped row is counted.
@@ -203,6 +207,7 @@ fn bad_rows_name_their_file_or_are_skipped_and_counted() {
 
 #[test]
 fn files_of_different_formats_are_each_detected_and_merged() {
+    let tmp = Scratch::new();
     // Access logs write whole seconds: many ties, kept in file order.
     let logs = servers(2, 600, &[0, 0, 0, 1000]);
     let clf = |ms: u64| {
@@ -214,7 +219,7 @@ fn files_of_different_formats_are_each_detected_and_merged() {
             secs % 60
         )
     };
-    let combined = tmp("web1.log");
+    let combined = tmp.join("web1.log");
     let mut text = String::new();
     for (t, c) in &logs[0] {
         text.push_str(&format!(
@@ -228,7 +233,7 @@ fn files_of_different_formats_are_each_detected_and_merged() {
         for (t, c) in rows {
             text.push_str(&format!("{},{c}\n", clf(*t)));
         }
-        let p = tmp(name);
+        let p = tmp.join(name);
         std::fs::write(&p, text).unwrap();
         p
     };
@@ -262,13 +267,14 @@ fn files_of_different_formats_are_each_detected_and_merged() {
 
 #[test]
 fn size_merges_and_pace_replay_refuses_with_one_line() {
+    let tmp = Scratch::new();
     let logs = servers(3, 800, &[0, 2, 50]);
     let parts: Vec<PathBuf> = logs
         .iter()
         .enumerate()
-        .map(|(i, rows)| csv(&format!("z{i}.csv"), rows))
+        .map(|(i, rows)| csv(&tmp, &format!("z{i}.csv"), rows))
         .collect();
-    let one = csv("z.csv", &one_log(&logs));
+    let one = csv(&tmp, "z.csv", &one_log(&logs));
     let size = |files: &[&str], extra: &[&str]| {
         let mut args = files.to_vec();
         args.extend([
@@ -309,7 +315,8 @@ fn size_merges_and_pace_replay_refuses_with_one_line() {
 
 #[test]
 fn standard_input_is_merged_once_at_most() {
-    let log = csv("in.csv", &servers(1, 10, &[5])[0]);
+    let tmp = Scratch::new();
+    let log = csv(&tmp, "in.csv", &servers(1, 10, &[5])[0]);
     let out = drip(
         &["-", s(&log), "-", "--merge", "-p", "gcra:rate=1/s"],
         Some(b"ts\n1\n"),
@@ -319,8 +326,8 @@ fn standard_input_is_merged_once_at_most() {
     assert!(out.stderr.contains("standard input"), "{}", out.stderr);
     // Once is fine: stdin is one of the servers.
     let rows = servers(2, 50, &[0, 7]);
-    let piped = std::fs::read(csv("piped.csv", &rows[0])).unwrap();
-    let file = csv("file.csv", &rows[1]);
+    let piped = std::fs::read(csv(&tmp, "piped.csv", &rows[0])).unwrap();
+    let file = csv(&tmp, "file.csv", &rows[1]);
     let out = drip(
         &[
             "-",
@@ -341,7 +348,7 @@ fn standard_input_is_merged_once_at_most() {
 
 #[test]
 fn a_log_given_twice_is_refused_not_counted_twice() {
-    let dir = crate::common::tmpdir();
+    let dir = Scratch::new();
     let log = dir.join("web.csv");
     std::fs::write(&log, "ts,client\n1714521600,a\n1714521601,b\n").unwrap();
     let link = dir.join("link.csv");

@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::common::{drip, json, s, tmp, write};
+use crate::common::{Scratch, drip, json, s};
 
 /// The first 60 lines of elastic/examples' Apache log: line 4 is 35 s
 /// behind line 3, line 48 is 59 s behind the newest line before it.
@@ -80,11 +80,12 @@ fn a_window_too_small_is_named_once_with_what_the_whole_log_needs() {
 
 #[test]
 fn only_a_row_no_window_explains_is_offered_to_skip() {
+    let tmp = Scratch::new();
     let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(APACHE)).unwrap();
     let mut lines: Vec<String> = text.lines().map(String::from).collect();
     // Line 30 written in 2099: no row after it comes near its time.
     lines[29] = lines[29].replace("17/May/2015", "17/May/2099");
-    let log = write("future.log", &(lines.join("\n") + "\n"));
+    let log = tmp.write("future.log", &(lines.join("\n") + "\n"));
     let out = audit(&[s(&log), "-q"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
@@ -113,7 +114,7 @@ fn only_a_row_no_window_explains_is_offered_to_skip() {
 
 /// The NASA log (common lines) cut into three rotated files: the oldest
 /// gzipped, as logrotate leaves them.
-fn rotated() -> (PathBuf, [PathBuf; 3]) {
+fn rotated(tmp: &Scratch) -> (PathBuf, [PathBuf; 3]) {
     let gz =
         std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/nasa_19950801.log.gz"))
             .unwrap();
@@ -121,7 +122,7 @@ fn rotated() -> (PathBuf, [PathBuf; 3]) {
     std::io::Read::read_to_string(&mut flate2::read::GzDecoder::new(&gz[..]), &mut text).unwrap();
     let lines: Vec<&str> = text.lines().collect();
     let part = |r: std::ops::Range<usize>| lines[r].join("\n") + "\n";
-    let dir = tmp("rotated");
+    let dir = tmp.join("rotated");
     std::fs::create_dir_all(&dir).unwrap();
     let oldest = dir.join("access.log.2.gz");
     let mut enc = flate2::write::GzEncoder::new(
@@ -141,8 +142,9 @@ fn rotated() -> (PathBuf, [PathBuf; 3]) {
 
 #[test]
 fn rotated_logs_named_newest_first_read_as_the_log_oldest_first() {
-    let (all, [newest, middle, oldest]) = rotated();
-    let d = tmp("decisions.csv");
+    let tmp = Scratch::new();
+    let (all, [newest, middle, oldest]) = rotated(&tmp);
+    let d = tmp.join("decisions.csv");
     let run = |files: &[&Path]| {
         let mut args: Vec<&str> = files.iter().map(|f| s(f)).collect();
         args.extend([
@@ -178,7 +180,8 @@ fn rotated_logs_named_newest_first_read_as_the_log_oldest_first() {
 
 #[test]
 fn files_of_one_period_read_one_after_another_are_said_to_overlap() {
-    let (all, _) = rotated();
+    let tmp = Scratch::new();
+    let (all, _) = rotated(&tmp);
     let text = std::fs::read_to_string(&all).unwrap();
     let (mut odd, mut even) = (String::new(), String::new());
     for (i, l) in text.lines().enumerate() {
@@ -186,8 +189,8 @@ fn files_of_one_period_read_one_after_another_are_said_to_overlap() {
         to.push_str(l);
         to.push('\n');
     }
-    let a = write("server-a.log", &odd);
-    let b = write("server-b.log", &even);
+    let a = tmp.write("server-a.log", &odd);
+    let b = tmp.write("server-b.log", &even);
     let out = audit(&[s(&b), s(&a), "-q"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);

@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::common::{kill, numbered, s, spawn_pace, spawn_timed, summary, tmpdir};
+use crate::common::{Scratch, kill, numbered, s, spawn_pace, spawn_timed, summary};
 
 /// Waits until drip has made its FIFO, then writes `command` to it.
 fn send(fifo: &Path, command: &str) {
@@ -19,7 +19,7 @@ fn send(fifo: &Path, command: &str) {
 
 #[test]
 fn a_pause_leaves_a_hole_and_then_no_burst() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let fifo = dir.join("ctl");
     let t = spawn_timed(&[
         "--rate",
@@ -69,7 +69,7 @@ fn a_pause_leaves_a_hole_and_then_no_burst() {
 
 #[test]
 fn pause_until_resume_and_a_slower_rate() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let fifo = dir.join("ctl");
     let t = spawn_timed(&["--rate", "20/s", "--control", fifo.to_str().unwrap()]).fed(numbered(20));
     thread::sleep(Duration::from_millis(300));
@@ -123,7 +123,7 @@ fn sigusr1_prints_a_stats_line_and_the_run_goes_on() {
 
 #[test]
 fn control_mistakes_are_reported_and_the_run_goes_on() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let fifo = dir.join("ctl");
     // An existing FIFO is used, and left in place.
     let st = Command::new("mkfifo").arg(&fifo).status().unwrap();
@@ -154,7 +154,7 @@ fn control_mistakes_are_reported_and_the_run_goes_on() {
 
 #[test]
 fn a_control_path_that_is_not_a_fifo_is_refused() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let file = dir.join("plain");
     std::fs::write(&file, "x").unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_drip"))
@@ -193,7 +193,7 @@ fn send_bare(fifo: &Path, command: &str) {
 
 #[test]
 fn a_command_without_a_newline_ends_when_its_writer_closes() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let fifo = dir.join("ctl");
     let t = spawn_timed(&["--rate", "10/s", "--control", fifo.to_str().unwrap()]).fed(numbered(12));
     thread::sleep(Duration::from_millis(100));
@@ -215,7 +215,7 @@ fn a_command_without_a_newline_ends_when_its_writer_closes() {
 #[test]
 fn a_removed_fifo_is_reported_once_and_created_again() {
     use std::os::unix::fs::FileTypeExt;
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let ctl = dir.join("ctl");
     let mut child = spawn_pace(&["--rate", "10/s", "--control", s(&ctl)]);
     let fifo =

@@ -6,8 +6,9 @@ use crate::common::*;
 
 #[test]
 fn files_are_read_in_order_with_stdin_as_dash() {
-    let a = write("in-a.txt", "a1\na2");
-    let b = write("in-b.txt", "b1\n");
+    let tmp = Scratch::new();
+    let a = tmp.write("in-a.txt", "a1\na2");
+    let b = tmp.write("in-b.txt", "b1\n");
     let out = run_pace(&["--rate", "1000/s", s(&a), "-", s(&b)], b"s1\n");
     assert_eq!(
         out.status.code(),
@@ -27,10 +28,11 @@ fn files_are_read_in_order_with_stdin_as_dash() {
 
 #[test]
 fn a_missing_file_or_an_output_onto_an_input_stops_before_anything_is_sent() {
+    let tmp = Scratch::new();
     let out = run_pace(&["--rate", "10/s", "/nonexistent/in.txt"], b"");
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open '/nonexistent/in.txt'"));
-    let a = write("in-c.txt", "x\n");
+    let a = tmp.write("in-c.txt", "x\n");
     let out = run_pace(&["--rate", "10/s", s(&a), "--rejects", s(&a)], b"");
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read_to_string(&a).unwrap(), "x\n");

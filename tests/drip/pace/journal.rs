@@ -61,7 +61,7 @@ fn command_run(input: &Path, journal: &Path, log: &Path, out: &Path) -> Child {
 
 #[test]
 fn a_run_stopped_by_sigint_and_rerun_runs_every_record_once() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let input = dir.join("in.txt");
     std::fs::write(&input, numbered(40)).unwrap();
     let (journal, log, out) = (dir.join("j"), dir.join("log"), dir.join("out"));
@@ -89,7 +89,7 @@ fn a_run_stopped_by_sigint_and_rerun_runs_every_record_once() {
 
 #[test]
 fn a_run_killed_by_sigkill_and_rerun_runs_at_most_the_jobs_in_flight_twice() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let input = dir.join("in.txt");
     std::fs::write(&input, numbered(40)).unwrap();
     let (journal, log, out) = (dir.join("j"), dir.join("log"), dir.join("out"));
@@ -117,7 +117,7 @@ fn a_run_killed_by_sigkill_and_rerun_runs_at_most_the_jobs_in_flight_twice() {
 /// Plain pace (no command) reading stdin, stopped by signal `sig`, then
 /// run again: both outputs together are the input, byte for byte.
 fn plain_pace_stopped_then_rerun(sig: &str, status: i32) {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let journal = dir.join("j");
     let input = numbered(300);
     let mut child = spawn_pace(&["--rate", "100/s", "--journal", s(&journal)]);
@@ -155,7 +155,7 @@ fn keys_and_retries_keep_the_record_positions_across_a_stop() {
     // Per-key pacing sends lines out of input order, and a failing record
     // is retried in a slot of its own: the journal still names each by
     // its position. Records 3, 13, 23... fail once, then succeed.
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let input = dir.join("in.txt");
     let text: String = (1..=30).map(|i| format!("k{} {i}\n", i % 3)).collect();
     std::fs::write(&input, &text).unwrap();
@@ -216,7 +216,8 @@ fn keys_and_retries_keep_the_record_positions_across_a_stop() {
 
 #[test]
 fn a_journal_from_another_input_is_refused() {
-    let journal = tmp("j");
+    let tmp = Scratch::new();
+    let journal = tmp.join("j");
     let done = run_pace(
         &["--rate", "10k/s", "--journal", s(&journal)],
         &numbered(20),
@@ -244,7 +245,8 @@ fn a_journal_from_another_input_is_refused() {
 
 #[test]
 fn a_torn_last_journal_line_is_tolerated() {
-    let journal = tmp("j");
+    let tmp = Scratch::new();
+    let journal = tmp.join("j");
     let input = numbered(10);
     let done = run_pace(&["--rate", "10k/s", "--journal", s(&journal)], &input);
     assert_eq!(done.status.code(), Some(0));
@@ -264,13 +266,14 @@ fn a_torn_last_journal_line_is_tolerated() {
 
 #[test]
 fn a_file_that_is_not_a_journal_is_refused_unchanged() {
+    let tmp = Scratch::new();
     let cases: [&[u8]; 3] = [
         b"important\ndata\nno newline at end",
         b"no newline at all",
         b"important\ndata\n",
     ];
     for text in cases {
-        let notes = write("notes.txt", text);
+        let notes = tmp.write("notes.txt", text);
         let out = run_pace(&["--rate", "1000/s", "--journal", s(&notes)], b"1\n");
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
@@ -282,8 +285,9 @@ fn a_file_that_is_not_a_journal_is_refused_unchanged() {
 
 #[test]
 fn a_journal_that_is_an_input_a_device_or_in_use_is_refused() {
-    let input = write("in.txt", &numbered(3));
-    let journal = tmp("j");
+    let tmp = Scratch::new();
+    let input = tmp.write("in.txt", &numbered(3));
+    let journal = tmp.join("j");
     let cases: [&[&str]; 2] = [
         &["--journal", s(&input), s(&input)],
         &["--journal", "/dev/full"],
@@ -311,10 +315,11 @@ fn a_journal_that_is_an_input_a_device_or_in_use_is_refused() {
 
 #[test]
 fn records_of_a_slow_input_are_in_the_journal_before_its_head_is_read() {
+    let tmp = Scratch::new();
     // Three lines arrive, go out, and drip is killed: the journal already
     // names them (its head then covers those three), so the rerun on the
     // whole input starts at the fourth.
-    let journal = tmp("j");
+    let journal = tmp.join("j");
     let mut child = pace()
         .args(["--rate", "100/s", "--journal", s(&journal)])
         .stdin(Stdio::piped())
@@ -353,7 +358,7 @@ fn records_of_a_slow_input_are_in_the_journal_before_its_head_is_read() {
 
 #[test]
 fn a_full_backlog_on_a_resumed_run_names_the_input_line_counting_the_skipped() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let journal = dir.join("j");
     let args = [
         "--rate",
@@ -383,10 +388,12 @@ fn a_full_backlog_on_a_resumed_run_names_the_input_line_counting_the_skipped() {
 #[test]
 fn a_last_record_without_its_newline_is_sent_again_once_the_input_grew() {
     for first in [20, 5] {
-        let journal = tmp("j");
+        // A journal of its own each time.
+        let tmp = Scratch::new();
+        let journal = tmp.join("j");
         let mut text = numbered(first);
         text.extend_from_slice(b"partial-rec");
-        let input = write("grows.txt", &text);
+        let input = tmp.write("grows.txt", &text);
         let args = ["--rate", "10k/s", "--journal", s(&journal), s(&input)];
         let out = run_pace(&args, b"");
         assert_eq!(out.status.code(), Some(0));
@@ -404,8 +411,9 @@ fn a_last_record_without_its_newline_is_sent_again_once_the_input_grew() {
 
 #[test]
 fn replay_with_a_journal_is_refused_in_one_line() {
-    let journal = tmp("j");
-    let csv = write("log.csv", "time,path\n2024-01-01T00:00:00Z,/a\n");
+    let tmp = Scratch::new();
+    let journal = tmp.join("j");
+    let csv = tmp.write("log.csv", "time,path\n2024-01-01T00:00:00Z,/a\n");
     let out = run_pace(&["--replay", "--journal", s(&journal), s(&csv)], b"");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
@@ -420,13 +428,14 @@ fn replay_with_a_journal_is_refused_in_one_line() {
 
 #[test]
 fn a_write_cut_by_a_closed_downstream_is_not_done() {
+    let tmp = Scratch::new();
     // 3000-byte lines; downstream reads 70,000 bytes (23 whole lines),
     // stops reading, and closes the pipe half a second later.
     let input: String = (1..200)
         .map(|i| format!("{i:05} {}\n", "x".repeat(2994)))
         .collect();
-    let input = write("wide.txt", &input);
-    let journal = tmp("j");
+    let input = tmp.write("wide.txt", &input);
+    let journal = tmp.join("j");
     let script = format!(
         "{} pace --no-progress -r 100k/s --journal {} {} | {{ head -c 70000 >/dev/null; sleep 0.5; }}",
         env!("CARGO_BIN_EXE_drip"),

@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::common::{kill, lines, pace, run_pace, spawn_timed, stderr_of, summary, tmpdir};
+use crate::common::{Scratch, kill, lines, pace, run_pace, spawn_timed, stderr_of, summary};
 
 /// Lines for `hosts`, `n` each, interleaved: a URL per line.
 fn urls(hosts: &[&str], n: usize) -> String {
@@ -133,7 +133,7 @@ fn key_fields_split_on_a_separator_and_lines_without_a_key_are_paced_together() 
 
 #[test]
 fn drop_mode_per_key_accounts_for_every_line() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let rejects = dir.join("rejects");
     let out = run_pace(
         &[
@@ -165,7 +165,7 @@ fn drop_mode_per_key_accounts_for_every_line() {
 
 #[test]
 fn max_pending_stops_reading_and_a_signal_accounts_for_every_line() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let rejects = dir.join("rejects");
     let mut child = pace()
         .args(["--key-field", "1", "--rate", "2/s", "--max-pending", "10"])

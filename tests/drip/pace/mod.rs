@@ -16,8 +16,8 @@ use std::thread;
 use std::time::{Duration, Instant};
 
 use crate::common::{
-    gaps, kill, lines, numbered, pace, run_pace, spawn_pace, spawn_timed, stderr_of, summary,
-    tmpdir,
+    Scratch, gaps, kill, lines, numbered, pace, run_pace, spawn_pace, spawn_timed, stderr_of,
+    summary,
 };
 
 #[test]
@@ -86,7 +86,7 @@ fn idle_then_burst_is_not_banked() {
 
 #[test]
 fn drop_mode_accounts_for_every_line() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let rejects = dir.join("rejects");
     let n = 300;
     let out = run_pace(
@@ -294,7 +294,7 @@ fn downstream_closing_stops_quietly_and_reports_unsent() {
 }
 
 fn signal_accounting(sig: &str, code: i32) {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let rejects = dir.join("rejects");
     let mut t = spawn_timed(&[
         "--rate",
@@ -476,7 +476,7 @@ fn catch_up_and_max_wait_run() {
 
 #[test]
 fn bad_arguments_exit_2_with_one_clear_line() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let missing = dir.join("no/such/dir/rejects");
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["--rate", "0/s"], "invalid rate '0/s'"),
@@ -547,7 +547,7 @@ fn stats_takes_its_format_after_a_space_too() {
 fn a_signal_stops_a_write_to_a_downstream_that_stopped_reading() {
     // Downstream never reads: the pipe fills and drip's write would block.
     // One SIGTERM must still stop it, with every line accounted for.
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let rejects = dir.join("rejects");
     let mut child = pace()
         .args(["--rate", "100000/s", "--burst", "100000", "--stats=json"])

@@ -9,7 +9,7 @@ use std::io::Read;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use crate::common::{run_pace, summary, tmpdir};
+use crate::common::{Scratch, run_pace, summary};
 
 /// Runs `drip pace --replay ARGS` with `input` on stdin.
 fn run(args: &[&str], input: &[u8]) -> Output {
@@ -75,7 +75,7 @@ fn lines_within_the_window_are_sorted_and_one_beyond_it_is_an_error() {
     );
     // 8 s of log at 4x.
     assert!(started.elapsed() >= Duration::from_millis(2_000));
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let rejects = dir.join("rejects");
     let late = "ts,n\n1000,a\n9000,b\n2000,c\n";
     let out = run(

@@ -60,10 +60,11 @@ fn sleeps(n: u64, most_ms: u64) -> Vec<u8> {
 
 #[test]
 fn starts_keep_the_rate_whatever_the_commands_take() {
+    let tmp = Scratch::new();
     // 200 records at 10/s, each command sleeping 0-3 s: starts obey the
     // schedule, not the commands' durations. -j 40 leaves room for the
     // ~30 that can run at once, so the run keeps its 19.9 s schedule.
-    let log = tmp("starts.log");
+    let log = tmp.join("starts.log");
     let script = sleeper(&log);
     let out = run_sleepers("10/s", "40", &script, 200, 3000);
     let starts: Vec<u64> = logged(&log, "start").into_iter().map(|(_, t)| t).collect();
@@ -119,7 +120,8 @@ fn run_sleepers(
 
 #[test]
 fn at_the_jobs_cap_the_schedule_waits_then_moves_on_without_a_burst() {
-    let log = tmp("cap.log");
+    let tmp = Scratch::new();
+    let log = tmp.join("cap.log");
     let script = sleeper(&log);
     let out = run_sleepers("20/s", "3", &script, 24, 1000);
     let starts = logged(&log, "start");
@@ -217,7 +219,7 @@ fn keep_order_prints_outputs_in_input_order_and_tag_names_the_record() {
 
 #[test]
 fn failed_records_are_kept_and_retries_take_fresh_slots_after_a_backoff() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let failed = dir.join("failed.txt");
     let log = dir.join("tries.log");
     // Record 2 always fails (7); record 3 fails once (5), then succeeds.
@@ -289,7 +291,8 @@ fn failed_records_are_kept_and_retries_take_fresh_slots_after_a_backoff() {
 
 #[test]
 fn a_rate_limited_status_pauses_the_whole_schedule() {
-    let log = tmp("pause.log");
+    let tmp = Scratch::new();
+    let log = tmp.join("pause.log");
     let script = format!(
         "echo \"start $1 $(date +%s%N)\" >> {}; [ $1 = 2 ] && exit 75; exit 0",
         log.display()
@@ -319,7 +322,7 @@ fn a_rate_limited_status_pauses_the_whole_schedule() {
 
 #[test]
 fn sigint_waits_for_running_commands_and_keeps_the_rest_in_rejects() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let rejects = dir.join("rejects.txt");
     let log = dir.join("run.log");
     let script = sleeper(&log);
@@ -394,6 +397,7 @@ fn a_second_sigint_sends_the_running_commands_sigterm() {
 
 #[test]
 fn a_command_that_cannot_run_stops_the_run_with_one_message() {
+    let tmp = Scratch::new();
     let out = run_pace(&["--rate", "100/s", "--", "/nonexistent/cmd"], b"a\nb\n");
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
@@ -401,7 +405,7 @@ fn a_command_that_cannot_run_stops_the_run_with_one_message() {
     assert!(err.contains("check the command after --"), "{err}");
     // Nothing is lost: the record whose command could not start is kept
     // with the ones after it.
-    let rejects = tmp("cannot-run.rejects");
+    let rejects = tmp.join("cannot-run.rejects");
     let out = run_pace(
         &[
             "--rate",

@@ -9,7 +9,7 @@ use html5gum::{Token, Tokenizer};
 use resvg::usvg;
 use std::path::{Path, PathBuf};
 
-use crate::common::{Out, run, tmpdir};
+use crate::common::{Out, Scratch, run};
 
 /// Keys a log may hold: a tag, a link, a cell break with a code span, a
 /// terminal escape.
@@ -26,8 +26,8 @@ const LABEL: &str = "evil\x1b[31m<b>|[x](http://e)`\x07";
 
 /// A log named with a terminal escape and markup, each key twice at one
 /// instant (under burst=1, one drop each).
-fn hostile_log() -> PathBuf {
-    let path = tmpdir().join("log\x1b[7m<i>|[x](e).csv");
+fn hostile_log(tmp: &Scratch) -> PathBuf {
+    let path = tmp.join("log\x1b[7m<i>|[x](e).csv");
     let mut text = String::from("ts,client\n");
     for (i, k) in KEYS.iter().enumerate() {
         for _ in 0..2 {
@@ -123,7 +123,8 @@ fn assert_svg_parses(svg: &str) {
 
 #[test]
 fn an_audit_shows_hostile_keys_and_labels_as_text() {
-    let log = hostile_log();
+    let tmp = Scratch::new();
+    let log = hostile_log(&tmp);
     let table = audit(&log, &[]);
     assert_table_is_text(&table);
     assert!(
@@ -142,7 +143,7 @@ fn an_audit_shows_hostile_keys_and_labels_as_text() {
         "{markdown}"
     );
 
-    let plot = tmpdir().join("plot.svg");
+    let plot = tmp.join("plot.svg");
     let html = audit(&log, &["-f", "html", "--plot", s(&plot)]);
     assert_html_is_text(&html);
     assert!(
@@ -154,7 +155,8 @@ fn an_audit_shows_hostile_keys_and_labels_as_text() {
 
 #[test]
 fn csv_and_json_keep_every_value_as_found() {
-    let log = hostile_log();
+    let tmp = Scratch::new();
+    let log = hostile_log(&tmp);
     let csv = audit(&log, &["-f", "csv"]);
     let fields: Vec<String> = csv::ReaderBuilder::new()
         .has_headers(false)
@@ -176,7 +178,8 @@ fn csv_and_json_keep_every_value_as_found() {
 
 #[test]
 fn a_size_report_shows_hostile_keys_as_text() {
-    let log = hostile_log();
+    let tmp = Scratch::new();
+    let log = hostile_log(&tmp);
     let size = |format: &str, extra: &[&str]| {
         let mut args = vec![
             "size",
@@ -207,14 +210,14 @@ fn a_size_report_shows_hostile_keys_as_text() {
     let markdown = size("markdown", &[]);
     assert_markdown_is_text(&markdown);
     assert!(markdown.contains("[click&#93;(http://evil)"), "{markdown}");
-    let plot = tmpdir().join("size.svg");
+    let plot = tmp.join("size.svg");
     assert_html_is_text(&size("html", &["--plot", s(&plot)]));
     assert_svg_parses(&std::fs::read_to_string(&plot).unwrap());
 }
 
 #[test]
 fn an_nginx_config_name_shows_as_text() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let conf = dir.join("ng\x1b[7m<i>|[x](e)`.conf");
     std::fs::write(
         &conf,
@@ -243,7 +246,8 @@ fn an_nginx_config_name_shows_as_text() {
 
 #[test]
 fn a_crossed_threshold_names_a_hostile_label_without_its_controls() {
-    let log = hostile_log();
+    let tmp = Scratch::new();
+    let log = hostile_log(&tmp);
     let spec = format!("gcra:rate=1/s,burst=1,label={LABEL}");
     let out = run(
         &[
@@ -266,9 +270,10 @@ fn a_crossed_threshold_names_a_hostile_label_without_its_controls() {
 
 #[test]
 fn the_keys_with_the_longest_waits_show_hostile_keys_as_text() {
+    let tmp = Scratch::new();
     // Under a policy that delays, each key's second row waits: every key
     // is in the list.
-    let log = hostile_log();
+    let log = hostile_log(&tmp);
     let audit = |format: &str| {
         let spec = "nginx:rate=1r/s,burst=1";
         let args = ["audit", s(&log), "--key-column", "client", "-p", spec];

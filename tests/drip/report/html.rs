@@ -8,7 +8,7 @@
 use html5gum::{Token, Tokenizer};
 use std::collections::BTreeMap;
 
-use crate::common::{Out, run};
+use crate::common::{Out, Scratch, run};
 
 /// One element as read: name, attributes, and the text directly in it.
 #[derive(Debug, Default)]
@@ -319,7 +319,7 @@ fn report_text_is_escaped_not_markup() {
 
 #[test]
 fn an_empty_log_gives_a_page_too() {
-    let dir = crate::common::tmpdir();
+    let dir = Scratch::new();
     let log = dir.join("empty.csv");
     std::fs::write(&log, "ts,client\n").unwrap();
     let out = run(
@@ -371,7 +371,7 @@ fn the_checker_catches_a_style_fetch() {
 
 #[test]
 fn nginx_conf_sections_are_on_the_page() {
-    let dir = crate::common::tmpdir();
+    let dir = Scratch::new();
     let conf = dir.join("nginx.conf");
     std::fs::write(
         &conf,

@@ -8,13 +8,14 @@ use resvg::tiny_skia::{Pixmap, Transform};
 use resvg::usvg;
 use std::path::Path;
 
-use crate::common::{run, tmp};
+use crate::common::{Scratch, run};
 
 const NASA: &str = "fixtures/nasa_19950801.tsv";
 
 /// Audits the NASA log under two policies with `extra` flags; the SVG.
 fn nasa_plot(extra: &[&str]) -> String {
-    let path = tmp("plot.svg");
+    let tmp = Scratch::new();
+    let path = tmp.join("plot.svg");
     let mut args = vec![
         "audit",
         NASA,
@@ -135,6 +136,7 @@ fn timeline_plot_renders_to_its_stated_size_and_matches_the_golden_image() {
 /// Compares with `fixtures/golden/NAME` (rewritten under DRIP_BLESS): at
 /// most 0.5% of the pixels may differ by more than 40 on a channel.
 fn matches_golden(img: &Pixmap, name: &str) {
+    let tmp = Scratch::new();
     let (w, h) = (img.width(), img.height());
     let total = img.pixels().len();
     let golden = Path::new(env!("CARGO_MANIFEST_DIR"))
@@ -157,7 +159,7 @@ fn matches_golden(img: &Pixmap, name: &str) {
         })
         .count();
     if differ * 200 > total {
-        let got = tmp(name);
+        let got = tmp.join(name);
         img.save_png(&got).unwrap();
         panic!(
             "{differ} of {total} pixels differ from {} (more than 0.5%); this run's image is {}",
@@ -187,7 +189,8 @@ fn timeline_interval_is_used_as_given() {
 
 #[test]
 fn a_plot_does_not_add_a_timeline_to_the_report() {
-    let svg = tmp("plot.svg");
+    let tmp = Scratch::new();
+    let svg = tmp.join("plot.svg");
     let out = run(
         &[
             "audit",
@@ -221,9 +224,10 @@ fn a_plot_does_not_add_a_timeline_to_the_report() {
 
 #[test]
 fn a_log_with_no_rows_still_gets_a_plot() {
-    let log = tmp("empty.csv");
+    let tmp = Scratch::new();
+    let log = tmp.join("empty.csv");
     std::fs::write(&log, "ts,client\n").unwrap();
-    let svg = tmp("plot.svg");
+    let svg = tmp.join("plot.svg");
     let out = run(
         &[
             "audit",
@@ -245,9 +249,10 @@ fn a_log_with_no_rows_still_gets_a_plot() {
 
 #[test]
 fn bad_plot_paths_are_one_line_and_status_2() {
-    let dir = tmp("x");
+    let tmp = Scratch::new();
+    let dir = tmp.join("x");
     std::fs::create_dir_all(&dir).unwrap();
-    let missing = tmp("no/such/dir/plot.svg");
+    let missing = tmp.join("no/such/dir/plot.svg");
     for (path, says) in [
         ("plot.png", "give a name ending in .svg"),
         (missing.to_str().unwrap(), "no directory"),
@@ -395,7 +400,8 @@ fn sizing_plot_without_keys_has_one_panel() {
 
 #[test]
 fn a_timeline_too_fine_to_draw_is_merged_with_a_note() {
-    let path = tmp("plot.svg");
+    let tmp = Scratch::new();
+    let path = tmp.join("plot.svg");
     let out = run(
         &[
             "audit",
@@ -429,7 +435,8 @@ fn a_timeline_too_fine_to_draw_is_merged_with_a_note() {
 
 #[test]
 fn size_plot_is_written_and_renders() {
-    let path = tmp("size.svg");
+    let tmp = Scratch::new();
+    let path = tmp.join("size.svg");
     let out = run(
         &[
             "size",
@@ -602,6 +609,7 @@ fn timeline_legends_sit_beside_the_panels() {
 
 #[test]
 fn sizing_legends_sit_beside_the_panels() {
+    let tmp = Scratch::new();
     assert_legends_outside_the_data(
         &size_plot_data(true),
         2,
@@ -618,7 +626,7 @@ fn sizing_legends_sit_beside_the_panels() {
         &["misses the targets at any size tried"],
     );
     // A delaying policy: the wait on a right axis, the alternatives marked.
-    let path = tmp("size-nginx.svg");
+    let path = tmp.join("size-nginx.svg");
     let out = run(
         &[
             "size",

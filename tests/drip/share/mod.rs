@@ -11,12 +11,11 @@ mod one_host;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::PathBuf;
 use std::process::{Child, Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::common::{bin, pace, spawn_pace, tmpdir};
+use crate::common::{Scratch, bin, pace, spawn_pace};
 
 fn wall() -> f64 {
     SystemTime::now()
@@ -167,7 +166,7 @@ fn accuracy(share: &str, procs: usize, per: usize, rate: f64, burst: usize) -> V
 
 #[test]
 fn four_processes_share_one_state_file() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let state = dir.join("api.share");
     let runs = accuracy(state.to_str().unwrap(), 4, 200, 200.0, 8);
     let reservations: u64 = runs
@@ -184,7 +183,7 @@ fn four_processes_share_one_state_file() {
 
 #[test]
 fn usage_errors_name_what_can_be_shared() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let state = dir.join("s");
     let state = state.to_str().unwrap();
     let bashrc = dir.join("notes.txt");
@@ -268,7 +267,7 @@ fn usage_errors_name_what_can_be_shared() {
 
 #[test]
 fn the_environment_configures_sharing() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let state = dir.join("env.share");
     let out = pace()
         .env("DRIP_SHARE", &state)
@@ -286,7 +285,7 @@ fn the_environment_configures_sharing() {
 fn a_bucket_shares_its_burst() {
     // gcra burst 3 at 2/s: three lines at once, then one per 500 ms,
     // across two processes on one file.
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let state = dir.join("gcra.share");
     let args = [
         "--policy",
@@ -311,7 +310,7 @@ fn a_bucket_shares_its_burst() {
 struct Redis {
     port: u16,
     child: Option<Child>,
-    dir: PathBuf,
+    dir: Scratch,
 }
 
 fn free_port() -> u16 {
@@ -324,7 +323,7 @@ impl Redis {
         let mut r = Redis {
             port: free_port(),
             child: None,
-            dir: tmpdir(),
+            dir: Scratch::new(),
         };
         r.restart();
         r
@@ -413,7 +412,6 @@ impl Redis {
 impl Drop for Redis {
     fn drop(&mut self) {
         self.stop();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 
@@ -518,7 +516,7 @@ fn redis_over_a_unix_socket() {
 
 #[test]
 fn a_signal_with_share_accounts_for_every_line() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let state = dir.join("sig.share");
     let rejects = dir.join("rejects");
     let p = spawn_pacer(
@@ -787,7 +785,7 @@ fn assert_gates_spaced(start: f64, runs: &[(Option<i32>, Option<f64>, String)], 
 
 #[test]
 fn gates_take_one_slot_each_from_a_state_file() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let state = dir.join("gate.share");
     let state = state.to_str().unwrap();
     let start = wall();
@@ -816,7 +814,7 @@ fn gates_and_pacers_share_one_redis_key() {
 
 #[test]
 fn a_gate_exits_3_when_the_wait_would_exceed_max_wait() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let state = dir.join("max.share");
     let state = state.to_str().unwrap();
     let started = Instant::now();
@@ -848,7 +846,7 @@ fn a_gate_exits_3_when_the_wait_would_exceed_max_wait() {
 
 #[test]
 fn gate_exit_status_wait_and_errors() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let state = dir.join("g.share");
     let state = state.to_str().unwrap();
     let run = |args: &[&str]| bin().arg("gate").args(args).output().unwrap();
@@ -975,7 +973,7 @@ fn lock_holder(state: &std::path::Path, hold: &str) -> Child {
 
 #[test]
 fn a_held_lock_is_a_share_error_after_a_deadline() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let state = dir.join("held.share");
     let mut holder = lock_holder(&state, "30");
     let s = state.to_str().unwrap();
@@ -1019,7 +1017,7 @@ fn a_held_lock_is_a_share_error_after_a_deadline() {
 
 #[test]
 fn a_held_lock_gives_up_at_the_share_timeout() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let state = dir.join("budget.share");
     let mut holder = lock_holder(&state, "30");
     let s = state.to_str().unwrap();
@@ -1070,7 +1068,7 @@ fn pace_with_env(value: &std::ffi::OsStr, args: &[&str], input: &[u8]) -> Output
 
 #[test]
 fn an_inherited_drip_share_never_breaks_a_run_that_cannot_share() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let state = dir.join("inherited.share");
     let env = state.as_os_str();
     let stamped = b"time,msg\n2026-01-01T00:00:00Z,a\n2026-01-01T00:00:00Z,b\n";

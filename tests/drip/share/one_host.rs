@@ -25,7 +25,7 @@ fn gate_loop(runtime: &std::path::Path, n: usize, args: &str) -> f64 {
 
 #[test]
 fn a_shell_loop_of_gates_with_a_share_key_is_limited() {
-    let runtime = tmpdir();
+    let runtime = Scratch::new();
     std::fs::set_permissions(&runtime, std::fs::Permissions::from_mode(0o700)).unwrap();
     // 20 slots at 5/s: 19 intervals of 200 ms at least.
     let took = gate_loop(&runtime, 20, "--rate 5/s --share-key t");
@@ -41,7 +41,7 @@ fn a_shell_loop_of_gates_with_a_share_key_is_limited() {
 
 #[test]
 fn under_local_fallback_successive_gates_stay_limited() {
-    let runtime = tmpdir();
+    let runtime = Scratch::new();
     // Nothing answers on port 1: every gate falls back, to one schedule.
     let took = gate_loop(
         &runtime,
@@ -54,7 +54,7 @@ fn under_local_fallback_successive_gates_stay_limited() {
 
 #[test]
 fn a_folder_others_can_open_is_refused() {
-    let runtime = tmpdir();
+    let runtime = Scratch::new();
     let dir = runtime.join("drip");
     std::fs::create_dir(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();

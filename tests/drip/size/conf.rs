@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{drip, run, s, tmpdir};
+use crate::common::{Scratch, drip, run, s};
 
 const LOG: &str = "fixtures/nasa_19950801.log.gz";
 
@@ -33,8 +33,8 @@ http {
 ";
 
 /// The config in a folder of its own: nginx.conf and its includes.
-fn config() -> PathBuf {
-    let d = tmpdir();
+fn config() -> Scratch {
+    let d = Scratch::new();
     std::fs::create_dir_all(d.join("limits")).unwrap();
     std::fs::write(d.join("nginx.conf"), MAIN).unwrap();
     std::fs::write(
@@ -75,7 +75,7 @@ fn nginx_binary() -> PathBuf {
 
 /// `nginx -t` on `conf` with a temporary prefix: its exit status and output.
 fn nginx_t(conf: &Path) -> (bool, String) {
-    let prefix = tmpdir();
+    let prefix = Scratch::new();
     std::fs::create_dir_all(prefix.join("logs")).unwrap();
     let out = Command::new(nginx_binary())
         .args(["-t", "-p", s(&prefix), "-c", s(conf)])
@@ -108,11 +108,12 @@ fn audit_meets(conf: &Path) -> crate::common::Out {
 
 #[test]
 fn the_patch_applies_passes_nginx_t_and_meets_the_targets() {
+    let tmp = Scratch::new();
     let dir = config();
     let conf = dir.join("nginx.conf");
     // As written, the config misses the wait target (delays of 4 s).
     assert_eq!(audit_meets(&conf).code, 1);
-    let patch = tmpdir().join("sized.patch");
+    let patch = tmp.join("sized.patch");
     let out = size(&conf, &["--patch", s(&patch), "-f", "json"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
@@ -216,7 +217,7 @@ fn the_table_prints_the_patch_and_names_the_untested_location() {
 
 #[test]
 fn errors_are_one_line() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let conf = dir.join("nginx.conf");
     std::fs::write(
         &conf,
@@ -231,7 +232,8 @@ fn errors_are_one_line() {
         "{}",
         out.stderr
     );
-    let conf = config().join("nginx.conf");
+    let dir = config();
+    let conf = dir.join("nginx.conf");
     let out = size(&conf, &["-p", "nginx"]);
     assert_eq!(out.code, 2);
     assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
@@ -244,7 +246,7 @@ fn errors_are_one_line() {
 
 #[test]
 fn one_line_on_every_row_gets_the_pick_of_size_p() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let conf = dir.join("nginx.conf");
     std::fs::write(
         &conf,
@@ -284,11 +286,12 @@ fn one_line_on_every_row_gets_the_pick_of_size_p() {
 
 #[test]
 fn the_patch_is_never_written_over_what_the_run_reads() {
+    let tmp = Scratch::new();
     let dir = config();
     let conf = dir.join("nginx.conf");
     let included = dir.join("limits/shuttle.conf");
     let before = std::fs::read_to_string(&included).unwrap();
-    let log = tmpdir().join("access.log.gz");
+    let log = tmp.join("access.log.gz");
     std::fs::copy(LOG, &log).unwrap();
     for (target, says) in [
         (&included, "a file of the nginx config"),
@@ -313,8 +316,7 @@ fn the_patch_is_never_written_over_what_the_run_reads() {
 /// `nginx.conf` including a symlinked site, a file by an absolute path
 /// outside its folder, and files whose names hold a blank, a quote and a
 /// newline; each holds a line the sizing changes.
-fn scattered_config() -> (PathBuf, Vec<PathBuf>) {
-    let top = tmpdir();
+fn scattered_config(top: &Scratch) -> (PathBuf, Vec<PathBuf>) {
     let dir = top.join("etc");
     for d in ["sites-available", "sites-enabled", "my dir", "odd"] {
         std::fs::create_dir_all(dir.join(d)).unwrap();
@@ -357,7 +359,7 @@ fn scattered_config() -> (PathBuf, Vec<PathBuf>) {
 /// from another folder (less its `nginx -t`, made by the test on its own
 /// prefix): the patch.
 fn size_and_apply_as_printed(conf: &Path) -> String {
-    let cwd = tmpdir();
+    let cwd = Scratch::new();
     let out = crate::common::bin()
         .current_dir(&cwd)
         .args(["size", s(&std::fs::canonicalize(LOG).unwrap())])
@@ -379,9 +381,10 @@ fn size_and_apply_as_printed(conf: &Path) -> String {
     let patch = cwd.join("sized.patch");
     let command = apply.strip_suffix(" && nginx -t").unwrap();
     assert!(command.contains(s(&patch)), "{command}");
+    let elsewhere = Scratch::new();
     let applied = Command::new("sh")
         .args(["-c", command])
-        .current_dir(tmpdir())
+        .current_dir(&elsewhere)
         .output()
         .unwrap();
     assert!(
@@ -395,7 +398,7 @@ fn size_and_apply_as_printed(conf: &Path) -> String {
 
 #[test]
 fn a_debian_site_given_by_its_symlink_is_patched_where_it_lives() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     for d in ["sites-available", "sites-enabled"] {
         std::fs::create_dir_all(dir.join(d)).unwrap();
     }
@@ -429,7 +432,8 @@ fn a_debian_site_given_by_its_symlink_is_patched_where_it_lives() {
 
 #[test]
 fn the_printed_command_applies_the_whole_patch_wherever_the_files_are() {
-    let (conf, files) = scattered_config();
+    let tmp = Scratch::new();
+    let (conf, files) = scattered_config(&tmp);
     let (ok, msg) = nginx_t(&conf);
     assert!(ok, "the config before: {msg}");
     let before: Vec<String> = files
@@ -465,7 +469,7 @@ fn the_printed_command_applies_the_whole_patch_wherever_the_files_are() {
 
 #[test]
 fn two_limit_req_of_one_zone_on_one_line_are_refused() {
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let conf = dir.join("nginx.conf");
     let text = |line: &str| {
         format!(
@@ -503,7 +507,7 @@ fn two_limit_req_of_one_zone_on_one_line_are_refused() {
 fn an_untested_line_whose_zone_rate_moves_is_told_so() {
     // /nosuch/ never matches the log, but shares the zone that `/` sizes:
     // its burst stays, its rate is the zone's new one.
-    let dir = tmpdir();
+    let dir = Scratch::new();
     let conf = dir.join("nginx.conf");
     std::fs::write(
         &conf,

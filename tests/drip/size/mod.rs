@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
-use crate::common::{Out, run, write};
+use crate::common::{Out, Scratch, run};
 
 fn json_of(out: &Out) -> Value {
     serde_json::from_str(&out.stdout)
@@ -224,16 +224,17 @@ fn zero_drop_targets_give_the_largest_need() {
 }
 
 /// A log of `(ms, key, cost)` rows.
-fn hand_log(rows: &[(u64, &str, u32)]) -> PathBuf {
+fn hand_log(tmp: &Scratch, rows: &[(u64, &str, u32)]) -> PathBuf {
     let mut text = String::from("ts,client,cost\n");
     for (t, k, c) in rows {
         text.push_str(&format!("{},{k},{c}\n", t));
     }
-    write("log.csv", &text)
+    tmp.write("log.csv", &text)
 }
 
 #[test]
 fn costs_above_one_are_scanned_and_exact() {
+    let tmp = Scratch::new();
     // The counterexample: at 1/s, burst 4 drops 8 and burst 5 drops 9.
     let rows: Vec<(u64, &str, u32)> = [
         (0, 2),
@@ -252,7 +253,7 @@ fn costs_above_one_are_scanned_and_exact() {
     .iter()
     .map(|&(t, c)| (t, "a", c))
     .collect();
-    let log = hand_log(&rows);
+    let log = hand_log(&tmp, &rows);
     let input = [
         log.to_str().unwrap(),
         "--time-format",
@@ -288,13 +289,14 @@ fn costs_above_one_are_scanned_and_exact() {
 
 #[test]
 fn ties_and_a_key_that_never_meets_the_targets() {
+    let tmp = Scratch::new();
     // Ten requests at the same instant from "bot", a trickle from others.
     let mut rows: Vec<(u64, &str, u32)> = (0..10).map(|_| (1000, "bot", 1)).collect();
     for i in 0..20 {
         rows.push((i * 700, if i % 2 == 0 { "a" } else { "b" }, 1));
     }
     rows.sort_by_key(|r| r.0);
-    let log = hand_log(&rows);
+    let log = hand_log(&tmp, &rows);
     let input = [
         log.to_str().unwrap(),
         "--time-format",
@@ -342,7 +344,7 @@ fn ties_and_a_key_that_never_meets_the_targets() {
     );
     check_exact(&input, "shaper", &["--rate", "1/s,2/s"], t);
     // Leaving the bot out of the targets, a burst of 1 serves the others.
-    let ex = write("bots.txt", "# known abusers\nbot\nnobody\n");
+    let ex = tmp.write("bots.txt", "# known abusers\nbot\nnobody\n");
     let mut args = input.to_vec();
     args.extend([
         "-p",
@@ -374,6 +376,7 @@ fn ties_and_a_key_that_never_meets_the_targets() {
 /// The per-key need agrees with replaying each key alone at every burst.
 #[test]
 fn per_key_need_agrees_with_a_brute_force_search() {
+    let tmp = Scratch::new();
     let (_, r) = size(&[
         NASA,
         "--key-column",
@@ -398,7 +401,7 @@ fn per_key_need_agrees_with_a_brute_force_search() {
             .filter(|l| l.split('\t').next() == Some(key))
             .map(|l| format!("{l}\n"))
             .collect();
-        let log = write("alone.tsv", &format!("{header}\n{alone}"));
+        let log = tmp.write("alone.tsv", &format!("{header}\n{alone}"));
         let mut zero_from = None;
         for b in 1..=need + 1 {
             let a = audit(
@@ -616,12 +619,13 @@ fn mistakes_are_one_line_and_exit_2() {
 
 #[test]
 fn a_report_onto_its_own_log_is_refused() {
-    let log = write(
+    let tmp = Scratch::new();
+    let log = tmp.write(
         "s.csv",
         &std::fs::read_to_string("fixtures/small.csv").unwrap(),
     );
     let before = std::fs::read(&log).unwrap();
-    let ex = write("ex.txt", "alice\n");
+    let ex = tmp.write("ex.txt", "alice\n");
     for (target, needle) in [
         (&log, "is the same file as the log"),
         (&ex, "is the same file as --exclude-keys"),
@@ -661,9 +665,11 @@ fn a_report_onto_its_own_log_is_refused() {
 
 #[test]
 fn nothing_meeting_the_targets_exits_1_with_one_line_saying_so() {
+    let tmp = Scratch::new();
     // Ten requests in one second for one client; a shaper at 1/s may not
     // keep any waiting over a second: no rate up to 2/s serves them.
     let log = hand_log(
+        &tmp,
         &(0..10)
             .map(|_| (1_700_000_000_000, "bot", 1))
             .collect::<Vec<_>>(),
@@ -778,13 +784,14 @@ fn a_global_nginx_answer_counts_every_request_in_one_bucket() {
 
 #[test]
 fn excluded_keys_match_as_shown_and_as_logged_under_prefix_and_joined_keys() {
-    let log = write(
+    let tmp = Scratch::new();
+    let log = tmp.write(
         "k.csv",
         "ts,ip,path\n1700000000,10.1.2.3,/a\n1700000000,10.1.2.4,/a\n1700000000,10.1.2.5,/a\n1700000001,9.9.9.9,/b\n1700000002,8.8.8.8,/b\n",
     );
     let log = log.to_str().unwrap();
     let excluded = |keying: &[&str], lines: &str| {
-        let ex = write("ex.txt", lines);
+        let ex = tmp.write("ex.txt", lines);
         let mut args = vec![log, "-p", "gcra", "--rate", "1/s", "--max-drops", "0"];
         args.extend_from_slice(keying);
         args.extend(["--exclude-keys", ex.to_str().unwrap()]);
@@ -822,12 +829,13 @@ fn excluded_keys_match_as_shown_and_as_logged_under_prefix_and_joined_keys() {
 
 #[test]
 fn a_sparse_average_rate_reads_per_hour_not_as_zero() {
+    let tmp = Scratch::new();
     // 200 clients, one request each over ten hours: 0.0000279/s per key.
     let mut text = String::from("ts,client\n");
     for i in 0..200u64 {
         text.push_str(&format!("{},c{i}\n", 1_700_000_000 + i * 180));
     }
-    let log = write("sparse.csv", &text);
+    let log = tmp.write("sparse.csv", &text);
     let out = run(
         &[
             "size",
@@ -948,7 +956,8 @@ fn policies_that_delay_are_held_to_a_one_second_wait_by_default() {
 
 #[test]
 fn an_empty_log_is_an_error_as_in_audit() {
-    let log = write("empty.csv", "ts,client\n");
+    let tmp = Scratch::new();
+    let log = tmp.write("empty.csv", "ts,client\n");
     let out = run(
         &[
             "size",
@@ -973,7 +982,9 @@ fn an_empty_log_is_an_error_as_in_audit() {
 /// and the size that holds them all is recommended.
 #[test]
 fn a_log_of_one_instant_is_sized_from_its_busiest_second() {
+    let tmp = Scratch::new();
     let log = hand_log(
+        &tmp,
         &(0..10)
             .map(|_| (1_700_000_000_000, "a", 1))
             .collect::<Vec<_>>(),
@@ -1002,11 +1013,12 @@ fn a_log_of_one_instant_is_sized_from_its_busiest_second() {
 /// log shorter than the horizon, is marked untested and never picked.
 #[test]
 fn points_the_log_cannot_test_are_never_recommended() {
+    let tmp = Scratch::new();
     // 4 minutes of a steady 1 request per 2 s, and a burst of 20 at once.
     let mut rows: Vec<(u64, &str, u32)> = (0..120).map(|i| (i * 2000, "a", 1)).collect();
     rows.extend((0..20).map(|_| (60_000, "a", 1)));
     rows.sort_by_key(|r| r.0);
-    let log = hand_log(&rows);
+    let log = hand_log(&tmp, &rows);
     let input = [log.to_str().unwrap(), "--time-format", "epoch-ms"];
     let mut args = input.to_vec();
     args.extend(["-p", "gcra", "--rate", "1/min,1/s", "--max-drops", "0"]);
@@ -1152,6 +1164,7 @@ fn alternatives_and_horizon_sensitivity_are_shown() {
 /// `--headroom 2` sizes exactly what the log with every gap halved gives.
 #[test]
 fn headroom_compresses_the_times_exactly() {
+    let tmp = Scratch::new();
     let mut rows: Vec<(u64, &str, u32)> = Vec::new();
     let mut t = 0u64;
     for i in 0..400u64 {
@@ -1170,8 +1183,8 @@ fn headroom_compresses_the_times_exactly() {
         s
     };
     let (a, b) = (
-        write("slow.csv", &text(&rows)),
-        write("fast.csv", &text(&halved)),
+        tmp.write("slow.csv", &text(&rows)),
+        tmp.write("fast.csv", &text(&halved)),
     );
     let run_on = |p: &PathBuf, extra: &[&str]| {
         let mut args = vec![
@@ -1264,7 +1277,8 @@ fn per_hour_targets_hold_in_every_hour() {
 /// and the snippet says so.
 #[test]
 fn urls_with_queries_are_said_to_share_a_key_under_uri() {
-    let log = write(
+    let tmp = Scratch::new();
+    let log = tmp.write(
         "q.csv",
         "ts,url\n1700000000,/a?x=1\n1700000000,/a?x=2\n1700000001,/a?x=1\n1700000002,/b\n",
     );
@@ -1306,6 +1320,7 @@ fn urls_with_queries_are_said_to_share_a_key_under_uri() {
 /// policy delays).
 #[test]
 fn random_logs_give_exact_rows_whichever_way_the_search_goes() {
+    let tmp = Scratch::new();
     let mut rng = drip::testing::Rng(20_261_201);
     let names: Vec<String> = (0..40).map(|i| format!("k{i}")).collect();
     for round in 0..4 {
@@ -1330,7 +1345,7 @@ fn random_logs_give_exact_rows_whichever_way_the_search_goes() {
             };
             rows.push((t, k, cost));
         }
-        let log = hand_log(&rows);
+        let log = hand_log(&tmp, &rows);
         let mut input = vec![log.to_str().unwrap(), "--time-format", "epoch-ms"];
         if round == 3 {
             input.extend(["--cost-column", "cost"]);
@@ -1371,10 +1386,11 @@ fn random_logs_give_exact_rows_whichever_way_the_search_goes() {
 /// figures come from that one replay, with no audit replay after it.
 #[test]
 fn an_answer_at_the_least_the_needs_allow_takes_one_replay() {
+    let tmp = Scratch::new();
     let mut rows: Vec<(u64, &str, u32)> = (0..400).map(|i| (i * 2, "heavy", 1)).collect();
     rows.extend((0..100).map(|i| (i * 97, "light", 1)));
     rows.sort_unstable();
-    let log = hand_log(&rows);
+    let log = hand_log(&tmp, &rows);
     let input = [
         log.to_str().unwrap(),
         "--time-format",

@@ -4,11 +4,12 @@
 use resvg::tiny_skia::{Pixmap, Transform};
 use resvg::usvg;
 
-use crate::common::{run, tmpdir};
+use crate::common::{Scratch, run};
 
 #[test]
 fn a_delaying_policy_plots_its_wait_and_marks_the_alternatives() {
-    let path = tmpdir().join("size.svg");
+    let tmp = Scratch::new();
+    let path = tmp.join("size.svg");
     let out = run(
         &[
             "size",
