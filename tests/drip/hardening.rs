@@ -5,9 +5,7 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Command, Stdio};
 
-use crate::common::{
-    Out, Scratch, bin, json, kill, lines, numbered, pace, run, s, spawn_pace, stderr_of, summary,
-};
+use crate::common::{Drip, Out, Scratch, kill, lines, numbered, s, stderr_of, summary};
 
 /// One error line, exit 2, no panic.
 fn one_error_line(out: &Out) -> &str {
@@ -54,7 +52,7 @@ fn an_unclosed_quote_is_an_error_naming_its_line() {
         "json",
         "-q",
     ];
-    let out = run(&args, None);
+    let out = Drip::new().args(args).run();
     let line = one_error_line(&out);
     // Row 11 is line 12 (after the header).
     assert!(line.contains("stray.csv:12:"), "{line}");
@@ -63,7 +61,7 @@ fn an_unclosed_quote_is_an_error_naming_its_line() {
 
     let mut skip = args.to_vec();
     skip.push("--skip-bad");
-    let v = json(&run(&skip, None));
+    let v = Drip::new().args(&skip).json();
     assert_eq!(v["input"]["rows"], 99_999);
     assert_eq!(v["input"]["bad_rows_skipped"], 1);
 
@@ -80,26 +78,16 @@ fn an_unclosed_quote_is_an_error_naming_its_line() {
         }),
     )
     .unwrap();
-    let out = run(
-        &[
-            "audit",
-            s(&short),
-            "-p",
-            "gcra:rate=1/s",
-            "-f",
-            "json",
-            "-q",
-        ],
-        None,
-    );
+    let out = Drip::audit()
+        .args([s(&short), "-p", "gcra:rate=1/s", "-f", "json", "-q"])
+        .run();
     assert!(
         one_error_line(&out).contains("short.csv:7:"),
         "{}",
         out.stderr
     );
-    let v = json(&run(
-        &[
-            "audit",
+    let v = Drip::audit()
+        .args([
             s(&short),
             "-p",
             "gcra:rate=1/s",
@@ -107,9 +95,8 @@ fn an_unclosed_quote_is_an_error_naming_its_line() {
             "json",
             "--skip-bad",
             "-q",
-        ],
-        None,
-    ));
+        ])
+        .json();
     assert_eq!(v["input"]["rows"], 29);
     assert_eq!(v["input"]["bad_rows_skipped"], 1);
 }
@@ -126,10 +113,9 @@ fn quoted_fields_with_newlines_still_read() {
         }
     });
     std::fs::write(&f, text).unwrap();
-    let v = json(&run(
-        &["audit", s(&f), "-p", "gcra:rate=1/s", "-f", "json", "-q"],
-        None,
-    ));
+    let v = Drip::audit()
+        .args([s(&f), "-p", "gcra:rate=1/s", "-f", "json", "-q"])
+        .json();
     assert_eq!(v["input"]["rows"], 1000);
     assert_eq!(v["input"]["bad_rows_skipped"], 0);
 }
@@ -147,17 +133,9 @@ fn decisions_onto_the_log_is_refused_before_anything_is_written() {
     let hard = dir.join("hard.csv");
     std::fs::hard_link(&v, &hard).unwrap();
     for target in [&v, &link, &hard] {
-        let out = run(
-            &[
-                "audit",
-                s(&v),
-                "-p",
-                "gcra:rate=1/s",
-                "--decisions",
-                s(target),
-            ],
-            None,
-        );
+        let out = Drip::audit()
+            .args([s(&v), "-p", "gcra:rate=1/s", "--decisions", s(target)])
+            .run();
         let line = one_error_line(&out);
         assert!(
             line.contains("--decisions") && line.contains("same file as the log"),
@@ -172,17 +150,9 @@ fn decisions_onto_the_log_is_refused_before_anything_is_written() {
     // The policies file.
     let pol = dir.join("policies.txt");
     std::fs::write(&pol, "gcra:rate=1/s\n").unwrap();
-    let out = run(
-        &[
-            "audit",
-            s(&v),
-            "--policies",
-            s(&pol),
-            "--decisions",
-            s(&pol),
-        ],
-        None,
-    );
+    let out = Drip::audit()
+        .args([s(&v), "--policies", s(&pol), "--decisions", s(&pol)])
+        .run();
     assert!(
         one_error_line(&out).contains("--policies"),
         "{}",
@@ -197,7 +167,8 @@ fn rejects_onto_stdin_or_stdout_is_refused() {
     let input = dir.join("in.txt");
     std::fs::write(&input, "a\nb\nc\n").unwrap();
     // drip pace --rejects in.txt < in.txt
-    let out = bin()
+    let out = Drip::new()
+        .command()
         .args(["pace", "--rate", "1000/s", "--rejects", s(&input)])
         .stdin(std::fs::File::open(&input).unwrap())
         .stdout(Stdio::piped())
@@ -215,7 +186,8 @@ fn rejects_onto_stdin_or_stdout_is_refused() {
     // drip pace ... --rejects s.txt > s.txt
     let sent = dir.join("s.txt");
     std::fs::write(&sent, "kept\n").unwrap();
-    let out = bin()
+    let out = Drip::new()
+        .command()
         .args(["pace", "--rate", "1000/s", "--rejects", s(&sent)])
         .stdin(std::fs::File::open(&input).unwrap())
         .stdout(
@@ -242,7 +214,8 @@ fn rejects_onto_stdin_or_stdout_is_refused() {
 /// Runs `drip ARGS`, reads one line of its stdout and closes the pipe, as
 /// `| head -1` does; returns (exit status, stderr).
 fn head_1(args: &[&str]) -> (i32, String) {
-    let mut child = bin()
+    let mut child = Drip::new()
+        .command()
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
@@ -297,7 +270,8 @@ fn an_unwritable_stderr_does_not_abort_the_run() {
     let f = dir.join("x.csv");
     std::fs::write(&f, log(100, |_, r| r)).unwrap();
     // Not quiet: the detected time format is noted on stderr.
-    let out = bin()
+    let out = Drip::new()
+        .command()
         .args(["audit", s(&f), "-p", "gcra:rate=1/s", "-f", "json"])
         .stderr(
             std::fs::OpenOptions::new()
@@ -317,18 +291,16 @@ fn a_full_decisions_file_is_named() {
     let dir = Scratch::new();
     let f = dir.join("x.csv");
     std::fs::write(&f, log(100_000, |_, r| r)).unwrap();
-    let out = run(
-        &[
-            "audit",
+    let out = Drip::audit()
+        .args([
             s(&f),
             "-p",
             "gcra:rate=1/s",
             "--decisions",
             "/dev/full",
             "-q",
-        ],
-        None,
-    );
+        ])
+        .run();
     let line = one_error_line(&out);
     assert!(line.contains("/dev/full"), "{line}");
 }
@@ -364,7 +336,8 @@ fn sigint_stops_a_stalled_write_at_a_million_lines_a_second() {
     };
     let stdout = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
     let held = consumer.join().unwrap();
-    let mut child = pace()
+    let mut child = Drip::pace()
+        .command()
         .args(["--rate", "1000000/s", "--burst", "100000", "--stats=json"])
         .args(["--rejects", s(&rejects)])
         .stdin(Stdio::piped())
@@ -424,7 +397,8 @@ fn first_lines_in_order(all: &[String], n: usize, stats: &serde_json::Value) {
 fn a_full_stdout_keeps_every_line_in_rejects_and_prints_the_summary() {
     let dir = Scratch::new();
     let rejects = dir.join("rejects");
-    let out = pace()
+    let out = Drip::pace()
+        .command()
         .args([
             "--rate",
             "100000/s",
@@ -469,13 +443,15 @@ fn lines_the_pipe_took_are_sent_not_rejected() {
     // drip pace --rate 1000000000/s --rejects r ... | head -c 150000
     let dir = Scratch::new();
     let rejects = dir.join("r");
-    let mut child = spawn_pace(&[
-        "--rate",
-        "1000000000/s",
-        "--stats=json",
-        "--rejects",
-        s(&rejects),
-    ]);
+    let mut child = Drip::pace()
+        .args([
+            "--rate",
+            "1000000000/s",
+            "--stats=json",
+            "--rejects",
+            s(&rejects),
+        ])
+        .spawn();
     let head = Command::new("head")
         .args(["-c", "150000"])
         .stdin(child.stdout.take().unwrap())
@@ -513,7 +489,8 @@ fn lines_the_pipe_took_are_sent_not_rejected() {
 fn sighup_keeps_the_backlog_and_prints_the_summary() {
     let dir = Scratch::new();
     let rejects = dir.join("rejects");
-    let mut child = pace()
+    let mut child = Drip::pace()
+        .command()
         .args(["--rate", "5/s", "--burst", "100", "--stats=json"])
         .args(["--rejects", s(&rejects)])
         .stdin(Stdio::piped())
@@ -543,7 +520,8 @@ fn sighup_keeps_the_backlog_and_prints_the_summary() {
 #[test]
 fn a_read_error_still_prints_the_summary() {
     // A directory on stdin: read(2) fails with EISDIR.
-    let out = pace()
+    let out = Drip::pace()
+        .command()
         .args(["--rate", "100/s", "--stats=json"])
         .stdin(std::fs::File::open("/").unwrap())
         .output()
@@ -564,14 +542,16 @@ fn a_read_error_still_prints_the_summary() {
 fn each_refused_line_is_in_rejects_at_once() {
     let dir = Scratch::new();
     let rejects = dir.join("rejects");
-    let mut child = spawn_pace(&[
-        "--rate",
-        "1/min",
-        "--on-full",
-        "drop",
-        "--rejects",
-        s(&rejects),
-    ]);
+    let mut child = Drip::pace()
+        .args([
+            "--rate",
+            "1/min",
+            "--on-full",
+            "drop",
+            "--rejects",
+            s(&rejects),
+        ])
+        .spawn();
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(&numbered(10)).unwrap();
     // The first line goes out, the other nine are refused; look while
@@ -594,7 +574,7 @@ fn each_refused_line_is_in_rejects_at_once() {
 /// Runs `drip pace ARGS` on `input` with stdin left open (the run must
 /// end on its own); returns the exit status, stdout and stderr.
 fn pace_open_stdin(args: &[&str], input: &[u8]) -> (i32, Vec<u8>, String) {
-    let mut child = spawn_pace(args);
+    let mut child = Drip::pace().args(args).spawn();
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(input).unwrap();
     let status = exit_within(&mut child, 20, "pace with a full rejects file");
@@ -678,7 +658,9 @@ fn a_full_rejects_file_lets_the_admitted_backlog_go_out_on_time() {
 fn unsent_lines_a_full_rejects_file_cannot_keep_make_a_closed_downstream_an_error() {
     // Downstream is gone before the first write: every line is unsent,
     // and the rejects file cannot take them.
-    let mut child = spawn_pace(&["--rate", "1/min", "--rejects", "/dev/full", "--stats=json"]);
+    let mut child = Drip::pace()
+        .args(["--rate", "1/min", "--rejects", "/dev/full", "--stats=json"])
+        .spawn();
     drop(child.stdout.take());
     let mut stdin = child.stdin.take().unwrap();
     stdin.write_all(&numbered(10)).unwrap();
@@ -715,7 +697,8 @@ fn a_day_long_reorder_window_over_interleaved_copies_is_not_quadratic() {
         }
     }
     std::fs::write(&f, text).unwrap();
-    let mut child = bin()
+    let mut child = Drip::new()
+        .command()
         .args([
             "audit",
             s(&f),
@@ -763,7 +746,7 @@ fn a_huge_header_gives_a_short_error_and_compressed_files_are_named() {
     // 3 MB and no newline: one enormous header field.
     let long = dir.join("long.csv");
     std::fs::write(&long, "x".repeat(3_000_000)).unwrap();
-    let out = run(&["audit", s(&long), "-p", "gcra:rate=1/s"], None);
+    let out = Drip::audit().args([s(&long), "-p", "gcra:rate=1/s"]).run();
     let line = one_error_line(&out);
     assert!(line.len() < 1000, "{} bytes", line.len());
     assert!(
@@ -771,10 +754,9 @@ fn a_huge_header_gives_a_short_error_and_compressed_files_are_named() {
         "{line}"
     );
     // Under the limit, the one field is a header without a time column.
-    let out = run(
-        &["audit", s(&long), "-p", "gcra:rate=1/s", "--max-line", "4M"],
-        None,
-    );
+    let out = Drip::audit()
+        .args([s(&long), "-p", "gcra:rate=1/s", "--max-line", "4M"])
+        .run();
     assert!(
         one_error_line(&out).contains("no time column"),
         "{}",
@@ -783,7 +765,7 @@ fn a_huge_header_gives_a_short_error_and_compressed_files_are_named() {
     // Control characters in a header are escaped, not sent to the terminal.
     let esc = dir.join("esc.csv");
     std::fs::write(&esc, "a\x1b[31m,b\n1,2\n").unwrap();
-    let out = run(&["audit", s(&esc), "-p", "gcra:rate=1/s"], None);
+    let out = Drip::audit().args([s(&esc), "-p", "gcra:rate=1/s"]).run();
     assert!(!one_error_line(&out).contains('\x1b'), "{}", out.stderr);
     for (magic, kind) in [
         (&b"\xfd7zXZ\x00rest"[..], "xz"),
@@ -792,7 +774,7 @@ fn a_huge_header_gives_a_short_error_and_compressed_files_are_named() {
     ] {
         let f = dir.join(format!("log.csv.{kind}"));
         std::fs::write(&f, magic).unwrap();
-        let out = run(&["audit", s(&f), "-p", "gcra:rate=1/s"], None);
+        let out = Drip::audit().args([s(&f), "-p", "gcra:rate=1/s"]).run();
         let line = one_error_line(&out);
         assert!(
             line.contains(&format!("looks compressed ({kind})")),
@@ -821,10 +803,9 @@ fn gzip_padding_is_accepted_and_trailing_garbage_named() {
     padded.extend_from_slice(&[0u8; 4096]);
     let f = dir.join("padded.csv.gz");
     std::fs::write(&f, &padded).unwrap();
-    let v = json(&run(
-        &["audit", s(&f), "-p", "gcra:rate=1/s", "-f", "json", "-q"],
-        None,
-    ));
+    let v = Drip::audit()
+        .args([s(&f), "-p", "gcra:rate=1/s", "-f", "json", "-q"])
+        .json();
     assert_eq!(v["input"]["rows"], 10);
     // Two members, then padding: both members are read.
     let mut two = gzip(log(10, |_, r| r).as_bytes());
@@ -840,9 +821,8 @@ fn gzip_padding_is_accepted_and_trailing_garbage_named() {
     ));
     two.extend_from_slice(&[0u8; 512]);
     std::fs::write(&f, &two).unwrap();
-    let v = json(&run(
-        &[
-            "audit",
+    let v = Drip::audit()
+        .args([
             s(&f),
             "-p",
             "gcra:rate=1/s",
@@ -851,14 +831,15 @@ fn gzip_padding_is_accepted_and_trailing_garbage_named() {
             "-q",
             "--reorder-window",
             "1h",
-        ],
-        None,
-    ));
+        ])
+        .json();
     assert_eq!(v["input"]["rows"], 15);
     let mut garbage = gzip(log(10, |_, r| r).as_bytes());
     garbage.extend_from_slice(b"this is not gzip\n");
     std::fs::write(&f, &garbage).unwrap();
-    let out = run(&["audit", s(&f), "-p", "gcra:rate=1/s", "-q"], None);
+    let out = Drip::audit()
+        .args([s(&f), "-p", "gcra:rate=1/s", "-q"])
+        .run();
     assert!(
         one_error_line(&out).contains("trailing garbage after the gzip data"),
         "{}",
@@ -879,10 +860,9 @@ fn a_hash_inside_a_label_is_kept() {
         "# limits\ngcra:rate=1/s,label=team#1  # the first team\n",
     )
     .unwrap();
-    let v = json(&run(
-        &["audit", s(&f), "--policies", s(&pol), "-f", "json", "-q"],
-        None,
-    ));
+    let v = Drip::audit()
+        .args([s(&f), "--policies", s(&pol), "-f", "json", "-q"])
+        .json();
     assert_eq!(v["policies"][0]["label"], "team#1");
 }
 
@@ -893,28 +873,21 @@ fn a_gate_on_an_empty_input_is_an_error() {
     let dir = Scratch::new();
     let f = dir.join("empty.csv");
     std::fs::write(&f, "").unwrap();
-    let out = run(
-        &["audit", s(&f), "-p", "gcra:rate=1/s", "--max-drops", "0"],
-        None,
-    );
+    let out = Drip::audit()
+        .args([s(&f), "-p", "gcra:rate=1/s", "--max-drops", "0"])
+        .run();
     assert!(one_error_line(&out).contains("no rows"), "{}", out.stderr);
     // Without a gate an empty log is a report of zeros.
-    let out = run(&["audit", s(&f), "-p", "gcra:rate=1/s", "-q"], None);
+    let out = Drip::audit()
+        .args([s(&f), "-p", "gcra:rate=1/s", "-q"])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     // A header names the columns, so a missing one is said even with no rows.
     let h = dir.join("header.csv");
     std::fs::write(&h, "ts,client\n").unwrap();
-    let out = run(
-        &[
-            "audit",
-            s(&h),
-            "-p",
-            "gcra:rate=1/s",
-            "--key-column",
-            "nope",
-        ],
-        None,
-    );
+    let out = Drip::audit()
+        .args([s(&h), "-p", "gcra:rate=1/s", "--key-column", "nope"])
+        .run();
     assert!(
         one_error_line(&out).contains("no key column 'nope'"),
         "{}",
@@ -928,7 +901,8 @@ fn a_gate_on_an_empty_input_is_an_error() {
 fn a_failing_policy_stops_the_run_before_the_input_ends() {
     // Rows arrive on a pipe that stays open: the second policy's timeline
     // passes its cap early on, and drip must stop then, not at EOF.
-    let mut child = bin()
+    let mut child = Drip::new()
+        .command()
         .args(["audit", "-", "--time-format", "epoch-ms", "-q"])
         .args([
             "-p",
@@ -980,15 +954,16 @@ fn a_far_future_row_is_named_or_skipped() {
         }
     }
     std::fs::write(&f, text).unwrap();
-    let out = run(&["audit", s(&f), "-p", "gcra:rate=1/s", "-q"], None);
+    let out = Drip::audit()
+        .args([s(&f), "-p", "gcra:rate=1/s", "-q"])
+        .run();
     let line = one_error_line(&out);
     // Row 501 is line 502: that row is named, not the good one after it.
     assert!(line.contains("future.csv:502:"), "{line}");
     assert!(line.contains("out of place"), "{line}");
     assert!(!line.contains("--reorder-window"), "{line}");
-    let v = json(&run(
-        &[
-            "audit",
+    let v = Drip::audit()
+        .args([
             s(&f),
             "-p",
             "gcra:rate=1/s",
@@ -996,9 +971,8 @@ fn a_far_future_row_is_named_or_skipped() {
             "--skip-bad",
             "-f",
             "json",
-        ],
-        None,
-    ));
+        ])
+        .json();
     assert_eq!(v["input"]["rows"], 999);
     assert_eq!(v["input"]["bad_rows_skipped"], 1);
     assert!(v["input"]["last_ns"].as_u64().unwrap() < 1_800_000_000_000_000_000);
@@ -1035,7 +1009,7 @@ fn keys_with_newlines_escapes_and_bad_utf8_are_escaped_and_distinct() {
     for format in ["table", "markdown", "csv"] {
         let mut args = base.to_vec();
         args.extend(["-f", format]);
-        let out = run(&args, None);
+        let out = Drip::new().args(&args).run();
         assert_eq!(out.code, 0, "{}", out.stderr);
         let text = &out.stdout;
         assert!(!text.contains('\x1b'), "{format}: {text}");
@@ -1051,7 +1025,7 @@ fn keys_with_newlines_escapes_and_bad_utf8_are_escaped_and_distinct() {
     }
     let mut args = base.to_vec();
     args.extend(["-f", "json"]);
-    let v = json(&run(&args, None));
+    let v = Drip::new().args(&args).json();
     let mut keys: Vec<&str> = v["policies"][0]["top_keys"]
         .as_array()
         .unwrap()
@@ -1074,26 +1048,17 @@ fn a_line_longer_than_max_line_stops_with_its_line_number() {
     text.push_str(&"y".repeat(5000));
     let f = dir.join("long-line.csv");
     std::fs::write(&f, &text).unwrap();
-    let out = run(
-        &["audit", s(&f), "-p", "gcra:rate=1/s", "--max-line", "4K"],
-        None,
-    );
+    let out = Drip::audit()
+        .args([s(&f), "-p", "gcra:rate=1/s", "--max-line", "4K"])
+        .run();
     let line = one_error_line(&out);
     assert!(
         line.contains("long-line.csv:32: the line is longer than 4096 bytes (--max-line)"),
         "{line}"
     );
-    let out = run(
-        &[
-            "audit",
-            s(&f),
-            "-p",
-            "gcra:rate=1/s",
-            "--max-line",
-            "4 parsecs",
-        ],
-        None,
-    );
+    let out = Drip::audit()
+        .args([s(&f), "-p", "gcra:rate=1/s", "--max-line", "4 parsecs"])
+        .run();
     assert!(
         one_error_line(&out).contains("invalid --max-line '4 parsecs'"),
         "{}",
@@ -1128,7 +1093,7 @@ fn an_access_log_line_longer_than_max_line_is_named_or_skipped() {
         "4K",
         "-q",
     ];
-    let out = run(&args, None);
+    let out = Drip::new().args(args).run();
     let err = one_error_line(&out);
     assert!(
         err.contains(
@@ -1138,13 +1103,12 @@ fn an_access_log_line_longer_than_max_line_is_named_or_skipped() {
     );
     let mut skip = args.to_vec();
     skip.extend(["--skip-bad", "-f", "json"]);
-    let v = json(&run(&skip, None));
+    let v = Drip::new().args(&skip).json();
     assert_eq!(v["input"]["rows"], 39);
     assert_eq!(v["input"]["bad_rows_skipped"], 1);
     // A higher limit reads the long line.
-    let v = json(&run(
-        &[
-            "audit",
+    let v = Drip::audit()
+        .args([
             s(&f),
             "-p",
             "gcra:rate=1/s",
@@ -1153,9 +1117,8 @@ fn an_access_log_line_longer_than_max_line_is_named_or_skipped() {
             "-f",
             "json",
             "-q",
-        ],
-        None,
-    ));
+        ])
+        .json();
     assert_eq!(v["input"]["rows"], 40);
 }
 
@@ -1167,7 +1130,9 @@ fn a_truncated_gzip_is_named_and_gzip_in_gzip_is_refused() {
     let packed = gzip(log(20_000, |_, r| r).as_bytes());
     let cut = dir.join("cut.csv.gz");
     std::fs::write(&cut, &packed[..packed.len() / 2]).unwrap();
-    let out = run(&["audit", s(&cut), "-p", "gcra:rate=1/s", "-q"], None);
+    let out = Drip::audit()
+        .args([s(&cut), "-p", "gcra:rate=1/s", "-q"])
+        .run();
     let line = one_error_line(&out);
     assert!(
         line.contains("'") && line.contains("cut.csv.gz' is a truncated gzip file"),
@@ -1175,7 +1140,7 @@ fn a_truncated_gzip_is_named_and_gzip_in_gzip_is_refused() {
     );
     let twice = dir.join("twice.csv.gz");
     std::fs::write(&twice, gzip(&packed)).unwrap();
-    let out = run(&["audit", s(&twice), "-p", "gcra:rate=1/s"], None);
+    let out = Drip::audit().args([s(&twice), "-p", "gcra:rate=1/s"]).run();
     let line = one_error_line(&out);
     assert!(
         line.contains(
@@ -1209,7 +1174,7 @@ fn local_times_across_a_clock_change_are_read_in_order_or_named() {
         "-f",
         "json",
     ];
-    let v = json(&run(&args, None));
+    let v = Drip::new().args(args).json();
     assert_eq!(v["input"]["rows"], 6);
     assert_eq!(v["input"]["rows_reordered"], 0);
     // 00:59 EDT is 04:59Z; 02:10 EST is 07:10Z.
@@ -1222,18 +1187,16 @@ fn local_times_across_a_clock_change_are_read_in_order_or_named() {
         "ts,client\n2024-03-10 01:59:00,a\n2024-03-10 02:30:00,a\n",
     )
     .unwrap();
-    let out = run(
-        &[
-            "audit",
+    let out = Drip::audit()
+        .args([
             s(&spring),
             "-p",
             "gcra:rate=1/s",
             "--tz",
             "America/New_York",
             "-q",
-        ],
-        None,
-    );
+        ])
+        .run();
     let line = one_error_line(&out);
     assert!(
         line.contains("spring.csv:3: bad timestamp '2024-03-10 02:30:00'")

@@ -6,7 +6,7 @@ mod nginx_live;
 use std::io::Write;
 use std::path::Path;
 
-use crate::common::{Scratch, drip, json, s};
+use crate::common::{Drip, Scratch, s};
 
 /// The decisions file as (admit, wait_ms, retry_after_ms) per row, for a
 /// log in time order (rows come out in input order).
@@ -21,13 +21,7 @@ fn decisions(args: &[&str]) -> Vec<(String, String, String)> {
 /// The decisions file as (row, (admit, wait_ms, retry_after_ms)), in the
 /// order decided.
 fn decisions_with_rows(args: &[&str]) -> Vec<(u64, (String, String, String))> {
-    let tmp = Scratch::new();
-    let d = tmp.join("decisions.csv");
-    let mut all = args.to_vec();
-    all.extend(["--decisions", s(&d), "--quiet"]);
-    let out = drip(&all, None);
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let text = std::fs::read_to_string(&d).unwrap();
+    let (_, text) = Drip::audit().args(args).arg("--quiet").run_with_decisions();
     assert!(text.starts_with("row,policy,key,cost,admit,wait_ms,retry_after_ms\n"));
     let mut r = csv::Reader::from_reader(text.as_bytes());
     r.records()
@@ -232,8 +226,8 @@ fn every_time_format_reads_the_same_instants() {
             "fmt.csv",
             &format!("time\n{}\n{}\n{}\n", values[0], values[1], values[2]),
         );
-        let out = drip(
-            &[
+        let out = Drip::audit()
+            .args([
                 s(&log),
                 "--time-format",
                 flag,
@@ -241,10 +235,9 @@ fn every_time_format_reads_the_same_instants() {
                 "gcra:rate=1/s",
                 "-f",
                 "json",
-            ],
-            None,
-        );
-        let j = json(&out);
+            ])
+            .run();
+        let j = out.json();
         assert_eq!(
             j["input"]["first_ns"], 1_714_564_800_000_000_000u64,
             "{flag}: {}",
@@ -289,18 +282,19 @@ fn gz_stdin_and_several_files_are_one_log() {
             "csv".into(),
         ]
     };
-    let run = |a: Vec<String>, stdin: Option<&[u8]>| {
-        let a: Vec<&str> = a.iter().map(String::as_str).collect();
-        let o = drip(&a, stdin);
-        assert_eq!(o.code, 0, "{}", o.stderr);
-        o.stdout
+    let audit = |a: Vec<String>, stdin: Option<&[u8]>| {
+        let mut run = Drip::audit().args(a);
+        if let Some(data) = stdin {
+            run = run.stdin(data);
+        }
+        run.run().ok()
     };
-    let from_file = run(args("fixtures/small.csv"), None);
-    assert_eq!(run(args(s(&gz)), None), from_file);
-    assert_eq!(run(args("-"), Some(&plain)), from_file);
+    let from_file = audit(args("fixtures/small.csv"), None);
+    assert_eq!(audit(args(s(&gz)), None), from_file);
+    assert_eq!(audit(args("-"), Some(&plain)), from_file);
     // stdin gzipped too
     let gz_bytes = std::fs::read(&gz).unwrap();
-    assert_eq!(run(args("-"), Some(&gz_bytes)), from_file);
+    assert_eq!(audit(args("-"), Some(&gz_bytes)), from_file);
 
     // Two halves, each with its header, read in order as one log.
     let text = String::from_utf8(plain).unwrap();
@@ -312,7 +306,7 @@ fn gz_stdin_and_several_files_are_one_log() {
     );
     let mut two = args(s(&a));
     two.insert(1, s(&b).to_string());
-    assert_eq!(run(two, None), from_file);
+    assert_eq!(audit(two, None), from_file);
 }
 
 #[test]
@@ -320,8 +314,8 @@ fn tab_separated_by_flag_or_name() {
     let tmp = Scratch::new();
     let tsv = "ts\tclient\n1714564800\ta\n1714564800\ta\n1714564800\tb\n";
     let as_txt = tmp.write("log.txt", tsv);
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&as_txt),
             "--delimiter",
             "tab",
@@ -331,15 +325,14 @@ fn tab_separated_by_flag_or_name() {
             "gcra:rate=1/s",
             "-f",
             "json",
-        ],
-        None,
-    );
-    let j = json(&out);
+        ])
+        .run();
+    let j = out.json();
     assert_eq!(j["policies"][0]["dropped"], 1);
     assert_eq!(j["policies"][0]["keys"], 2);
     let as_tsv = tmp.write("log.tsv", tsv);
-    let j2 = json(&drip(
-        &[
+    let j2 = Drip::audit()
+        .args([
             s(&as_tsv),
             "--key-column",
             "1",
@@ -347,16 +340,15 @@ fn tab_separated_by_flag_or_name() {
             "gcra:rate=1/s",
             "-f",
             "json",
-        ],
-        None,
-    ));
+        ])
+        .json();
     assert_eq!(j2["policies"][0]["dropped"], 1);
 }
 
 #[test]
 fn the_nasa_fixture_audits() {
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             "fixtures/nasa_19950801.tsv",
             "--key-column",
             "host",
@@ -365,10 +357,9 @@ fn the_nasa_fixture_audits() {
             "-f",
             "json",
             "--quiet",
-        ],
-        None,
-    );
-    let j = json(&out);
+        ])
+        .run();
+    let j = out.json();
     assert_eq!(j["input"]["rows"], 30969);
     assert_eq!(j["input"]["time_format"], "epoch-s");
     let p = &j["policies"][0];
@@ -388,8 +379,8 @@ fn rows_out_of_order_within_the_window_are_resorted() {
     let tmp = Scratch::new();
     // 1/s meter: sorted, 0 and 1 s are admitted, 0.5 s refused.
     let log = tmp.write("ooo.csv", "ts\n1000\n0\n500\n");
-    let j = json(&drip(
-        &[
+    let j = Drip::audit()
+        .args([
             s(&log),
             "--time-format",
             "epoch-ms",
@@ -397,9 +388,8 @@ fn rows_out_of_order_within_the_window_are_resorted() {
             "leaky-bucket:rate=1/s",
             "-f",
             "json",
-        ],
-        None,
-    ));
+        ])
+        .json();
     assert_eq!(j["input"]["rows_reordered"], 2);
     assert_eq!(j["policies"][0]["admitted"], 2);
     // Decided in time order; `row` still names each row's place in the file.
@@ -424,10 +414,9 @@ fn rows_out_of_order_within_the_window_are_resorted() {
 fn a_row_beyond_the_window_is_an_error_with_the_fix() {
     let tmp = Scratch::new();
     let log = tmp.write("late.csv", "ts\n10000\n20000\n3000\n");
-    let out = drip(
-        &[s(&log), "--time-format", "epoch-ms", "-p", "gcra:rate=1/s"],
-        None,
-    );
+    let out = Drip::audit()
+        .args([s(&log), "--time-format", "epoch-ms", "-p", "gcra:rate=1/s"])
+        .run();
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("late.csv:4:"), "{}", out.stderr);
     assert!(
@@ -442,8 +431,8 @@ fn a_row_beyond_the_window_is_an_error_with_the_fix() {
     );
     assert!(out.stderr.contains("--reorder-window"), "{}", out.stderr);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
-    let ok = drip(
-        &[
+    let ok = Drip::audit()
+        .args([
             s(&log),
             "--time-format",
             "epoch-ms",
@@ -451,16 +440,15 @@ fn a_row_beyond_the_window_is_an_error_with_the_fix() {
             "gcra:rate=1/s",
             "--reorder-window",
             "20s",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(ok.code, 0, "{}", ok.stderr);
 }
 
 // ---- bad input ---------------------------------------------------------------
 
 fn fails(args: &[&str], needles: &[&str]) {
-    let out = drip(args, None);
+    let out = Drip::audit().args(args).run();
     assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
     // The note saying which time format auto-detection picked is not an error.
     let errors: Vec<&str> = out
@@ -530,8 +518,8 @@ fn skip_bad_counts_in_every_format() {
         "ts,client\n1714564800,a\nnope,a\n1714564801,a\n,a\n",
     );
     for f in ["table", "json", "csv", "markdown"] {
-        let out = drip(
-            &[
+        let out = Drip::audit()
+            .args([
                 s(&log),
                 "-p",
                 "gcra:rate=1/s",
@@ -540,12 +528,11 @@ fn skip_bad_counts_in_every_format() {
                 f,
                 "--time-format",
                 "epoch-s",
-            ],
-            None,
-        );
+            ])
+            .run();
         assert_eq!(out.code, 0, "{}", out.stderr);
         match f {
-            "json" => assert_eq!(json(&out)["input"]["bad_rows_skipped"], 2),
+            "json" => assert_eq!(out.json()["input"]["bad_rows_skipped"], 2),
             "csv" => {
                 let mut r = csv::Reader::from_reader(out.stdout.as_bytes());
                 let h = r.headers().unwrap().clone();
@@ -676,8 +663,8 @@ fn empty_input_is_a_report_of_zeros() {
     let tmp = Scratch::new();
     for contents in ["", "ts,client\n"] {
         let log = tmp.write("empty.csv", contents);
-        let j = json(&drip(
-            &[
+        let j = Drip::audit()
+            .args([
                 s(&log),
                 "-p",
                 "gcra:rate=1/s",
@@ -685,9 +672,8 @@ fn empty_input_is_a_report_of_zeros() {
                 "shaper:rate=1/s",
                 "-f",
                 "json",
-            ],
-            None,
-        ));
+            ])
+            .json();
         assert_eq!(j["input"]["rows"], 0);
         assert_eq!(j["policies"][0]["requests"], 0);
         assert_eq!(j["policies"][0]["drop_pct"], 0.0);
@@ -712,7 +698,7 @@ fn thresholds_exit_0_or_1_with_a_message_per_crossing() {
     let with = |extra: &[&str]| {
         let mut a = base.to_vec();
         a.extend(extra);
-        drip(&a, None)
+        Drip::audit().args(&a).run()
     };
     assert_eq!(with(&["--max-drop-rate", "30"]).code, 0);
     assert_eq!(with(&["--max-drops", "5"]).code, 0);
@@ -760,8 +746,8 @@ fn golden_outputs_for_every_format() {
         ("csv", "csv"),
         ("markdown", "md"),
     ] {
-        let out = drip(
-            &[
+        let out = Drip::audit()
+            .args([
                 "fixtures/small.csv",
                 "--key-column",
                 "client",
@@ -776,9 +762,8 @@ fn golden_outputs_for_every_format() {
                 "-f",
                 format,
                 "--quiet",
-            ],
-            None,
-        );
+            ])
+            .run();
         assert_eq!(out.code, 0, "{}", out.stderr);
         let path = format!("fixtures/golden/small.{ext}");
         if std::env::var_os("DRIP_BLESS").is_some() {
@@ -800,8 +785,8 @@ fn golden_outputs_for_every_format() {
 
 #[test]
 fn decisions_to_stdout_replace_the_report() {
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             "fixtures/seeds/seed000.csv",
             "--time-format",
             "epoch-ms",
@@ -810,9 +795,8 @@ fn decisions_to_stdout_replace_the_report() {
             "--decisions",
             "-",
             "-q",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_eq!(
         out.stdout,
@@ -845,15 +829,15 @@ fn policies_decided_on_two_threads_report_as_on_one() {
         "-p",
         "fixed-window:limit=30,window=1m,align=first-hit,count=all",
     ];
-    let split = drip(&base, None);
+    let split = Drip::audit().args(base).run();
     let d = tmp.join("d.csv");
     let mut one = base.to_vec();
     one.extend(["--decisions", s(&d)]);
-    let single = drip(&one, None);
+    let single = Drip::audit().args(&one).run();
     assert_eq!(split.code, 0, "{}", split.stderr);
     assert_eq!(single.code, 0, "{}", single.stderr);
     assert_eq!(split.stdout, single.stdout);
-    assert!(json(&split)["policies"][1]["dropped"].as_u64().unwrap() > 0);
+    assert!(split.json()["policies"][1]["dropped"].as_u64().unwrap() > 0);
 }
 
 /// A log of `n` rows over many clients, a few busy, some with no client
@@ -925,7 +909,7 @@ fn threads_split_keys_and_report_the_same() {
             for threads in ["1", "2", "3"] {
                 let mut a = args.clone();
                 a.extend(["-f", format, "--threads", threads]);
-                let out = drip(&a, None);
+                let out = Drip::audit().args(&a).run();
                 assert_eq!(out.code, 0, "{}", out.stderr);
                 outs.push(out.stdout);
             }
@@ -937,14 +921,16 @@ fn threads_split_keys_and_report_the_same() {
     // waits, exempt rows.
     let mut a = base.clone();
     a.extend(["-f", "json", "--threads", "2"]);
-    let v = json(&drip(&a, None));
+    let v = Drip::audit().args(&a).json();
     let p = &v["policies"];
     assert!(p[0]["keys_with_drops"].as_u64().unwrap() > 25, "{v}");
     assert!(p[1]["wait"]["p99_ns"].as_u64().unwrap() > 0, "{v}");
     assert_eq!(v["input"]["rows"], 60_000);
     assert!(v["input"]["rows_reordered"].as_u64().unwrap() > 0);
     // A thread count of zero is a usage error.
-    let out = drip(&[s(&log), "-p", "gcra:rate=1/s", "--threads", "0"], None);
+    let out = Drip::audit()
+        .args([s(&log), "-p", "gcra:rate=1/s", "--threads", "0"])
+        .run();
     assert_eq!(out.code, 2, "{}", out.stderr);
 }
 
@@ -952,8 +938,8 @@ fn threads_split_keys_and_report_the_same() {
 fn no_header_names_columns_by_index() {
     let tmp = Scratch::new();
     let log = tmp.write("nohdr.csv", "1714564800,a\n1714564800,a\n1714564800,b\n");
-    let j = json(&drip(
-        &[
+    let j = Drip::audit()
+        .args([
             s(&log),
             "--no-header",
             "--time-column",
@@ -964,9 +950,8 @@ fn no_header_names_columns_by_index() {
             "gcra:rate=1/s",
             "-f",
             "json",
-        ],
-        None,
-    ));
+        ])
+        .json();
     assert_eq!(j["input"]["rows"], 3);
     assert_eq!(j["policies"][0]["dropped"], 1);
     assert_eq!(j["input"]["time_column"], "#0");
@@ -995,8 +980,8 @@ fn split_date_and_time_columns_are_joined() {
         "cf.tsv",
         "date\ttime\tx-edge-location\tc-ip\n2019-12-04\t21:02:31\tLAX1\t192.0.2.10\n2019-12-04\t21:02:31\tLAX1\t192.0.2.10\n2019-12-04\t21:02:32\tLAX1\t192.0.2.10\n",
     );
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&log),
             "--time-column",
             "date,time",
@@ -1006,10 +991,9 @@ fn split_date_and_time_columns_are_joined() {
             "gcra:rate=1/s",
             "-f",
             "json",
-        ],
-        None,
-    );
-    let j = json(&out);
+        ])
+        .run();
+    let j = out.json();
     assert_eq!(j["input"]["first_ns"], 1_575_493_351_000_000_000u64);
     assert_eq!(j["input"]["time_column"], "date+time");
     assert_eq!(j["policies"][0]["dropped"], 1);
@@ -1076,8 +1060,8 @@ fn review_cases_are_one_line_errors() {
         "big.csv",
         "ts,k,cost\n1700000000,a,1000000000\n1700000000,a,1\n",
     );
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&big),
             "--cost-column",
             "cost",
@@ -1086,9 +1070,8 @@ fn review_cases_are_one_line_errors() {
             "--decisions",
             "-",
             "-q",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     // 62.5 million seconds and more: beyond the u64 ns clock, so the release
     // saturates at its end instead of wrapping round to a small wait.
@@ -1107,7 +1090,9 @@ fn naive_local_times_take_tz() {
         "haproxy.csv",
         "ts,client\n01/Jul/2024:12:00:00.250,a\n01/Jul/2024:12:00:01.000,a\n",
     );
-    let utc = drip(&[s(&log), "-p", "gcra:rate=1/s", "-f", "json"], None);
+    let utc = Drip::audit()
+        .args([s(&log), "-p", "gcra:rate=1/s", "-f", "json"])
+        .run();
     assert!(
         utc.stderr
             .contains("no UTC offset; reading them as UTC (set --tz"),
@@ -1115,11 +1100,11 @@ fn naive_local_times_take_tz() {
         utc.stderr
     );
     assert_eq!(
-        json(&utc)["input"]["first_ns"],
+        utc.json()["input"]["first_ns"],
         1_719_835_200_250_000_000u64
     );
-    let ny = drip(
-        &[
+    let ny = Drip::audit()
+        .args([
             s(&log),
             "-p",
             "gcra:rate=1/s",
@@ -1127,11 +1112,10 @@ fn naive_local_times_take_tz() {
             "json",
             "--tz",
             "America/New_York",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert!(!ny.stderr.contains("no UTC offset"), "{}", ny.stderr);
-    assert_eq!(json(&ny)["input"]["first_ns"], 1_719_849_600_250_000_000u64);
+    assert_eq!(ny.json()["input"]["first_ns"], 1_719_849_600_250_000_000u64);
     fails(
         &[s(&log), "-p", "gcra:rate=1/s", "--tz", "Mars/Olympus"],
         &["--tz", "unknown time zone 'Mars/Olympus'"],
@@ -1145,8 +1129,8 @@ fn strip_port_counts_clients_not_connections() {
         "alb.csv",
         "time,client\n2024-05-01T12:00:00Z,10.0.0.1:2817\n2024-05-01T12:00:00Z,10.0.0.1:2818\n2024-05-01T12:00:00Z,[2001:db8::1]:443\n",
     );
-    let with = json(&drip(
-        &[
+    let with = Drip::audit()
+        .args([
             s(&log),
             "--key-column",
             "client",
@@ -1156,14 +1140,13 @@ fn strip_port_counts_clients_not_connections() {
             "-f",
             "json",
             "-q",
-        ],
-        None,
-    ));
+        ])
+        .json();
     assert_eq!(with["policies"][0]["keys"], 2);
     assert_eq!(with["policies"][0]["dropped"], 1);
     assert_eq!(with["policies"][0]["top_keys"][0]["key"], "10.0.0.1");
-    let without = json(&drip(
-        &[
+    let without = Drip::audit()
+        .args([
             s(&log),
             "--key-column",
             "client",
@@ -1172,9 +1155,8 @@ fn strip_port_counts_clients_not_connections() {
             "-f",
             "json",
             "-q",
-        ],
-        None,
-    ));
+        ])
+        .json();
     assert_eq!(without["policies"][0]["keys"], 3);
     assert_eq!(without["policies"][0]["dropped"], 0);
 }
@@ -1209,24 +1191,23 @@ fn documented_column_list_matches_csv_and_json() {
         .find("JSON (`policies[]`)")
         .expect("the JSON paragraph")..];
     let json_para = &json_para[..json_para.find("\n\n").unwrap()];
-    let run = |f: &str| {
-        let out = drip(
-            &[
+    let audit = |f: &str| {
+        let out = Drip::audit()
+            .args([
                 "fixtures/small.csv",
                 "-p",
                 "shaper:rate=1/s,burst=2",
                 "-q",
                 "-f",
                 f,
-            ],
-            None,
-        );
+            ])
+            .run();
         assert_eq!(out.code, 0, "{}", out.stderr);
         out
     };
-    let csv = run("csv");
+    let csv = audit("csv");
     assert_eq!(csv.stdout.lines().next().unwrap(), names.join(","));
-    let v = json(&run("json"));
+    let v = audit("json").json();
     let p = &v["policies"][0];
     for n in &names {
         if let Some(w) = n.strip_prefix("wait_") {
@@ -1282,14 +1263,13 @@ fn keys_column_list_matches_csv_and_json(doc: &str) {
         }
     }
     // Drops and waits, on one policy that delays.
-    let run = |f: &str| {
+    let audit = |f: &str| {
         let args = ["fixtures/small.csv", "--key-column", "client"];
-        drip(
-            &[&args[..], &["-p", "nginx:rate=2r/s,burst=1", "-q", "-f", f]].concat(),
-            None,
-        )
+        Drip::audit()
+            .args([&args[..], &["-p", "nginx:rate=2r/s,burst=1", "-q", "-f", f]].concat())
+            .run()
     };
-    let csv = run("csv");
+    let csv = audit("csv");
     let headers: Vec<&str> = csv
         .stdout
         .split("\n\n")
@@ -1297,7 +1277,7 @@ fn keys_column_list_matches_csv_and_json(doc: &str) {
         .collect();
     assert_eq!(headers[1], drops.join(","), "{}", csv.stdout);
     assert_eq!(headers[2], waits.join(","), "{}", csv.stdout);
-    let v = json(&run("json"));
+    let v = audit("json").json();
     let p = &v["policies"][0];
     for (list, names) in [("top_keys", &drops), ("top_waits", &waits)] {
         let row = &p[list][0];
@@ -1346,7 +1326,7 @@ fn the_keys_with_the_longest_waits_are_those_of_the_decisions_file() {
     args.extend(["-p", "gcra:rate=2/s,burst=5", "--top", "6", "-q"]);
     let mut with_file = args.clone();
     with_file.extend(["--decisions", s(&d), "-f", "json"]);
-    let v = json(&drip(&with_file, None));
+    let v = Drip::audit().args(&with_file).json();
     // Per (policy, key): rows, delayed rows, longest wait.
     let mut per: std::collections::BTreeMap<(String, String), (u64, u64, u64)> = Default::default();
     let text = std::fs::read_to_string(&d).unwrap();
@@ -1409,7 +1389,7 @@ fn the_keys_with_the_longest_waits_are_those_of_the_decisions_file() {
 
     // The table lists the same keys, after the keys with the most drops.
     args.extend(["-f", "table"]);
-    let out = drip(&args, None);
+    let out = Drip::audit().args(&args).run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let drops = out.stdout.find("\nkeys with the most drops\n").unwrap();
     let at = out.stdout.find("\nkeys with the longest waits\n").unwrap();
@@ -1447,22 +1427,22 @@ fn keys_hurt_and_what_a_change_makes_worse_are_thresholds_for_policies_too() {
         }
     }
     let log = tmp.write("hurt-thresholds.csv", &text);
-    let run = |extra: &[&str]| {
+    let audit = |extra: &[&str]| {
         let mut args = vec![s(&log), "--key-column", "client", "-q"];
         args.extend(["-p", "gcra:rate=1/s,burst=3,label=old"]);
         args.extend(["-p", "gcra:rate=1/s,burst=1,label=new"]);
         args.extend(extra);
-        drip(&args, None)
+        Drip::audit().args(&args).run()
     };
     let crossed = |extra: &[&str], want: &str| {
-        let out = run(extra);
+        let out = audit(extra);
         assert_eq!(out.code, 1, "{extra:?}: {}", out.stderr);
         assert!(out.stderr.contains(want), "{extra:?}: {}", out.stderr);
         assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
     };
     // Keys hurt: old 1 of 3, new 2 of 3.
-    assert_eq!(run(&["--max-keys-hurt", "2"]).code, 0);
-    assert_eq!(run(&["--max-keys-hurt", "old=34%"]).code, 0);
+    assert_eq!(audit(&["--max-keys-hurt", "2"]).code, 0);
+    assert_eq!(audit(&["--max-keys-hurt", "old=34%"]).code, 0);
     crossed(
         &["--max-keys-hurt", "1"],
         "'new' crossed --max-keys-hurt: measured 2 of 3, limit 1",
@@ -1475,9 +1455,9 @@ fn keys_hurt_and_what_a_change_makes_worse_are_thresholds_for_policies_too() {
     fn compare<'a>(extra: &[&'a str]) -> Vec<&'a str> {
         [&["--compare"][..], extra].concat()
     }
-    assert_eq!(run(&compare(&["--max-newly-dropped", "3"])).code, 0);
-    assert_eq!(run(&compare(&["--max-newly-dropped", "43%"])).code, 0);
-    assert_eq!(run(&compare(&["--max-keys-newly-hurt", "new=1"])).code, 0);
+    assert_eq!(audit(&compare(&["--max-newly-dropped", "3"])).code, 0);
+    assert_eq!(audit(&compare(&["--max-newly-dropped", "43%"])).code, 0);
+    assert_eq!(audit(&compare(&["--max-keys-newly-hurt", "new=1"])).code, 0);
     crossed(
         &compare(&["--max-newly-dropped", "42%"]),
         "'new' crossed --max-newly-dropped: measured 3 of 7, limit 42%",
@@ -1487,10 +1467,10 @@ fn keys_hurt_and_what_a_change_makes_worse_are_thresholds_for_policies_too() {
         "'new' crossed --max-keys-newly-hurt: measured 1 of 3, limit 0",
     );
     // They need --compare, and a label that is there.
-    let out = run(&["--max-newly-dropped", "1"]);
+    let out = audit(&["--max-newly-dropped", "1"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("--compare"), "{}", out.stderr);
-    let out = run(&compare(&["--max-keys-newly-hurt", "nope=1"]));
+    let out = audit(&compare(&["--max-keys-newly-hurt", "nope=1"]));
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("no policy labelled 'nope'"),

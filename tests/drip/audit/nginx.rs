@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use crate::common::{Out, Scratch, drip, s};
+use crate::common::{Drip, Out, Scratch, s};
 
 /// The config: every case of the spec's real-nginx observations, one
 /// location each, plus a map-built key, dry run, `return` and exemptions.
@@ -160,7 +160,7 @@ fn verify(log: &std::path::Path, conf: &std::path::Path, extra: &[&str]) -> Out 
         "-q",
     ];
     args.extend_from_slice(extra);
-    drip(&args, None)
+    Drip::audit().args(&args).run()
 }
 
 #[test]
@@ -169,8 +169,8 @@ fn the_pinned_nginx_cases_verify_at_100_percent() {
     let cs = cases();
     let (conf, log) = setup(&tmp, CONF, &csv_log(&cs));
     let dec = conf.with_file_name("decisions.csv");
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&log),
             "--nginx-conf",
             s(&conf),
@@ -180,9 +180,8 @@ fn the_pinned_nginx_cases_verify_at_100_percent() {
             "limit_req_status",
             "--decisions",
             s(&dec),
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     let n = cs.len();
     assert!(
@@ -294,8 +293,8 @@ fn forced_location_and_renamed_variables() {
     let conf = "http { limit_req_zone $binary_remote_addr zone=z:1m rate=10r/s;\n server { location /b { limit_req zone=z; } } }\n";
     let (conf, log) = setup(&tmp, conf, log);
     // Routed by path: only /b is limited.
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&log),
             "--nginx-conf",
             s(&conf),
@@ -306,9 +305,8 @@ fn forced_location_and_renamed_variables() {
             "-f",
             "json",
             "-q",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let p = &v["policies"][0];
@@ -317,8 +315,8 @@ fn forced_location_and_renamed_variables() {
     assert_eq!(p["nginx"]["locations"][1]["passed"], 1);
     // Forced: every row through /b; 1.1.1.1 at 0, 100 (admitted, 100 ms
     // later), 150 (50 ms: refused).
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&log),
             "--nginx-conf",
             s(&conf),
@@ -329,24 +327,22 @@ fn forced_location_and_renamed_variables() {
             "-f",
             "json",
             "-q",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let p = &v["policies"][0];
     assert_eq!(p["dropped"], 1, "{}", out.stdout);
     assert_eq!(p["top_keys"][0]["key"], "1.1.1.1");
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&log),
             "--nginx-conf",
             s(&conf),
             "--nginx-location",
             "/nope",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 2);
     assert!(
         out.stderr.contains("--nginx-location '/nope'") && out.stderr.contains("location /b"),
@@ -364,7 +360,9 @@ fn config_errors_are_one_line_with_file_and_line() {
         "http {\n  limit_req_zone $binary_remote_addr zone=z:1m rate=1.5r/s;\n}\n",
         "remote_addr,uri,t\n1.1.1.1,/,1700000000\n",
     );
-    let out = drip(&[s(&log), "--nginx-conf", s(&conf)], None);
+    let out = Drip::audit()
+        .args([s(&log), "--nginx-conf", s(&conf)])
+        .run();
     assert_eq!(out.code, 2);
     assert!(
         out.stderr.contains(&format!(
@@ -376,17 +374,18 @@ fn config_errors_are_one_line_with_file_and_line() {
     );
     assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
     assert!(!out.stderr.contains("panicked"));
-    let out = drip(&[s(&log), "--nginx-conf", "/nonexistent/nginx.conf"], None);
+    let out = Drip::audit()
+        .args([s(&log), "--nginx-conf", "/nonexistent/nginx.conf"])
+        .run();
     assert_eq!(out.code, 2);
     assert!(
         out.stderr.contains("cannot read the nginx config"),
         "{}",
         out.stderr
     );
-    let out = drip(
-        &[s(&log), "--nginx-conf", s(&conf), "--nginx-var", "oops"],
-        None,
-    );
+    let out = Drip::audit()
+        .args([s(&log), "--nginx-conf", s(&conf), "--nginx-var", "oops"])
+        .run();
     assert_eq!(out.code, 2);
     assert!(out.stderr.contains("NAME=FIELD"), "{}", out.stderr);
 }
@@ -399,10 +398,9 @@ fn a_bad_logged_status_names_its_line() {
         "http { limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n server { location / { limit_req zone=z; } } }\n",
         "remote_addr,uri,t,st\n1.1.1.1,/,1700000000,PASSED\n1.1.1.1,/,1700000001,OK\n",
     );
-    let out = drip(
-        &[s(&log), "--nginx-conf", s(&conf), "--verify-column", "st"],
-        None,
-    );
+    let out = Drip::audit()
+        .args([s(&log), "--nginx-conf", s(&conf), "--verify-column", "st"])
+        .run();
     assert_eq!(out.code, 2, "{}", out.stdout);
     assert!(
         out.stderr
@@ -453,7 +451,9 @@ fn an_access_log_in_the_configs_own_format_needs_nothing_else() {
     let log = d.join("access.log");
     std::fs::write(&conf, with_log_format(CONF)).unwrap();
     std::fs::write(&log, access_log(&cs)).unwrap();
-    let out = drip(&[s(&log), "--nginx-conf", s(&conf)], None);
+    let out = Drip::audit()
+        .args([s(&log), "--nginx-conf", s(&conf)])
+        .run();
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     for note in [
         "drip: reading ",
@@ -533,8 +533,8 @@ fn compare_two_configs_on_the_nasa_fixture() {
     };
     std::fs::write(&old, conf(10)).unwrap();
     std::fs::write(&new, conf(5)).unwrap();
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             "fixtures/nasa_19950801.log.gz",
             "--nginx-conf",
             s(&old),
@@ -546,9 +546,8 @@ fn compare_two_configs_on_the_nasa_fixture() {
             "-f",
             "json",
             "-q",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(v["policies"][0]["dropped"], 1);
@@ -584,8 +583,8 @@ fn compare_two_configs_on_the_nasa_fixture() {
         assert_eq!((k.as_str(), *before, *now), (wk, 0, wn));
     }
     // The HTML page has the comparison too.
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             "fixtures/nasa_19950801.log.gz",
             "--nginx-conf",
             s(&old),
@@ -595,9 +594,8 @@ fn compare_two_configs_on_the_nasa_fixture() {
             "-f",
             "html",
             "-q",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stdout
@@ -607,8 +605,8 @@ fn compare_two_configs_on_the_nasa_fixture() {
         out.stdout
     );
     // The other way round, the same keys are relieved.
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             "fixtures/nasa_19950801.log.gz",
             "--nginx-conf",
             s(&new),
@@ -616,9 +614,8 @@ fn compare_two_configs_on_the_nasa_fixture() {
             s(&old),
             "--compare",
             "-q",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stdout
@@ -644,8 +641,8 @@ fn compare_works_for_any_policies_and_needs_two() {
         "t,k\n1700000000,a\n1700000000,a\n1700000000,a\n1700000000,b\n1700000000,b\n1700000001,a\n",
     )
     .unwrap();
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&log),
             "--key-column",
             "k",
@@ -657,9 +654,8 @@ fn compare_works_for_any_policies_and_needs_two() {
             "-f",
             "json",
             "-q",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let c = &v["compare"][0];
@@ -667,7 +663,9 @@ fn compare_works_for_any_policies_and_needs_two() {
     assert_eq!(c["newly_dropped"], 2);
     assert_eq!(c["keys_newly_hurt"], 1);
     assert_eq!(c["top_hurt"][0]["key"], "b");
-    let out = drip(&[s(&log), "-p", "gcra:rate=1/s", "--compare"], None);
+    let out = Drip::audit()
+        .args([s(&log), "-p", "gcra:rate=1/s", "--compare"])
+        .run();
     assert_eq!(out.code, 2);
     assert!(
         out.stderr.contains("--compare needs two or more policies"),
@@ -686,16 +684,15 @@ fn a_log_without_host_goes_to_the_server_that_limits() {
         "http {\n  limit_req_zone $binary_remote_addr zone=perip:10m rate=1r/s;\n  server { listen 80; server_name example.org; return 301 https://$host$request_uri; }\n  server {\n    listen 443 ssl; server_name example.org;\n    location / { limit_req zone=perip burst=5 nodelay; }\n    location /images/ { }\n  }\n}\n",
     )
     .unwrap();
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             "fixtures/nasa_19950801.log.gz",
             "--nginx-conf",
             s(&conf),
             "-f",
             "json",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr.contains(
@@ -717,10 +714,9 @@ fn a_log_without_host_goes_to_the_server_that_limits() {
         "http {\n  limit_req_zone $http_x_api_key zone=k:1m rate=1r/s;\n  server { location / { limit_req zone=k; } location /a { } }\n}\n",
     )
     .unwrap();
-    let out = drip(
-        &["fixtures/nasa_19950801.log.gz", "--nginx-conf", s(&conf)],
-        None,
-    );
+    let out = Drip::audit()
+        .args(["fixtures/nasa_19950801.log.gz", "--nginx-conf", s(&conf)])
+        .run();
     assert_eq!(out.code, 2);
     assert!(
         out.stderr.contains("nginx.conf:2: zone \"k\" key $http_x_api_key reads the field 'http_x_api_key', which the log does not have")
@@ -731,7 +727,9 @@ fn a_log_without_host_goes_to_the_server_that_limits() {
     );
     let log = d.join("nouri.csv");
     std::fs::write(&log, "http_x_api_key,t\nk1,1700000000\n").unwrap();
-    let out = drip(&[s(&log), "--nginx-conf", s(&conf)], None);
+    let out = Drip::audit()
+        .args([s(&log), "--nginx-conf", s(&conf)])
+        .run();
     assert_eq!(out.code, 2);
     assert!(
         out.stderr
@@ -740,17 +738,16 @@ fn a_log_without_host_goes_to_the_server_that_limits() {
         "{}",
         out.stderr
     );
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&log),
             "--nginx-conf",
             s(&conf),
             "--nginx-location",
             "/",
             "-q",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
 
@@ -763,8 +760,8 @@ fn a_map_built_key_reports_the_client_not_the_maps_input() {
     let log = "ts,client_ip,path,api_key\n1700000000,1.1.1.1,/api/x,\n1700000000,2.2.2.2,/api/x,\n1700000000,1.1.1.1,/api/x,\n1700000000,3.3.3.3,/api/x,KEY2\n1700000000,3.3.3.3,/api/x,KEY2\n1700000000,3.3.3.3,/api/x,KEY1\n1700000000,3.3.3.3,/api/x,KEY1\n";
     let (conf, log) = setup(&tmp, conf, log);
     let d = log.with_file_name("decisions.csv");
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&log),
             "--nginx-conf",
             s(&conf),
@@ -779,9 +776,8 @@ fn a_map_built_key_reports_the_client_not_the_maps_input() {
             "-f",
             "json",
             "-q",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let p = &v["policies"][0];
@@ -834,8 +830,8 @@ fn a_disagreement_is_blamed_on_a_row_of_the_key_drip_decided_that_way() {
     let l = d.join("v.log");
     std::fs::write(&c, conf).unwrap();
     std::fs::write(&l, log).unwrap();
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&l),
             "--nginx-conf",
             s(&c),
@@ -846,9 +842,8 @@ fn a_disagreement_is_blamed_on_a_row_of_the_key_drip_decided_that_way() {
             "-f",
             "json",
             "-q",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let verify = &v["policies"][0]["nginx"]["verify"];
@@ -888,16 +883,15 @@ fn a_log_not_in_the_configs_log_format_is_detected_with_a_note() {
     let c = d.join("nginx.conf");
     std::fs::write(&c, conf).unwrap();
     let dec = d.join("decisions.csv");
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             "fixtures/nasa_19950801.log.gz",
             "--nginx-conf",
             s(&c),
             "--decisions",
             s(&dec),
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr
@@ -918,16 +912,15 @@ fn a_pcre_only_location_regex_says_what_to_do() {
     let tmp = Scratch::new();
     let conf = "http {\n  limit_req_zone $binary_remote_addr zone=z:1m rate=1r/s;\n  server {\n    location ~ ^/(?!static)(.*)$ { limit_req zone=z; }\n  }\n}\n";
     let (conf, log) = setup(&tmp, conf, "client,uri,t\n1.1.1.1,/a,1700000000\n");
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&log),
             "--nginx-conf",
             s(&conf),
             "--nginx-var",
             "remote_addr=client",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
     assert!(
@@ -947,8 +940,8 @@ fn csv_carries_the_locations_verification_and_comparison() {
     let (old, log) = setup(&tmp, conf, log);
     let new = old.with_file_name("new.conf");
     std::fs::write(&new, conf.replace(" burst=1", "")).unwrap();
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&log),
             "--nginx-conf",
             s(&old),
@@ -962,9 +955,8 @@ fn csv_carries_the_locations_verification_and_comparison() {
             "-f",
             "csv",
             "-q",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let o = &out.stdout;
     assert!(
@@ -997,7 +989,9 @@ fn untested_locations_and_unused_zones_are_said() {
          location /login { limit_req zone=api; }\n}\n",
         "remote_addr,uri,t\n1.1.1.1,/api/a,1700000000.000\n1.1.1.1,/api/b,1700000000.500\n1.1.1.1,/x,1700000001\n",
     );
-    let out = drip(&[s(&log), "--nginx-conf", s(&conf)], None);
+    let out = Drip::audit()
+        .args([s(&log), "--nginx-conf", s(&conf)])
+        .run();
     assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stderr.contains("read as the content of http")
@@ -1032,10 +1026,9 @@ fn untested_locations_and_unused_zones_are_said() {
         assert!(out.stdout.contains(want), "{want}: {}", out.stdout);
     }
     // A CI check: untested is a failure when asked.
-    let out = drip(
-        &[s(&log), "--nginx-conf", s(&conf), "--fail-untested", "-q"],
-        None,
-    );
+    let out = Drip::audit()
+        .args([s(&log), "--nginx-conf", s(&conf), "--fail-untested", "-q"])
+        .run();
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
         out.stderr.contains("crossed --fail-untested")
@@ -1045,10 +1038,9 @@ fn untested_locations_and_unused_zones_are_said() {
         "{}",
         out.stderr
     );
-    let out = drip(
-        &[s(&log), "--nginx-conf", s(&conf), "--strict-includes", "-q"],
-        None,
-    );
+    let out = Drip::audit()
+        .args([s(&log), "--nginx-conf", s(&conf), "--strict-includes", "-q"])
+        .run();
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr
@@ -1063,16 +1055,15 @@ fn untested_locations_and_unused_zones_are_said() {
         "remote_addr,uri,t\n1.1.1.1,/api/a,1700000000\n1.1.1.1,/login,1700000002\n",
     )
     .unwrap();
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&tested),
             "--nginx-conf",
             s(&conf),
             "--fail-untested",
             "-q",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
 }
 
@@ -1120,7 +1111,7 @@ fn a_pull_request_must_not_make_it_worse() {
     }
     let log_path = d.join("access.csv");
     std::fs::write(&log_path, log).unwrap();
-    let run = |extra: &[&str]| {
+    let compare = |extra: &[&str]| {
         let mut args = vec![
             s(&log_path),
             "--nginx-conf",
@@ -1131,12 +1122,12 @@ fn a_pull_request_must_not_make_it_worse() {
             "-q",
         ];
         args.extend_from_slice(extra);
-        drip(&args, None)
+        Drip::audit().args(&args).run()
     };
     // 3 rows newly dropped (of 6), 2 keys newly hurt (of 3).
-    let out = run(&["--max-newly-dropped", "3", "--max-keys-newly-hurt", "67%"]);
+    let out = compare(&["--max-newly-dropped", "3", "--max-keys-newly-hurt", "67%"]);
     assert_eq!(out.code, 0, "{}", out.stderr);
-    let out = run(&["--max-newly-dropped", "2"]);
+    let out = compare(&["--max-newly-dropped", "2"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
         out.stderr
@@ -1144,7 +1135,7 @@ fn a_pull_request_must_not_make_it_worse() {
         "{}",
         out.stderr
     );
-    let out = run(&["--max-keys-newly-hurt", "50%"]);
+    let out = compare(&["--max-keys-newly-hurt", "50%"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
         out.stderr
@@ -1153,7 +1144,7 @@ fn a_pull_request_must_not_make_it_worse() {
         out.stderr
     );
     // --max-keys-hurt as size takes it, per label.
-    let out = run(&["--max-keys-hurt", "after.conf=1"]);
+    let out = compare(&["--max-keys-hurt", "after.conf=1"]);
     assert_eq!(out.code, 1, "{}", out.stderr);
     assert!(
         out.stderr
@@ -1162,7 +1153,7 @@ fn a_pull_request_must_not_make_it_worse() {
         out.stderr
     );
     assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
-    let out = run(&["--max-keys-hurt", "x%"]);
+    let out = compare(&["--max-keys-hurt", "x%"]);
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("a count (e.g. 3) or a percentage"),
@@ -1183,16 +1174,15 @@ fn discourses_rate_limit_template_limits_rows() {
     log.push_str("10.0.0.2,/assets/app.js,1700000000.050\n10.0.0.3,/srv/status,1700000000.100\n");
     let path = tmp.join("discourse.csv");
     std::fs::write(&path, log).unwrap();
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&path),
             "--nginx-conf",
             "fixtures/nginx/discourse/discourse.conf",
             "-f",
             "json",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr
@@ -1313,7 +1303,9 @@ fn targets_nginx_refuses_and_rewrites_are_reported() {
         ));
     }
     let (c, l) = setup(&tmp, conf, &log);
-    let out = drip(&[s(&l), "--nginx-conf", s(&c), "-q"], None);
+    let out = Drip::audit()
+        .args([s(&l), "--nginx-conf", s(&c), "-q"])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let o = &out.stdout;
     for want in [
@@ -1325,17 +1317,16 @@ fn targets_nginx_refuses_and_rewrites_are_reported() {
         assert!(o.contains(want), "{want}:\n{o}");
     }
     // The answered entries are no location --nginx-location can name.
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&l),
             "--nginx-conf",
             s(&c),
             "--nginx-location",
             "answered 400 by nginx before any limit",
             "-q",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 2, "{}", out.stdout);
     let listed = out.stderr.split("its locations are:").nth(1).unwrap();
     assert_eq!(
@@ -1354,7 +1345,7 @@ fn rewrites_without_a_uri_in_the_log_are_said() {
         conf,
         "remote_addr,t\n10.0.0.1,1700000000.1\n10.0.0.1,1700000000.2\n",
     );
-    let out = drip(&[s(&l), "--nginx-conf", s(&c)], None);
+    let out = Drip::audit().args([s(&l), "--nginx-conf", s(&c)]).run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr

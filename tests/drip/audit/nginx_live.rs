@@ -17,7 +17,7 @@ use std::process::{Child, Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::common::{Scratch, drip, s};
+use crate::common::{Drip, Scratch, nginx_binary, s};
 
 /// What nginx logs, and drip reads.
 const LOG_FORMAT: &str = "$remote_addr $msec $request_time $host \"$request\" $limit_req_status";
@@ -27,15 +27,6 @@ struct Nginx {
     port: u16,
     dir: Scratch,
     child: Child,
-}
-
-fn nginx_binary() -> PathBuf {
-    for p in ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"] {
-        if Path::new(p).is_file() {
-            return PathBuf::from(p);
-        }
-    }
-    PathBuf::from("nginx")
 }
 
 impl Nginx {
@@ -163,7 +154,7 @@ fn agrees(log: &Path, conf: &Path, extra: &[&str], want: &[&str]) -> serde_json:
         "-q",
     ];
     args.extend_from_slice(extra);
-    let out = drip(&args, None);
+    let out = Drip::audit().args(&args).run();
     let text = std::fs::read_to_string(log).unwrap();
     assert_eq!(out.code, 0, "{}\n{}\nlog:\n{text}", out.stdout, out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
@@ -289,8 +280,8 @@ fn nested_locations_return_and_named_locations() {
             .starts_with("zone \"unused\"")
     );
     // Without --static every row of / goes to @app: the css rows disagree.
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&log),
             "--log-format",
             LOG_FORMAT,
@@ -301,9 +292,8 @@ fn nested_locations_return_and_named_locations() {
             "--verify-column",
             "limit_req_status",
             "-q",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 1, "{}", out.stdout);
     assert!(out.stdout.contains("5 disagree"), "{}", out.stdout);
     assert!(

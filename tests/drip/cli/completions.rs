@@ -4,11 +4,12 @@
 
 use std::path::PathBuf;
 
-use crate::common::Scratch;
+use crate::common::{Drip, Scratch};
 use std::process::{Command, Stdio};
 
 fn script(shell: &str) -> String {
-    let out = Command::new(env!("CARGO_BIN_EXE_drip"))
+    let out = Drip::new()
+        .command()
         .args(["completions", shell])
         .output()
         .expect("run drip");
@@ -117,7 +118,8 @@ fn fish_completes_subcommands_and_flags() {
 
 #[test]
 fn unknown_shell_is_one_line_and_status_2() {
-    let out = Command::new(env!("CARGO_BIN_EXE_drip"))
+    let out = Drip::new()
+        .command()
         .args(["completions", "tcsh"])
         .output()
         .unwrap();
@@ -130,7 +132,8 @@ fn unknown_shell_is_one_line_and_status_2() {
 
 #[test]
 fn closed_stdout_is_not_an_error() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_drip"))
+    let mut child = Drip::new()
+        .command()
         .args(["completions", "zsh"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

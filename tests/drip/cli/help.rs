@@ -4,7 +4,7 @@
 //! meant, every example of the help and man pages runs on the shipped
 //! fixtures, and `drip help COMMAND` shows the manual with or without man.
 
-use crate::common::{Out, Scratch, bin, run, s};
+use crate::common::{Drip, Out, Scratch, s};
 use drip::help::pages::PAGES;
 use std::path::Path;
 use std::process::Stdio;
@@ -17,7 +17,7 @@ fn help(command: &str, flag: &str) -> Out {
         args.push(command);
     }
     args.push(flag);
-    let out = run(&args, None);
+    let out = Drip::new().args(&args).run();
     assert_eq!(out.code, 0, "drip {command} {flag}: {}", out.stderr);
     out
 }
@@ -25,7 +25,7 @@ fn help(command: &str, flag: &str) -> Out {
 /// `drip COMMAND -h` on a terminal `columns` wide (clap reads COLUMNS
 /// when stdout is not a terminal).
 fn short_help(command: &str, columns: &str) -> String {
-    let mut cmd = bin();
+    let mut cmd = Drip::new().command();
     cmd.env("COLUMNS", columns);
     if !command.is_empty() {
         cmd.arg(command);
@@ -145,7 +145,9 @@ fn long_help_groups_options_under_headings_most_used_first() {
 
 #[test]
 fn a_usage_error_names_the_command_s_help_and_the_flag_meant() {
-    let out = run(&["audit", "--max-drop", "1", "fixtures/small.csv"], None);
+    let out = Drip::audit()
+        .args(["--max-drop", "1", "fixtures/small.csv"])
+        .run();
     assert_eq!(out.code, 2);
     assert!(
         out.stderr
@@ -158,14 +160,14 @@ fn a_usage_error_names_the_command_s_help_and_the_flag_meant() {
         "{}",
         out.stderr
     );
-    let out = run(&["size", "-p", "gcra", "--key-col", "host"], None);
+    let out = Drip::size().args(["-p", "gcra", "--key-col", "host"]).run();
     assert!(out.stderr.contains("'--key-column'"), "{}", out.stderr);
     assert!(
         out.stderr.contains("(see 'drip size --help')"),
         "{}",
         out.stderr
     );
-    let out = run(&["pace", "--on-ful", "drop"], None);
+    let out = Drip::new().args(["pace", "--on-ful", "drop"]).run();
     assert!(out.stderr.contains("'--on-full'"), "{}", out.stderr);
     assert!(
         out.stderr.contains("(see 'drip pace --help')"),
@@ -188,7 +190,7 @@ fn a_usage_error_quotes_what_was_typed_with_its_control_characters_escaped() {
         ),
         (&["audit", "--nosuch\rX"][..], "'--nosuch\\rX'"),
     ] {
-        let out = run(args, Some(b""));
+        let out = Drip::new().args(args).stdin(b"").run();
         assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
         assert!(
             out.stderr.contains(want),
@@ -206,7 +208,9 @@ fn a_usage_error_quotes_what_was_typed_with_its_control_characters_escaped() {
 
 #[test]
 fn pace_reads_a_file_given_after_the_rate() {
-    let out = run(&["pace", "--rate", "1000/s", "fixtures/small.csv"], None);
+    let out = Drip::new()
+        .args(["pace", "--rate", "1000/s", "fixtures/small.csv"])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let file =
         std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/small.csv"))
@@ -269,7 +273,7 @@ const SECTIONS: &[&str] = &[
 fn help_without_man_prints_the_manual_as_text() {
     let no_man = Scratch::new();
     for command in COMMANDS {
-        let mut cmd = bin();
+        let mut cmd = Drip::new().command();
         cmd.env("PATH", &no_man).arg("help");
         if !command.is_empty() {
             cmd.arg(command);
@@ -291,7 +295,7 @@ fn help_without_man_prints_the_manual_as_text() {
         }
     }
     let out = {
-        let mut cmd = bin();
+        let mut cmd = Drip::new().command();
         cmd.env("PATH", &no_man).args(["help", "audit"]);
         cmd.output().unwrap()
     };
@@ -317,7 +321,8 @@ fn help_with_man_and_the_page_installed_runs_man() {
         root.join("man1/drip-size.1"),
     )
     .unwrap();
-    let out = bin()
+    let out = Drip::new()
+        .command()
         .env("MANPATH", s(&root))
         .env("MANPAGER", "cat")
         .env("PAGER", "cat")
@@ -337,7 +342,8 @@ fn help_with_man_and_the_page_installed_runs_man() {
     assert!(text.starts_with("drip-size(1)"), "{text}");
     assert!(text.contains("\nEXIT STATUS\n"), "{text}");
     // A page man does not know falls back to the text.
-    let out = bin()
+    let out = Drip::new()
+        .command()
         .env("MANPATH", s(&root))
         .args(["help", "gate"])
         .output()

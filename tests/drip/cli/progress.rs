@@ -5,6 +5,8 @@
 
 use std::process::{Command, Stdio};
 
+use crate::common::NASA;
+
 /// Runs `drip ARGS` (stdout to /dev/null) with standard error on a
 /// pseudo-terminal, and returns what that terminal received.
 fn on_a_terminal(args: &str) -> String {
@@ -26,8 +28,6 @@ fn on_a_terminal(args: &str) -> String {
     );
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
-
-const NASA: &str = "fixtures/nasa_19950801.tsv";
 
 #[test]
 fn audit_shows_bytes_read_on_a_terminal_unless_told_not_to() {

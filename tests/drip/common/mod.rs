@@ -1,9 +1,8 @@
-//! Helpers the end-to-end test files share: run the built binary (any
-//! subcommand, audit, or pace with its output timed line by line), a
-//! temporary folder per test, and the JSON a run prints.
-// Each test file uses its own subset of these.
-#![allow(dead_code)]
+//! What the test modules share: the built binary run through one builder
+//! ([`Drip`]), pace with its output timed line by line, a temporary folder
+//! per test ([`Scratch`]), and the JSON a run prints.
 
+use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
@@ -19,57 +18,158 @@ pub struct Out {
     pub stderr: String,
 }
 
-/// The built binary, run from the project folder (fixture paths are
-/// relative to it), with no sharing inherited from the environment.
-pub fn bin() -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_drip"));
-    c.current_dir(env!("CARGO_MANIFEST_DIR"));
-    for v in ["DRIP_SHARE", "DRIP_SHARE_KEY"] {
-        c.env_remove(v);
-    }
-    c
+/// A run of the built binary, from the project folder (fixture paths are
+/// relative to it), with no sharing inherited from the environment:
+///
+/// ```ignore
+/// let report = Drip::audit().arg(&log).args(["-p", "gcra:rate=1/s", "-f", "json"]).json();
+/// let out = Drip::pace().args(["--rate", "5/s"]).stdin(numbered(3)).output();
+/// ```
+///
+/// Without [`Drip::stdin`] the run's standard input is /dev/null; with it, a
+/// pipe that a thread fills and closes (a reader that stops early is not a
+/// failure of the test).
+pub struct Drip {
+    cmd: Command,
+    stdin: Option<Vec<u8>>,
 }
 
-/// Runs `drip ARGS` with `stdin` piped in (or none) and collects its output.
-pub fn run(args: &[&str], stdin: Option<&[u8]>) -> Out {
-    let mut cmd = bin();
-    cmd.args(args)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = cmd.spawn().expect("run drip");
-    if let Some(data) = stdin {
-        let mut pipe = child.stdin.take().unwrap();
-        let data = data.to_vec();
-        // drip may stop reading early: a broken pipe here is not a failure.
-        thread::spawn(move || {
-            let _ = pipe.write_all(&data);
+impl Drip {
+    /// `drip` before any argument.
+    pub fn new() -> Drip {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_drip"));
+        cmd.current_dir(env!("CARGO_MANIFEST_DIR"));
+        for v in ["DRIP_SHARE", "DRIP_SHARE_KEY"] {
+            cmd.env_remove(v);
+        }
+        Drip { cmd, stdin: None }
+    }
+
+    /// `drip audit`.
+    pub fn audit() -> Drip {
+        Drip::new().arg("audit")
+    }
+
+    /// `drip size`.
+    pub fn size() -> Drip {
+        Drip::new().arg("size")
+    }
+
+    /// `drip pace --no-progress`.
+    pub fn pace() -> Drip {
+        Drip::new().args(["pace", "--no-progress"])
+    }
+
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Drip {
+        self.cmd.arg(arg);
+        self
+    }
+
+    pub fn args(mut self, args: impl IntoIterator<Item = impl AsRef<OsStr>>) -> Drip {
+        self.cmd.args(args);
+        self
+    }
+
+    pub fn env(mut self, key: impl AsRef<OsStr>, value: impl AsRef<OsStr>) -> Drip {
+        self.cmd.env(key, value);
+        self
+    }
+
+    /// `data` on standard input, through a pipe.
+    pub fn stdin(mut self, data: impl AsRef<[u8]>) -> Drip {
+        self.stdin = Some(data.as_ref().to_vec());
+        self
+    }
+
+    /// The command itself, for what the builder does not cover (its own
+    /// standard streams, a child to signal); stdin given to the builder is
+    /// not part of it.
+    pub fn command(self) -> Command {
+        self.cmd
+    }
+
+    /// Starts the run with stdin, stdout and stderr piped (stdin given to
+    /// the builder is not written).
+    pub fn spawn(mut self) -> Child {
+        self.cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run drip")
+    }
+
+    /// Runs to the end: what it printed, as bytes.
+    pub fn output(mut self) -> Output {
+        let stdin = self.stdin.take();
+        self.cmd
+            .stdin(if stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = self.cmd.spawn().expect("run drip");
+        let feeder = stdin.map(|data| {
+            let mut pipe = child.stdin.take().unwrap();
+            // drip may stop reading early: a broken pipe is not a failure.
+            thread::spawn(move || {
+                let _ = pipe.write_all(&data);
+            })
         });
+        let out = child.wait_with_output().unwrap();
+        if let Some(feeder) = feeder {
+            feeder.join().unwrap();
+        }
+        out
     }
-    let out = child.wait_with_output().unwrap();
-    Out {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+
+    /// Runs to the end: what it printed, as text.
+    pub fn run(self) -> Out {
+        let out = self.output();
+        Out {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Runs to the end, which must be a success: the JSON it printed.
+    pub fn json(self) -> serde_json::Value {
+        self.run().json()
+    }
+
+    /// Runs with `--decisions FILE` (a file of its own) to the end: what
+    /// it printed, and the decisions file.
+    pub fn run_with_decisions(self) -> (Out, String) {
+        let tmp = Scratch::new();
+        let file = tmp.join("decisions.csv");
+        let out = self.arg("--decisions").arg(&file).run();
+        assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+        (out, std::fs::read_to_string(&file).unwrap())
     }
 }
 
-/// Runs `drip audit ARGS` from the project folder, with `stdin` piped in
-/// (or none).
-pub fn drip(args: &[&str], stdin: Option<&[u8]>) -> Out {
-    let mut all = vec!["audit"];
-    all.extend_from_slice(args);
-    run(&all, stdin)
-}
+impl Out {
+    /// The report a successful run printed on stdout, as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        assert_eq!(self.code, 0, "stderr: {}", self.stderr);
+        self.stdout_json()
+    }
 
-/// The report a successful run printed on stdout, as JSON.
-pub fn json(out: &Out) -> serde_json::Value {
-    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
-    serde_json::from_str(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", out.stdout))
+    /// Stdout as JSON, whatever the exit status (size exits 1 with its
+    /// report when a target is missed).
+    pub fn stdout_json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}\nstderr: {}", self.stdout, self.stderr))
+    }
+
+    /// Stdout of a successful run.
+    pub fn ok(self) -> String {
+        assert_eq!(self.code, 0, "stderr: {}", self.stderr);
+        self.stdout
+    }
 }
 
 /// A test's own temporary folder, under cargo's scratch folder for tests
@@ -125,44 +225,25 @@ impl AsRef<std::ffi::OsStr> for Scratch {
     }
 }
 
+/// The NASA access log of 1 August 1995 as TSV (30,969 rows).
+pub const NASA: &str = "fixtures/nasa_19950801.tsv";
+
+/// The nginx binary: Debian installs it outside a user's PATH.
+pub fn nginx_binary() -> PathBuf {
+    for p in ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"] {
+        if Path::new(p).is_file() {
+            return PathBuf::from(p);
+        }
+    }
+    PathBuf::from("nginx")
+}
+
 /// A path as an argument.
 pub fn s(p: &Path) -> &str {
     p.to_str().unwrap()
 }
 
 // ---- pace -----------------------------------------------------------------
-
-/// `drip pace --no-progress`, ready for its arguments.
-pub fn pace() -> Command {
-    let mut c = bin();
-    c.args(["pace", "--no-progress"]);
-    c
-}
-
-/// Starts `drip pace ARGS` with stdin, stdout and stderr piped.
-pub fn spawn_pace(args: &[&str]) -> Child {
-    pace()
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap()
-}
-
-/// Runs `drip pace ARGS` with `input` on stdin; returns its output.
-pub fn run_pace(args: &[&str], input: &[u8]) -> Output {
-    let mut child = spawn_pace(args);
-    let mut stdin = child.stdin.take().unwrap();
-    let input = input.to_vec();
-    let feeder = thread::spawn(move || {
-        // drip may stop reading early (fail, drop at EOF): ignore EPIPE.
-        let _ = stdin.write_all(&input);
-    });
-    let out = child.wait_with_output().unwrap();
-    feeder.join().unwrap();
-    out
-}
 
 /// Lines "1\n" to "N\n".
 pub fn numbered(n: usize) -> Vec<u8> {
@@ -221,7 +302,7 @@ pub struct Timed {
 
 /// Spawns `drip pace ARGS` with piped stdin, stdout and stderr.
 pub fn spawn_timed(args: &[&str]) -> Timed {
-    let mut child = spawn_pace(args);
+    let mut child = Drip::pace().args(args).spawn();
     let stdout = child.stdout.take().unwrap();
     let reader = thread::spawn(move || {
         let mut got = Vec::new();

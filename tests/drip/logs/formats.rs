@@ -5,32 +5,19 @@
 use std::io::Write;
 use std::path::Path;
 
-use crate::common::{Scratch, drip, json, s};
+use crate::common::{Drip, Scratch, s};
 
 /// A report and its decisions file, for a log read with `args`.
 fn audit(log: &Path, args: &[&str]) -> (serde_json::Value, String) {
-    let tmp = Scratch::new();
-    let d = tmp.join("decisions.csv");
-    let mut all = vec![
-        s(log),
-        "-q",
-        "-f",
-        "json",
-        "--timeline",
-        "30s",
-        "--decisions",
-        s(&d),
-        "-p",
-        "gcra:rate=1/5s,burst=2",
-        "-p",
-        "nginx:rate=2r/s,burst=1,key=none",
-        "-p",
-        "sliding-log:limit=3,window=10s",
-    ];
-    all.extend_from_slice(args);
-    let out = drip(&all, None);
-    let j = json(&out);
-    (j, std::fs::read_to_string(&d).unwrap())
+    let (out, decisions) = Drip::audit()
+        .arg(log)
+        .args(["-q", "-f", "json", "--timeline", "30s"])
+        .args(["-p", "gcra:rate=1/5s,burst=2"])
+        .args(["-p", "nginx:rate=2r/s,burst=1,key=none"])
+        .args(["-p", "sliding-log:limit=3,window=10s"])
+        .args(args)
+        .run_with_decisions();
+    (out.json(), decisions)
 }
 
 /// The parts of a report that do not depend on how the log was written.
@@ -340,8 +327,11 @@ fn the_format_is_said_on_stderr_and_stdin_works() {
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(write_combined(&reqs).as_bytes()).unwrap();
     let gz = gz.finish().unwrap();
-    let out = drip(&["-p", "gcra:rate=1/s", "-f", "json"], Some(&gz));
-    assert_eq!(json(&out)["input"]["rows"], 400);
+    let out = Drip::audit()
+        .args(["-p", "gcra:rate=1/s", "-f", "json"])
+        .stdin(&gz)
+        .run();
+    assert_eq!(out.json()["input"]["rows"], 400);
     assert!(
         out.stderr
             .contains("drip: reading <stdin> as combined lines (detected from its first lines"),
@@ -356,16 +346,15 @@ fn the_format_is_said_on_stderr_and_stdin_works() {
     );
     // The nginx format with a duration: the note proposes it.
     let nginx = tmp.write("nginx.log", write_nginx(&reqs).as_bytes());
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&nginx),
             "--log-format",
             NGINX_FORMAT,
             "-p",
             "gcra:rate=1/s",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr
@@ -389,7 +378,7 @@ fn without_a_key_column_the_formats_client_field_is_suggested_once() {
         let log = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("fixtures/formats")
             .join(file);
-        let out = drip(&[s(&log), "-p", "gcra:rate=1/s"], None);
+        let out = Drip::audit().args([s(&log), "-p", "gcra:rate=1/s"]).run();
         assert_eq!(out.code, 0, "{file}: {}", out.stderr);
         let said: Vec<&str> = out.stderr.lines().filter(|l| l.starts_with(hint)).collect();
         assert_eq!(said, [format!("{hint} {client}")], "{file}: {}", out.stderr);
@@ -404,7 +393,7 @@ fn without_a_key_column_the_formats_client_field_is_suggested_once() {
                 args.extend(["-p", "gcra:rate=1/s"]);
             }
             args.extend_from_slice(extra);
-            let out = drip(&args, None);
+            let out = Drip::audit().args(&args).run();
             assert_eq!(out.code, 0, "{file} {extra:?}: {}", out.stderr);
             assert!(
                 !out.stderr.contains(hint),
@@ -415,7 +404,7 @@ fn without_a_key_column_the_formats_client_field_is_suggested_once() {
     }
     // CSV names no client: no hint.
     let csv = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/small.csv");
-    let out = drip(&[s(&csv), "-p", "gcra:rate=1/s"], None);
+    let out = Drip::audit().args([s(&csv), "-p", "gcra:rate=1/s"]).run();
     assert!(!out.stderr.contains(hint), "{}", out.stderr);
 }
 
@@ -425,7 +414,7 @@ fn fails(log: &[u8], name: &str, args: &[&str]) -> String {
     let p = tmp.write(name, log);
     let mut all = vec![s(&p), "-p", "gcra:rate=1/s"];
     all.extend_from_slice(args);
-    let out = drip(&all, None);
+    let out = Drip::audit().args(&all).run();
     assert_eq!(out.code, 2, "{}: {}", name, out.stderr);
     assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
     // The error is one line, the last; notes before it start with "drip: ".
@@ -463,8 +452,8 @@ fn several_files_of_a_format_read_as_one_log() {
         let one = tmp.write("one.log.gz", &gz(first));
         let two = tmp.write("two.log", second.as_bytes());
         let d = tmp.join("d.csv");
-        let out = drip(
-            &[
+        let out = Drip::audit()
+            .args([
                 s(&one),
                 s(&two),
                 "-q",
@@ -482,10 +471,9 @@ fn several_files_of_a_format_read_as_one_log() {
                 "nginx:rate=2r/s,burst=1,key=none",
                 "-p",
                 "sliding-log:limit=3,window=10s",
-            ],
-            None,
-        );
-        assert_eq!(outcome(&json(&out)), outcome(&want), "{what}");
+            ])
+            .run();
+        assert_eq!(outcome(&out.json()), outcome(&want), "{what}");
         assert_eq!(std::fs::read_to_string(&d).unwrap(), want_d, "{what}");
     }
     // A joined key reads the same from CSV and from combined lines.
@@ -506,8 +494,8 @@ fn empty_files_and_headless_w3c() {
         "one.log",
         b"#Version: 1.0\n#Fields: date time c-ip\n2019-12-04\t21:02:31\t1.2.3.4\n",
     );
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&one),
             s(&empty),
             s(&heads),
@@ -518,10 +506,9 @@ fn empty_files_and_headless_w3c() {
             "-q",
             "-f",
             "json",
-        ],
-        None,
-    );
-    assert_eq!(json(&out)["input"]["rows"], 1);
+        ])
+        .run();
+    assert_eq!(out.json()["input"]["rows"], 1);
     let e = fails(
         b"2019-12-04\t21:02:31\t1.2.3.4\n",
         "x.log",
@@ -540,7 +527,7 @@ fn empty_files_and_headless_w3c() {
 fn w3c_without_fields_and_with_a_gmt_offset_are_said() {
     let formats = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/formats");
     let iis = formats.join("iis75_no_fields.log");
-    let out = drip(&[s(&iis), "-p", "gcra:rate=1/s"], None);
+    let out = Drip::audit().args([s(&iis), "-p", "gcra:rate=1/s"]).run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr.contains("as w3c lines")
@@ -575,9 +562,13 @@ fn w3c_without_fields_and_with_a_gmt_offset_are_said() {
     );
 
     let oracle = formats.join("w3c_oracle.log");
-    let out = drip(&[s(&oracle), "-p", "gcra:rate=1/s"], None);
+    let out = Drip::audit()
+        .args([s(&oracle), "-p", "gcra:rate=1/s"])
+        .run();
     assert!(!out.stderr.contains("--tz"), "{}", out.stderr);
-    let out = drip(&[s(&oracle), "-p", "gcra:rate=1/s", "--tz", "UTC"], None);
+    let out = Drip::audit()
+        .args([s(&oracle), "-p", "gcra:rate=1/s", "--tz", "UTC"])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr.contains(
@@ -592,7 +583,7 @@ fn w3c_without_fields_and_with_a_gmt_offset_are_said() {
 fn caddy_json_is_said_to_stamp_completion() {
     let tmp = Scratch::new();
     let caddy = tmp.write("caddy.json", write_caddy(&requests()).as_bytes());
-    let out = drip(&[s(&caddy), "-p", "gcra:rate=1/s"], None);
+    let out = Drip::audit().args([s(&caddy), "-p", "gcra:rate=1/s"]).run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr
@@ -609,8 +600,8 @@ fn a_json_path_missing_on_some_lines_is_an_empty_key() {
         "a.json",
         b"{\"ts\":1700000000,\"user\":{\"id\":\"a\"}}\n{\"ts\":1700000000}\n{\"ts\":1700000000,\"user\":null}\n{\"ts\":1700000000,\"user\":\"x\"}\n{\"ts\":1700000000,\"user\":{\"id\":\"a\"}}\n",
     );
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&log),
             "--key-column",
             "user.id",
@@ -618,10 +609,9 @@ fn a_json_path_missing_on_some_lines_is_an_empty_key() {
             "gcra:rate=1/s",
             "-f",
             "json",
-        ],
-        None,
-    );
-    let j = json(&out);
+        ])
+        .run();
+    let j = out.json();
     // Only the two lines of user a are limited: one admitted, one dropped.
     assert_eq!(j["policies"][0]["keys"], 1);
     assert_eq!(j["policies"][0]["dropped"], 1);
@@ -633,10 +623,9 @@ fn a_json_path_missing_on_some_lines_is_an_empty_key() {
         out.stderr
     );
     // A path on no first line is said.
-    let out = drip(
-        &[s(&log), "--key-column", "tenant", "-p", "gcra:rate=1/s"],
-        None,
-    );
+    let out = Drip::audit()
+        .args([s(&log), "--key-column", "tenant", "-p", "gcra:rate=1/s"])
+        .run();
     assert!(
         out.stderr
             .contains("has no field 'tenant'; lines without it have an empty key"),
@@ -670,18 +659,17 @@ fn bad_lines_name_file_line_format_and_field() {
     for (line, want) in cases {
         let log = format!("{good}\n{line}\n{good}\n");
         if want.is_empty() {
-            let out = drip(
-                &[
+            let out = Drip::audit()
+                .args([
                     s(&tmp.write("access.log", log.as_bytes())),
                     "-p",
                     "gcra:rate=1/s",
                     "-q",
                     "-f",
                     "json",
-                ],
-                None,
-            );
-            assert_eq!(json(&out)["input"]["rows"], 3);
+                ])
+                .run();
+            assert_eq!(out.json()["input"]["rows"], 3);
             continue;
         }
         let e = fails(
@@ -692,8 +680,8 @@ fn bad_lines_name_file_line_format_and_field() {
         assert!(e.contains(want), "{want}\n{e}");
         assert!(e.contains("or pass --skip-bad"), "{e}");
         let p = tmp.write("access.log", log.as_bytes());
-        let out = drip(
-            &[
+        let out = Drip::audit()
+            .args([
                 s(&p),
                 "-p",
                 "gcra:rate=1/s",
@@ -701,10 +689,9 @@ fn bad_lines_name_file_line_format_and_field() {
                 "-q",
                 "-f",
                 "json",
-            ],
-            None,
-        );
-        let j = json(&out);
+            ])
+            .run();
+        let j = out.json();
         assert_eq!(j["input"]["rows"], 2, "{line}");
         assert_eq!(j["input"]["bad_rows_skipped"], 1, "{line}");
     }
@@ -789,7 +776,7 @@ fn keys_join_fields_and_group_addresses_by_network() {
         let d = tmp.join("d.csv");
         let mut all = vec![s(&p), "-p", "gcra:rate=1/h", "-q", "--decisions", s(&d)];
         all.extend_from_slice(args);
-        let out = drip(&all, None);
+        let out = Drip::audit().args(&all).run();
         assert_eq!(out.code, 0, "{}", out.stderr);
         let text = std::fs::read_to_string(&d).unwrap();
         text.lines()
@@ -831,7 +818,9 @@ fn keys_join_fields_and_group_addresses_by_network() {
     assert_eq!(admits(&nets), [1, 0, 0, 1, 0, 1]);
     let both = top(&["--key-column", "uri,0", "--key-prefix", "16"]);
     assert_eq!(keys(&both)[1], "/login|10.0.0.0/16");
-    let e = drip(&[s(&p), "-p", "gcra:rate=1/h", "--key-prefix", "33"], None);
+    let e = Drip::audit()
+        .args([s(&p), "-p", "gcra:rate=1/h", "--key-prefix", "33"])
+        .run();
     assert_eq!(e.code, 2);
     assert!(
         e.stderr.contains("invalid --key-prefix '33'"),
@@ -850,8 +839,8 @@ fn ipv4_mapped_clients_are_grouped_by_their_ipv4_network() {
         b"ts,ip\n1700000000,::ffff:1.2.3.4\n1700000000,::ffff:9.8.7.6\n1700000000,::ffff:1.2.3.99\n1700000000,2001:db8::1\n",
     );
     let d = tmp.join("decisions.csv");
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&p),
             "--key-column",
             "ip",
@@ -864,10 +853,9 @@ fn ipv4_mapped_clients_are_grouped_by_their_ipv4_network() {
             "json",
             "--decisions",
             s(&d),
-        ],
-        None,
-    );
-    let v = json(&out);
+        ])
+        .run();
+    let v = out.json();
     let decisions = std::fs::read_to_string(&d).unwrap();
     let rows: Vec<(&str, &str)> = decisions
         .lines()
@@ -1120,9 +1108,9 @@ fn hostile_lines_per_format() {
                 let d = tmp.join("d.csv");
                 let mut a = all.clone();
                 a.extend(["--decisions", s(&d), "-f", "json"]);
-                let out = drip(&a, None);
+                let out = Drip::audit().args(&a).run();
                 assert_eq!(out.code, 0, "case {n} ({format}): {}", out.stderr);
-                assert_eq!(json(&out)["input"]["rows"], 3, "case {n}");
+                assert_eq!(out.json()["input"]["rows"], 3, "case {n}");
                 let mut csv = csv::Reader::from_path(&d).unwrap();
                 let rows: Vec<csv::ByteRecord> = csv.byte_records().map(Result::unwrap).collect();
                 // row,policy,key,...; rows in time order, all at one instant.
@@ -1135,7 +1123,7 @@ fn hostile_lines_per_format() {
                 );
             }
             Want::Bad(text) => {
-                let out = drip(&all, None);
+                let out = Drip::audit().args(&all).run();
                 assert_eq!(out.code, 2, "case {n} ({format}): {}", out.stderr);
                 assert_eq!(out.stderr.lines().count(), 1, "case {n}: {}", out.stderr);
                 let want = format!("hostile{n}.log:{}: {text}", first_line + 1);
@@ -1146,7 +1134,7 @@ fn hostile_lines_per_format() {
                 );
                 let mut skip = all.clone();
                 skip.extend(["--skip-bad", "-f", "json"]);
-                let j = json(&drip(&skip, None));
+                let j = Drip::audit().args(&skip).json();
                 assert_eq!(j["input"]["rows"], 2, "case {n}");
                 assert_eq!(j["input"]["bad_rows_skipped"], 1, "case {n}");
             }
@@ -1168,7 +1156,7 @@ fn quoted_input_is_escaped_and_capped() {
         "true",
         b"\x7fELF\x02\x01\x01\x00\x00\x00\x00\x00\x00\x00\x00\x00\x03\x00>\x00\x01\x00\x00\x00\xf0\x23\n\x00\x00",
     );
-    let e = drip(&[s(&elf), "-p", "gcra:rate=1/s"], None);
+    let e = Drip::audit().args([s(&elf), "-p", "gcra:rate=1/s"]).run();
     assert_eq!(e.code, 2, "{}", e.stderr);
     assert!(
         e.stderr.contains("is binary data, not a text log"),
@@ -1181,7 +1169,7 @@ fn quoted_input_is_escaped_and_capped() {
     let mut wide = "a,".repeat(5000);
     wide.push_str("b\n1\n");
     let w = tmp.write("wide.csv", wide.as_bytes());
-    let e = drip(&[s(&w), "-p", "gcra:rate=1/s"], None);
+    let e = Drip::audit().args([s(&w), "-p", "gcra:rate=1/s"]).run();
     assert_eq!(e.code, 2, "{}", e.stderr);
     assert!(
         e.stderr.len() < 600,
@@ -1196,10 +1184,9 @@ fn quoted_input_is_escaped_and_capped() {
     );
 
     let hostile = tmp.write("hostile.csv", b"t\x1b[2Jx,\xff\xfey\n1,2\n");
-    let e = drip(
-        &[s(&hostile), "-p", "gcra:rate=1/s", "--key-column", "k\x07"],
-        None,
-    );
+    let e = Drip::audit()
+        .args([s(&hostile), "-p", "gcra:rate=1/s", "--key-column", "k\x07"])
+        .run();
     assert_eq!(e.code, 2, "{}", e.stderr);
     assert!(printable(&e.stderr), "{:?}", e.stderr);
     assert!(
@@ -1228,35 +1215,38 @@ fn tab_separated_logs_are_recognised_or_named() {
         "-f",
         "json",
     ];
-    let named = drip(
-        &[
-            &[
-                concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/nasa_19950801.tsv"),
-                "-q",
-            ][..],
-            &args[..],
-        ]
-        .concat(),
-        None,
-    );
-    let want = json(&named)["policies"].clone();
-    let piped = drip(&args, Some(&tsv));
+    let named = Drip::audit()
+        .args(
+            [
+                &[
+                    concat!(env!("CARGO_MANIFEST_DIR"), "/fixtures/nasa_19950801.tsv"),
+                    "-q",
+                ][..],
+                &args[..],
+            ]
+            .concat(),
+        )
+        .run();
+    let want = named.json()["policies"].clone();
+    let piped = Drip::audit().args(args).stdin(&tsv).run();
     assert!(
         piped.stderr.contains("reading <stdin> as tab-separated"),
         "{}",
         piped.stderr
     );
-    assert_eq!(json(&piped)["policies"], want);
+    assert_eq!(piped.json()["policies"], want);
     let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
     gz.write_all(&tsv).unwrap();
     let packed = tmp.write("n_tsv.gz", &gz.finish().unwrap());
-    let out = drip(&[&[s(&packed), "-q"][..], &args[..]].concat(), None);
-    assert_eq!(json(&out)["policies"], want);
+    let out = Drip::audit()
+        .args([&[s(&packed), "-q"][..], &args[..]].concat())
+        .run();
+    assert_eq!(out.json()["policies"], want);
 
-    let e = drip(
-        &[&["--input-format", "csv"][..], &args[..]].concat(),
-        Some(&tsv),
-    );
+    let e = Drip::audit()
+        .args([&["--input-format", "csv"][..], &args[..]].concat())
+        .stdin(&tsv)
+        .run();
     assert_eq!(e.code, 2, "{}", e.stderr);
     assert!(
         e.stderr.contains("no key column 'host'")
@@ -1276,10 +1266,9 @@ fn a_log_in_another_format_is_named() {
     let common = "pppa006.compuserve.com - - [01/Aug/1995:02:00:00 -0400] \"GET /images/a.gif HTTP/1.0\" 200 1713\n\
                   pppa006.compuserve.com - - [01/Aug/1995:02:00:01 -0400] \"GET /images/b.gif HTTP/1.0\" 200 1713\n";
     let c = tmp.write("c.log", common.as_bytes());
-    let e = drip(
-        &[s(&c), "--input-format", "ndjson", "-p", "gcra:rate=1/s"],
-        None,
-    );
+    let e = Drip::audit()
+        .args([s(&c), "--input-format", "ndjson", "-p", "gcra:rate=1/s"])
+        .run();
     assert_eq!(e.code, 2, "{}", e.stderr);
     assert!(
         e.stderr.contains("c.log:1: ndjson line: not a JSON object"),
@@ -1288,16 +1277,17 @@ fn a_log_in_another_format_is_named() {
     );
     assert!(!e.stderr.contains("--time-column"), "{}", e.stderr);
 
-    let e = drip(
-        &[s(&c), "--input-format", "w3c", "-p", "gcra:rate=1/s"],
-        None,
-    );
+    let e = Drip::audit()
+        .args([s(&c), "--input-format", "w3c", "-p", "gcra:rate=1/s"])
+        .run();
     assert_eq!(e.code, 2, "{}", e.stderr);
     assert!(e.stderr.contains("#Fields:"), "{}", e.stderr);
     assert!(!e.stderr.contains("--no-header"), "{}", e.stderr);
 
     let cost = tmp.write("cost.csv", b"ts,client,cost\n807256800,a,1\n");
-    let e = drip(&[s(&cost), s(&c), "-p", "gcra:rate=1/s"], None);
+    let e = Drip::audit()
+        .args([s(&cost), s(&c), "-p", "gcra:rate=1/s"])
+        .run();
     assert_eq!(e.code, 2, "{}", e.stderr);
     assert!(
         e.stderr.contains(
@@ -1308,11 +1298,10 @@ fn a_log_in_another_format_is_named() {
     );
     // Two files of the same format are one log.
     let again = tmp.write("again.log", common.as_bytes());
-    let out = drip(
-        &[s(&c), s(&again), "-p", "gcra:rate=1/s", "-q", "-f", "json"],
-        None,
-    );
-    assert_eq!(json(&out)["input"]["rows"], 4);
+    let out = Drip::audit()
+        .args([s(&c), s(&again), "-p", "gcra:rate=1/s", "-q", "-f", "json"])
+        .run();
+    assert_eq!(out.json()["input"]["rows"], 4);
 }
 
 /// A real log of one format, as its source wrote it (fixtures/formats/,
@@ -1631,8 +1620,8 @@ fn real_samples_of_every_format_open_with_detection() {
             s(&d),
         ];
         all.extend_from_slice(x.args);
-        let out = drip(&all, None);
-        let j = json(&out);
+        let out = Drip::audit().args(&all).run();
+        let j = out.json();
         let i = &j["input"];
         let what = format!("{} {:?}: {}", x.file, x.args, out.stderr);
         assert_eq!(i["rows"], x.rows, "{what}");
@@ -1661,8 +1650,8 @@ fn apache_log_formats_read_with_their_durations() {
          10.0.0.1 - - [10/Oct/2000:13:55:37 -0700] \"GET /b HTTP/1.1\" 200 5 20 \"-\"\n",
     );
     let f = r#"%h %l %u %t "%r" %>s %b %D "%{X-Forwarded-For}i""#;
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&log),
             "--log-format",
             f,
@@ -1672,10 +1661,9 @@ fn apache_log_formats_read_with_their_durations() {
             "gcra:rate=1/s",
             "--key-column",
             "http_x_forwarded_for",
-        ],
-        None,
-    );
-    let j = json(&out);
+        ])
+        .run();
+    let j = out.json();
     assert_eq!(j["input"]["rows"], 2);
     assert_eq!(j["input"]["first_ns"], 971_211_336_000_000_000u64);
     assert!(!out.stderr.contains("completion"), "{}", out.stderr);
@@ -1695,7 +1683,7 @@ fn apache_log_formats_read_with_their_durations() {
         "-p",
         "gcra:rate=1/s",
     ];
-    let out = drip(&base, None);
+    let out = Drip::audit().args(base).run();
     assert!(
         out.stderr.contains(
             "'time_end_epoch_ms' is a completion time; pass --duration-column request_time_us"
@@ -1705,7 +1693,7 @@ fn apache_log_formats_read_with_their_durations() {
     );
     let mut arrival = base.to_vec();
     arrival.extend(["--duration-column", "request_time_us"]);
-    let j = json(&drip(&arrival, None));
+    let j = Drip::audit().args(&arrival).json();
     assert_eq!(j["input"]["first_ns"], 1_700_000_000_099_544_000u64);
     assert_eq!(j["input"]["last_ns"], 1_700_000_000_199_999_000u64);
 }
@@ -1713,16 +1701,15 @@ fn apache_log_formats_read_with_their_durations() {
 #[test]
 fn messages_name_the_shape_of_a_line() {
     let vhost = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/formats/vhost.log");
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&vhost),
             "--input-format",
             "combined",
             "-p",
             "gcra:rate=1/s",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 2);
     assert!(
         out.stderr.contains(
@@ -1753,10 +1740,9 @@ fn messages_name_the_shape_of_a_line() {
         let path = Path::new(env!("CARGO_MANIFEST_DIR"))
             .join("fixtures/formats")
             .join(file);
-        let out = drip(
-            &[s(&path), "--input-format", given, "-p", "gcra:rate=1/s"],
-            None,
-        );
+        let out = Drip::audit()
+            .args([s(&path), "--input-format", given, "-p", "gcra:rate=1/s"])
+            .run();
         assert_eq!(out.code, 2);
         assert!(out.stderr.contains(want), "{}", out.stderr);
         assert!(!out.stderr.contains("time format"), "{}", out.stderr);
@@ -1787,8 +1773,8 @@ fn a_line_cut_in_its_last_quoted_field_is_kept_and_counted() {
          5.6.7.8 - - [17/May/2015:10:05:04 +0000] \"GET /a HTTP/1.1\" 200 5 \"-\" \"Mozilla/5.0 (cut\n\
          1.2.3.4 - - [17/May/2015:10:05:05 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"ua\"\n",
     );
-    let j = json(&drip(
-        &[
+    let j = Drip::audit()
+        .args([
             s(&log),
             "-f",
             "json",
@@ -1796,15 +1782,16 @@ fn a_line_cut_in_its_last_quoted_field_is_kept_and_counted() {
             "gcra:rate=1/s",
             "--key-column",
             "remote_addr",
-        ],
-        None,
-    ));
+        ])
+        .json();
     assert_eq!(j["input"]["rows"], 3);
     assert_eq!(j["input"]["truncated"], 1);
     assert_eq!(j["input"]["bad_rows_skipped"], 0);
     assert_eq!(j["input"]["last_ns"], 1_431_857_105_000_000_000u64);
     // The table's summary says so too.
-    let table = drip(&[s(&log), "-p", "gcra:rate=1/s", "-q"], None);
+    let table = Drip::audit()
+        .args([s(&log), "-p", "gcra:rate=1/s", "-q"])
+        .run();
     assert!(
         table
             .stdout
@@ -1817,10 +1804,9 @@ fn a_line_cut_in_its_last_quoted_field_is_kept_and_counted() {
         "whole.log",
         "1.2.3.4 - - [17/May/2015:10:05:03 +0000] \"GET / HTTP/1.1\" 200 5 \"-\" \"ua\"\n",
     );
-    let j = json(&drip(
-        &[s(&whole), "-f", "json", "-p", "gcra:rate=1/s"],
-        None,
-    ));
+    let j = Drip::audit()
+        .args([s(&whole), "-f", "json", "-p", "gcra:rate=1/s"])
+        .json();
     assert!(j["input"].get("truncated").is_none(), "{}", j["input"]);
     // CSV keeps its rule: an unclosed quote is an error.
     let e = fails(b"ts,ua\n1700000000,\"cut\n", "cut.csv", &[]);
@@ -1837,7 +1823,9 @@ fn traefik_json_is_read_from_its_arrival() {
         r#"{"ClientHost":"192.168.33.1","Duration":2016000,"RequestMethod":"GET","RequestPath":"/","StartUTC":"2017-10-02T20:22:07.123456789Z","level":"info","msg":"","time":"2017-10-02T20:22:08Z"}
 "#,
     );
-    let j = json(&drip(&[s(&log), "-f", "json", "-p", "gcra:rate=1/s"], None));
+    let j = Drip::audit()
+        .args([s(&log), "-f", "json", "-p", "gcra:rate=1/s"])
+        .json();
     assert_eq!(j["input"]["time_column"], "StartUTC");
     assert_eq!(j["input"]["first_ns"], 1_506_975_727_123_456_789u64);
 }
@@ -1881,8 +1869,8 @@ fn a_forwarded_list_in_front_is_named_then_read() {
     );
     let p = tmp.write("xff-read.log", log);
     let format = r#"$http_x_forwarded_for - $remote_user [$time_local] "$request" $status $body_bytes_sent "$http_referer" "$http_user_agent""#;
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             s(&p),
             "-p",
             "gcra:rate=1/s",
@@ -1893,10 +1881,9 @@ fn a_forwarded_list_in_front_is_named_then_read() {
             format,
             "--key-column",
             "http_x_forwarded_for",
-        ],
-        None,
-    );
-    let v = json(&out);
+        ])
+        .run();
+    let v = out.json();
     assert_eq!(v["input"]["rows"], 3);
     assert_eq!(v["policies"][0]["keys"], 3);
 }

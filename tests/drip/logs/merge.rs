@@ -5,7 +5,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::common::{Scratch, drip, run, s};
+use crate::common::{Drip, Scratch, s};
 
 /// A request: epoch milliseconds, client.
 type Row = (u64, String);
@@ -71,17 +71,15 @@ const POLICIES: [&str; 7] = [
 
 /// The JSON report without the input's file names, and the decisions file.
 fn audit(files: &[&Path], extra: &[&str]) -> (serde_json::Value, String) {
-    let tmp = Scratch::new();
-    let d = tmp.join("decisions.csv");
-    let mut args: Vec<&str> = files.iter().map(|f| s(f)).collect();
-    args.extend(POLICIES);
-    args.extend(extra);
-    args.extend(["-f", "json", "--timeline", "10s", "--decisions", s(&d)]);
-    let out = drip(&args, None);
-    assert_eq!(out.code, 0, "{args:?}: {}", out.stderr);
-    let mut report: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let (out, decisions) = Drip::audit()
+        .args(files)
+        .args(POLICIES)
+        .args(extra)
+        .args(["-f", "json", "--timeline", "10s"])
+        .run_with_decisions();
+    let mut report = out.json();
     report["input"]["files"] = serde_json::Value::Null;
-    (report, std::fs::read_to_string(&d).unwrap())
+    (report, decisions)
 }
 
 #[test]
@@ -115,7 +113,7 @@ fn four_sorted_files_merge_into_the_report_of_one_sorted_file() {
     // first row is the next earliest): the second goes back in time.
     let mut args: Vec<&str> = refs.iter().map(|f| s(f)).collect();
     args.extend(POLICIES);
-    let out = drip(&args, None);
+    let out = Drip::audit().args(&args).run();
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     let line = out.stderr.trim_end();
@@ -147,7 +145,7 @@ fn a_row_out_of_order_in_one_file_beyond_the_window_names_that_file() {
     let mut args: Vec<&str> = parts.iter().map(|f| s(f)).collect();
     args.extend(POLICIES);
     args.push("--merge");
-    let out = drip(&args, None);
+    let out = Drip::audit().args(&args).run();
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     let line = out.stderr.trim_end();
@@ -156,7 +154,7 @@ fn a_row_out_of_order_in_one_file_beyond_the_window_names_that_file() {
     assert!(line.contains("the log needs --reorder-window 6s"), "{line}");
     // Within the window, the file's rows are re-sorted before the merge.
     args.extend(["--reorder-window", "10s", "-f", "json"]);
-    let out = drip(&args, None);
+    let out = Drip::audit().args(&args).run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(v["input"]["rows"], 1200);
@@ -182,7 +180,7 @@ fn bad_rows_name_their_file_or_are_skipped_and_counted() {
     let mut args: Vec<&str> = refs.iter().map(|f| s(f)).collect();
     args.extend(POLICIES);
     args.push("--merge");
-    let out = drip(&args, None);
+    let out = Drip::audit().args(&args).run();
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     assert!(
@@ -250,11 +248,11 @@ fn files_of_different_formats_are_each_detected_and_merged() {
     ];
     let mut args = vec![s(&combined), s(&plain), "--merge"];
     args.extend(policies);
-    let merged = drip(&args, None);
+    let merged = Drip::audit().args(&args).run();
     assert_eq!(merged.code, 0, "{}", merged.stderr);
     let mut args = vec![s(&one)];
     args.extend(policies);
-    let single = drip(&args, None);
+    let single = Drip::audit().args(&args).run();
     assert_eq!(single.code, 0, "{}", single.stderr);
     let mut a: serde_json::Value = serde_json::from_str(&merged.stdout).unwrap();
     let mut b: serde_json::Value = serde_json::from_str(&single.stdout).unwrap();
@@ -294,7 +292,7 @@ fn size_merges_and_pace_replay_refuses_with_one_line() {
         args.extend(extra);
         let mut all = vec!["size"];
         all.extend(args);
-        let out = run(&all, None);
+        let out = Drip::new().args(&all).run();
         assert_eq!(out.code, 0, "{}", out.stderr);
         let mut v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
         v["input"]["files"] = serde_json::Value::Null;
@@ -303,10 +301,10 @@ fn size_merges_and_pace_replay_refuses_with_one_line() {
     let names: Vec<&str> = parts.iter().map(|p| s(p)).collect();
     assert_eq!(size(&names, &["--merge"]), size(&[s(&one)], &[]));
 
-    let out = run(
-        &["pace", "--replay", "--merge", "--no-progress"],
-        Some(b"ts\n1\n"),
-    );
+    let out = Drip::new()
+        .args(["pace", "--replay", "--merge", "--no-progress"])
+        .stdin(b"ts\n1\n")
+        .run();
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     assert!(out.stderr.contains("--merge"), "{}", out.stderr);
@@ -317,10 +315,10 @@ fn size_merges_and_pace_replay_refuses_with_one_line() {
 fn standard_input_is_merged_once_at_most() {
     let tmp = Scratch::new();
     let log = csv(&tmp, "in.csv", &servers(1, 10, &[5])[0]);
-    let out = drip(
-        &["-", s(&log), "-", "--merge", "-p", "gcra:rate=1/s"],
-        Some(b"ts\n1\n"),
-    );
+    let out = Drip::audit()
+        .args(["-", s(&log), "-", "--merge", "-p", "gcra:rate=1/s"])
+        .stdin(b"ts\n1\n")
+        .run();
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
     assert!(out.stderr.contains("standard input"), "{}", out.stderr);
@@ -328,8 +326,8 @@ fn standard_input_is_merged_once_at_most() {
     let rows = servers(2, 50, &[0, 7]);
     let piped = std::fs::read(csv(&tmp, "piped.csv", &rows[0])).unwrap();
     let file = csv(&tmp, "file.csv", &rows[1]);
-    let out = drip(
-        &[
+    let out = Drip::audit()
+        .args([
             "-",
             s(&file),
             "--merge",
@@ -338,9 +336,9 @@ fn standard_input_is_merged_once_at_most() {
             "-f",
             "json",
             "--quiet",
-        ],
-        Some(&piped),
-    );
+        ])
+        .stdin(&piped)
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert_eq!(v["input"]["rows"], 100);
@@ -360,7 +358,7 @@ fn a_log_given_twice_is_refused_not_counted_twice() {
             args.push("--merge");
         }
         args.extend_from_slice(&policy);
-        let out = drip(&args, None);
+        let out = Drip::audit().args(&args).run();
         assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
         assert_eq!(out.stdout, "", "{args:?}");
         assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
@@ -372,18 +370,9 @@ fn a_log_given_twice_is_refused_not_counted_twice() {
         );
     }
     // The same for sizing.
-    let out = run(
-        &[
-            "size",
-            s(&log),
-            s(&link),
-            "--key-column",
-            "client",
-            "-p",
-            "gcra",
-        ],
-        None,
-    );
+    let out = Drip::size()
+        .args([s(&log), s(&link), "--key-column", "client", "-p", "gcra"])
+        .run();
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("counted twice"), "{}", out.stderr);
 }

@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::common::{Scratch, drip, json, s};
+use crate::common::{Drip, Out, Scratch, s};
 
 /// The first 60 lines of elastic/examples' Apache log: line 4 is 35 s
 /// behind line 3, line 48 is 59 s behind the newest line before it.
@@ -16,16 +16,15 @@ const APACHE: &str = "fixtures/logs/apache-elastic-examples-60.log";
 const ALB: &str = "fixtures/logs/alb-application-lb-http.log";
 const POLICY: [&str; 2] = ["-p", "token-bucket:rate=1/s,burst=5"];
 
-fn audit(args: &[&str]) -> crate::common::Out {
-    let mut all = POLICY.to_vec();
-    all.extend(args);
-    drip(&all, None)
+/// `drip audit` under [`POLICY`].
+fn audit(args: &[&str]) -> Out {
+    Drip::audit().args(POLICY).args(args).run()
 }
 
 #[test]
 fn access_logs_late_by_their_request_times_read_without_a_window_given() {
     for (log, rows, reordered) in [(APACHE, 60, 55), (ALB, 10, 2)] {
-        let v = json(&audit(&[log, "-f", "json"]));
+        let v = audit(&[log, "-f", "json"]).json();
         assert_eq!(v["input"]["rows"], rows, "{log}");
         assert_eq!(v["input"]["rows_reordered"], reordered, "{log}");
     }
@@ -61,14 +60,14 @@ fn a_window_too_small_is_named_once_with_what_the_whole_log_needs() {
         assert!(!out.stderr.contains("--skip-bad"), "{}", out.stderr);
     }
     // The window named reads the log.
-    let v = json(&audit(&[APACHE, "--reorder-window", "59s", "-f", "json"]));
+    let v = audit(&[APACHE, "--reorder-window", "59s", "-f", "json"]).json();
     assert_eq!(v["input"]["rows"], 60);
     // A pipe cannot be read twice: the row's own lateness is named.
     let text = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join(APACHE)).unwrap();
-    let out = drip(
-        &[POLICY[0], POLICY[1], "-", "--reorder-window", "5s", "-q"],
-        Some(&text),
-    );
+    let out = Drip::audit()
+        .args([POLICY[0], POLICY[1], "-", "--reorder-window", "5s", "-q"])
+        .stdin(&text)
+        .run();
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("<stdin>:4: ")
@@ -102,7 +101,7 @@ fn only_a_row_no_window_explains_is_offered_to_skip() {
         out.stderr
     );
     assert!(out.stderr.contains("--skip-bad"), "{}", out.stderr);
-    let v = json(&audit(&[s(&log), "--skip-bad", "-f", "json"]));
+    let v = audit(&[s(&log), "--skip-bad", "-f", "json"]).json();
     assert_eq!(
         (
             v["input"]["rows"].as_u64(),
@@ -145,7 +144,7 @@ fn rotated_logs_named_newest_first_read_as_the_log_oldest_first() {
     let tmp = Scratch::new();
     let (all, [newest, middle, oldest]) = rotated(&tmp);
     let d = tmp.join("decisions.csv");
-    let run = |files: &[&Path]| {
+    let audit_files = |files: &[&Path]| {
         let mut args: Vec<&str> = files.iter().map(|f| s(f)).collect();
         args.extend([
             "-p",
@@ -157,13 +156,13 @@ fn rotated_logs_named_newest_first_read_as_the_log_oldest_first() {
             "--decisions",
             s(&d),
         ]);
-        let out = drip(&args, None);
-        let mut v = json(&out);
+        let out = Drip::audit().args(&args).run();
+        let mut v = out.json();
         v["input"]["files"] = serde_json::Value::Null;
         (v, std::fs::read_to_string(&d).unwrap(), out.stderr)
     };
-    let (glob, glob_decisions, said) = run(&[&newest, &middle, &oldest]);
-    let (one, one_decisions, _) = run(&[&all]);
+    let (glob, glob_decisions, said) = audit_files(&[&newest, &middle, &oldest]);
+    let (one, one_decisions, _) = audit_files(&[&all]);
     assert_eq!(glob, one);
     assert_eq!(one["input"]["rows"], 30_969);
     assert!(glob_decisions == one_decisions, "decisions differ");
@@ -206,6 +205,6 @@ fn files_of_one_period_read_one_after_another_are_said_to_overlap() {
         "{}",
         out.stderr
     );
-    let v = json(&audit(&[s(&b), s(&a), "--merge", "-f", "json"]));
+    let v = audit(&[s(&b), s(&a), "--merge", "-f", "json"]).json();
     assert_eq!(v["input"]["rows"], 30_969);
 }

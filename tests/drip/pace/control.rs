@@ -10,7 +10,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::common::{Scratch, kill, numbered, s, spawn_pace, spawn_timed, summary};
+use crate::common::{Drip, Scratch, kill, numbered, s, spawn_timed, summary};
 
 /// Waits until drip has made its FIFO, then writes `command` to it.
 fn send(fifo: &Path, command: &str) {
@@ -157,7 +157,8 @@ fn a_control_path_that_is_not_a_fifo_is_refused() {
     let dir = Scratch::new();
     let file = dir.join("plain");
     std::fs::write(&file, "x").unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_drip"))
+    let out = Drip::new()
+        .command()
         .args(["pace", "--rate", "5/s", "--control"])
         .arg(&file)
         .stdin(Stdio::null())
@@ -168,7 +169,8 @@ fn a_control_path_that_is_not_a_fifo_is_refused() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("is not a FIFO"), "{err}");
     // A directory that does not exist: one line too.
-    let out = Command::new(env!("CARGO_BIN_EXE_drip"))
+    let out = Drip::new()
+        .command()
         .args(["pace", "--rate", "5/s", "--control"])
         .arg(dir.join("no/such/ctl"))
         .stdin(Stdio::null())
@@ -217,7 +219,9 @@ fn a_removed_fifo_is_reported_once_and_created_again() {
     use std::os::unix::fs::FileTypeExt;
     let dir = Scratch::new();
     let ctl = dir.join("ctl");
-    let mut child = spawn_pace(&["--rate", "10/s", "--control", s(&ctl)]);
+    let mut child = Drip::pace()
+        .args(["--rate", "10/s", "--control", s(&ctl)])
+        .spawn();
     let fifo =
         |p: &std::path::Path| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_fifo());
     let t0 = std::time::Instant::now();

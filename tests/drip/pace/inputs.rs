@@ -9,7 +9,10 @@ fn files_are_read_in_order_with_stdin_as_dash() {
     let tmp = Scratch::new();
     let a = tmp.write("in-a.txt", "a1\na2");
     let b = tmp.write("in-b.txt", "b1\n");
-    let out = run_pace(&["--rate", "1000/s", s(&a), "-", s(&b)], b"s1\n");
+    let out = Drip::pace()
+        .args(["--rate", "1000/s", s(&a), "-", s(&b)])
+        .stdin(b"s1\n")
+        .output();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -19,21 +22,27 @@ fn files_are_read_in_order_with_stdin_as_dash() {
     // A file's last line without a newline ends at the file's end.
     assert_eq!(String::from_utf8_lossy(&out.stdout), "a1\na2\ns1\nb1\n");
     // A command still comes after --.
-    let out = run_pace(
-        &["--rate", "1000/s", "-j", "1", s(&b), "--", "echo", "got"],
-        b"",
-    );
+    let out = Drip::pace()
+        .args(["--rate", "1000/s", "-j", "1", s(&b), "--", "echo", "got"])
+        .stdin(b"")
+        .output();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "got b1\n");
 }
 
 #[test]
 fn a_missing_file_or_an_output_onto_an_input_stops_before_anything_is_sent() {
     let tmp = Scratch::new();
-    let out = run_pace(&["--rate", "10/s", "/nonexistent/in.txt"], b"");
+    let out = Drip::pace()
+        .args(["--rate", "10/s", "/nonexistent/in.txt"])
+        .stdin(b"")
+        .output();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("cannot open '/nonexistent/in.txt'"));
     let a = tmp.write("in-c.txt", "x\n");
-    let out = run_pace(&["--rate", "10/s", s(&a), "--rejects", s(&a)], b"");
+    let out = Drip::pace()
+        .args(["--rate", "10/s", s(&a), "--rejects", s(&a)])
+        .stdin(b"")
+        .output();
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read_to_string(&a).unwrap(), "x\n");
 }
@@ -41,7 +50,9 @@ fn a_missing_file_or_an_output_onto_an_input_stops_before_anything_is_sent() {
 #[test]
 fn an_output_that_is_the_input_pipe_is_refused() {
     for path in ["/dev/stdin", "/proc/self/fd/0"] {
-        let mut child = spawn_pace(&["--rate", "10/s", "--rejects", path]);
+        let mut child = Drip::pace()
+            .args(["--rate", "10/s", "--rejects", path])
+            .spawn();
         // The input is a pipe that stays open: a run that took this
         // output would hang, feeding itself.
         let stdin = child.stdin.take().unwrap();
@@ -63,10 +74,10 @@ fn keys_come_from_a_json_path_whatever_the_spacing_and_order() {
         "{ \"customer\" : \"a\" , \"n\" : 3 }\n",
         "{\"n\":4}\n",
     );
-    let out = run_pace(
-        &["--rate", "1000/s", "--key-json", "customer", "--stats=json"],
-        input.as_bytes(),
-    );
+    let out = Drip::pace()
+        .args(["--rate", "1000/s", "--key-json", "customer", "--stats=json"])
+        .stdin(input.as_bytes())
+        .output();
     assert_eq!(out.status.code(), Some(0));
     let k = &summary(&out.stderr)["keys"];
     assert_eq!(k["seen"], 2);
@@ -83,10 +94,10 @@ fn keys_come_from_a_json_path_whatever_the_spacing_and_order() {
 fn a_key_that_matches_nothing_is_reported_once() {
     // 1500 lines: the warning comes at the 1000th, once.
     let input = "{\"n\": 1}\n".repeat(1500);
-    let out = run_pace(
-        &["--rate", "100k/s", "--key-json", "customer"],
-        input.as_bytes(),
-    );
+    let out = Drip::pace()
+        .args(["--rate", "100k/s", "--key-json", "customer"])
+        .stdin(input.as_bytes())
+        .output();
     assert_eq!(out.status.code(), Some(0));
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(
@@ -96,7 +107,10 @@ fn a_key_that_matches_nothing_is_reported_once() {
         "{err}"
     );
     // A shorter run is told at its end.
-    let out = run_pace(&["--rate", "1000/s", "--key", "^id=(\\d+)"], b"x\ny\n");
+    let out = Drip::pace()
+        .args(["--rate", "1000/s", "--key", "^id=(\\d+)"])
+        .stdin(b"x\ny\n")
+        .output();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
         err.contains("--key '^id=(\\d+)' found no key in the first 2 line(s)"),

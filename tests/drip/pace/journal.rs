@@ -27,7 +27,8 @@ fn counts(log: &Path) -> BTreeMap<u64, u32> {
 
 /// `drip pace ARGS` reading `input` (a file argument), its stdout to `out`.
 fn start(args: &[&str], out: &Path) -> Child {
-    pace()
+    Drip::pace()
+        .command()
         .args(args)
         .stdin(Stdio::null())
         .stdout(File::create(out).unwrap())
@@ -120,7 +121,9 @@ fn plain_pace_stopped_then_rerun(sig: &str, status: i32) {
     let dir = Scratch::new();
     let journal = dir.join("j");
     let input = numbered(300);
-    let mut child = spawn_pace(&["--rate", "100/s", "--journal", s(&journal)]);
+    let mut child = Drip::pace()
+        .args(["--rate", "100/s", "--journal", s(&journal)])
+        .spawn();
     let mut stdin = child.stdin.take().unwrap();
     let fed = input.clone();
     thread::spawn(move || {
@@ -133,7 +136,10 @@ fn plain_pace_stopped_then_rerun(sig: &str, status: i32) {
     let first = child.wait_with_output().unwrap();
     assert_eq!(first.status.code(), Some(status));
     assert!(!first.stdout.is_empty() && first.stdout.len() < input.len());
-    let rerun = run_pace(&["--rate", "10k/s", "--journal", s(&journal)], &input);
+    let rerun = Drip::pace()
+        .args(["--rate", "10k/s", "--journal", s(&journal)])
+        .stdin(&input)
+        .output();
     assert_eq!(rerun.status.code(), Some(0));
     let mut both = first.stdout;
     both.extend_from_slice(&rerun.stdout);
@@ -218,16 +224,19 @@ fn keys_and_retries_keep_the_record_positions_across_a_stop() {
 fn a_journal_from_another_input_is_refused() {
     let tmp = Scratch::new();
     let journal = tmp.join("j");
-    let done = run_pace(
-        &["--rate", "10k/s", "--journal", s(&journal)],
-        &numbered(20),
-    );
+    let done = Drip::pace()
+        .args(["--rate", "10k/s", "--journal", s(&journal)])
+        .stdin(numbered(20))
+        .output();
     assert_eq!(done.status.code(), Some(0));
     let before = std::fs::read(&journal).unwrap();
     let other: Vec<u8> = (100..120)
         .flat_map(|i| format!("{i}\n").into_bytes())
         .collect();
-    let out = run_pace(&["--rate", "10k/s", "--journal", s(&journal)], &other);
+    let out = Drip::pace()
+        .args(["--rate", "10k/s", "--journal", s(&journal)])
+        .stdin(&other)
+        .output();
     assert_eq!(out.status.code(), Some(2));
     assert!(out.stdout.is_empty());
     let err = String::from_utf8_lossy(&out.stderr);
@@ -248,18 +257,27 @@ fn a_torn_last_journal_line_is_tolerated() {
     let tmp = Scratch::new();
     let journal = tmp.join("j");
     let input = numbered(10);
-    let done = run_pace(&["--rate", "10k/s", "--journal", s(&journal)], &input);
+    let done = Drip::pace()
+        .args(["--rate", "10k/s", "--journal", s(&journal)])
+        .stdin(&input)
+        .output();
     assert_eq!(done.status.code(), Some(0));
     // As a crash would leave it: 1-5 done, the write of 6-10 cut short.
     let text = std::fs::read_to_string(&journal).unwrap();
     let head = text.lines().next().unwrap();
     std::fs::write(&journal, format!("{head}\n1-5\n6-1")).unwrap();
-    let rerun = run_pace(&["--rate", "10k/s", "--journal", s(&journal)], &input);
+    let rerun = Drip::pace()
+        .args(["--rate", "10k/s", "--journal", s(&journal)])
+        .stdin(&input)
+        .output();
     let err = String::from_utf8_lossy(&rerun.stderr);
     assert_eq!(rerun.status.code(), Some(0), "{err}");
     assert_eq!(lines(&rerun.stdout), ["6", "7", "8", "9", "10"]);
     // The torn line is gone and the journal reads whole again.
-    let again = run_pace(&["--rate", "10k/s", "--journal", s(&journal)], &input);
+    let again = Drip::pace()
+        .args(["--rate", "10k/s", "--journal", s(&journal)])
+        .stdin(&input)
+        .output();
     assert_eq!(again.status.code(), Some(0));
     assert_eq!(again.stdout, b"");
 }
@@ -274,7 +292,10 @@ fn a_file_that_is_not_a_journal_is_refused_unchanged() {
     ];
     for text in cases {
         let notes = tmp.write("notes.txt", text);
-        let out = run_pace(&["--rate", "1000/s", "--journal", s(&notes)], b"1\n");
+        let out = Drip::pace()
+            .args(["--rate", "1000/s", "--journal", s(&notes)])
+            .stdin(b"1\n")
+            .output();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(err.contains("not a pace journal line"), "{err}");
@@ -293,7 +314,10 @@ fn a_journal_that_is_an_input_a_device_or_in_use_is_refused() {
         &["--journal", "/dev/full"],
     ];
     for args in cases {
-        let out = run_pace(&[&["--rate", "10/s"], args].concat(), b"1\n");
+        let out = Drip::pace()
+            .args([&["--rate", "10/s"], args].concat())
+            .stdin(b"1\n")
+            .output();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{err}");
         assert!(
@@ -303,9 +327,14 @@ fn a_journal_that_is_an_input_a_device_or_in_use_is_refused() {
     }
     assert_eq!(std::fs::read(&input).unwrap(), numbered(3));
     // One run at a time: a second run on the same journal is refused.
-    let mut first = spawn_pace(&["--rate", "10/s", "--journal", s(&journal)]);
+    let mut first = Drip::pace()
+        .args(["--rate", "10/s", "--journal", s(&journal)])
+        .spawn();
     thread::sleep(Duration::from_millis(300));
-    let second = run_pace(&["--rate", "10/s", "--journal", s(&journal)], b"1\n");
+    let second = Drip::pace()
+        .args(["--rate", "10/s", "--journal", s(&journal)])
+        .stdin(b"1\n")
+        .output();
     let err = String::from_utf8_lossy(&second.stderr);
     assert_eq!(second.status.code(), Some(2), "{err}");
     assert!(err.contains("in use"), "{err}");
@@ -320,7 +349,8 @@ fn records_of_a_slow_input_are_in_the_journal_before_its_head_is_read() {
     // names them (its head then covers those three), so the rerun on the
     // whole input starts at the fourth.
     let journal = tmp.join("j");
-    let mut child = pace()
+    let mut child = Drip::pace()
+        .command()
         .args(["--rate", "100/s", "--journal", s(&journal)])
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -337,10 +367,10 @@ fn records_of_a_slow_input_are_in_the_journal_before_its_head_is_read() {
     let first = child.wait_with_output().unwrap();
     drop(stdin);
     assert_eq!(first.stdout, b"1\n2\n3\n");
-    let rerun = run_pace(
-        &["--rate", "10k/s", "--journal", s(&journal)],
-        &numbered(20),
-    );
+    let rerun = Drip::pace()
+        .args(["--rate", "10k/s", "--journal", s(&journal)])
+        .stdin(numbered(20))
+        .output();
     assert_eq!(rerun.status.code(), Some(0));
     assert_eq!(
         lines(&rerun.stdout),
@@ -349,10 +379,10 @@ fn records_of_a_slow_input_are_in_the_journal_before_its_head_is_read() {
     // The head grew to 16 records; another input is still told apart.
     let text = std::fs::read_to_string(&journal).unwrap();
     assert!(text.contains("input head: 16 records"), "{text}");
-    let other = run_pace(
-        &["--rate", "10k/s", "--journal", s(&journal)],
-        b"1\n2\n3\n9\n",
-    );
+    let other = Drip::pace()
+        .args(["--rate", "10k/s", "--journal", s(&journal)])
+        .stdin(b"1\n2\n3\n9\n")
+        .output();
     assert_eq!(other.status.code(), Some(2));
 }
 
@@ -372,13 +402,13 @@ fn a_full_backlog_on_a_resumed_run_names_the_input_line_counting_the_skipped() {
     ];
     let input = numbered(10);
     // Line 1 goes out, 2 and 3 wait, 4 finds no room.
-    let first = run_pace(&args, &input);
+    let first = Drip::pace().args(args).stdin(&input).output();
     assert_eq!(first.status.code(), Some(3));
     assert_eq!(lines(&first.stdout), ["1"]);
     let err = String::from_utf8_lossy(&first.stderr);
     assert!(err.contains("backlog full at input line 4:"), "{err}");
     // Line 1 is skipped: 2 goes out, 3 and 4 wait, 5 finds no room.
-    let rerun = run_pace(&args, &input);
+    let rerun = Drip::pace().args(args).stdin(&input).output();
     assert_eq!(rerun.status.code(), Some(3));
     assert_eq!(lines(&rerun.stdout), ["2"]);
     let err = String::from_utf8_lossy(&rerun.stderr);
@@ -395,16 +425,16 @@ fn a_last_record_without_its_newline_is_sent_again_once_the_input_grew() {
         text.extend_from_slice(b"partial-rec");
         let input = tmp.write("grows.txt", &text);
         let args = ["--rate", "10k/s", "--journal", s(&journal), s(&input)];
-        let out = run_pace(&args, b"");
+        let out = Drip::pace().args(args).stdin(b"").output();
         assert_eq!(out.status.code(), Some(0));
         assert!(out.stdout.ends_with(b"\npartial-rec"));
         text.extend_from_slice(b"ord-completed\nnext\n");
         std::fs::write(&input, &text).unwrap();
-        let out = run_pace(&args, b"");
+        let out = Drip::pace().args(args).stdin(b"").output();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(0), "{err}");
         assert_eq!(lines(&out.stdout), ["partial-record-completed", "next"]);
-        let again = run_pace(&args, b"");
+        let again = Drip::pace().args(args).stdin(b"").output();
         assert_eq!(again.stdout, b"");
     }
 }
@@ -414,7 +444,10 @@ fn replay_with_a_journal_is_refused_in_one_line() {
     let tmp = Scratch::new();
     let journal = tmp.join("j");
     let csv = tmp.write("log.csv", "time,path\n2024-01-01T00:00:00Z,/a\n");
-    let out = run_pace(&["--replay", "--journal", s(&journal), s(&csv)], b"");
+    let out = Drip::pace()
+        .args(["--replay", "--journal", s(&journal), s(&csv)])
+        .stdin(b"")
+        .output();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert_eq!(err.lines().count(), 1, "{err}");
@@ -447,10 +480,10 @@ fn a_write_cut_by_a_closed_downstream_is_not_done() {
         .status()
         .unwrap();
     assert!(st.success());
-    let rerun = run_pace(
-        &["--rate", "100k/s", "--journal", s(&journal), s(&input)],
-        b"",
-    );
+    let rerun = Drip::pace()
+        .args(["--rate", "100k/s", "--journal", s(&journal), s(&input)])
+        .stdin(b"")
+        .output();
     assert_eq!(rerun.status.code(), Some(0));
     let first: u64 = String::from_utf8_lossy(&rerun.stdout[..5]).parse().unwrap();
     let text = std::fs::read_to_string(&journal).unwrap();

@@ -11,7 +11,7 @@ use std::process::Stdio;
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::common::{Scratch, kill, lines, pace, run_pace, spawn_timed, stderr_of, summary};
+use crate::common::{Drip, Scratch, kill, lines, spawn_timed, stderr_of, summary};
 
 /// Lines for `hosts`, `n` each, interleaved: a URL per line.
 fn urls(hosts: &[&str], n: usize) -> String {
@@ -93,16 +93,19 @@ fn a_waiting_host_never_blocks_an_idle_one() {
 fn keep_order_keeps_input_order() {
     let input = "a 1\na 2\nb 1\na 3\nc 1\n";
     let started = Instant::now();
-    let out = run_pace(
-        &["--key-field", "1", "--rate", "5/s", "--keep-order"],
-        input.as_bytes(),
-    );
+    let out = Drip::pace()
+        .args(["--key-field", "1", "--rate", "5/s", "--keep-order"])
+        .stdin(input.as_bytes())
+        .output();
     assert!(out.status.success(), "{out:?}");
     assert_eq!(lines(&out.stdout), ["a 1", "a 2", "b 1", "a 3", "c 1"]);
     // a's three lines are two intervals apart at least.
     assert!(started.elapsed() >= Duration::from_millis(395));
     // Without it, b and c overtake a.
-    let out = run_pace(&["--key-field", "1", "--rate", "5/s"], input.as_bytes());
+    let out = Drip::pace()
+        .args(["--key-field", "1", "--rate", "5/s"])
+        .stdin(input.as_bytes())
+        .output();
     assert_eq!(lines(&out.stdout), ["a 1", "b 1", "c 1", "a 2", "a 3"]);
 }
 
@@ -110,8 +113,8 @@ fn keep_order_keeps_input_order() {
 fn key_fields_split_on_a_separator_and_lines_without_a_key_are_paced_together() {
     let input = "x,k1\ny,k2\nz\nw\n";
     let started = Instant::now();
-    let out = run_pace(
-        &[
+    let out = Drip::pace()
+        .args([
             "--key-field",
             "2",
             "--field-sep",
@@ -119,9 +122,9 @@ fn key_fields_split_on_a_separator_and_lines_without_a_key_are_paced_together() 
             "--rate",
             "4/s",
             "--stats=json",
-        ],
-        input.as_bytes(),
-    );
+        ])
+        .stdin(input.as_bytes())
+        .output();
     assert!(out.status.success(), "{out:?}");
     assert_eq!(lines(&out.stdout), ["x,k1", "y,k2", "z", "w"]);
     // z and w have no second field: one bucket, 250 ms apart.
@@ -135,8 +138,8 @@ fn key_fields_split_on_a_separator_and_lines_without_a_key_are_paced_together() 
 fn drop_mode_per_key_accounts_for_every_line() {
     let dir = Scratch::new();
     let rejects = dir.join("rejects");
-    let out = run_pace(
-        &[
+    let out = Drip::pace()
+        .args([
             "--key-field",
             "1",
             "--rate",
@@ -146,9 +149,9 @@ fn drop_mode_per_key_accounts_for_every_line() {
             "--rejects",
             rejects.to_str().unwrap(),
             "--stats=json",
-        ],
-        b"a 1\na 2\nb 1\na 3\nb 2\nc 1\n",
-    );
+        ])
+        .stdin(b"a 1\na 2\nb 1\na 3\nb 2\nc 1\n")
+        .output();
     assert!(out.status.success(), "{out:?}");
     // Each key's first line goes; the others find their key busy.
     assert_eq!(lines(&out.stdout), ["a 1", "b 1", "c 1"]);
@@ -167,7 +170,8 @@ fn drop_mode_per_key_accounts_for_every_line() {
 fn max_pending_stops_reading_and_a_signal_accounts_for_every_line() {
     let dir = Scratch::new();
     let rejects = dir.join("rejects");
-    let mut child = pace()
+    let mut child = Drip::pace()
+        .command()
         .args(["--key-field", "1", "--rate", "2/s", "--max-pending", "10"])
         .args(["--stats=json", "--rejects", rejects.to_str().unwrap()])
         .stdin(Stdio::piped())
@@ -247,7 +251,7 @@ fn bad_key_options_exit_2_with_one_clear_line() {
         ),
     ];
     for (args, needle) in cases {
-        let out = run_pace(&args, b"x\n");
+        let out = Drip::pace().args(&args).stdin(b"x\n").output();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
@@ -259,14 +263,17 @@ fn bad_key_options_exit_2_with_one_clear_line() {
 
 #[test]
 fn a_last_record_without_its_newline_is_never_glued_to_the_next() {
-    let out = run_pace(
-        &["--rate", "50/s", "--key-field", "1"],
-        b"a 1\na 2\na 3\nb 4",
-    );
+    let out = Drip::pace()
+        .args(["--rate", "50/s", "--key-field", "1"])
+        .stdin(b"a 1\na 2\na 3\nb 4")
+        .output();
     assert_eq!(out.status.code(), Some(0));
     // b's record goes out second: it gets a newline, as another follows.
     assert_eq!(out.stdout, b"a 1\nb 4\na 2\na 3\n");
     // Written last, it goes out as it came.
-    let out = run_pace(&["--rate", "50/s", "--key-field", "1"], b"a 1\nb 4");
+    let out = Drip::pace()
+        .args(["--rate", "50/s", "--key-field", "1"])
+        .stdin(b"a 1\nb 4")
+        .output();
     assert_eq!(out.stdout, b"a 1\nb 4");
 }

@@ -15,10 +15,7 @@ use std::process::{Command, Stdio};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use crate::common::{
-    Scratch, gaps, kill, lines, numbered, pace, run_pace, spawn_pace, spawn_timed, stderr_of,
-    summary,
-};
+use crate::common::{Drip, Scratch, gaps, kill, lines, numbered, spawn_timed, stderr_of, summary};
 
 #[test]
 fn lines_are_spaced_by_the_interval() {
@@ -48,18 +45,27 @@ fn lines_are_spaced_by_the_interval() {
 fn fractional_and_slow_rates() {
     // 30/min is one line per 2 s: the second line waits 2 s.
     let started = Instant::now();
-    let out = run_pace(&["--rate", "30/min"], b"a\nb\n");
+    let out = Drip::pace()
+        .args(["--rate", "30/min"])
+        .stdin(b"a\nb\n")
+        .output();
     assert!(out.status.success());
     assert_eq!(out.stdout, b"a\nb\n");
     assert!(started.elapsed() >= Duration::from_millis(1990));
     // 1/200ms: four intervals.
     let started = Instant::now();
-    let out = run_pace(&["--rate", "1/200ms"], &numbered(5));
+    let out = Drip::pace()
+        .args(["--rate", "1/200ms"])
+        .stdin(numbered(5))
+        .output();
     assert_eq!(lines(&out.stdout), ["1", "2", "3", "4", "5"]);
     assert!(started.elapsed() >= Duration::from_millis(795));
     // 2/h: one line is released at once (idle time is not banked, but the
     // first line never waits).
-    let out = run_pace(&["--rate", "2/h"], b"only\n");
+    let out = Drip::pace()
+        .args(["--rate", "2/h"])
+        .stdin(b"only\n")
+        .output();
     assert!(out.status.success());
     assert_eq!(out.stdout, b"only\n");
 }
@@ -89,8 +95,8 @@ fn drop_mode_accounts_for_every_line() {
     let dir = Scratch::new();
     let rejects = dir.join("rejects");
     let n = 300;
-    let out = run_pace(
-        &[
+    let out = Drip::pace()
+        .args([
             "--rate",
             "100/s",
             "--burst",
@@ -100,9 +106,9 @@ fn drop_mode_accounts_for_every_line() {
             "--rejects",
             rejects.to_str().unwrap(),
             "--stats=json",
-        ],
-        &numbered(n),
-    );
+        ])
+        .stdin(numbered(n))
+        .output();
     assert!(out.status.success(), "{out:?}");
     let sent = lines(&out.stdout);
     let dropped = lines(&std::fs::read(&rejects).unwrap());
@@ -130,7 +136,7 @@ fn drop_mode_accounts_for_every_line() {
 
 #[test]
 fn block_mode_stops_reading_so_the_upstream_blocks() {
-    let mut child = spawn_pace(&["--rate", "4/s", "--stats=json"]);
+    let mut child = Drip::pace().args(["--rate", "4/s", "--stats=json"]).spawn();
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = child.stdout.take().unwrap();
     let line = format!("{}\n", "x".repeat(999));
@@ -175,12 +181,18 @@ fn block_mode_stops_reading_so_the_upstream_blocks() {
 #[test]
 fn nul_separated_records() {
     let input = b"a b\0c\nd\0last".to_vec();
-    let out = run_pace(&["-0", "--rate", "1000/s", "--stats=json"], &input);
+    let out = Drip::pace()
+        .args(["-0", "--rate", "1000/s", "--stats=json"])
+        .stdin(&input)
+        .output();
     assert!(out.status.success());
     assert_eq!(out.stdout, input);
     assert_eq!(summary(&out.stderr)["lines_out"], 3);
     // Stamps go before each NUL-separated record.
-    let out = run_pace(&["-0", "--rate", "1000/s", "--stamp", "epoch"], b"x\0y\0");
+    let out = Drip::pace()
+        .args(["-0", "--rate", "1000/s", "--stamp", "epoch"])
+        .stdin(b"x\0y\0")
+        .output();
     let records: Vec<&[u8]> = out.stdout.split(|&b| b == 0).collect();
     assert_eq!(records.len(), 3);
     assert!(records[0].ends_with(b"\tx") && records[1].ends_with(b"\ty"));
@@ -198,7 +210,10 @@ fn binary_and_non_utf8_bytes_pass_through() {
     }
     input.extend_from_slice(&[0xff, 0xfe, b'\n', 0xc3, 0x28, b'\r', b'\n', 0x80]);
     let n = input.iter().filter(|&&b| b == b'\n').count() + 1;
-    let out = run_pace(&["--rate", "100000/s", "--stats=json"], &input);
+    let out = Drip::pace()
+        .args(["--rate", "100000/s", "--stats=json"])
+        .stdin(&input)
+        .output();
     assert!(out.status.success());
     assert_eq!(out.stdout, input);
     assert_eq!(summary(&out.stderr)["lines_out"], n);
@@ -206,9 +221,12 @@ fn binary_and_non_utf8_bytes_pass_through() {
 
 #[test]
 fn a_final_line_without_newline_is_kept_as_it_came() {
-    let out = run_pace(&["--rate", "1000/s"], b"one\ntwo");
+    let out = Drip::pace()
+        .args(["--rate", "1000/s"])
+        .stdin(b"one\ntwo")
+        .output();
     assert_eq!(out.stdout, b"one\ntwo");
-    let out = run_pace(&["--rate", "1000/s"], b"");
+    let out = Drip::pace().args(["--rate", "1000/s"]).stdin(b"").output();
     assert!(out.status.success());
     assert!(out.stdout.is_empty());
 }
@@ -219,7 +237,10 @@ fn digits(s: &str) -> bool {
 
 #[test]
 fn stamp_formats() {
-    let out = run_pace(&["--rate", "1000/s", "--stamp", "rfc3339"], b"a\nb\n");
+    let out = Drip::pace()
+        .args(["--rate", "1000/s", "--stamp", "rfc3339"])
+        .stdin(b"a\nb\n")
+        .output();
     for (l, body) in lines(&out.stdout).iter().zip(["a", "b"]) {
         // 2026-11-29T18:00:00.000123Z<TAB>a
         let (stamp, rest) = l.split_once('\t').unwrap();
@@ -232,7 +253,10 @@ fn stamp_formats() {
         );
         assert!(digits(&stamp[20..26]) && digits(&stamp[..4]));
     }
-    let out = run_pace(&["--rate", "1000/s", "--stamp", "epoch"], b"a\n");
+    let out = Drip::pace()
+        .args(["--rate", "1000/s", "--stamp", "epoch"])
+        .stdin(b"a\n")
+        .output();
     let l = &lines(&out.stdout)[0];
     let (stamp, rest) = l.split_once('\t').unwrap();
     assert_eq!(rest, "a");
@@ -247,7 +271,10 @@ fn stamp_formats() {
         .as_secs();
     let secs: u64 = secs.parse().unwrap();
     assert!(secs <= now && secs + 60 > now, "{secs} vs {now}");
-    let out = run_pace(&["--rate", "1000/s", "--stamp", "http-date"], b"a\n");
+    let out = Drip::pace()
+        .args(["--rate", "1000/s", "--stamp", "http-date"])
+        .stdin(b"a\n")
+        .output();
     let l = &lines(&out.stdout)[0];
     // Sun, 29 Nov 2026 18:00:00 GMT<TAB>a
     let (stamp, rest) = l.split_once('\t').unwrap();
@@ -264,7 +291,9 @@ fn stamp_formats() {
 
 #[test]
 fn downstream_closing_stops_quietly_and_reports_unsent() {
-    let mut drip = spawn_pace(&["--rate", "50/s", "--stats=json"]);
+    let mut drip = Drip::pace()
+        .args(["--rate", "50/s", "--stats=json"])
+        .spawn();
     let head = Command::new("head")
         .args(["-n", "3"])
         .stdin(drip.stdout.take().unwrap())
@@ -396,7 +425,10 @@ fn catch_up_keeps_the_schedule_after_a_pause() {
 
 #[test]
 fn stats_json_fields() {
-    let out = run_pace(&["--rate", "200/s", "--stats=json"], &numbered(5));
+    let out = Drip::pace()
+        .args(["--rate", "200/s", "--stats=json"])
+        .stdin(numbered(5))
+        .output();
     assert!(out.status.success());
     let v = summary(&out.stderr);
     for field in [
@@ -422,17 +454,20 @@ fn stats_json_fields() {
     assert!(v["elapsed_s"].as_f64().unwrap() >= 0.0199);
     assert!(v["wait_max_ms"].as_f64().unwrap() >= 19.9);
     // Text is the default format.
-    let out = run_pace(&["--rate", "200/s", "--stats"], b"x\n");
+    let out = Drip::pace()
+        .args(["--rate", "200/s", "--stats"])
+        .stdin(b"x\n")
+        .output();
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("in 1, out 1, dropped 0, unsent 0"), "{err}");
 }
 
 #[test]
 fn fail_mode_exits_3_with_a_clear_message() {
-    let out = run_pace(
-        &["--rate", "1/s", "--burst", "2", "--on-full", "fail"],
-        &numbered(10),
-    );
+    let out = Drip::pace()
+        .args(["--rate", "1/s", "--burst", "2", "--on-full", "fail"])
+        .stdin(numbered(10))
+        .output();
     assert_eq!(out.status.code(), Some(3));
     assert_eq!(lines(&out.stdout), ["1"]);
     let err = String::from_utf8_lossy(&out.stderr);
@@ -445,31 +480,34 @@ fn fail_mode_exits_3_with_a_clear_message() {
 fn a_policy_spec_replaces_the_shaper() {
     // A token bucket of 3 releases 3 at once; the fourth waits a second.
     let started = Instant::now();
-    let out = run_pace(&["--policy", "token-bucket:rate=1/s,burst=3"], &numbered(4));
+    let out = Drip::pace()
+        .args(["--policy", "token-bucket:rate=1/s,burst=3"])
+        .stdin(numbered(4))
+        .output();
     assert!(out.status.success());
     assert_eq!(lines(&out.stdout), ["1", "2", "3", "4"]);
     assert!(started.elapsed() >= Duration::from_millis(995));
     // A meter in drop mode refuses beyond its capacity.
-    let out = run_pace(
-        &[
+    let out = Drip::pace()
+        .args([
             "--policy",
             "leaky-bucket:rate=1/s,capacity=2",
             "--on-full",
             "drop",
             "--stats=json",
-        ],
-        &numbered(5),
-    );
+        ])
+        .stdin(numbered(5))
+        .output();
     assert_eq!(lines(&out.stdout), ["1", "2"]);
     assert_eq!(summary(&out.stderr)["dropped"], 3);
 }
 
 #[test]
 fn catch_up_and_max_wait_run() {
-    let out = run_pace(
-        &["--rate", "100/s", "--max-wait", "30ms", "--catch-up"],
-        &numbered(5),
-    );
+    let out = Drip::pace()
+        .args(["--rate", "100/s", "--max-wait", "30ms", "--catch-up"])
+        .stdin(numbered(5))
+        .output();
     assert!(out.status.success());
     assert_eq!(lines(&out.stdout), ["1", "2", "3", "4", "5"]);
 }
@@ -512,7 +550,7 @@ fn bad_arguments_exit_2_with_one_clear_line() {
         ),
     ];
     for (args, needle) in cases {
-        let out = run_pace(&args, b"x\n");
+        let out = Drip::pace().args(&args).stdin(b"x\n").output();
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{args:?}: {err}");
@@ -528,7 +566,10 @@ fn a_record_without_separator_cannot_fill_memory() {
     // 65 MiB with no newline (say, `find -print0` output without -0): drip
     // stops with one line naming the fix instead of holding it all.
     let input = vec![b'x'; 65 * 1024 * 1024];
-    let out = run_pace(&["--rate", "1/s", "--stats=json"], &input);
+    let out = Drip::pace()
+        .args(["--rate", "1/s", "--stats=json"])
+        .stdin(&input)
+        .output();
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     assert!(err.contains("no newline in its first 64 MiB"), "{err}");
@@ -538,7 +579,10 @@ fn a_record_without_separator_cannot_fill_memory() {
 
 #[test]
 fn stats_takes_its_format_after_a_space_too() {
-    let out = run_pace(&["--rate", "1000/s", "--stats", "json"], b"a\nb\n");
+    let out = Drip::pace()
+        .args(["--rate", "1000/s", "--stats", "json"])
+        .stdin(b"a\nb\n")
+        .output();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(summary(&out.stderr)["lines_out"], 2);
 }
@@ -549,7 +593,8 @@ fn a_signal_stops_a_write_to_a_downstream_that_stopped_reading() {
     // One SIGTERM must still stop it, with every line accounted for.
     let dir = Scratch::new();
     let rejects = dir.join("rejects");
-    let mut child = pace()
+    let mut child = Drip::pace()
+        .command()
         .args(["--rate", "100000/s", "--burst", "100000", "--stats=json"])
         .args(["--rejects", rejects.to_str().unwrap()])
         .stdin(Stdio::piped())

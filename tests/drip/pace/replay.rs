@@ -9,13 +9,15 @@ use std::io::Read;
 use std::process::Output;
 use std::time::{Duration, Instant};
 
-use crate::common::{Scratch, run_pace, summary};
+use crate::common::{Drip, Scratch, summary};
 
 /// Runs `drip pace --replay ARGS` with `input` on stdin.
-fn run(args: &[&str], input: &[u8]) -> Output {
-    let mut all = vec!["--replay"];
-    all.extend_from_slice(args);
-    run_pace(&all, input)
+fn replay(args: &[&str], input: &[u8]) -> Output {
+    Drip::pace()
+        .arg("--replay")
+        .args(args)
+        .stdin(input)
+        .output()
 }
 
 /// The first `n` lines of the NASA log (header included), and the span of
@@ -41,7 +43,7 @@ fn nasa(n: usize) -> (Vec<u8>, u64) {
 fn the_nasa_log_at_speed_1000_comes_out_whole_and_no_faster() {
     let (input, span) = nasa(400);
     let started = Instant::now();
-    let out = run(
+    let out = replay(
         &["--speed", "1000", "--input-format", "tsv", "--stats=json"],
         &input,
     );
@@ -64,7 +66,7 @@ fn the_nasa_log_at_speed_1000_comes_out_whole_and_no_faster() {
 fn lines_within_the_window_are_sorted_and_one_beyond_it_is_an_error() {
     let input = "ts,n\n1000,a\n3500,c\n2000,b\n9000,d\n";
     let started = Instant::now();
-    let out = run(
+    let out = replay(
         &["--time-format", "epoch-ms", "--speed", "4"],
         input.as_bytes(),
     );
@@ -78,7 +80,7 @@ fn lines_within_the_window_are_sorted_and_one_beyond_it_is_an_error() {
     let dir = Scratch::new();
     let rejects = dir.join("rejects");
     let late = "ts,n\n1000,a\n9000,b\n2000,c\n";
-    let out = run(
+    let out = replay(
         &[
             "--time-format",
             "epoch-ms",
@@ -127,7 +129,7 @@ fn max_gap_cuts_an_idle_hour() {
     let input =
         "2026-01-01T10:00:00Z GET /a\n2026-01-01T11:00:00Z GET /b\n2026-01-01T11:00:01Z GET /c\n";
     let started = Instant::now();
-    let out = run(
+    let out = replay(
         &[
             "--max-gap",
             "300ms",
@@ -182,7 +184,7 @@ fn replay_mistakes_exit_2_with_one_clear_line() {
         (vec!["--tz", "Mars/Olympus"], "ts\n1\n", "--tz"),
     ];
     for (args, input, needle) in cases {
-        let out = run(&args, input.as_bytes());
+        let out = replay(&args, input.as_bytes());
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         // One error line (after the summary when lines were read).
@@ -210,7 +212,7 @@ fn replay_names_compressed_input_and_reads_tabs() {
         "/fixtures/nasa_19950801.log.gz"
     ))
     .unwrap();
-    let out = run(&["--speed", "100000"], &gz);
+    let out = replay(&["--speed", "100000"], &gz);
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{err}");
     let last = err.lines().last().unwrap();
@@ -225,7 +227,7 @@ fn replay_names_compressed_input_and_reads_tabs() {
     assert!(err.len() < 1000, "{err}");
 
     let (input, _) = nasa(20);
-    let out = run(&["--speed", "1000000"], &input);
+    let out = replay(&["--speed", "1000000"], &input);
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "{err}");
     assert!(err.contains("reading stdin as tab-separated"), "{err}");

@@ -94,8 +94,8 @@ fn run_sleepers(
     n: u64,
     most_ms: u64,
 ) -> std::process::Output {
-    let out = run_pace(
-        &[
+    let out = Drip::pace()
+        .args([
             "--rate",
             rate,
             "-j",
@@ -106,9 +106,9 @@ fn run_sleepers(
             "-c",
             script,
             "_",
-        ],
-        &sleeps(n, most_ms),
-    );
+        ])
+        .stdin(sleeps(n, most_ms))
+        .output();
     assert_eq!(
         out.status.code(),
         Some(0),
@@ -149,8 +149,8 @@ fn at_the_jobs_cap_the_schedule_waits_then_moves_on_without_a_burst() {
 
 #[test]
 fn braces_take_the_record_and_no_shell_is_involved() {
-    let out = run_pace(
-        &[
+    let out = Drip::pace()
+        .args([
             "--rate",
             "1000/s",
             "-j",
@@ -160,19 +160,19 @@ fn braces_take_the_record_and_no_shell_is_involved() {
             "<%s>[%s]\\n",
             "{}",
             "x{}y",
-        ],
-        b"a b\n$(echo no)\n",
-    );
+        ])
+        .stdin(b"a b\n$(echo no)\n")
+        .output();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
         "<a b>[xa by]\n<$(echo no)>[x$(echo no)y]\n"
     );
     // Without braces the record is the last argument.
-    let out = run_pace(
-        &["--rate", "1000/s", "-j", "1", "--", "echo", "got"],
-        b"one\ntwo\n",
-    );
+    let out = Drip::pace()
+        .args(["--rate", "1000/s", "-j", "1", "--", "echo", "got"])
+        .stdin(b"one\ntwo\n")
+        .output();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "got one\ngot two\n");
 }
 
@@ -181,10 +181,10 @@ fn lines_of_commands_running_together_never_mix() {
     // Each command writes its line in three pieces with pauses between:
     // passed through as they come, lines would interleave.
     let script = "printf '%s-aaaaaaaa' $1; sleep 0.05; printf 'bbbbbbbb'; sleep 0.05; printf 'cccc\\n'; printf 'no newline %s' $1";
-    let out = run_pace(
-        &["--rate", "200/s", "-j", "8", "--", "sh", "-c", script, "_"],
-        &numbered(16),
-    );
+    let out = Drip::pace()
+        .args(["--rate", "200/s", "-j", "8", "--", "sh", "-c", script, "_"])
+        .stdin(numbered(16))
+        .output();
     assert_eq!(out.status.code(), Some(0));
     let got = lines(&out.stdout);
     assert_eq!(got.len(), 32, "{got:?}");
@@ -196,8 +196,8 @@ fn lines_of_commands_running_together_never_mix() {
 
 #[test]
 fn keep_order_prints_outputs_in_input_order_and_tag_names_the_record() {
-    let out = run_pace(
-        &[
+    let out = Drip::pace()
+        .args([
             "--rate",
             "100/s",
             "--keep-order",
@@ -207,9 +207,9 @@ fn keep_order_prints_outputs_in_input_order_and_tag_names_the_record() {
             "-c",
             "sleep 0.$((6 - $1)); echo done",
             "_",
-        ],
-        &numbered(5),
-    );
+        ])
+        .stdin(numbered(5))
+        .output();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         String::from_utf8_lossy(&out.stdout),
@@ -228,8 +228,8 @@ fn failed_records_are_kept_and_retries_take_fresh_slots_after_a_backoff() {
         log.display(),
         dir.display()
     );
-    let out = run_pace(
-        &[
+    let out = Drip::pace()
+        .args([
             "--rate",
             "20/s",
             "--retry",
@@ -244,9 +244,9 @@ fn failed_records_are_kept_and_retries_take_fresh_slots_after_a_backoff() {
             "-c",
             &script,
             "_",
-        ],
-        &numbered(4),
-    );
+        ])
+        .stdin(numbered(4))
+        .output();
     assert_eq!(out.status.code(), Some(1), "a failure exits 1");
     assert_eq!(std::fs::read_to_string(&failed).unwrap(), "2\n");
     let c = &summary(&out.stderr)["commands"];
@@ -270,8 +270,8 @@ fn failed_records_are_kept_and_retries_take_fresh_slots_after_a_backoff() {
         "{twos:?}"
     );
     // --retry-on limits which statuses are retried: 7 is not.
-    let out = run_pace(
-        &[
+    let out = Drip::pace()
+        .args([
             "--rate",
             "50/s",
             "--retry",
@@ -283,9 +283,9 @@ fn failed_records_are_kept_and_retries_take_fresh_slots_after_a_backoff() {
             "sh",
             "-c",
             "exit 7",
-        ],
-        b"x\n",
-    );
+        ])
+        .stdin(b"x\n")
+        .output();
     assert_eq!(summary(&out.stderr)["commands"]["retried"], 0);
 }
 
@@ -297,8 +297,8 @@ fn a_rate_limited_status_pauses_the_whole_schedule() {
         "echo \"start $1 $(date +%s%N)\" >> {}; [ $1 = 2 ] && exit 75; exit 0",
         log.display()
     );
-    let out = run_pace(
-        &[
+    let out = Drip::pace()
+        .args([
             "--rate",
             "20/s",
             "--pause-on",
@@ -310,9 +310,9 @@ fn a_rate_limited_status_pauses_the_whole_schedule() {
             "-c",
             &script,
             "_",
-        ],
-        &numbered(4),
-    );
+        ])
+        .stdin(numbered(4))
+        .output();
     assert_eq!(out.status.code(), Some(1));
     let t: Vec<u64> = logged(&log, "start").into_iter().map(|(_, t)| t).collect();
     assert_eq!(t.len(), 4);
@@ -330,20 +330,22 @@ fn sigint_waits_for_running_commands_and_keeps_the_rest_in_rejects() {
         .map(|i| format!("{i} 1\n"))
         .collect::<String>()
         .into_bytes();
-    let mut child = spawn_pace(&[
-        "--rate",
-        "10/s",
-        "-j",
-        "4",
-        "--rejects",
-        s(&rejects),
-        "--stats=json",
-        "--",
-        "sh",
-        "-c",
-        &script,
-        "_",
-    ]);
+    let mut child = Drip::pace()
+        .args([
+            "--rate",
+            "10/s",
+            "-j",
+            "4",
+            "--rejects",
+            s(&rejects),
+            "--stats=json",
+            "--",
+            "sh",
+            "-c",
+            &script,
+            "_",
+        ])
+        .spawn();
     let mut stdin = child.stdin.take().unwrap();
     thread::spawn(move || {
         use std::io::Write;
@@ -372,7 +374,8 @@ fn sigint_waits_for_running_commands_and_keeps_the_rest_in_rejects() {
 
 #[test]
 fn a_second_sigint_sends_the_running_commands_sigterm() {
-    let mut child = pace()
+    let mut child = Drip::pace()
+        .command()
         .args(["--rate", "10/s", "--", "sleep"])
         .stdin(Stdio::piped())
         .stdout(Stdio::null())
@@ -398,7 +401,10 @@ fn a_second_sigint_sends_the_running_commands_sigterm() {
 #[test]
 fn a_command_that_cannot_run_stops_the_run_with_one_message() {
     let tmp = Scratch::new();
-    let out = run_pace(&["--rate", "100/s", "--", "/nonexistent/cmd"], b"a\nb\n");
+    let out = Drip::pace()
+        .args(["--rate", "100/s", "--", "/nonexistent/cmd"])
+        .stdin(b"a\nb\n")
+        .output();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot run '/nonexistent/cmd'"), "{err}");
@@ -406,34 +412,36 @@ fn a_command_that_cannot_run_stops_the_run_with_one_message() {
     // Nothing is lost: the record whose command could not start is kept
     // with the ones after it.
     let rejects = tmp.join("cannot-run.rejects");
-    let out = run_pace(
-        &[
+    let out = Drip::pace()
+        .args([
             "--rate",
             "100/s",
             "--rejects",
             rejects.to_str().unwrap(),
             "--",
             "/nonexistent/cmd",
-        ],
-        b"a\nb\nc\n",
-    );
+        ])
+        .stdin(b"a\nb\nc\n")
+        .output();
     assert_eq!(out.status.code(), Some(2));
     assert_eq!(std::fs::read(&rejects).unwrap(), b"a\nb\nc\n");
 }
 
 #[test]
 fn one_thread_relays_the_output_of_every_running_command() {
-    let mut child = spawn_pace(&[
-        "--rate",
-        "1000/s",
-        "-j",
-        "40",
-        "--",
-        "sh",
-        "-c",
-        "echo $1; sleep 1",
-        "_",
-    ]);
+    let mut child = Drip::pace()
+        .args([
+            "--rate",
+            "1000/s",
+            "-j",
+            "40",
+            "--",
+            "sh",
+            "-c",
+            "echo $1; sleep 1",
+            "_",
+        ])
+        .spawn();
     let mut stdin = child.stdin.take().unwrap();
     std::io::Write::write_all(&mut stdin, &numbered(40)).unwrap();
     drop(stdin);
@@ -456,8 +464,8 @@ fn one_thread_relays_the_output_of_every_running_command() {
 #[test]
 fn a_command_that_closes_its_output_early_is_waited_for() {
     let script = "echo $1; exec >&- 2>&-; sleep 0.4; exit 3";
-    let out = run_pace(
-        &[
+    let out = Drip::pace()
+        .args([
             "--rate",
             "100/s",
             "--stats=json",
@@ -466,9 +474,9 @@ fn a_command_that_closes_its_output_early_is_waited_for() {
             "-c",
             script,
             "_",
-        ],
-        b"a\n",
-    );
+        ])
+        .stdin(b"a\n")
+        .output();
     assert_eq!(out.status.code(), Some(1));
     assert_eq!(lines(&out.stdout), ["a"]);
     let v = summary(&out.stderr);
@@ -481,8 +489,8 @@ fn a_command_that_closes_its_output_early_is_waited_for() {
 
 #[test]
 fn a_command_found_on_path_sees_its_name_as_given() {
-    let out = run_pace(
-        &[
+    let out = Drip::pace()
+        .args([
             "--rate",
             "100/s",
             "--",
@@ -490,9 +498,9 @@ fn a_command_found_on_path_sees_its_name_as_given() {
             "-c",
             "tr '\\0' ' ' < /proc/$$/cmdline",
             "_",
-        ],
-        b"x\n",
-    );
+        ])
+        .stdin(b"x\n")
+        .output();
     assert_eq!(out.status.code(), Some(0));
     assert_eq!(
         lines(&out.stdout),
@@ -503,16 +511,18 @@ fn a_command_found_on_path_sees_its_name_as_given() {
 #[test]
 fn sigint_waits_for_the_commands_not_for_pipes_their_background_children_hold() {
     // Each command leaves a child behind holding its output pipes for 8 s.
-    let mut child = spawn_pace(&[
-        "--rate",
-        "100/s",
-        "--stats=json",
-        "--",
-        "sh",
-        "-c",
-        "sleep 8 & sleep 0.5; echo started $1",
-        "_",
-    ]);
+    let mut child = Drip::pace()
+        .args([
+            "--rate",
+            "100/s",
+            "--stats=json",
+            "--",
+            "sh",
+            "-c",
+            "sleep 8 & sleep 0.5; echo started $1",
+            "_",
+        ])
+        .spawn();
     let mut stdin = child.stdin.take().unwrap();
     thread::spawn(move || {
         use std::io::Write;

@@ -9,7 +9,7 @@ use html5gum::{Token, Tokenizer};
 use resvg::usvg;
 use std::path::{Path, PathBuf};
 
-use crate::common::{Out, Scratch, run};
+use crate::common::{Drip, Scratch, s};
 
 /// Keys a log may hold: a tag, a link, a cell break with a code span, a
 /// terminal escape.
@@ -38,21 +38,15 @@ fn hostile_log(tmp: &Scratch) -> PathBuf {
     path
 }
 
-fn s(p: &Path) -> &str {
-    p.to_str().unwrap()
-}
-
-fn ok(out: Out) -> String {
-    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
-    out.stdout
-}
-
 /// `drip audit` of the hostile log under the hostile label.
 fn audit(log: &Path, extra: &[&str]) -> String {
     let spec = format!("gcra:rate=1/s,burst=1,label={LABEL}");
-    let mut args = vec!["audit", s(log), "--key-column", "client", "-p", &spec, "-q"];
-    args.extend(extra);
-    ok(run(&args, None))
+    Drip::audit()
+        .arg(log)
+        .args(["--key-column", "client", "-p", &spec, "-q"])
+        .args(extra)
+        .run()
+        .ok()
 }
 
 /// No control character but the line ends.
@@ -182,7 +176,6 @@ fn a_size_report_shows_hostile_keys_as_text() {
     let log = hostile_log(&tmp);
     let size = |format: &str, extra: &[&str]| {
         let mut args = vec![
-            "size",
             s(&log),
             "--key-column",
             "client",
@@ -202,7 +195,7 @@ fn a_size_report_shows_hostile_keys_as_text() {
             format,
         ];
         args.extend(extra);
-        ok(run(&args, None))
+        Drip::size().args(&args).run().ok()
     };
     let table = size("table", &[]);
     assert_table_is_text(&table);
@@ -231,9 +224,11 @@ fn an_nginx_config_name_shows_as_text() {
     )
     .unwrap();
     let audit = |extra: &[&str]| {
-        let mut args = vec!["audit", s(&log), "--nginx-conf", s(&conf), "-q"];
-        args.extend(extra);
-        ok(run(&args, None))
+        Drip::audit()
+            .args([s(&log), "--nginx-conf", s(&conf), "-q"])
+            .args(extra)
+            .run()
+            .ok()
     };
     assert_table_is_text(&audit(&[]));
     let markdown = audit(&["-f", "markdown"]);
@@ -249,9 +244,8 @@ fn a_crossed_threshold_names_a_hostile_label_without_its_controls() {
     let tmp = Scratch::new();
     let log = hostile_log(&tmp);
     let spec = format!("gcra:rate=1/s,burst=1,label={LABEL}");
-    let out = run(
-        &[
-            "audit",
+    let out = Drip::audit()
+        .args([
             s(&log),
             "--key-column",
             "client",
@@ -260,9 +254,8 @@ fn a_crossed_threshold_names_a_hostile_label_without_its_controls() {
             "-q",
             "--max-drops",
             "0",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 1, "stderr: {}", out.stderr);
     assert!(out.stderr.contains("crossed"), "{}", out.stderr);
     assert_no_controls("stderr", &out.stderr);
@@ -276,8 +269,11 @@ fn the_keys_with_the_longest_waits_show_hostile_keys_as_text() {
     let log = hostile_log(&tmp);
     let audit = |format: &str| {
         let spec = "nginx:rate=1r/s,burst=1";
-        let args = ["audit", s(&log), "--key-column", "client", "-p", spec];
-        ok(run(&[&args[..], &["-q", "-f", format]].concat(), None))
+        Drip::audit()
+            .args([s(&log), "--key-column", "client", "-p", spec])
+            .args(["-q", "-f", format])
+            .run()
+            .ok()
     };
     let table = audit("table");
     assert_table_is_text(&table);

@@ -8,7 +8,7 @@
 use html5gum::{Token, Tokenizer};
 use std::collections::BTreeMap;
 
-use crate::common::{Out, Scratch, run};
+use crate::common::{Drip, NASA, Out, Scratch};
 
 /// One element as read: name, attributes, and the text directly in it.
 #[derive(Debug, Default)]
@@ -158,8 +158,6 @@ fn assert_self_contained(html: &str, doc: &Doc) {
     );
 }
 
-const NASA: &str = "fixtures/nasa_19950801.tsv";
-
 fn nasa_html(extra: &[&str]) -> Out {
     let mut args = vec![
         "audit",
@@ -175,7 +173,7 @@ fn nasa_html(extra: &[&str]) -> Out {
         "html",
     ];
     args.extend(extra);
-    run(&args, None)
+    Drip::new().args(&args).run()
 }
 
 #[test]
@@ -204,9 +202,8 @@ fn the_page_is_one_self_contained_well_formed_file() {
     );
 
     // The summary matches the JSON report of the same audit, figure for figure.
-    let json = run(
-        &[
-            "audit",
+    let json = Drip::audit()
+        .args([
             NASA,
             "--key-column",
             "host",
@@ -217,9 +214,8 @@ fn the_page_is_one_self_contained_well_formed_file() {
             "--quiet",
             "--format",
             "json",
-        ],
-        None,
-    );
+        ])
+        .run();
     let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     let table = doc.table_after("Policies");
     let header = &table[0];
@@ -297,18 +293,16 @@ fn timeline_table_is_folded_in_when_asked_for() {
 
 #[test]
 fn report_text_is_escaped_not_markup() {
-    let out = run(
-        &[
-            "audit",
+    let out = Drip::audit()
+        .args([
             "fixtures/small.csv",
             "-p",
             "gcra:rate=1/s,label=<b>&x\"y",
             "--quiet",
             "--format",
             "html",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let doc = parse(&out.stdout);
     assert_self_contained(&out.stdout, &doc);
@@ -322,18 +316,16 @@ fn an_empty_log_gives_a_page_too() {
     let dir = Scratch::new();
     let log = dir.join("empty.csv");
     std::fs::write(&log, "ts,client\n").unwrap();
-    let out = run(
-        &[
-            "audit",
+    let out = Drip::audit()
+        .args([
             log.to_str().unwrap(),
             "-p",
             "gcra:rate=1/s",
             "--quiet",
             "--format",
             "html",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let doc = parse(&out.stdout);
     assert_self_contained(&out.stdout, &doc);
@@ -384,9 +376,8 @@ fn nginx_conf_sections_are_on_the_page() {
         "remote_addr,uri,t,st\n1.1.1.1,/api/a,1700000000,PASSED\n1.1.1.1,/api/b,1700000000,PASSED\n1.1.1.1,/x,1700000000,-\n",
     )
     .unwrap();
-    let out = run(
-        &[
-            "audit",
+    let out = Drip::audit()
+        .args([
             log.to_str().unwrap(),
             "--nginx-conf",
             conf.to_str().unwrap(),
@@ -395,9 +386,8 @@ fn nginx_conf_sections_are_on_the_page() {
             "--quiet",
             "--format",
             "html",
-        ],
-        None,
-    );
+        ])
+        .run();
     // The second request is REJECTED by drip but logged PASSED.
     let doc = parse(&out.stdout);
     assert_self_contained(&out.stdout, &doc);
@@ -437,7 +427,7 @@ fn size_page_is_self_contained_with_its_tables_and_plot() {
         "--quiet",
         "--format",
     ];
-    let out = run(&[&args[..], &["html"]].concat(), None);
+    let out = Drip::new().args([&args[..], &["html"]].concat()).run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let doc = parse(&out.stdout);
     assert_self_contained(&out.stdout, &doc);
@@ -451,7 +441,7 @@ fn size_page_is_self_contained_with_its_tables_and_plot() {
         "{:?}",
         doc.texts("pre")
     );
-    let json = run(&[&args[..], &["json"]].concat(), None);
+    let json = Drip::new().args([&args[..], &["json"]].concat()).run();
     let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
     let frontier = doc.table_after("Frontier");
     assert_eq!(frontier.len(), 1 + v["frontier"].as_array().unwrap().len());

@@ -8,9 +8,7 @@ use resvg::tiny_skia::{Pixmap, Transform};
 use resvg::usvg;
 use std::path::Path;
 
-use crate::common::{Scratch, run};
-
-const NASA: &str = "fixtures/nasa_19950801.tsv";
+use crate::common::{Drip, NASA, Scratch};
 
 /// Audits the NASA log under two policies with `extra` flags; the SVG.
 fn nasa_plot(extra: &[&str]) -> String {
@@ -30,7 +28,7 @@ fn nasa_plot(extra: &[&str]) -> String {
         path.to_str().unwrap(),
     ];
     args.extend(extra);
-    let out = run(&args, None);
+    let out = Drip::new().args(&args).run();
     assert_eq!(out.code, 0, "stderr: {}", out.stderr);
     std::fs::read_to_string(&path).expect("the plot is written")
 }
@@ -191,9 +189,8 @@ fn timeline_interval_is_used_as_given() {
 fn a_plot_does_not_add_a_timeline_to_the_report() {
     let tmp = Scratch::new();
     let svg = tmp.join("plot.svg");
-    let out = run(
-        &[
-            "audit",
+    let out = Drip::audit()
+        .args([
             "fixtures/small.csv",
             "--key-column",
             "client",
@@ -204,9 +201,8 @@ fn a_plot_does_not_add_a_timeline_to_the_report() {
             "--quiet",
             "--plot",
             svg.to_str().unwrap(),
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     assert!(v.get("timeline").is_none(), "{}", out.stdout);
@@ -228,18 +224,16 @@ fn a_log_with_no_rows_still_gets_a_plot() {
     let log = tmp.join("empty.csv");
     std::fs::write(&log, "ts,client\n").unwrap();
     let svg = tmp.join("plot.svg");
-    let out = run(
-        &[
-            "audit",
+    let out = Drip::audit()
+        .args([
             log.to_str().unwrap(),
             "-p",
             "gcra:rate=1/s",
             "--quiet",
             "--plot",
             svg.to_str().unwrap(),
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let text = std::fs::read_to_string(&svg).unwrap();
     let (w, h, _) = parse(&text);
@@ -257,10 +251,9 @@ fn bad_plot_paths_are_one_line_and_status_2() {
         ("plot.png", "give a name ending in .svg"),
         (missing.to_str().unwrap(), "no directory"),
     ] {
-        let out = run(
-            &["audit", NASA, "-p", "gcra:rate=1/s", "--plot", path],
-            None,
-        );
+        let out = Drip::audit()
+            .args([NASA, "-p", "gcra:rate=1/s", "--plot", path])
+            .run();
         assert_eq!(out.code, 2, "{path}: {}", out.stderr);
         assert_eq!(out.stderr.trim_end().lines().count(), 1, "{}", out.stderr);
         assert!(out.stderr.contains(says), "{}", out.stderr);
@@ -272,17 +265,15 @@ fn bad_plot_paths_are_one_line_and_status_2() {
     }
     let as_dir = dir.with_extension("svg");
     std::fs::create_dir_all(&as_dir).unwrap();
-    let out = run(
-        &[
-            "audit",
+    let out = Drip::audit()
+        .args([
             NASA,
             "-p",
             "gcra:rate=1/s",
             "--plot",
             as_dir.to_str().unwrap(),
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(out.stderr.contains("is a directory"), "{}", out.stderr);
 }
@@ -402,9 +393,8 @@ fn sizing_plot_without_keys_has_one_panel() {
 fn a_timeline_too_fine_to_draw_is_merged_with_a_note() {
     let tmp = Scratch::new();
     let path = tmp.join("plot.svg");
-    let out = run(
-        &[
-            "audit",
+    let out = Drip::audit()
+        .args([
             NASA,
             "-p",
             "gcra:rate=1/s,burst=10",
@@ -414,9 +404,8 @@ fn a_timeline_too_fine_to_draw_is_merged_with_a_note() {
             "json",
             "--plot",
             path.to_str().unwrap(),
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stderr.contains(
@@ -437,9 +426,8 @@ fn a_timeline_too_fine_to_draw_is_merged_with_a_note() {
 fn size_plot_is_written_and_renders() {
     let tmp = Scratch::new();
     let path = tmp.join("size.svg");
-    let out = run(
-        &[
-            "size",
+    let out = Drip::size()
+        .args([
             NASA,
             "--key-column",
             "host",
@@ -452,9 +440,8 @@ fn size_plot_is_written_and_renders() {
             "--quiet",
             "--plot",
             path.to_str().unwrap(),
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let svg = std::fs::read_to_string(&path).unwrap();
     let (w, h, texts) = parse(&svg);
@@ -476,19 +463,9 @@ fn size_plot_is_written_and_renders() {
         count_near(&img, (230, 130, 0), 30) > 40,
         "the recommendation is not drawn"
     );
-    let out = run(
-        &[
-            "size",
-            NASA,
-            "-p",
-            "gcra",
-            "--max-drops",
-            "0",
-            "--plot",
-            "x.png",
-        ],
-        None,
-    );
+    let out = Drip::size()
+        .args([NASA, "-p", "gcra", "--max-drops", "0", "--plot", "x.png"])
+        .run();
     assert_eq!(out.code, 2, "{}", out.stderr);
     assert!(
         out.stderr.contains("give a name ending in .svg"),
@@ -627,9 +604,8 @@ fn sizing_legends_sit_beside_the_panels() {
     );
     // A delaying policy: the wait on a right axis, the alternatives marked.
     let path = tmp.join("size-nginx.svg");
-    let out = run(
-        &[
-            "size",
+    let out = Drip::size()
+        .args([
             NASA,
             "-q",
             "--key-column",
@@ -640,9 +616,8 @@ fn sizing_legends_sit_beside_the_panels() {
             "0.1",
             "--plot",
             path.to_str().unwrap(),
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert_legends_outside_the_data(
         &std::fs::read_to_string(&path).unwrap(),

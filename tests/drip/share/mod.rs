@@ -15,7 +15,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::common::{Scratch, bin, pace, spawn_pace};
+use crate::common::{Drip, Scratch};
 
 fn wall() -> f64 {
     SystemTime::now()
@@ -32,7 +32,8 @@ struct Pacer {
 }
 
 fn spawn_pacer(tag: usize, n: usize, args: &[&str]) -> Pacer {
-    let mut child = pace()
+    let mut child = Drip::pace()
+        .command()
         .args(args)
         .args(["--stamp", "epoch", "--stats=json"])
         .stdin(Stdio::piped())
@@ -252,7 +253,7 @@ fn usage_errors_name_what_can_be_shared() {
         ),
     ];
     for (args, needle) in cases {
-        let mut child = spawn_pace(&args);
+        let mut child = Drip::pace().args(&args).spawn();
         let _ = child.stdin.take().unwrap().write_all(b"x\n");
         let out = child.wait_with_output().unwrap();
         let err = String::from_utf8_lossy(&out.stderr);
@@ -269,7 +270,8 @@ fn usage_errors_name_what_can_be_shared() {
 fn the_environment_configures_sharing() {
     let dir = Scratch::new();
     let state = dir.join("env.share");
-    let out = pace()
+    let out = Drip::pace()
+        .command()
         .env("DRIP_SHARE", &state)
         .args(["--rate", "100/s", "--stats=json"])
         .stdin(Stdio::null())
@@ -738,7 +740,8 @@ fn redis_unreachable_under_each_mode() {
 fn gates(n: usize, args: &[&str]) -> Vec<(Option<i32>, Option<f64>, String)> {
     let children: Vec<Child> = (0..n)
         .map(|_| {
-            bin()
+            Drip::new()
+                .command()
                 .arg("gate")
                 .args(args)
                 .args(["--", "date", "+%s.%N"])
@@ -849,14 +852,21 @@ fn gate_exit_status_wait_and_errors() {
     let dir = Scratch::new();
     let state = dir.join("g.share");
     let state = state.to_str().unwrap();
-    let run = |args: &[&str]| bin().arg("gate").args(args).output().unwrap();
+    let gate = |args: &[&str]| {
+        Drip::new()
+            .command()
+            .arg("gate")
+            .args(args)
+            .output()
+            .unwrap()
+    };
     // The command's status is the gate's.
-    let out = run(&[
+    let out = gate(&[
         "--rate", "10/s", "--share", state, "--", "sh", "-c", "exit 7",
     ]);
     assert_eq!(out.status.code(), Some(7));
     // --print-wait: seconds on stdout without a command...
-    let out = run(&["--rate", "1/s", "--share", state, "--print-wait"]);
+    let out = gate(&["--rate", "1/s", "--share", state, "--print-wait"]);
     assert!(out.status.success());
     let waited: f64 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
     assert!((0.0..2.0).contains(&waited), "{waited}");
@@ -865,7 +875,8 @@ fn gate_exit_status_wait_and_errors() {
         .write(true)
         .open("/dev/full")
         .unwrap();
-    let out = bin()
+    let out = Drip::new()
+        .command()
         .arg("gate")
         .args(["--rate", "100/s", "--share", &format!("{state}.full")])
         .arg("--print-wait")
@@ -880,7 +891,7 @@ fn gate_exit_status_wait_and_errors() {
         "{err}"
     );
     // ... and on stderr with one, whose stdout stays its own.
-    let out = run(&[
+    let out = gate(&[
         "--rate",
         "1/s",
         "--share",
@@ -892,7 +903,7 @@ fn gate_exit_status_wait_and_errors() {
     ]);
     assert_eq!(String::from_utf8_lossy(&out.stdout), "hi\n");
     assert!(String::from_utf8_lossy(&out.stderr).starts_with("drip gate: waited "));
-    let out = run(&[
+    let out = gate(&[
         "--rate",
         "10/s",
         "--share",
@@ -917,7 +928,7 @@ fn gate_exit_status_wait_and_errors() {
             "unreachable",
         ),
     ] {
-        let out = run(&args);
+        let out = gate(&args);
         let err = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
         assert_eq!(err.lines().count(), 1, "{err}");
@@ -925,7 +936,7 @@ fn gate_exit_status_wait_and_errors() {
     }
     // wait: gives up at --share-timeout, not a backoff later.
     let started = Instant::now();
-    let out = run(&[
+    let out = gate(&[
         "--rate",
         "10/s",
         "--share",
@@ -1026,7 +1037,12 @@ fn a_held_lock_gives_up_at_the_share_timeout() {
     let run = spawn_pacer(0, 3, &args).finish();
     let took = started.elapsed();
     let gate_started = Instant::now();
-    let gate = bin().arg("gate").args(args).output().unwrap();
+    let gate = Drip::new()
+        .command()
+        .arg("gate")
+        .args(args)
+        .output()
+        .unwrap();
     let gate_took = gate_started.elapsed();
     let _ = holder.kill();
     let _ = holder.wait();
@@ -1054,16 +1070,11 @@ fn a_held_lock_gives_up_at_the_share_timeout() {
 
 /// `drip pace` with `DRIP_SHARE=value` in its environment, `input` on stdin.
 fn pace_with_env(value: &std::ffi::OsStr, args: &[&str], input: &[u8]) -> Output {
-    let mut child = pace()
+    Drip::pace()
         .env("DRIP_SHARE", value)
         .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let _ = child.stdin.take().unwrap().write_all(input);
-    child.wait_with_output().unwrap()
+        .stdin(input)
+        .output()
 }
 
 #[test]
@@ -1154,7 +1165,8 @@ fn an_inherited_drip_share_never_breaks_a_run_that_cannot_share() {
         );
     }
     // Typed on the command line, the same combination is still an error.
-    let out = pace()
+    let out = Drip::pace()
+        .command()
         .args(["--rate", "100/s", "--key", "x", "--share"])
         .arg(&state)
         .stdin(Stdio::null())
@@ -1164,7 +1176,8 @@ fn an_inherited_drip_share_never_breaks_a_run_that_cannot_share() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--share keeps one schedule"));
     // DRIP_SHARE_KEY is a default for Redis schedules: a state file, given
     // either way, goes on without it.
-    let out = pace()
+    let out = Drip::pace()
+        .command()
         .env("DRIP_SHARE_KEY", "partner-api")
         .args(["--rate", "100/s", "--share"])
         .arg(&state)
@@ -1194,8 +1207,8 @@ fn a_server_that_never_answers_is_given_up_at_the_share_timeout() {
     });
     let url = format!("redis://127.0.0.1:{port}");
     let t0 = std::time::Instant::now();
-    let out = crate::common::run_pace(
-        &[
+    let out = Drip::pace()
+        .args([
             "--rate",
             "10/s",
             "--share",
@@ -1204,9 +1217,9 @@ fn a_server_that_never_answers_is_given_up_at_the_share_timeout() {
             "t",
             "--share-timeout",
             "2s",
-        ],
-        b"a\n",
-    );
+        ])
+        .stdin(b"a\n")
+        .output();
     let took = t0.elapsed().as_secs_f64();
     assert_eq!(out.status.code(), Some(2));
     assert!(

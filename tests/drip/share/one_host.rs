@@ -58,7 +58,8 @@ fn a_folder_others_can_open_is_refused() {
     let dir = runtime.join("drip");
     std::fs::create_dir(&dir).unwrap();
     std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o777)).unwrap();
-    let out = bin()
+    let out = Drip::new()
+        .command()
         .args(["gate", "--rate", "5/s", "--share-key", "t"])
         .env("XDG_RUNTIME_DIR", &runtime)
         .output()

@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::common::{Scratch, drip, run, s};
+use crate::common::{Drip, Scratch, nginx_binary, s};
 
 const LOG: &str = "fixtures/nasa_19950801.log.gz";
 
@@ -61,16 +61,7 @@ fn size(conf: &Path, extra: &[&str]) -> crate::common::Out {
         "-q",
     ];
     args.extend_from_slice(extra);
-    run(&args, None)
-}
-
-fn nginx_binary() -> PathBuf {
-    for p in ["/usr/sbin/nginx", "/usr/local/sbin/nginx", "/usr/bin/nginx"] {
-        if Path::new(p).is_file() {
-            return PathBuf::from(p);
-        }
-    }
-    PathBuf::from("nginx")
+    Drip::new().args(&args).run()
 }
 
 /// `nginx -t` on `conf` with a temporary prefix: its exit status and output.
@@ -91,8 +82,8 @@ fn nginx_t(conf: &Path) -> (bool, String) {
 
 /// `audit --nginx-conf conf` with the size targets as thresholds.
 fn audit_meets(conf: &Path) -> crate::common::Out {
-    drip(
-        &[
+    Drip::audit()
+        .args([
             LOG,
             "--nginx-conf",
             s(conf),
@@ -101,9 +92,8 @@ fn audit_meets(conf: &Path) -> crate::common::Out {
             "--max-wait",
             "1s",
             "-q",
-        ],
-        None,
-    )
+        ])
+        .run()
 }
 
 #[test]
@@ -168,7 +158,9 @@ fn the_patch_applies_passes_nginx_t_and_meets_the_targets() {
     assert_eq!(out.code, 0, "{}{}", out.stdout, out.stderr);
     // The figures after are the audit's of the patched config: its drops
     // are the lines' drops, its longest wait the longest of theirs.
-    let out = drip(&[LOG, "--nginx-conf", s(&conf), "-q", "-f", "json"], None);
+    let out = Drip::audit()
+        .args([LOG, "--nginx-conf", s(&conf), "-q", "-f", "json"])
+        .run();
     let audit: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let sum = |f: &'static str| limits.iter().map(move |l| l["after"][f].as_u64().unwrap());
     let p = &audit["policies"][0];
@@ -257,9 +249,8 @@ fn one_line_on_every_row_gets_the_pick_of_size_p() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
     let line = &v["limits"][0];
-    let p = run(
-        &[
-            "size",
+    let p = Drip::size()
+        .args([
             LOG,
             "-p",
             "nginx:nodelay",
@@ -270,9 +261,8 @@ fn one_line_on_every_row_gets_the_pick_of_size_p() {
             "-q",
             "-f",
             "json",
-        ],
-        None,
-    );
+        ])
+        .run();
     let rec: serde_json::Value = serde_json::from_str(&p.stdout).unwrap();
     let rec = &rec["recommended"];
     assert_eq!(
@@ -360,7 +350,8 @@ fn scattered_config(top: &Scratch) -> (PathBuf, Vec<PathBuf>) {
 /// prefix): the patch.
 fn size_and_apply_as_printed(conf: &Path) -> String {
     let cwd = Scratch::new();
-    let out = crate::common::bin()
+    let out = Drip::new()
+        .command()
         .current_dir(&cwd)
         .args(["size", s(&std::fs::canonicalize(LOG).unwrap())])
         .args(["--nginx-conf", s(conf), "--max-drop-rate", "0.1", "-q"])

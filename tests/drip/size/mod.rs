@@ -7,38 +7,32 @@ mod plot;
 
 use serde_json::Value;
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
+use std::process::Stdio;
 
-use crate::common::{Out, Scratch, run};
-
-fn json_of(out: &Out) -> Value {
-    serde_json::from_str(&out.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}\nstderr: {}", out.stdout, out.stderr))
-}
-
-const NASA: &str = "fixtures/nasa_19950801.tsv";
+use crate::common::{Drip, NASA, Scratch};
 
 /// `drip size` with `args`, as JSON (exit status 0 or 1).
 fn size(args: &[&str]) -> (i32, Value) {
-    let mut all = vec!["size", "-f", "json", "--quiet"];
-    all.extend_from_slice(args);
-    let out = run(&all, None);
+    let out = Drip::size()
+        .args(["-f", "json", "--quiet"])
+        .args(args)
+        .run();
     assert!(
         out.code == 0 || out.code == 1,
         "exit {}: {}",
         out.code,
         out.stderr
     );
-    (out.code, json_of(&out))
+    (out.code, out.stdout_json())
 }
 
 /// `drip audit -p spec` on the same input, as the policy's JSON object.
 fn audit(input: &[&str], spec: &str) -> Value {
-    let mut all = vec!["audit", "-f", "json", "--quiet", "-p", spec];
-    all.extend_from_slice(input);
-    let out = run(&all, None);
-    assert_eq!(out.code, 0, "audit {spec}: {}", out.stderr);
-    json_of(&out)["policies"][0].clone()
+    let report = Drip::audit()
+        .args(["-f", "json", "--quiet", "-p", spec])
+        .args(input)
+        .json();
+    report["policies"][0].clone()
 }
 
 /// The targets a test gives, checked on audit's figures.
@@ -507,9 +501,8 @@ fn every_format_renders_the_frontier() {
         ("markdown", "| rate | burst | dropped |"),
         ("csv", "rate,burst,meets_targets,tested,"),
     ] {
-        let out = run(
-            &[
-                "size",
+        let out = Drip::size()
+            .args([
                 NASA,
                 "-q",
                 "--key-column",
@@ -522,9 +515,8 @@ fn every_format_renders_the_frontier() {
                 "1",
                 "-f",
                 format,
-            ],
-            None,
-        );
+            ])
+            .run();
         assert_eq!(out.code, 0, "{}", out.stderr);
         assert!(out.stdout.contains(needle), "{format}:\n{}", out.stdout);
         assert!(out.stdout.contains("gcra:rate=1/s,burst="), "{format}");
@@ -604,7 +596,7 @@ fn mistakes_are_one_line_and_exit_2() {
     ] {
         let mut all = vec!["size", NASA, "--no-progress"];
         all.extend(args.iter().copied());
-        let out = run(&all, None);
+        let out = Drip::new().args(&all).run();
         assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
         assert_eq!(
             out.stderr.trim().lines().count(),
@@ -635,7 +627,8 @@ fn a_report_onto_its_own_log_is_refused() {
             .append(true)
             .open(target)
             .unwrap();
-        let res = Command::new(env!("CARGO_BIN_EXE_drip"))
+        let res = Drip::new()
+            .command()
             .args([
                 "size",
                 log.to_str().unwrap(),
@@ -675,9 +668,8 @@ fn nothing_meeting_the_targets_exits_1_with_one_line_saying_so() {
             .collect::<Vec<_>>(),
     );
     for format in ["table", "json"] {
-        let out = run(
-            &[
-                "size",
+        let out = Drip::size()
+            .args([
                 log.to_str().unwrap(),
                 "-q",
                 "-f",
@@ -694,9 +686,8 @@ fn nothing_meeting_the_targets_exits_1_with_one_line_saying_so() {
                 "0",
                 "--max-wait",
                 "1s",
-            ],
-            None,
-        );
+            ])
+            .run();
         assert_eq!(out.code, 1, "{format}: {}", out.stderr);
         assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
         assert!(
@@ -709,9 +700,8 @@ fn nothing_meeting_the_targets_exits_1_with_one_line_saying_so() {
     }
     // A current config missing the targets does not change the status:
     // the recommendation exists; the report says the current one misses.
-    let out = run(
-        &[
-            "size",
+    let out = Drip::size()
+        .args([
             log.to_str().unwrap(),
             "-q",
             "--time-format",
@@ -726,18 +716,16 @@ fn nothing_meeting_the_targets_exits_1_with_one_line_saying_so() {
             "0",
             "--current",
             "gcra:rate=1/s,burst=2",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(out.stdout.contains("misses the targets"), "{}", out.stdout);
 }
 
 #[test]
 fn a_global_nginx_answer_counts_every_request_in_one_bucket() {
-    let out = run(
-        &[
-            "size",
+    let out = Drip::size()
+        .args([
             NASA,
             "-q",
             "-p",
@@ -746,9 +734,8 @@ fn a_global_nginx_answer_counts_every_request_in_one_bucket() {
             "5r/s,10r/s",
             "--max-drop-rate",
             "1",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     // Not `$server_name` (one bucket per server), not a constant that
     // could be empty (exempt): a map giving every request the key "all".
@@ -836,9 +823,8 @@ fn a_sparse_average_rate_reads_per_hour_not_as_zero() {
         text.push_str(&format!("{},c{i}\n", 1_700_000_000 + i * 180));
     }
     let log = tmp.write("sparse.csv", &text);
-    let out = run(
-        &[
-            "size",
+    let out = Drip::size()
+        .args([
             log.to_str().unwrap(),
             "-q",
             "--key-column",
@@ -849,9 +835,8 @@ fn a_sparse_average_rate_reads_per_hour_not_as_zero() {
             "1/s",
             "--max-drops",
             "0",
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stdout.contains("0.0000/s"), "{}", out.stdout);
     assert!(
@@ -867,9 +852,8 @@ fn a_sparse_average_rate_reads_per_hour_not_as_zero() {
 #[test]
 fn policies_that_delay_are_held_to_a_one_second_wait_by_default() {
     for policy in ["nginx", "shaper"] {
-        let out = run(
-            &[
-                "size",
+        let out = Drip::size()
+            .args([
                 NASA,
                 "-q",
                 "--key-column",
@@ -878,9 +862,8 @@ fn policies_that_delay_are_held_to_a_one_second_wait_by_default() {
                 policy,
                 "--max-drop-rate",
                 "0.1",
-            ],
-            None,
-        );
+            ])
+            .run();
         assert_eq!(out.code, 0, "{}", out.stderr);
         assert!(
             out.stdout
@@ -958,17 +941,9 @@ fn policies_that_delay_are_held_to_a_one_second_wait_by_default() {
 fn an_empty_log_is_an_error_as_in_audit() {
     let tmp = Scratch::new();
     let log = tmp.write("empty.csv", "ts,client\n");
-    let out = run(
-        &[
-            "size",
-            log.to_str().unwrap(),
-            "-p",
-            "gcra",
-            "--max-drops",
-            "0",
-        ],
-        None,
-    );
+    let out = Drip::size()
+        .args([log.to_str().unwrap(), "-p", "gcra", "--max-drops", "0"])
+        .run();
     assert_eq!(out.code, 2, "{}", out.stdout);
     assert_eq!(out.stderr.trim().lines().count(), 1, "{}", out.stderr);
     assert!(
@@ -1041,7 +1016,9 @@ fn points_the_log_cannot_test_are_never_recommended() {
         "--horizon",
         "1h",
     ]);
-    let out = run(&[&["size", "-q"][..], &args].concat(), None);
+    let out = Drip::new()
+        .args([&["size", "-q"][..], &args].concat())
+        .run();
     assert_eq!(out.code, 1);
     assert!(out.stderr.contains("too short to test"), "{}", out.stderr);
 }
@@ -1237,8 +1214,8 @@ fn per_hour_targets_hold_in_every_hour() {
             "json",
             "-q",
         ];
-        let out = run(&args, None);
-        json_of(&out)["timeline"]["rows"]
+        let out = Drip::new().args(args).run();
+        out.stdout_json()["timeline"]["rows"]
             .as_array()
             .unwrap()
             .clone()

@@ -4,15 +4,14 @@
 use resvg::tiny_skia::{Pixmap, Transform};
 use resvg::usvg;
 
-use crate::common::{Scratch, run};
+use crate::common::{Drip, Scratch};
 
 #[test]
 fn a_delaying_policy_plots_its_wait_and_marks_the_alternatives() {
     let tmp = Scratch::new();
     let path = tmp.join("size.svg");
-    let out = run(
-        &[
-            "size",
+    let out = Drip::size()
+        .args([
             "fixtures/nasa_19950801.tsv",
             "-q",
             "--key-column",
@@ -23,9 +22,8 @@ fn a_delaying_policy_plots_its_wait_and_marks_the_alternatives() {
             "0.1",
             "--plot",
             path.to_str().unwrap(),
-        ],
-        None,
-    );
+        ])
+        .run();
     assert_eq!(out.code, 0, "{}", out.stderr);
     let svg = std::fs::read_to_string(&path).unwrap();
     let doc = usvg::roxmltree::Document::parse(&svg).unwrap();
