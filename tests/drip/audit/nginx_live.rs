@@ -1,0 +1,559 @@
+//! `drip audit --nginx-conf` against a real nginx: each test starts its own
+//! nginx (never the packaged service) on a free loopback port with a
+//! generated config under a temporary prefix, sends requests to it over
+//! 127.0.0.1, and checks that drip, replaying nginx's own access log with
+//! the same config, gives every row the `$limit_req_status` nginx logged.
+//! Client addresses come from `X-Forwarded-For` through the realip module.
+//!
+//! Limits are slow (`r/m`) and `nodelay`: nothing drains or waits during a
+//! test, so the outcome does not depend on the machine's timing. nginx
+//! must be installed (Debian: `apt-get install nginx-light`); without it
+//! these tests fail and say so.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use crate::common::{Drip, Scratch, nginx_binary, s};
+
+/// What nginx logs, and drip reads.
+const LOG_FORMAT: &str = "$remote_addr $msec $request_time $host \"$request\" $limit_req_status";
+
+/// An nginx of our own, stopped by its PID on drop.
+struct Nginx {
+    port: u16,
+    dir: Scratch,
+    child: Child,
+}
+
+impl Nginx {
+    /// Starts nginx with `site` (the content of `http { }`, written to
+    /// `site.conf` and included) and files to serve under `root`.
+    fn start(site: &str, files: &[&str]) -> Nginx {
+        let dir = Scratch::new();
+        let port = TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        std::fs::create_dir_all(dir.join("root")).unwrap();
+        for f in files {
+            std::fs::write(dir.join("root").join(f), "static\n").unwrap();
+        }
+        let site = site
+            .replace("PORT", &port.to_string())
+            .replace("ROOT", s(&dir.join("root")));
+        std::fs::write(dir.join("site.conf"), site).unwrap();
+        let d = s(&dir);
+        let main = format!(
+            "daemon off;\nmaster_process off;\nworker_processes 1;\npid {d}/nginx.pid;\n\
+             error_log {d}/error.log;\nevents {{ worker_connections 64; }}\nhttp {{\n\
+             client_body_temp_path {d}/body;\nproxy_temp_path {d}/proxy;\n\
+             fastcgi_temp_path {d}/fastcgi;\nuwsgi_temp_path {d}/uwsgi;\nscgi_temp_path {d}/scgi;\n\
+             log_format live '{LOG_FORMAT}';\naccess_log {d}/access.log live;\n\
+             set_real_ip_from 127.0.0.1;\nreal_ip_header X-Forwarded-For;\n\
+             include {d}/site.conf;\n}}\n"
+        );
+        std::fs::write(dir.join("nginx.conf"), main).unwrap();
+        let child = Command::new(nginx_binary())
+            .args(["-p", d, "-c", s(&dir.join("nginx.conf"))])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| {
+                panic!(
+                    "cannot start nginx ({e}): install it (Debian: apt-get install nginx-light); the live nginx tests need a real nginx"
+                )
+            });
+        let n = Nginx { port, dir, child };
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect(("127.0.0.1", port)).is_err() {
+            let err = std::fs::read_to_string(n.dir.join("error.log")).unwrap_or_default();
+            assert!(
+                Instant::now() < deadline && !err.contains("[emerg]"),
+                "nginx did not start: {err}"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+        n
+    }
+
+    /// One request: `target` on `host` from client address `from`.
+    fn get(&self, host: &str, target: &str, from: &str) {
+        let mut c = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        let req = format!(
+            "GET {target} HTTP/1.1\r\nHost: {host}\r\nX-Forwarded-For: {from}\r\nConnection: close\r\n\r\n"
+        );
+        c.write_all(req.as_bytes()).unwrap();
+        let mut out = Vec::new();
+        let _ = c.read_to_end(&mut out);
+        assert!(out.starts_with(b"HTTP/1.1 "), "no answer to {target}");
+    }
+
+    /// Sends every request in order, then waits for nginx to log them all.
+    fn send(&self, reqs: &[(&str, &str, &str)]) -> PathBuf {
+        for &(host, target, from) in reqs {
+            self.get(host, target, from);
+        }
+        let log = self.dir.join("access.log");
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let n = std::fs::read_to_string(&log)
+                .unwrap_or_default()
+                .lines()
+                .count();
+            if n >= reqs.len() {
+                break;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "nginx logged {n} of {} requests",
+                reqs.len()
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+        log
+    }
+
+    fn site(&self) -> PathBuf {
+        self.dir.join("site.conf")
+    }
+
+    fn main_conf(&self) -> PathBuf {
+        self.dir.join("nginx.conf")
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// drip's audit of nginx's log with `conf`: the JSON report, after
+/// checking that every row agrees with the logged status and that nginx
+/// logged each status of `want` at least once.
+fn agrees(log: &Path, conf: &Path, extra: &[&str], want: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        s(log),
+        "--log-format",
+        LOG_FORMAT,
+        "--duration-column",
+        "request_time",
+        "--nginx-conf",
+        s(conf),
+        "--verify-column",
+        "limit_req_status",
+        "-f",
+        "json",
+        "-q",
+    ];
+    args.extend_from_slice(extra);
+    let out = Drip::audit().args(&args).run();
+    let text = std::fs::read_to_string(log).unwrap();
+    assert_eq!(out.code, 0, "{}\n{}\nlog:\n{text}", out.stdout, out.stderr);
+    let v: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+    let n = &v["policies"][0]["nginx"];
+    let rows = text.lines().count() as u64;
+    assert_eq!(n["verify"]["rows"], rows, "{n}");
+    assert_eq!(n["verify"]["agreed"], rows, "{n}\nlog:\n{text}");
+    for w in want {
+        assert!(
+            text.lines().any(|l| l.ends_with(&format!(" {w}"))),
+            "nginx logged no {w}:\n{text}"
+        );
+    }
+    v
+}
+
+/// `n` requests of `target` on `host` from `from`.
+fn burst<'a>(
+    n: usize,
+    host: &'a str,
+    target: &'a str,
+    from: &'a str,
+) -> Vec<(&'a str, &'a str, &'a str)> {
+    vec![(host, target, from); n]
+}
+
+#[test]
+fn server_names_wildcards_and_regexes() {
+    // Each server limits with its own burst, so a row sent to the wrong
+    // server is decided differently.
+    let ng = Nginx::start(
+        "limit_req_zone $binary_remote_addr zone=wide:1m rate=1r/m;\n\
+         limit_req_zone $binary_remote_addr zone=api:1m rate=1r/m;\n\
+         limit_req_zone $binary_remote_addr zone=rx:1m rate=1r/m;\n\
+         limit_req_zone $binary_remote_addr zone=tail:1m rate=1r/m;\n\
+         server { listen 127.0.0.1:PORT default_server; server_name _; location / { empty_gif; } }\n\
+         server { listen 127.0.0.1:PORT; server_name *.example.com;\n\
+           location / { limit_req zone=wide burst=1 nodelay; empty_gif; } }\n\
+         server { listen 127.0.0.1:PORT; server_name ~^r\\d+\\.example\\.com$ *.api.example.com;\n\
+           location / { limit_req zone=api burst=3 nodelay; empty_gif; } }\n\
+         server { listen 127.0.0.1:PORT; server_name ~^r\\d+\\.test$ ~^R;\n\
+           location / { limit_req zone=rx burst=2 nodelay; empty_gif; } }\n\
+         server { listen 127.0.0.1:PORT; server_name www.example.* www.example.org.*;\n\
+           location / { limit_req zone=tail burst=4 nodelay; empty_gif; } }\n",
+        &[],
+    );
+    let mut reqs = Vec::new();
+    for (i, host) in [
+        "a.example.com",
+        "r1.example.com",
+        "x.api.example.com",
+        "r7.test",
+        "rr.other",
+        "www.example.net",
+        "www.example.org.uk",
+        "none.test",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let from = [
+            "10.0.0.1", "10.0.0.2", "10.0.0.3", "10.0.0.4", "10.0.0.5", "10.0.0.6", "10.0.0.7",
+            "10.0.0.8",
+        ][i];
+        reqs.extend(burst(6, host, "/", from));
+    }
+    let log = ng.send(&reqs);
+    let v = agrees(&log, &ng.main_conf(), &[], &["PASSED", "REJECTED", "-"]);
+    let locs = &v["policies"][0]["nginx"]["locations"];
+    let rejected = |name: &str| {
+        locs.as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["location"].as_str().unwrap().starts_with(name))
+            .map(|l| l["rejected"].as_u64().unwrap())
+    };
+    // *.example.com: a (4 of 6) and r1 (leading wildcards before regexes).
+    assert_eq!(rejected("*.example.com"), Some(8), "{locs}");
+    // *.api.example.com, the longest wildcard: x (2 of 6).
+    assert_eq!(rejected("~^r\\d+\\.example\\.com$"), Some(2), "{locs}");
+    // Regexes in order, caseless: r7.test, rr.other.
+    assert_eq!(rejected("~^r\\d+\\.test$"), Some(6), "{locs}");
+    // The longest trailing wildcard: both www hosts.
+    assert_eq!(rejected("www.example.*"), Some(2), "{locs}");
+}
+
+#[test]
+fn nested_locations_return_and_named_locations() {
+    // A fragment, as in conf.d: zones and a server at the top. The named
+    // location limits, as Discourse's rate-limit template does
+    // (`try_files $uri @discourse;` and limit_req in `location @discourse`).
+    let ng = Nginx::start(
+        "limit_req_zone $binary_remote_addr zone=flood:1m rate=1r/m;\n\
+         limit_req_zone $binary_remote_addr zone=nested:1m rate=1r/m;\n\
+         limit_req_zone $binary_remote_addr zone=unused:1m rate=1r/m;\n\
+         server {\n listen 127.0.0.1:PORT;\n root ROOT;\n\
+           location / { try_files $uri @app; }\n\
+           location @app { limit_req zone=flood burst=2 nodelay; empty_gif; }\n\
+           location /api/ { return 403;\n\
+             location /api/x { limit_req zone=nested burst=1 nodelay; empty_gif; } }\n\
+           location /never/ { limit_req zone=nested; empty_gif; }\n\
+         }\n",
+        &["style.css"],
+    );
+    let mut reqs = burst(5, "h", "/page", "10.1.0.1");
+    reqs.extend(burst(5, "h", "/style.css", "10.1.0.1"));
+    reqs.extend(burst(4, "h", "/api/y", "10.1.0.2"));
+    reqs.extend(burst(4, "h", "/api/x", "10.1.0.2"));
+    let log = ng.send(&reqs);
+    // drip reads the fragment itself, as a user copying conf.d would give it.
+    let v = agrees(
+        &log,
+        &ng.site(),
+        &["--static", r"\.css$"],
+        &["PASSED", "REJECTED", "-"],
+    );
+    let n = &v["policies"][0]["nginx"];
+    assert_eq!(n["untested"][0], "location /never/", "{n}");
+    assert!(
+        n["unused_zones"][0]
+            .as_str()
+            .unwrap()
+            .starts_with("zone \"unused\"")
+    );
+    // Without --static every row of / goes to @app: the css rows disagree.
+    let out = Drip::audit()
+        .args([
+            s(&log),
+            "--log-format",
+            LOG_FORMAT,
+            "--duration-column",
+            "request_time",
+            "--nginx-conf",
+            s(&ng.site()),
+            "--verify-column",
+            "limit_req_status",
+            "-q",
+        ])
+        .run();
+    assert_eq!(out.code, 1, "{}", out.stdout);
+    assert!(out.stdout.contains("5 disagree"), "{}", out.stdout);
+    assert!(
+        out.stdout
+            .contains("location / : try_files passes a request to location @app")
+            || out
+                .stdout
+                .contains("location /: try_files passes a request to location @app"),
+        "{}",
+        out.stdout
+    );
+}
+
+#[test]
+fn keys_from_the_request_line() {
+    let ng = Nginx::start(
+        "limit_req_zone $binary_remote_addr$uri zone=byuri:1m rate=1r/m;\n\
+         limit_req_zone $request_uri zone=byraw:1m rate=1r/m;\n\
+         limit_req_zone $arg_x zone=byarg:1m rate=1r/m;\n\
+         server { listen 127.0.0.1:PORT;\n\
+           location /u/ { limit_req zone=byuri burst=1 nodelay; empty_gif; }\n\
+           location /r/ { limit_req zone=byraw burst=1 nodelay; empty_gif; }\n\
+           location /a/ { limit_req zone=byarg nodelay; empty_gif; } }\n",
+        &[],
+    );
+    let mut reqs = Vec::new();
+    // One $uri, /u/p, written five ways: 2 admitted, 3 rejected.
+    for t in [
+        "/u/p?a=1",
+        "/u/p?a=2",
+        "/u/%70",
+        "/u//p",
+        "/u/q/../p",
+        "/u/other",
+    ] {
+        reqs.push(("h", t, "10.2.0.1"));
+    }
+    // $request_uri is the target as sent: /r/%61 and /r/a are two keys.
+    for t in ["/r/%61", "/r/%61", "/r/%61", "/r/a", "/r//a"] {
+        reqs.push(("h", t, "10.2.0.2"));
+    }
+    // $arg_x: the first x=, the name caseless; none or empty: no limit.
+    for t in [
+        "/a/?x=1&x=3",
+        "/a/?x=1",
+        "/a/?X=1",
+        "/a/?xx=1",
+        "/a/?x=",
+        "/a/?y=1&x=2",
+    ] {
+        reqs.push(("h", t, "10.2.0.3"));
+    }
+    let log = ng.send(&reqs);
+    let v = agrees(&log, &ng.main_conf(), &[], &["PASSED", "REJECTED", "-"]);
+    let locs = &v["policies"][0]["nginx"]["locations"];
+    let row = |i: usize| {
+        let l = &locs[i];
+        (
+            l["passed"].as_u64().unwrap(),
+            l["rejected"].as_u64().unwrap(),
+        )
+    };
+    assert_eq!((row(0), row(1), row(2)), ((3, 3), (4, 1), (2, 2)), "{locs}");
+}
+
+#[test]
+fn a_geo_whitelist() {
+    // The whitelist of nginx's rate-limiting guide: geo, then a map to an
+    // empty key for the listed networks.
+    let ng = Nginx::start(
+        "geo $limit {\n default 1;\n 10.0.0.0/8 0;\n 192.168.0.0/24 0;\n 10.9.0.0/16 1;\n}\n\
+         map $limit $limit_key {\n 0 \"\";\n 1 $binary_remote_addr;\n}\n\
+         limit_req_zone $limit_key zone=req_zone:1m rate=1r/m;\n\
+         server { listen 127.0.0.1:PORT;\n\
+           location / { limit_req zone=req_zone burst=1 nodelay; empty_gif; } }\n",
+        &[],
+    );
+    let mut reqs = Vec::new();
+    for from in [
+        "10.3.0.1",
+        "192.168.0.7",
+        "192.168.1.7",
+        "10.9.1.1",
+        "172.16.0.1",
+    ] {
+        reqs.extend(burst(4, "h", "/", from));
+    }
+    let log = ng.send(&reqs);
+    let v = agrees(&log, &ng.main_conf(), &[], &["PASSED", "REJECTED", "-"]);
+    let l = &v["policies"][0]["nginx"]["locations"][0];
+    assert_eq!(l["location"], "location /", "{v}");
+    assert_eq!(
+        (
+            l["passed"].clone(),
+            l["rejected"].clone(),
+            l["unlimited"].clone()
+        ),
+        (6.into(), 6.into(), 8.into()),
+        "{l}"
+    );
+}
+
+#[test]
+fn rewrites_and_returns_in_the_rewrite_phase() {
+    // Server-level rewrites run before a location is chosen; a location's
+    // `last` (or a change without flag) chooses again; `break` stays;
+    // a redirect or `return` answers before limit_req.
+    let ng = Nginx::start(
+        "limit_req_zone $binary_remote_addr zone=new:1m rate=1r/m;\n\
+         limit_req_zone $binary_remote_addr zone=root:1m rate=1r/m;\n\
+         limit_req_zone $binary_remote_addr zone=brk:1m rate=1r/m;\n\
+         limit_req_zone $binary_remote_addr zone=keep:1m rate=1r/m;\n\
+         server { listen 127.0.0.1:PORT default_server; server_name h;\n\
+           rewrite ^/old/(\\w+)/(\\w+)$ /new/$2/$1 last;\n\
+           rewrite ^/gone/ /x permanent;\n\
+           location / { limit_req zone=root burst=5 nodelay; empty_gif; }\n\
+           location /new/ { limit_req zone=new burst=1 nodelay; empty_gif; }\n\
+           location /l/ { rewrite ^/l/(.*)$ /new/$1?x=1 last; empty_gif; }\n\
+           location /b/ { rewrite ^/b/(.*)$ /new/$1 break;\n\
+             limit_req zone=brk burst=2 nodelay; empty_gif; }\n\
+           location /r/ { rewrite ^/r/a$ /new/a redirect; limit_req zone=brk nodelay; empty_gif; }\n\
+           location /n/ { rewrite ^/n/(.*)$ /m/$1; rewrite ^/m/(.*)$ /new/$1; empty_gif; }\n\
+           location /loop/ { rewrite ^ /loop/x last; }\n\
+           location /c/ { rewrite ^/c/(\\w*)y$ /c/$1 last;\n\
+             limit_req zone=keep burst=5 nodelay; empty_gif; }\n\
+         }\n\
+         server { listen 127.0.0.1:PORT; server_name s2;\n\
+           rewrite ^/keep/ /k last;\n\
+           return 404;\n\
+           location / { limit_req zone=keep burst=1 nodelay; empty_gif; }\n\
+         }\n",
+        &[],
+    );
+    let mut reqs = Vec::new();
+    // Server-level rewrite with captures into /new/: 2 admitted, 2 rejected.
+    reqs.extend(burst(4, "h", "/old/a/b?q=1", "10.4.0.1"));
+    // A server-level redirect: never limited.
+    reqs.extend(burst(3, "h", "/gone/x", "10.4.0.1"));
+    // `last` into /new/, the query string replaced: 2 admitted, 2 rejected.
+    reqs.extend(burst(4, "h", "/l/p?y=2", "10.4.0.2"));
+    // `break` stays in /b/ (burst 2), not /new/ (burst 1).
+    reqs.extend(burst(4, "h", "/b/p", "10.4.0.3"));
+    // A redirect answers /r/a; /r/b is limited.
+    reqs.extend(burst(3, "h", "/r/a", "10.4.0.4"));
+    reqs.extend(burst(3, "h", "/r/b", "10.4.0.4"));
+    // Two rewrites without a flag, then /new/ is chosen again.
+    reqs.extend(burst(3, "h", "/n/p", "10.4.0.5"));
+    // A rewrite cycle: nginx answers 500 after 10 changes.
+    reqs.extend(burst(2, "h", "/loop/", "10.4.0.6"));
+    // 10 changes are allowed; the 11th is the 500.
+    reqs.push(("h", "/c/yyyyyyyyyy", "10.4.0.6"));
+    reqs.push(("h", "/c/yyyyyyyyyyy", "10.4.0.6"));
+    // The server-level `return` after a `rewrite … last` it stops.
+    reqs.extend(burst(3, "s2", "/keep/a", "10.4.0.7"));
+    reqs.extend(burst(3, "s2", "/other", "10.4.0.7"));
+    let log = ng.send(&reqs);
+    let v = agrees(&log, &ng.main_conf(), &[], &["PASSED", "REJECTED", "-"]);
+    let locs = v["policies"][0]["nginx"]["locations"].as_array().unwrap();
+    let row = |name: &str| {
+        let l = locs
+            .iter()
+            .find(|l| l["location"] == name)
+            .unwrap_or_else(|| panic!("no {name} in {locs:?}"));
+        let n = |k: &str| l[k].as_u64().unwrap();
+        (n("passed"), n("rejected"), n("unlimited"))
+    };
+    assert_eq!(row("h location /new/"), (6, 5, 0));
+    assert_eq!(row("h location /b/"), (3, 1, 0));
+    assert_eq!(row("h location /r/"), (1, 2, 0));
+    assert_eq!(
+        row("h location /r/, answered by its rewrite phase"),
+        (0, 0, 3)
+    );
+    assert_eq!(row("h server, answered by its rewrite phase"), (0, 0, 3));
+    assert_eq!(
+        row("answered 500 by nginx (rewrite cycle) before any limit"),
+        (0, 0, 3)
+    );
+    assert_eq!(row("h location /c/"), (1, 0, 0));
+    assert_eq!(row("s2 location /"), (2, 1, 0));
+    assert_eq!(row("s2 server, answered by its rewrite phase"), (0, 0, 3));
+}
+
+#[test]
+fn targets_nginx_refuses_with_400() {
+    // nginx's URI parser answers these 400 before any phase: they are
+    // never limited, whatever location their normalized path would take.
+    let ng = Nginx::start(
+        "limit_req_zone $binary_remote_addr zone=all:1m rate=1r/m;\n\
+         server { listen 127.0.0.1:PORT;\n\
+           location / { limit_req zone=all burst=1 nodelay; empty_gif; }\n\
+           location /api/ { empty_gif; } }\n",
+        &[],
+    );
+    let mut reqs = Vec::new();
+    for t in [
+        "/x",
+        "/%2e%2e/x",
+        "/a/../../x",
+        "/%00",
+        "/bad%zz",
+        "/x%2",
+        "/..",
+        "/a\x01b",
+        "/a/..",
+        "/p?%zz",
+        "/x",
+        "/x",
+    ] {
+        reqs.push(("h", t, "10.5.0.1"));
+    }
+    let log = ng.send(&reqs);
+    let v = agrees(&log, &ng.main_conf(), &[], &["PASSED", "REJECTED", "-"]);
+    let n = &v["policies"][0]["nginx"];
+    let locs = n["locations"].as_array().unwrap();
+    let bad = locs
+        .iter()
+        .find(|l| l["location"] == "answered 400 by nginx before any limit")
+        .unwrap_or_else(|| panic!("{n}"));
+    assert_eq!(bad["unlimited"], 7, "{n}");
+    assert_eq!(bad["limits"], "400 (never limited)", "{n}");
+    assert_eq!(
+        (locs[0]["passed"].clone(), locs[0]["rejected"].clone()),
+        (2.into(), 3.into()),
+        "{n}"
+    );
+}
+
+#[test]
+fn keys_read_the_uri_and_query_string_rewrites_leave() {
+    // `$arg_x` and `$uri` in a key are the rewritten ones: a replacement's
+    // query string comes first, the request's is appended unless the
+    // replacement ends with `?`.
+    let ng = Nginx::start(
+        "limit_req_zone $arg_x zone=byarg:1m rate=1r/m;\n\
+         limit_req_zone $binary_remote_addr$uri zone=byuri:1m rate=1r/m;\n\
+         server { listen 127.0.0.1:PORT;\n\
+           location /q/ { rewrite ^/q/(\\w+)$ /a/?x=$1 last; }\n\
+           location /d/ { rewrite ^/d/ /a/? last; }\n\
+           location /k/ { rewrite ^/k/ /a/ last; }\n\
+           location /a/ { limit_req zone=byarg burst=1 nodelay; empty_gif; }\n\
+           location /u/ { rewrite ^/u/(\\w+)/(\\w+)$ /v/$2 last; }\n\
+           location /v/ { limit_req zone=byuri burst=1 nodelay; empty_gif; } }\n",
+        &[],
+    );
+    let mut reqs = burst(3, "h", "/q/a", "10.6.0.1");
+    reqs.extend(burst(2, "h", "/q/b?x=z", "10.6.0.1"));
+    reqs.extend(burst(2, "h", "/d/?x=a", "10.6.0.1"));
+    reqs.extend(burst(1, "h", "/k/?x=a", "10.6.0.1"));
+    for t in ["/u/1/p", "/u/2/p", "/u/3/p"] {
+        reqs.push(("h", t, "10.6.0.2"));
+    }
+    let log = ng.send(&reqs);
+    let v = agrees(&log, &ng.main_conf(), &[], &["PASSED", "REJECTED", "-"]);
+    let locs = v["policies"][0]["nginx"]["locations"].as_array().unwrap();
+    let row = |name: &str| {
+        let l = locs.iter().find(|l| l["location"] == name).unwrap();
+        let n = |k: &str| l[k].as_u64().unwrap();
+        (n("passed"), n("rejected"), n("unlimited"))
+    };
+    assert_eq!(row("location /a/"), (4, 2, 2), "{locs:?}");
+    assert_eq!(row("location /v/"), (2, 1, 0), "{locs:?}");
+}

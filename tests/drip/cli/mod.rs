@@ -1,0 +1,7 @@
+//! The command line as a person meets it: help, man pages, shell
+//! completions and progress on a terminal.
+
+mod completions;
+mod help;
+mod man;
+mod progress;

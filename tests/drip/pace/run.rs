@@ -1,0 +1,562 @@
+//! `drip pace -- COMMAND`: real commands started per record at their
+//! slots, with the jobs cap, output passed through whole, exit statuses
+//! (--failed, --retry, --pause-on) and signals.
+
+use crate::common::*;
+use std::process::Stdio;
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// The start (and end) instants the commands logged, ns since the epoch,
+/// by record number: lines "start N NS" and "end N NS".
+fn logged(path: &std::path::Path, what: &str) -> Vec<(u64, u64)> {
+    let text = std::fs::read_to_string(path).unwrap_or_default();
+    let mut v: Vec<(u64, u64)> = text
+        .lines()
+        .filter_map(|l| {
+            let f: Vec<&str> = l.split(' ').collect();
+            (f.len() == 3 && f[0] == what).then(|| (f[1].parse().unwrap(), f[2].parse().unwrap()))
+        })
+        .collect();
+    v.sort_by_key(|&(_, t)| t);
+    v
+}
+
+/// The most instants of `starts` (ns) in any window of `w` ns.
+fn most_in_window(starts: &[u64], w: u64) -> usize {
+    let mut most = 0;
+    let mut lo = 0;
+    for hi in 0..starts.len() {
+        while starts[hi] - starts[lo] >= w {
+            lo += 1;
+        }
+        most = most.max(hi - lo + 1);
+    }
+    most
+}
+
+/// A command that logs its start and end into `log` around a sleep: the
+/// record is "N SECONDS".
+fn sleeper(log: &std::path::Path) -> String {
+    format!(
+        "set -- $1; echo \"start $1 $(date +%s%N)\" >> {0}; sleep $2; echo \"end $1 $(date +%s%N)\" >> {0}",
+        log.display()
+    )
+}
+
+/// Records "N SECONDS" with seeded random sleeps below `most_ms`.
+fn sleeps(n: u64, most_ms: u64) -> Vec<u8> {
+    let mut x: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut out = String::new();
+    for i in 1..=n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let ms = x % most_ms;
+        out.push_str(&format!("{i} {}.{:03}\n", ms / 1000, ms % 1000));
+    }
+    out.into_bytes()
+}
+
+#[test]
+fn starts_keep_the_rate_whatever_the_commands_take() {
+    let tmp = Scratch::new();
+    // 200 records at 10/s, each command sleeping 0-3 s: starts obey the
+    // schedule, not the commands' durations. -j 40 leaves room for the
+    // ~30 that can run at once, so the run keeps its 19.9 s schedule.
+    let log = tmp.join("starts.log");
+    let script = sleeper(&log);
+    let out = run_sleepers("10/s", "40", &script, 200, 3000);
+    let starts: Vec<u64> = logged(&log, "start").into_iter().map(|(_, t)| t).collect();
+    assert_eq!(starts.len(), 200);
+    // At most rate × 1 s + 1 starts in any 1 s window (burst 0).
+    assert!(most_in_window(&starts, 1_000_000_000) <= 11, "{starts:?}");
+    let span = (starts[199] - starts[0]) as f64 / 1e9;
+    assert!(
+        (span - 19.9).abs() <= 0.199,
+        "first to last start {span:.3}s, not 19.9s ± 1%"
+    );
+    let s = summary(&out.stderr);
+    assert_eq!(s["commands"]["started"], 200);
+    assert_eq!(s["commands"]["succeeded"], 200);
+    assert!(
+        s["commands"]["duration_p99_ms"].as_f64().unwrap() > 2000.0,
+        "{s}"
+    );
+}
+
+/// `pace --rate RATE -j JOBS --stats=json -- sh -c SCRIPT` over `n`
+/// records of sleeps up to `most_ms`, which must succeed.
+fn run_sleepers(
+    rate: &str,
+    jobs: &str,
+    script: &str,
+    n: u64,
+    most_ms: u64,
+) -> std::process::Output {
+    let out = Drip::pace()
+        .args([
+            "--rate",
+            rate,
+            "-j",
+            jobs,
+            "--stats=json",
+            "--",
+            "sh",
+            "-c",
+            script,
+            "_",
+        ])
+        .stdin(sleeps(n, most_ms))
+        .output();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
+#[test]
+fn at_the_jobs_cap_the_schedule_waits_then_moves_on_without_a_burst() {
+    let tmp = Scratch::new();
+    let log = tmp.join("cap.log");
+    let script = sleeper(&log);
+    let out = run_sleepers("20/s", "3", &script, 24, 1000);
+    let starts = logged(&log, "start");
+    let ends = logged(&log, "end");
+    assert_eq!((starts.len(), ends.len()), (24, 24));
+    // Never more than 3 running: at each start, starts so far minus ends.
+    for &(_, t) in &starts {
+        let started = starts.iter().filter(|&&(_, s)| s <= t).count();
+        let ended = ends.iter().filter(|&&(_, e)| e < t).count();
+        assert!(started - ended <= 3, "{} running at {t}", started - ended);
+    }
+    // After a stall, starts resume at the rate: never two within 20 ms
+    // (the interval is 50 ms; a burst would put them within a few ms of
+    // each other, while a loaded host may delay one shell's first `date`
+    // by a few tens of ms).
+    let times: Vec<u64> = starts.iter().map(|&(_, t)| t).collect();
+    let closest = times.windows(2).map(|w| w[1] - w[0]).min().unwrap();
+    assert!(closest >= 20_000_000, "two starts {closest} ns apart");
+    let s = summary(&out.stderr);
+    assert!(
+        s["rebased_ms"].as_f64().unwrap() > 0.0,
+        "the cap never stalled: {s}"
+    );
+}
+
+#[test]
+fn braces_take_the_record_and_no_shell_is_involved() {
+    let out = Drip::pace()
+        .args([
+            "--rate",
+            "1000/s",
+            "-j",
+            "1",
+            "--",
+            "printf",
+            "<%s>[%s]\\n",
+            "{}",
+            "x{}y",
+        ])
+        .stdin(b"a b\n$(echo no)\n")
+        .output();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "<a b>[xa by]\n<$(echo no)>[x$(echo no)y]\n"
+    );
+    // Without braces the record is the last argument.
+    let out = Drip::pace()
+        .args(["--rate", "1000/s", "-j", "1", "--", "echo", "got"])
+        .stdin(b"one\ntwo\n")
+        .output();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "got one\ngot two\n");
+}
+
+#[test]
+fn lines_of_commands_running_together_never_mix() {
+    // Each command writes its line in three pieces with pauses between:
+    // passed through as they come, lines would interleave.
+    let script = "printf '%s-aaaaaaaa' $1; sleep 0.05; printf 'bbbbbbbb'; sleep 0.05; printf 'cccc\\n'; printf 'no newline %s' $1";
+    let out = Drip::pace()
+        .args(["--rate", "200/s", "-j", "8", "--", "sh", "-c", script, "_"])
+        .stdin(numbered(16))
+        .output();
+    assert_eq!(out.status.code(), Some(0));
+    let got = lines(&out.stdout);
+    assert_eq!(got.len(), 32, "{got:?}");
+    for l in &got {
+        let whole = l.ends_with("-aaaaaaaabbbbbbbbcccc") || l.starts_with("no newline ");
+        assert!(whole, "a mixed line: {l:?}");
+    }
+}
+
+#[test]
+fn keep_order_prints_outputs_in_input_order_and_tag_names_the_record() {
+    let out = Drip::pace()
+        .args([
+            "--rate",
+            "100/s",
+            "--keep-order",
+            "--tag",
+            "--",
+            "sh",
+            "-c",
+            "sleep 0.$((6 - $1)); echo done",
+            "_",
+        ])
+        .stdin(numbered(5))
+        .output();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        "1\tdone\n2\tdone\n3\tdone\n4\tdone\n5\tdone\n"
+    );
+}
+
+#[test]
+fn failed_records_are_kept_and_retries_take_fresh_slots_after_a_backoff() {
+    let dir = Scratch::new();
+    let failed = dir.join("failed.txt");
+    let log = dir.join("tries.log");
+    // Record 2 always fails (7); record 3 fails once (5), then succeeds.
+    let script = format!(
+        "echo \"start $1 $(date +%s%N)\" >> {0}; [ $1 = 2 ] && exit 7; if [ $1 = 3 ]; then [ -e {1}/once ] && exit 0; touch {1}/once; exit 5; fi",
+        log.display(),
+        dir.display()
+    );
+    let out = Drip::pace()
+        .args([
+            "--rate",
+            "20/s",
+            "--retry",
+            "2",
+            "--retry-delay",
+            "200ms",
+            "--failed",
+            s(&failed),
+            "--stats=json",
+            "--",
+            "sh",
+            "-c",
+            &script,
+            "_",
+        ])
+        .stdin(numbered(4))
+        .output();
+    assert_eq!(out.status.code(), Some(1), "a failure exits 1");
+    assert_eq!(std::fs::read_to_string(&failed).unwrap(), "2\n");
+    let c = &summary(&out.stderr)["commands"];
+    assert_eq!(
+        (c["started"].as_u64(), c["succeeded"].as_u64()),
+        (Some(4), Some(3))
+    );
+    assert_eq!(
+        (c["failed"].as_u64(), c["retried"].as_u64()),
+        (Some(1), Some(3))
+    );
+    // Record 2's attempts: 200 ms, then 400 ms apart (at least).
+    let twos: Vec<u64> = logged(&log, "start")
+        .into_iter()
+        .filter(|&(n, _)| n == 2)
+        .map(|(_, t)| t)
+        .collect();
+    assert_eq!(twos.len(), 3);
+    assert!(
+        twos[1] - twos[0] >= 200_000_000 && twos[2] - twos[1] >= 400_000_000,
+        "{twos:?}"
+    );
+    // --retry-on limits which statuses are retried: 7 is not.
+    let out = Drip::pace()
+        .args([
+            "--rate",
+            "50/s",
+            "--retry",
+            "3",
+            "--retry-on",
+            "5",
+            "--stats=json",
+            "--",
+            "sh",
+            "-c",
+            "exit 7",
+        ])
+        .stdin(b"x\n")
+        .output();
+    assert_eq!(summary(&out.stderr)["commands"]["retried"], 0);
+}
+
+#[test]
+fn a_rate_limited_status_pauses_the_whole_schedule() {
+    let tmp = Scratch::new();
+    let log = tmp.join("pause.log");
+    let script = format!(
+        "echo \"start $1 $(date +%s%N)\" >> {}; [ $1 = 2 ] && exit 75; exit 0",
+        log.display()
+    );
+    let out = Drip::pace()
+        .args([
+            "--rate",
+            "20/s",
+            "--pause-on",
+            "75",
+            "--pause-for",
+            "700ms",
+            "--",
+            "sh",
+            "-c",
+            &script,
+            "_",
+        ])
+        .stdin(numbered(4))
+        .output();
+    assert_eq!(out.status.code(), Some(1));
+    let t: Vec<u64> = logged(&log, "start").into_iter().map(|(_, t)| t).collect();
+    assert_eq!(t.len(), 4);
+    // Record 3 was due 50 ms after 2; the pause held it ~700 ms.
+    assert!(t[3] - t[1] >= 700_000_000, "{t:?}");
+}
+
+#[test]
+fn sigint_waits_for_running_commands_and_keeps_the_rest_in_rejects() {
+    let dir = Scratch::new();
+    let rejects = dir.join("rejects.txt");
+    let log = dir.join("run.log");
+    let script = sleeper(&log);
+    let input: Vec<u8> = (1..=20)
+        .map(|i| format!("{i} 1\n"))
+        .collect::<String>()
+        .into_bytes();
+    let mut child = Drip::pace()
+        .args([
+            "--rate",
+            "10/s",
+            "-j",
+            "4",
+            "--rejects",
+            s(&rejects),
+            "--stats=json",
+            "--",
+            "sh",
+            "-c",
+            &script,
+            "_",
+        ])
+        .spawn();
+    let mut stdin = child.stdin.take().unwrap();
+    thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(&input);
+        thread::sleep(Duration::from_secs(30));
+    });
+    thread::sleep(Duration::from_millis(250));
+    kill(child.id(), "INT");
+    let t0 = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(130));
+    // It waited for the commands running (they sleep 1 s).
+    assert!(
+        t0.elapsed() >= Duration::from_millis(600),
+        "{:?}",
+        t0.elapsed()
+    );
+    let started = logged(&log, "start");
+    let ended = logged(&log, "end");
+    assert_eq!(started.len(), ended.len(), "a command was cut short");
+    let kept = std::fs::read_to_string(&rejects).unwrap();
+    assert_eq!(started.len() + kept.lines().count(), 20, "{kept}");
+    let c = &summary(&out.stderr)["commands"];
+    assert_eq!(c["running_at_stop"].as_u64(), Some(started.len() as u64));
+}
+
+#[test]
+fn a_second_sigint_sends_the_running_commands_sigterm() {
+    let mut child = Drip::pace()
+        .command()
+        .args(["--rate", "10/s", "--", "sleep"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(b"30\n30\n");
+        thread::sleep(Duration::from_secs(40));
+    });
+    thread::sleep(Duration::from_millis(400));
+    kill(child.id(), "INT");
+    thread::sleep(Duration::from_millis(200));
+    let t0 = Instant::now();
+    kill(child.id(), "INT");
+    let status = child.wait().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(5), "{:?}", t0.elapsed());
+    assert_eq!(status.code(), Some(130));
+}
+
+#[test]
+fn a_command_that_cannot_run_stops_the_run_with_one_message() {
+    let tmp = Scratch::new();
+    let out = Drip::pace()
+        .args(["--rate", "100/s", "--", "/nonexistent/cmd"])
+        .stdin(b"a\nb\n")
+        .output();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("cannot run '/nonexistent/cmd'"), "{err}");
+    assert!(err.contains("check the command after --"), "{err}");
+    // Nothing is lost: the record whose command could not start is kept
+    // with the ones after it.
+    let rejects = tmp.join("cannot-run.rejects");
+    let out = Drip::pace()
+        .args([
+            "--rate",
+            "100/s",
+            "--rejects",
+            rejects.to_str().unwrap(),
+            "--",
+            "/nonexistent/cmd",
+        ])
+        .stdin(b"a\nb\nc\n")
+        .output();
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(std::fs::read(&rejects).unwrap(), b"a\nb\nc\n");
+}
+
+#[test]
+fn one_thread_relays_the_output_of_every_running_command() {
+    let mut child = Drip::pace()
+        .args([
+            "--rate",
+            "1000/s",
+            "-j",
+            "40",
+            "--",
+            "sh",
+            "-c",
+            "echo $1; sleep 1",
+            "_",
+        ])
+        .spawn();
+    let mut stdin = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, &numbered(40)).unwrap();
+    drop(stdin);
+    // All 40 run at once by now; drip's own threads stay a handful.
+    thread::sleep(Duration::from_millis(600));
+    let status = std::fs::read_to_string(format!("/proc/{}/status", child.id())).unwrap();
+    let threads: usize = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Threads:"))
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(lines(&out.stdout).len(), 40);
+    assert!(threads <= 8, "{threads} threads for 40 commands");
+}
+
+#[test]
+fn a_command_that_closes_its_output_early_is_waited_for() {
+    let script = "echo $1; exec >&- 2>&-; sleep 0.4; exit 3";
+    let out = Drip::pace()
+        .args([
+            "--rate",
+            "100/s",
+            "--stats=json",
+            "--",
+            "sh",
+            "-c",
+            script,
+            "_",
+        ])
+        .stdin(b"a\n")
+        .output();
+    assert_eq!(out.status.code(), Some(1));
+    assert_eq!(lines(&out.stdout), ["a"]);
+    let v = summary(&out.stderr);
+    assert_eq!(v["commands"]["failed"], 1, "{v}");
+    assert!(
+        v["commands"]["duration_p50_ms"].as_f64().unwrap() >= 399.0,
+        "{v}"
+    );
+}
+
+#[test]
+fn a_command_found_on_path_sees_its_name_as_given() {
+    let out = Drip::pace()
+        .args([
+            "--rate",
+            "100/s",
+            "--",
+            "sh",
+            "-c",
+            "tr '\\0' ' ' < /proc/$$/cmdline",
+            "_",
+        ])
+        .stdin(b"x\n")
+        .output();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(
+        lines(&out.stdout),
+        ["sh -c tr '\\0' ' ' < /proc/$$/cmdline _ x "]
+    );
+}
+
+#[test]
+fn sigint_waits_for_the_commands_not_for_pipes_their_background_children_hold() {
+    // Each command leaves a child behind holding its output pipes for 8 s.
+    let mut child = Drip::pace()
+        .args([
+            "--rate",
+            "100/s",
+            "--stats=json",
+            "--",
+            "sh",
+            "-c",
+            "sleep 8 & sleep 0.5; echo started $1",
+            "_",
+        ])
+        .spawn();
+    let mut stdin = child.stdin.take().unwrap();
+    thread::spawn(move || {
+        use std::io::Write;
+        let _ = stdin.write_all(b"1\n2\n");
+        thread::sleep(Duration::from_secs(20));
+    });
+    thread::sleep(Duration::from_millis(200));
+    kill(child.id(), "INT");
+    let t0 = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(t0.elapsed() < Duration::from_secs(3), "{:?}", t0.elapsed());
+    assert_eq!(out.status.code(), Some(130));
+    let mut got = lines(&out.stdout);
+    got.sort();
+    assert_eq!(got, ["started 1", "started 2"]);
+    let c = &summary(&out.stderr)["commands"];
+    assert_eq!(c["succeeded"], 2, "{c}");
+    let p99 = c["duration_p99_ms"].as_f64().unwrap();
+    assert!((400.0..3000.0).contains(&p99), "{c}");
+}
+
+#[test]
+fn as_many_commands_run_at_once_as_their_pipes_fit_under_the_open_file_limit() {
+    // 90 commands at once hold 180 pipes under a limit of 256: a pidfd
+    // for each as well would not fit.
+    let script = format!(
+        "ulimit -n 256 && seq 1 90 | {} pace --no-progress -r 10k/s -j 90 --stats=json -- sh -c 'sleep 0.5' _",
+        env!("CARGO_BIN_EXE_drip")
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert_eq!(summary(&out.stderr)["commands"]["succeeded"], 90, "{err}");
+}

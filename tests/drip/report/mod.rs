@@ -1,0 +1,6 @@
+//! The report's formats: HTML, the SVG plots, and untrusted text escaped
+//! in every format.
+
+mod escaping;
+mod html;
+mod plot;
