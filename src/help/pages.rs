@@ -1,6 +1,6 @@
 //! The hand-written parts of each command's manual: what `-h` and
 //! `--help` show after the options, what `drip help` prints, and what the
-//! man pages in `man/` are generated from (by `tests/man.rs`). The exit
+//! man pages in `man/` are generated from (by `tests/drip/cli/man.rs`). The exit
 //! statuses here are the ones docs/exit-status.md lists (a test compares).
 
 /// One example: what it does, and a command that runs from the repository

@@ -153,7 +153,7 @@ impl Entry {
 /// over the data.
 const LEGEND_W: u32 = 330;
 /// The legend's background (`#FAFAF6`), which tells its box apart in the
-/// SVG (tests/plot.rs finds legend boxes by it).
+/// SVG (`tests/drip/report/plot.rs` finds legend boxes by it).
 const LEGEND_FILL: RGBColor = RGBColor(250, 250, 246);
 /// Characters of legend text on one line; longer entries wrap.
 const LEGEND_CHARS: usize = 38;

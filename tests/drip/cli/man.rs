@@ -181,7 +181,7 @@ fn the_section_check_sees_a_missing_section() {
 /// docs/exit-status.md: the commands' exit statuses as the man pages list them.
 fn exit_status_doc() -> String {
     let mut doc = String::from(
-        "# Exit status\n\nGenerated from the tables the man pages (EXIT STATUS) and `drip help COMMAND` show\n(`src/help/pages.rs`; regenerate with `DRIP_BLESS=1 cargo test --test man`).\n",
+        "# Exit status\n\nGenerated from the tables the man pages (EXIT STATUS) and `drip help COMMAND` show\n(`src/help/pages.rs`; regenerate with `DRIP_BLESS=1 cargo test --test drip cli::man`).\n",
     );
     for page in pages::PAGES.iter().filter(|p| !p.command.is_empty()) {
         doc += &format!(

@@ -4,9 +4,8 @@
 //! the key for a policy or a stack; for an nginx.conf, its rows at a
 //! location whose limits applied to them.
 
-use super::merge::Ranked;
 use super::tally::KeyWait;
-use crate::engine::outcome::{KeyRow, WaitKeyRow};
+use crate::engine::outcome::{KeyRow, Ranked, WaitKeyRow};
 use crate::ingest::keys::KeyNames;
 
 /// The report column's keys: names, rows in the log, rows limited.

@@ -11,20 +11,10 @@
 //! its merged figures are only the sums. A timeline or an nginx.conf run
 //! does not merge: [`Outcome::merge`] says so.
 
-use super::outcome::{KeyRow, PolicyReport, WaitKeyRow, Waits};
+use super::outcome::{KeyRow, PolicyReport, Ranked, WaitKeyRow, Waits};
 use crate::wait_stats::WaitStats;
 use std::cmp::Ordering;
 use std::fmt;
-
-/// A report row of a key, with the key's bytes as read (the row's `key`
-/// is the text shown), which order keys of equal score.
-#[derive(Clone, Debug)]
-pub struct Ranked<R> {
-    /// The key's bytes as read.
-    pub bytes: Vec<u8>,
-    /// The key's row in the report.
-    pub row: R,
-}
 
 /// What one run found, unreduced.
 #[derive(Clone, Debug)]

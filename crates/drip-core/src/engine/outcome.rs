@@ -130,6 +130,16 @@ pub struct VerifyRow {
     pub logged: String,
 }
 
+/// A report row of a key, with the key's bytes as read (the row's `key`
+/// is the text shown), which order keys of equal score.
+#[derive(Clone, Debug)]
+pub struct Ranked<R> {
+    /// The key's bytes as read.
+    pub bytes: Vec<u8>,
+    /// The key's row in the report.
+    pub row: R,
+}
+
 /// A key's drops under one policy.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct KeyRow {
