@@ -67,10 +67,11 @@ impl Outcome {
                 self.top, other.top
             ));
         }
+        // A label can be given (`label=`): the specs must be the same too.
         let labels = |o: &Outcome| {
             o.runs
                 .iter()
-                .map(|r| r.report.label.clone())
+                .map(|r| (r.report.label.clone(), r.report.spec.clone()))
                 .collect::<Vec<_>>()
         };
         if labels(self) != labels(&other) {

@@ -145,3 +145,15 @@ fn rows_out_of_time_order_are_refused() {
     let e = r.push(Nanos(4), b"a", 1).unwrap_err();
     assert!(e.to_string().contains("time order"), "{e}");
 }
+
+#[test]
+fn outcomes_of_specs_with_one_label_but_other_limits_do_not_merge() {
+    let one = |spec: &str| {
+        let mut r = Replayer::new(&[spec], 10).unwrap();
+        r.push(Nanos(0), b"k", 1).unwrap();
+        r.finish().unwrap()
+    };
+    let mut a = one("gcra:rate=1/s,burst=2,label=api");
+    let e = a.merge(one("gcra:rate=9/s,burst=2,label=api")).unwrap_err();
+    assert!(e.to_string().contains("different runs"), "{e}");
+}

@@ -48,43 +48,26 @@ pub mod w3c;
 
 use fixed::Fixed;
 
-/// How a log's lines are written.
+/// How a log's lines are written; [`InputFormat::about`] says each in one
+/// line (the help of `--input-format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InputFormat {
-    /// Decided from the first lines: ndjson, w3c, alb, elb, s3, haproxy,
-    /// envoy, squid, traefik, vcombined, vcommon, combined, common, or CSV.
     Auto,
-    /// Comma-separated values with a header row (or --delimiter).
     Csv,
-    /// Tab-separated values with a header row.
     Tsv,
-    /// NCSA Combined Log Format (Apache, nginx's default).
     Combined,
-    /// NCSA Common Log Format.
     Common,
-    /// Lines of an nginx log_format given with --log-format.
     Nginx,
-    /// One JSON object per line; fields by dotted path (request.remote_ip).
     Ndjson,
-    /// AWS Application Load Balancer access logs.
     Alb,
-    /// W3C extended logs (CloudFront, IIS): fields named by the #Fields: line.
     W3c,
-    /// Apache vhost_combined: the virtual host (and port) before a Combined line.
     Vcombined,
-    /// The virtual host before a Common line.
     Vcommon,
-    /// HAProxy option httplog, with or without a syslog prefix.
     Haproxy,
-    /// AWS Classic Load Balancer access logs.
     Elb,
-    /// Amazon S3 server access logs.
     S3,
-    /// Squid's native access log.
     Squid,
-    /// Traefik's access log in its common (CLF) format.
     Traefik,
-    /// Envoy's default access log format.
     Envoy,
 }
 
