@@ -75,6 +75,7 @@
 //! ```
 //! use drip_core::engine::replayer::Replayer;
 //! use drip_core::nginx_conf::NginxConf;
+//! use drip_core::notes::Notes;
 //! use drip_core::time::Nanos;
 //! use std::path::Path;
 //!
@@ -91,7 +92,8 @@
 //!     Path::new("."),
 //! )
 //! .map_err(|e| e.to_string())?;
-//! let mut replay = Replayer::nginx(conf, "site", &["remote_addr", "uri"], 10)?;
+//! let notes = Notes::to(|note| eprintln!("{note}"));
+//! let mut replay = Replayer::nginx(conf, "site", &["remote_addr", "uri"], 10, &notes)?;
 //! for uri in ["/api/a", "/api/b", "/api/c", "/index.html"] {
 //!     replay.push_fields(Nanos(0), &[b"10.0.0.1", uri.as_bytes()], 1)?;
 //! }

@@ -83,12 +83,15 @@ impl Replayer {
     /// applies it (routing, zone keys, maps, the order of limits). A row
     /// has the values of `fields`, the log's field names as nginx would
     /// log them (`remote_addr`, `uri` or `request`, `host`, or any field a
-    /// zone key or map reads), at most four.
+    /// zone key or map reads), at most four. What the replay assumes of
+    /// the rows (a config with several servers and no `host` field, rewrites
+    /// without a URI) is said to `notes`.
     pub fn nginx(
         conf: NginxConf,
         label: &str,
         fields: &[&str],
         top: usize,
+        notes: &Notes,
     ) -> Result<Replayer, ReplayError> {
         if fields.len() > MAX_KEYS {
             return Err(ReplayError(format!(
@@ -106,7 +109,7 @@ impl Replayer {
             files: vec!["<rows>".into()],
             static_files: None,
         };
-        let exec = ConfExec::new(Arc::new(conf), &opts, &Notes::silent(), &mut |f| {
+        let exec = ConfExec::new(Arc::new(conf), &opts, notes, &mut |f| {
             fields.iter().position(|&g| g == f).ok_or_else(|| {
                 anyhow::anyhow!("the config reads the field '{f}'; give it among the row's fields")
             })
