@@ -26,7 +26,7 @@
 
 use super::conf_rows::{Rows, Unit};
 use super::goal::Goal;
-use super::per::PeriodCount;
+use crate::engine::candidates::per::PeriodCount;
 use crate::engine::conf::{ConfExec, Met, ZoneUse};
 use crate::nginx_conf::NginxConf;
 use crate::policy::nginx::NginxRate;

@@ -1,9 +1,9 @@
 //! The targets `size` meets, read from the command line as exact
 //! fractions and counts, and the test of a candidate's tally against them.
 
-use super::per::PeriodCount;
-use super::probe::Tally;
 use crate::cli::{SizeArgs, WaitCap};
+use crate::engine::candidates::per::PeriodCount;
+use crate::engine::candidates::probe::Probed;
 use crate::percent::Percent;
 use crate::time::Nanos;
 use anyhow::{Result, anyhow, bail};
@@ -74,7 +74,7 @@ impl Goal {
 
     /// The drop targets (drop rate, drops, keys hurt) hold, over the
     /// whole log and (with `--per`) in every period.
-    pub fn drops_ok(&self, t: &Tally) -> bool {
+    pub fn drops_ok(&self, t: &Probed) -> bool {
         !t.period_miss
             && self.period_ok(PeriodCount {
                 dropped: t.dropped,
@@ -95,11 +95,11 @@ impl Goal {
             })
     }
 
-    pub fn wait_ok(&self, t: &Tally) -> bool {
+    pub fn wait_ok(&self, t: &Probed) -> bool {
         self.max_wait.is_none_or(|w| t.max_wait <= w.0)
     }
 
-    pub fn ok(&self, t: &Tally) -> bool {
+    pub fn ok(&self, t: &Probed) -> bool {
         self.drops_ok(t) && self.wait_ok(t)
     }
 

@@ -24,11 +24,8 @@ pub mod conf_fit;
 pub mod conf_rows;
 pub mod family;
 pub mod goal;
-pub mod log;
 pub mod patch;
-pub mod per;
 pub mod pick;
-pub mod probe;
 pub mod read;
 pub mod recommend;
 pub mod shape;
@@ -36,6 +33,7 @@ pub mod sweep;
 pub mod zone_key;
 
 use crate::cli::{Format, SizeArgs};
+use crate::engine::candidates;
 use crate::ingest::log::key::parse_prefix;
 use crate::report::size::{
     Alternative, Current, FrontierRow, NeedRow, NginxConf, RuleOfThumb, Said, SizeReport,
@@ -167,10 +165,10 @@ struct Found {
 fn periods<'a>(
     args: &SizeArgs,
     input: &Input,
-    ok: &'a (dyn Fn(per::PeriodCount) -> bool + Sync),
-) -> Option<per::Periods<'a>> {
+    ok: &'a (dyn Fn(candidates::per::PeriodCount) -> bool + Sync),
+) -> Option<candidates::per::Periods<'a>> {
     args.per
-        .map(|len| per::Periods::of(&input.log, &input.counted, len.0, ok))
+        .map(|len| candidates::per::Periods::of(&input.log, &input.counted, len.0, ok))
 }
 
 /// The recommendation and what explains it.
@@ -258,7 +256,7 @@ fn at_logged_speed(input: &mut Input, asked: &Asked, found: &Found) -> Result<Op
         return Ok(None);
     };
     let mut row = rec.clone();
-    row.fill(&sweep::audit(
+    row.fill(&candidates::audit(
         &input.log,
         &rec.spec,
         asked.key_col.is_some(),

@@ -4,8 +4,8 @@
 
 use super::family::Family;
 use super::goal::Goal;
-use super::log::Log;
 use crate::cli::SizeArgs;
+use crate::engine::candidates::log::Log;
 use crate::ingest::input::ColSel;
 use crate::ingest::log::key::{JOIN, KeyShape, parse_prefix};
 use crate::ingest::stream::{self, Read};

@@ -5,13 +5,14 @@
 
 use super::family::{Family, Point};
 use super::goal::Goal;
-use super::log::Log;
-use super::per::Periods;
-use super::probe::{ProbeJob, Tally, dispatch};
 use super::read::Input;
 use super::shape::{Shape, average_text, quantile};
-use super::sweep::{KeyNeeds, MAX_SCAN, audit};
+use super::sweep::{KeyNeeds, MAX_SCAN};
 use super::zone_key::ZoneKey;
+use crate::engine::candidates::audit;
+use crate::engine::candidates::log::Log;
+use crate::engine::candidates::per::Periods;
+use crate::engine::candidates::probe::{ProbeJob, Probed, dispatch};
 use crate::policy::{NginxLimitReq, parse_spec};
 use crate::rate::Rate;
 use crate::report::size::{Current, FrontierRow, KeyNeed, NeedRow, NginxConf, RuleOfThumb};
@@ -131,11 +132,11 @@ pub fn current(
         Some(t[0])
     } else if input.counted.is_empty() {
         // A stack: the audit's own figures, every key counted.
-        Some(Tally {
+        Some(Probed {
             dropped: p.dropped,
             keys_hurt: p.keys_with_drops,
             max_wait: p.wait.map_or(0, |w| w.max_ns),
-            ..Tally::default()
+            ..Probed::default()
         })
     } else {
         None

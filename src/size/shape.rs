@@ -1,7 +1,7 @@
 //! The log's shape, as the rule of thumb and the default rates read it:
 //! its average rate, its busiest second, quantiles of per-key figures.
 
-use super::log::Log;
+use crate::engine::candidates::log::Log;
 use crate::rate::Rate;
 use crate::time::Nanos;
 

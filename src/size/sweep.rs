@@ -6,17 +6,15 @@
 
 use super::family::{CAP, Family, Point, per_sec_cmp};
 use super::goal::Goal;
-use super::log::Log;
-use super::per::{PeriodCount, Periods};
-use super::probe::{self, NeedJob, Needs, ProbeJob, Tally, dispatch};
 use super::shape::Shape;
-use crate::engine::replay::{Replay, Run, Slot};
-use crate::ingest::stream::CHUNK;
+use crate::engine::candidates::audit;
+use crate::engine::candidates::log::Log;
+use crate::engine::candidates::per::{PeriodCount, Periods};
+use crate::engine::candidates::probe::{self, NeedJob, Needs, ProbeJob, Probed, dispatch};
+use crate::policy::PolicyConfig;
 use crate::policy::rule::{Axis, AxisPoint};
-use crate::policy::{PolicyConfig, parse_spec};
 use crate::progress;
 use crate::rate::Rate;
-use crate::report::PolicyReport;
 use crate::report::size::{FrontierRow, readable};
 use crate::time::Nanos;
 use anyhow::{Result, anyhow, bail};
@@ -138,7 +136,7 @@ struct Found {
     replays: u32,
     note: Option<String>,
     /// What the search's replays counted at `size`.
-    tally: Tally,
+    tally: Probed,
 }
 
 /// The sweep's shared inputs.
@@ -165,7 +163,7 @@ struct Tried<'a> {
     sweep: &'a Sweep<'a>,
     point: &'a Point,
     key_need: KeyFacts<'a>,
-    seen: HashMap<u64, Tally>,
+    seen: HashMap<u64, Probed>,
     replays: u32,
 }
 
@@ -188,7 +186,7 @@ impl Tried<'_> {
         Ok(())
     }
 
-    fn at(&self, size: u64) -> Tally {
+    fn at(&self, size: u64) -> Probed {
         self.seen[&size]
     }
 }
@@ -246,8 +244,10 @@ impl Sweep<'_> {
             .unwrap_or(0);
         let found = self.search(point, (&key_need, &key_wait), need)?;
         let spec = self.family.spec(&point.text, found.size);
-        let (report, audited) = match self.figures(&spec, &found.tally) {
-            Some(report) => (report, 0),
+        // The figures `drip audit -p SPEC` reports: the search's own counts
+        // when its probe saw them all, else audit's replay of the spec.
+        let (report, audited) = match found.tally.counts {
+            Some(counts) => (counts.report(spec.clone(), spec.clone()), 0),
             None => (audit(self.log, &spec, self.keyed, 0)?, 1),
         };
         let worst = self
@@ -272,38 +272,6 @@ impl Sweep<'_> {
         Ok(row)
     }
 
-    /// The figures `drip audit -p SPEC` reports, from the search's tally
-    /// of `spec`, when that tally holds them all: the policy never delays
-    /// (so no wait figures), and every key counts (so the tally's drops and
-    /// keys hurt are the log's). The keys a probe skipped needed no more
-    /// than its smallest size, so they had no drop there; the others were
-    /// replayed decision by decision. `None`: replay it as audit does.
-    fn figures(&self, spec: &str, t: &Tally) -> Option<PolicyReport> {
-        if self.family.shapes() || self.counted.iter().any(|&c| !c) {
-            return None;
-        }
-        let requests = self.log.len() as u64;
-        let keys = if self.keyed {
-            self.log.names.len() as u64
-        } else {
-            u64::from(requests > 0)
-        };
-        Some(PolicyReport {
-            spec: spec.to_string(),
-            requests,
-            admitted: requests - t.dropped,
-            dropped: t.dropped,
-            drop_pct: if requests == 0 {
-                0.0
-            } else {
-                t.dropped as f64 * 100.0 / requests as f64
-            },
-            keys_seen: keys,
-            keys_with_drops: t.keys_hurt,
-            ..PolicyReport::default()
-        })
-    }
-
     /// True when the log can test `size` at `point` (see [`tests`]).
     pub fn tests(&self, point: &Point, size: u64) -> bool {
         tests(self.log, point, size, self.horizon)
@@ -311,7 +279,7 @@ impl Sweep<'_> {
 
     /// Tallies of `sizes` at `point`, one replay; `key_need`: each key's
     /// zero-drop size at this point.
-    fn probe(&self, point: &Point, keyed: KeyFacts, sizes: &[u64]) -> Result<Vec<Tally>> {
+    fn probe(&self, point: &Point, keyed: KeyFacts, sizes: &[u64]) -> Result<Vec<Probed>> {
         let (key_need, key_wait) = keyed;
         let configs = sizes
             .iter()
@@ -464,9 +432,9 @@ impl Sweep<'_> {
         let below = lo.checked_sub(1).and_then(|a| tried.seen.get(&a));
         // At the largest need of the counted keys nothing is dropped, in
         // the period of the miss either.
-        let none = Tally {
+        let none = Probed {
             worst_period: below.and_then(|t| t.worst_period).map(|(at, _)| (at, 0)),
-            ..Tally::default()
+            ..Probed::default()
         };
         let at_hi = tried.seen.get(&hi).or((hi >= top).then_some(&none));
         let ends = below.zip(at_hi);
@@ -487,7 +455,7 @@ impl Sweep<'_> {
     /// The drops of `t` over what the drop-rate and drop-count targets
     /// allow, over the whole log or (with `--per`) in its period with the
     /// most drops, whichever is more.
-    fn over(&self, t: &Tally) -> i128 {
+    fn over(&self, t: &Probed) -> i128 {
         let allowed = |requests: u64, keys: u64| {
             let ok = |d: u64| {
                 self.goal.period_ok(PeriodCount {
@@ -550,7 +518,7 @@ impl Sweep<'_> {
         })
     }
 
-    fn wait_note(&self, size: u64, t: &Tally) -> String {
+    fn wait_note(&self, size: u64, t: &Probed) -> String {
         let size_param = self.family.sizing.size_param;
         match self.goal.max_wait {
             Some(w) if t.max_wait > w.0 => format!(
@@ -663,33 +631,10 @@ pub fn tests(log: &Log, point: &Point, size: u64, horizon: Nanos) -> bool {
     span >= needs.max(u128::from(horizon.0))
 }
 
-/// The audit replay of one spec over the in-memory log: the figures
-/// `drip audit -p SPEC` reports.
-pub fn audit(log: &Log, spec_text: &str, keyed: bool, top: usize) -> Result<PolicyReport> {
-    let spec = parse_spec(spec_text)?;
-    let slot = if keyed { Slot::Column(0) } else { Slot::Global };
-    let run = Run::new(&spec, vec![slot; spec.members.len()], 0);
-    let mut replay = Replay::new(vec![run], usize::from(keyed), None, None, top)?;
-    if keyed {
-        for id in 0..log.names.len() {
-            replay.learn_key(0, log.names.get(id as u32));
-        }
-    }
-    let mut buf = Vec::with_capacity(CHUNK);
-    let mut start = 0;
-    while start < log.len() {
-        log.events(start, CHUNK, &mut buf);
-        replay.decide_chunk(&buf)?;
-        start += CHUNK;
-    }
-    let (mut reports, _) = replay.finish()?;
-    Ok(reports.remove(0))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::policy::Decision;
+    use crate::policy::{Decision, parse_spec};
 
     /// The keys needing more than a size and their least drops, against
     /// counting them one by one; the sizes tried first stay in range.

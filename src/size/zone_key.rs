@@ -19,7 +19,7 @@
 //! Anything else has no nginx variable known to hold the same value: that
 //! is said plainly, and no `limit_req_zone` is written.
 
-use super::log::Log;
+use crate::engine::candidates::log::Log;
 
 /// The zone's key, and what it needs in the http block.
 pub struct ZoneKey {

@@ -4,6 +4,7 @@
 //! the key for a policy or a stack; for an nginx.conf, its rows at a
 //! location whose limits applied to them.
 
+use super::counts::percent;
 use super::tally::KeyWait;
 use crate::engine::outcome::{KeyRow, Ranked, WaitKeyRow};
 use crate::ingest::keys::KeyNames;
@@ -113,15 +114,6 @@ pub(super) fn top_waits(keys: &Keys, waits: &[KeyWait], top: usize) -> Vec<Ranke
             )
         })
         .collect()
-}
-
-/// `part / whole · 100` (0 when `whole` is 0).
-pub(super) fn percent(part: u64, whole: u64) -> f64 {
-    if whole == 0 {
-        0.0
-    } else {
-        part as f64 * 100.0 / whole as f64
-    }
 }
 
 #[cfg(test)]

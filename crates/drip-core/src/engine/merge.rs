@@ -135,7 +135,7 @@ impl RunOutcome {
     /// The run's report, its percentages and percentiles computed.
     pub(super) fn report(mut self) -> PolicyReport {
         let mut r = self.report;
-        r.drop_pct = super::hurt::percent(r.dropped, r.requests);
+        r.drop_pct = super::counts::percent(r.dropped, r.requests);
         r.wait = r.shapes.then(|| waits(&mut self.waits));
         r.top_keys = self.top_keys.into_iter().map(|k| k.row).collect();
         r.top_waits = self

@@ -2,8 +2,10 @@
 //! decisions. One engine serves `audit` and `size`; the nginx.conf
 //! executor (`conf`) is one more kind of run beside a policy and a stack.
 
+pub mod candidates;
 pub mod compare;
 pub mod conf;
+pub mod counts;
 pub mod exec;
 mod hurt;
 mod lanes;

@@ -2,6 +2,7 @@
 //! collecting what the report needs. Per-key tables are vectors indexed by
 //! key id; policies hold only the keys active within their horizon.
 
+use super::counts::Counts;
 use super::exec::Exec;
 use super::hurt::{Keys, top_drops, top_waits};
 use super::lanes::{Lane, Part, Worker};
@@ -394,10 +395,6 @@ impl Replay {
             Exec::Conf(c) => (Some(c.report()), Some(c.take_limited_by_key())),
             _ => (None, None),
         };
-        let keys_seen = match run.tally.report_slot {
-            Some(c) => self.names[c].len() as u64,
-            None => u64::from(run.tally.requests > 0),
-        };
         let keys = run.tally.report_slot.map(|c| Keys {
             names: &self.names[c],
             requests: &self.requests_by_key[c],
@@ -411,28 +408,26 @@ impl Replay {
                 top_waits(k, &run.tally.waits_by_key, self.top)
             })
         });
+        let counted = run.tally.counts;
+        let counts = match run.tally.report_slot {
+            Some(c) => Counts {
+                keys_seen: self.names[c].len() as u64,
+                keys_with_drops: run.tally.drops_by_key.iter().filter(|d| **d > 0).count() as u64,
+                ..counted
+            },
+            None => Counts {
+                keys_seen: u64::from(counted.requests > 0),
+                keys_with_drops: u64::from(counted.dropped > 0),
+                ..counted
+            },
+        };
         let report = PolicyReport {
-            label: run.label.clone(),
-            spec: run.spec.clone(),
-            requests: run.tally.requests,
-            admitted: run.tally.admitted,
-            delayed: run.tally.delayed,
-            dropped: run.tally.dropped,
-            drop_pct: 0.0,
             shapes,
-            wait: None,
             peak: run.tally.peak,
             peak_kind: run.exec.level_kind().as_str(),
             bound: Some(run.exec.max_level()).filter(|&b| b != u64::MAX),
-            keys_seen,
-            keys_with_drops: match run.tally.report_slot {
-                Some(_) => run.tally.drops_by_key.iter().filter(|d| **d > 0).count() as u64,
-                None => u64::from(run.tally.dropped > 0),
-            },
-            skipped_bad: 0,
-            top_keys: Vec::new(),
-            top_waits: None,
             nginx,
+            ..counts.report(run.label.clone(), run.spec.clone())
         };
         RunOutcome {
             report,

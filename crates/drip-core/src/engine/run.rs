@@ -2,6 +2,7 @@
 //! where its members take their keys from, and what it has counted. The
 //! replay and its threads hold runs; a run knows nothing of either.
 
+use super::counts::Counts;
 use super::exec::Exec;
 use super::loops::Slot;
 use super::tally::Tally;
@@ -169,10 +170,7 @@ impl Run {
             tally: Tally {
                 peak_cap,
                 report_slot,
-                requests: 0,
-                admitted: 0,
-                delayed: 0,
-                dropped: 0,
+                counts: Counts::default(),
                 waits: WaitStats::new(),
                 peak: 0,
                 drops_by_key: Vec::new(),

@@ -1,6 +1,7 @@
 //! What one run counts as it decides: admissions, drops, waits, levels,
 //! per key and per timeline interval.
 
+use super::counts::Counts;
 use crate::ingest::input::{Event, MAX_KEYS};
 use crate::ingest::keys::EMPTY_KEY;
 use crate::policy::Decision;
@@ -68,10 +69,9 @@ pub struct Tally {
     /// level needs computing (without a timeline).
     pub(super) peak_cap: u64,
     pub(super) report_slot: Option<usize>,
-    pub(super) requests: u64,
-    pub(super) admitted: u64,
-    pub(super) delayed: u64,
-    pub(super) dropped: u64,
+    /// Requests, admitted, delayed and dropped (the keys are counted from
+    /// `drops_by_key` when the report is made).
+    pub(super) counts: Counts,
     pub(super) waits: WaitStats,
     pub(super) peak: u64,
     /// Drops per key id of the report column (saturating).
@@ -138,10 +138,7 @@ impl Tally {
 
     /// Adds what `other` counted of the same run (over other rows).
     pub(super) fn merge(&mut self, other: Tally) {
-        self.requests += other.requests;
-        self.admitted += other.admitted;
-        self.delayed += other.delayed;
-        self.dropped += other.dropped;
+        self.counts.add(other.counts);
         self.waits.merge(other.waits);
         self.peak = self.peak.max(other.peak);
         if self.drops_by_key.len() < other.drops_by_key.len() {
@@ -200,7 +197,7 @@ impl Tally {
         match d {
             Decision::Admit { release } => {
                 if release > now {
-                    self.delayed += 1;
+                    self.counts.delayed += 1;
                     self.waits.record(release.0 - now.0);
                     self.waited(ev, release.0 - now.0);
                 }
@@ -216,7 +213,7 @@ impl Tally {
     /// Where [`Tally::settle`] takes up after the decisions to count.
     #[inline(always)]
     pub(super) fn mark(&self) -> (u64, u64) {
-        (self.dropped, self.delayed)
+        (self.counts.dropped, self.counts.delayed)
     }
 
     /// Adds up what `count` left out for the `n` decisions counted since
@@ -225,10 +222,11 @@ impl Tally {
     #[inline(always)]
     pub(super) fn settle(&mut self, n: usize, (dropped, delayed): (u64, u64)) {
         let n = n as u64;
-        let admitted = n - (self.dropped - dropped);
-        self.requests += n;
-        self.admitted += admitted;
-        self.waits.record_zeros(admitted - (self.delayed - delayed));
+        let c = &mut self.counts;
+        let admitted = n - (c.dropped - dropped);
+        c.requests += n;
+        c.admitted += admitted;
+        self.waits.record_zeros(admitted - (c.delayed - delayed));
     }
 
     /// The row's key id in the report column, if it has one there.
@@ -241,7 +239,7 @@ impl Tally {
     /// Counts a refusal, by key for the report.
     #[inline]
     pub(super) fn refused(&mut self, ev: &Event) {
-        self.dropped += 1;
+        self.counts.dropped += 1;
         if let Some(i) = self.report_key(ev) {
             if i >= self.drops_by_key.len() {
                 self.drops_by_key.resize(i + 1, 0);

@@ -1,7 +1,8 @@
 //! Replays of the in-memory log carrying several candidate policies at once
 //! (K states per key, laid out together), with the policy core's own
-//! `decide`: every figure here is what `drip audit` computes for the same
-//! spec, decision by decision.
+//! `decide`: every figure here is what an audit replay computes for the
+//! same spec, decision by decision, and where a probe sees them all its
+//! [`Probed::counts`] are what that replay's report is made from.
 //!
 //! - [`needs`]: each key through unbounded policies (the largest size a
 //!   spec takes), recording the size each key needs for zero drops: the
@@ -13,6 +14,7 @@
 
 use super::log::{ByKey, Log};
 use super::per::Periods;
+use crate::engine::counts::Counts;
 use crate::ingest::keys::EMPTY_KEY;
 use crate::policy::keyed::{Store, prefetch_line, prefetch_lines};
 use crate::policy::{Decision, Listed, Policy, PolicyConfig};
@@ -159,7 +161,7 @@ fn each_row(
 
 /// What one candidate did, counting only the keys the targets count.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct Tally {
+pub struct Probed {
     pub dropped: u64,
     /// Keys with at least one drop.
     pub keys_hurt: u64,
@@ -170,6 +172,29 @@ pub struct Tally {
     /// With `--per`: the start (ns) of the period with the most drops, and
     /// its drops.
     pub worst_period: Option<(u64, u64)>,
+    /// The counts of the candidate's audit replay over the whole log, when
+    /// the probe saw them all: the policy never delays (no wait figures to
+    /// miss) and every key counts (so the drops and keys hurt above are the
+    /// log's; the keys skipped as settled needed no more than the smallest
+    /// size carried, so had no drop). `None`: replay it as audit does.
+    pub counts: Option<Counts>,
+}
+
+impl Probed {
+    /// Adds what the settled keys did (their longest wait) and, when the
+    /// probe saw the whole log (`whole`), the counts of its audit replay.
+    fn complete(&mut self, log: &Log, settled_wait: u64, whole: bool) {
+        self.max_wait = self.max_wait.max(settled_wait);
+        let requests = log.len() as u64;
+        self.counts = whole.then(|| Counts {
+            requests,
+            admitted: requests - self.dropped,
+            delayed: 0,
+            dropped: self.dropped,
+            keys_seen: log.keys() as u64,
+            keys_with_drops: self.keys_hurt,
+        });
+    }
 }
 
 /// K candidates in one replay.
@@ -238,7 +263,7 @@ impl<'a> InPeriod<'a> {
     }
 
     /// Moves to the period of `now`, closing the one before in time order.
-    fn enter(&mut self, now: u64, tally: &mut [Tally]) {
+    fn enter(&mut self, now: u64, tally: &mut [Probed]) {
         if (self.start..self.end).contains(&now) {
             return;
         }
@@ -278,14 +303,14 @@ impl<'a> InPeriod<'a> {
     }
 
     /// Checks the current period for each candidate, and starts afresh.
-    fn close(&mut self, tally: &mut [Tally]) {
+    fn close(&mut self, tally: &mut [Probed]) {
         judge(self.periods, self.at, &self.dropped, &self.hurt, tally);
         self.dropped.fill(0);
         self.hurt.fill(0);
     }
 
     /// Checks the periods not checked yet, in time order.
-    fn finish(&mut self, tally: &mut [Tally]) {
+    fn finish(&mut self, tally: &mut [Probed]) {
         let Some(entered) = self.entered.take() else {
             self.close(tally);
             return;
@@ -300,7 +325,7 @@ impl<'a> InPeriod<'a> {
 
 /// Checks period `at` for each candidate, given its drops and keys hurt
 /// there.
-fn judge(periods: &Periods, at: u64, dropped: &[u64], hurt: &[u64], tally: &mut [Tally]) {
+fn judge(periods: &Periods, at: u64, dropped: &[u64], hurt: &[u64], tally: &mut [Probed]) {
     for (c, t) in tally.iter_mut().enumerate() {
         let count = periods.count(at, dropped[c], hurt[c]);
         t.period_miss |= !(periods.ok)(count);
@@ -311,8 +336,8 @@ fn judge(periods: &Periods, at: u64, dropped: &[u64], hurt: &[u64], tally: &mut 
 }
 
 impl Job for ProbeJob<'_> {
-    type Out = Vec<Tally>;
-    fn run<P: Listed>(self, policies: &[P]) -> Vec<Tally> {
+    type Out = Vec<Probed>;
+    fn run<P: Listed>(self, policies: &[P]) -> Vec<Probed> {
         let log = self.log;
         let k = policies.len();
         assert!(k <= MAX_K);
@@ -346,7 +371,7 @@ impl Job for ProbeJob<'_> {
         store.reserve_keys(active as usize);
         let policies = store.row().to_vec();
         let mut hurt = vec![0u32; active as usize];
-        let mut tally = vec![Tally::default(); k];
+        let mut tally = vec![Probed::default(); k];
         let shapes = store.info().shapes;
         // Keys are independent and the tallies add up (with `--per`, by
         // period), so the live keys are taken one by one.
@@ -398,8 +423,9 @@ impl Job for ProbeJob<'_> {
         if let Some(p) = in_period.as_mut() {
             p.finish(&mut tally);
         }
+        let whole = !shapes && self.counted.iter().all(|&c| c);
         for t in &mut tally {
-            t.max_wait = t.max_wait.max(self.settled_wait);
+            t.complete(log, self.settled_wait, whole);
         }
         tally
     }
@@ -505,7 +531,7 @@ mod tests {
             l.requests_by_key.push(0);
         }
         l.take(&evs).unwrap();
-        let ok = |c: crate::size::per::PeriodCount| c.dropped * 4 <= c.requests && c.keys_hurt < 2;
+        let ok = |c: super::super::per::PeriodCount| c.dropped * 4 <= c.requests && c.keys_hurt < 2;
         let periods = Periods::of(&l, &[], Nanos::from_millis(1).0, &ok);
         let configs: Vec<PolicyConfig> = (1..=7)
             .map(|b| config(&format!("gcra:rate=2/s,burst={b}")))
@@ -588,10 +614,7 @@ mod tests {
             for family in ["gcra", "shaper", "nginx", "token-bucket"] {
                 let rate = if family == "nginx" { "2r/s" } else { "2/s" };
                 let param = "burst";
-                let big = config(&format!(
-                    "{family}:rate={rate},{param}={}",
-                    super::super::family::CAP
-                ));
+                let big = config(&format!("{family}:rate={rate},{param}={}", 1_000_000_000));
                 let (_, sizing) = crate::policy::table::sizing_of(family).unwrap();
                 let offset = sizing.level_over_size;
                 let need = dispatch(&[big], NeedJob { log: &l, offset }).of(0, 0);

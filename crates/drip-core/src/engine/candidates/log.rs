@@ -78,8 +78,14 @@ impl Log {
         }
     }
 
+    /// Rows held.
     pub fn len(&self) -> usize {
         self.at.len()
+    }
+
+    /// True when no row is held.
+    pub fn is_empty(&self) -> bool {
+        self.at.is_empty()
     }
 
     /// Distinct key ids (1 for a global bucket with rows).
