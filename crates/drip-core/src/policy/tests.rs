@@ -3,6 +3,7 @@
 //! nginx's hand-worked tables in their own files.
 
 mod nginx;
+mod props;
 mod windows;
 
 use super::gcra::Gcra;
@@ -146,59 +147,7 @@ fn seed_003_shaper_schedule_and_retry_after() {
 
 // ---- randomised equivalences -------------------------------------------
 
-#[test]
-fn token_bucket_leaky_bucket_gcra_are_one_algorithm() {
-    let mut rng = Rng(0x5eed_0001);
-    let mut decisions = 0;
-    for case in 0..200 {
-        let r = rate(RATES[case % RATES.len()]);
-        let b = 1 + rng.below(8);
-        let tb = Checked::new(TokenBucket::new(r, nz(b)));
-        let lb = Checked::new(LeakyBucket::new(r, nz(b)));
-        let g = Checked::new(Gcra::new(r, nz(b)));
-        let (mut st, mut sl, mut sg) = Default::default();
-        let mut now = 1_700_000_000 * S + rng.below(S);
-        for _ in 0..150 {
-            now += gap(&mut rng, r);
-            let cost = 1 + rng.below(b + 1);
-            let a = tb.decide(&mut st, Nanos(now), cost);
-            assert_eq!(a, lb.decide(&mut sl, Nanos(now), cost), "{r} burst {b}");
-            assert_eq!(a, g.decide(&mut sg, Nanos(now), cost), "{r} burst {b}");
-            decisions += 1;
-        }
-    }
-    assert!(decisions >= 20_000);
-}
-
-#[test]
-fn shaper_admits_as_gcra_with_one_more_burst_and_waits_until_tat() {
-    let mut rng = Rng(0x5eed_0002);
-    let mut decisions = 0;
-    for case in 0..200 {
-        let r = rate(RATES[case % RATES.len()]);
-        let b = rng.below(8);
-        let sh = Shaper::new(r, ShaperBound::Burst(b));
-        let g = Checked::new(Gcra::new(r, nz(b + 1)));
-        let (mut ss, mut sg) = (ShaperState::default(), gcra::GcraState::default());
-        let mut now = rng.below(S);
-        for _ in 0..150 {
-            now += gap(&mut rng, r);
-            let cost = 1 + rng.below(b + 2);
-            let tat_before = sg.tat;
-            let a = sh.decide(&mut ss, Nanos(now), cost);
-            let e = g.decide(&mut sg, Nanos(now), cost);
-            assert_eq!(a.is_admit(), e.is_admit(), "{r} burst {b} cost {cost}");
-            if a.is_admit() {
-                let tat = r.unscale_ceil(tat_before);
-                assert_eq!(a.wait(Nanos(now)), tat.saturating_sub(Nanos(now)));
-            } else {
-                assert_eq!(a, e, "retry times agree too");
-            }
-            decisions += 1;
-        }
-    }
-    assert!(decisions >= 20_000);
-}
+// In `tests/props.rs`, as properties that shrink.
 
 // ---- properties ----------------------------------------------------------
 
@@ -236,48 +185,6 @@ fn all_policies(r: Rate, b: u64) -> Vec<(String, PolicyConfig, u64)> {
         (t, c, fits)
     })
     .collect()
-}
-
-#[test]
-fn a_retry_time_is_the_first_instant_that_admits() {
-    let mut rng = Rng(0x5eed_0003);
-    let mut checked = 0;
-    for case in 0..60 {
-        let r = rate(RATES[case % RATES.len()]);
-        let b = 1 + rng.below(6);
-        for (text, config, fits) in all_policies(r, b) {
-            let mut lim = config.build();
-            let mut now = 1_600_000_000 * S + rng.below(S);
-            for _ in 0..120 {
-                now += gap(&mut rng, r);
-                let cost = 1 + rng.below(fits + 1);
-                let d = lim.decide(0, Nanos(now), cost);
-                let level = lim.level(0, Nanos(now));
-                assert!(
-                    level <= lim.info().max_level,
-                    "{text}: level {level} above its bound"
-                );
-                if let Decision::Refuse { retry_at } = d {
-                    if cost > fits {
-                        assert_eq!(retry_at, None, "{text}: cost {cost} can never fit");
-                        continue;
-                    }
-                    let at = retry_at.unwrap_or_else(|| panic!("{text}: no retry for {cost}"));
-                    assert!(at > Nanos(now), "{text}");
-                    assert!(
-                        lim.check(0, at, cost).is_admit(),
-                        "{text}: refused at retry {at:?}"
-                    );
-                    assert!(
-                        !lim.check(0, Nanos(at.0 - 1), cost).is_admit(),
-                        "{text}: admitted 1 ns before retry {at:?}"
-                    );
-                    checked += 1;
-                }
-            }
-        }
-    }
-    assert!(checked > 5_000, "{checked}");
 }
 
 #[test]
