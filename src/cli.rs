@@ -235,6 +235,20 @@ pub enum StatsFormat {
     Json,
 }
 
+/// What a record that leaves late does to the schedule (see the module
+/// doc of `pace::schedule`); `--lateness`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lateness {
+    /// The schedule moves by any lateness: no window ever holds more than
+    /// the policy allows in it.
+    Strict,
+    /// Hiccups are made up (half an interval apart at least), stalls move
+    /// the schedule: the long-run rate stays exact.
+    Average,
+    /// Late records leave at once: the long-run schedule is restored.
+    CatchUp,
+}
+
 #[derive(Debug, Args)]
 pub struct PaceArgs {
     /// Files to read in order, as cat does ('-' is stdin; none: stdin).
@@ -263,8 +277,21 @@ pub struct PaceArgs {
     #[arg(long, value_enum, default_value_t = OnFull::Block, help_heading = POLICIES,
           hide_short_help = true)]
     pub on_full: OnFull,
-    /// After a stall, send late lines at once to restore the long-run schedule
-    /// (default: the schedule moves, and lines resume at the rate).
+    /// What a late line or start does to the schedule.
+    ///
+    /// strict: the schedule moves by any lateness, so no window ever holds
+    /// more than the policy allows (the default with a command); average:
+    /// hiccups are made up at half an interval apart, stalls move it, the
+    /// long-run rate stays exact (the default for lines); catch-up: late
+    /// lines go at once to restore the long-run schedule.
+    #[arg(long, value_enum, value_name = "HOW", conflicts_with_all = ["strict", "catch_up"],
+          help_heading = POLICIES, hide_short_help = true)]
+    pub lateness: Option<Lateness>,
+    /// --lateness strict: no window holds more lines than the policy allows.
+    #[arg(long, conflicts_with = "catch_up", help_heading = POLICIES, hide_short_help = true)]
+    pub strict: bool,
+    /// --lateness catch-up: after a stall, send late lines at once to restore
+    /// the long-run schedule.
     #[arg(long, help_heading = POLICIES, hide_short_help = true)]
     pub catch_up: bool,
     /// Pace per key: REGEX's first group is the key.

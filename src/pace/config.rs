@@ -2,6 +2,7 @@
 //! `--rate` shaper or any `--policy`), per-key pacing, `--share`,
 //! `--replay` and where progress shows.
 
+use super::schedule::Lateness;
 use super::share::{Plan, ShareConfig};
 use super::{Config, KeyedConfig, interval_of, keys::KeySource, replay};
 use crate::cli::PaceArgs;
@@ -27,6 +28,7 @@ impl Config {
         let progress = shows_progress(&args);
         let share = share_of(&args, &spec, &target, keyed.is_some())?;
         let jobs = jobs_of(&args)?;
+        let lateness = lateness_of(&args);
         Ok(Config {
             spec,
             interval,
@@ -41,7 +43,7 @@ impl Config {
             stamp: args.stamp,
             stats: args.stats,
             progress,
-            catch_up: args.catch_up,
+            lateness,
             keyed,
             share,
             control: args.control,
@@ -129,7 +131,7 @@ impl Config {
             stats: args.stats,
             progress,
             // Late lines go at once: the log's times are the schedule.
-            catch_up: true,
+            lateness: Lateness::CatchUp,
             keyed: None,
             share: None,
             control: args.control,
@@ -141,9 +143,17 @@ impl Config {
 
 /// The command to start per record, after `--`, with its options checked.
 fn jobs_of(args: &PaceArgs) -> anyhow::Result<Option<super::jobs::JobsConfig>> {
+    // `--` with nothing after it: a command was meant and left out (clap
+    // gives no command either way; only a final `--` tells them apart).
+    if args.run.command.is_empty() && std::env::args_os().last().is_some_and(|a| a == "--") {
+        bail!(
+            "nothing follows --: name the command to start per record (as in drip pace --rate 5/s urls.txt -- curl -sS {{}}), or drop the -- to write the records to stdout"
+        );
+    }
     let Some(jobs) = super::jobs::JobsConfig::from_args(&args.run, args.keep_order) else {
         return Ok(None);
     };
+    super::shell_script::check(&args.run.command)?;
     if args.stamp.is_some() {
         bail!(
             "--stamp prefixes lines written to stdout; with a command after -- no line is written: give the command the time itself (e.g. date) or drop --stamp"
@@ -320,4 +330,21 @@ fn shows_progress(args: &PaceArgs) -> bool {
         progress: args.progress,
     }
     .show()
+}
+
+/// What a late record does: as asked (`--lateness`, `--strict`,
+/// `--catch-up`), else strict with a command (an API counts the starts)
+/// and the long-run average for lines written out.
+fn lateness_of(args: &PaceArgs) -> Lateness {
+    if let Some(l) = args.lateness {
+        l
+    } else if args.strict {
+        Lateness::Strict
+    } else if args.catch_up {
+        Lateness::CatchUp
+    } else if args.run.command.is_empty() {
+        Lateness::Average
+    } else {
+        Lateness::Strict
+    }
 }

@@ -23,7 +23,7 @@
 
 use super::Shared;
 use super::lanes::Lanes;
-use super::schedule::{Schedule, Timing};
+use super::schedule::{Lateness, Schedule, Timing};
 use crate::clock::{Clock, MonotonicClock};
 use crate::policy::PolicyConfig;
 use crate::policy::Shaper;
@@ -321,9 +321,9 @@ pub(super) struct Control {
     /// The retuned shaper, for the summary.
     retuned: Option<String>,
     /// The timing keeps half an interval between writes (a lone or global
-    /// shaper), and catches up after a stall: for a retuned timing.
+    /// shaper), and what lateness does: for a retuned timing.
     gap_keeping: bool,
-    catch_up: bool,
+    lateness: Lateness,
     /// Removes a FIFO drip created when the run ends.
     _fifo: Option<Fifo>,
 }
@@ -341,7 +341,7 @@ impl Control {
     pub(super) fn new(
         tunable: Option<Tunable>,
         gap_keeping: bool,
-        catch_up: bool,
+        lateness: Lateness,
         fifo: Option<Fifo>,
     ) -> Control {
         Control {
@@ -349,7 +349,7 @@ impl Control {
             tunable,
             retuned: None,
             gap_keeping,
-            catch_up,
+            lateness,
             _fifo: fifo,
         }
     }
@@ -459,7 +459,7 @@ impl Control {
         let timing = Timing::new(
             Some(super::interval_of(rate)),
             self.gap_keeping,
-            self.catch_up,
+            self.lateness,
         );
         to.schedule
             .retune(t.member, PolicyConfig::Shaper(shaper).build(), timing);

@@ -30,6 +30,17 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 
+/// What [`Jobs::spawn`] did with a record.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Start {
+    /// Its command started, for the first time.
+    First,
+    /// Its command started again (a retry).
+    Retry,
+    /// No command can take it (a NUL byte): failed for good.
+    Unpassable,
+}
+
 /// How commands are run, checked once from the arguments.
 #[derive(Clone)]
 pub(super) struct JobsConfig {
@@ -113,6 +124,8 @@ pub struct JobCounts {
     pub started: u64,
     pub succeeded: u64,
     pub failed: u64,
+    /// Failed records that no command could be given (a NUL byte).
+    pub unpassable: u64,
     pub retried: u64,
     /// Commands still running when a signal stopped the run.
     pub running_at_stop: u64,
@@ -148,7 +161,7 @@ impl Jobs {
     /// Ready to run commands printing on `stdout` and `stderr`; their
     /// exits are reported into `shared`, their durations read on `clock`.
     pub(super) fn start(
-        config: JobsConfig,
+        mut config: JobsConfig,
         separator: u8,
         (stdout, stderr): (File, File),
         shared: Arc<Shared>,
@@ -160,6 +173,16 @@ impl Jobs {
             })?)),
             None => None,
         };
+        if let Some(limit) = super::fds::raise_limit() {
+            let fit = super::fds::jobs_that_fit(config.jobs, limit);
+            if fit < config.jobs {
+                crate::say!(
+                    "drip: -j {} is more than the open-file limit allows ({limit}, two a command): at most {fit} run at once",
+                    config.jobs
+                );
+                config.jobs = fit;
+            }
+        }
         let printer = Arc::new(Printer::new(stdout, stderr, config.keep_order));
         let relay = Relay::start(Arc::clone(&printer), shared, clock, config.jobs)
             .context("cannot start the thread that passes the commands' output on")?;
@@ -180,6 +203,20 @@ impl Jobs {
         })
     }
 
+    /// Out of descriptors while `running` commands run: at most as many
+    /// run at once from now on (one at least, with one note), and `record`
+    /// (input position `line`) starts again once one ends.
+    pub(super) fn out_of_files(&mut self, record: Vec<u8>, line: u64, now: Nanos) {
+        let fit = self.running.len().max(1);
+        if fit < self.config.jobs {
+            crate::say!(
+                "drip: out of open files with {fit} commands running: at most {fit} run at once from now on"
+            );
+            self.config.jobs = fit;
+        }
+        self.backoff.push((now, line, record));
+    }
+
     /// Commands that may start now.
     pub(super) fn room(&self) -> usize {
         self.config.jobs.saturating_sub(self.running.len())
@@ -196,11 +233,26 @@ impl Jobs {
 
     /// Starts the command of `record` (input position `line`) at real
     /// instant `at`; the relay thread passes its output on and reports its
-    /// exit. True when it is the record's first attempt (a retry is
-    /// counted apart). An error: the command cannot be run at all.
-    pub(super) fn spawn(&mut self, record: Vec<u8>, line: u64, at: Nanos) -> anyhow::Result<bool> {
+    /// exit. An error: the command cannot be run at all.
+    pub(super) fn spawn(&mut self, record: Vec<u8>, line: u64, at: Nanos) -> anyhow::Result<Start> {
         let attempt = self.take_attempt(&record).unwrap_or(0);
         let text = strip(&record, self.separator).to_vec();
+        // No argument can carry a NUL byte: the record fails, the run goes on.
+        if memchr::memchr(0, &text).is_some() {
+            if self.counts.unpassable == 0 {
+                crate::say!(
+                    "drip: the record on input line {line} holds a NUL byte, which no command argument can carry: it is failed{}, and the run goes on (read such input with -0 if NUL ends its records)",
+                    if self.failed_file.is_some() {
+                        " and kept in --failed"
+                    } else {
+                        ""
+                    }
+                );
+            }
+            self.counts.unpassable += 1;
+            self.fail(&record);
+            return Ok(Start::Unpassable);
+        }
         let child = self.config.command(&text).spawn().with_context(|| {
             format!(
                 "cannot run '{}'",
@@ -233,7 +285,11 @@ impl Jobs {
             line,
             at,
         });
-        Ok(attempt == 0)
+        Ok(if attempt == 0 {
+            Start::First
+        } else {
+            Start::Retry
+        })
     }
 
     /// A command could not start: the run stops with `e`; with

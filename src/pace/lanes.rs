@@ -327,7 +327,7 @@ mod tests {
     use super::*;
     use crate::clock::{Clock, ManualClock};
     use crate::pace::keys::KeySource;
-    use crate::pace::schedule::{Order, Pending, Timing};
+    use crate::pace::schedule::{Lateness, Order, Pending, Timing};
     use crate::policy::spec::{KeyChoice, parse_spec};
 
     const MS: u64 = 1_000_000;
@@ -352,7 +352,7 @@ mod tests {
         } else {
             Order::Release
         };
-        let timing = Timing::new(Some(Nanos(interval)), false, false);
+        let timing = Timing::new(Some(Nanos(interval)), false, Lateness::Average);
         let keys = Keys::new(
             KeySource::Field {
                 index: 1,

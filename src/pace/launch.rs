@@ -7,6 +7,7 @@
 
 use super::Pacer;
 use super::control::Command;
+use super::jobs::Start;
 use super::reader::{Guard, Record, Shared};
 use super::writer::Wrote;
 use crate::clock::Clock;
@@ -65,18 +66,38 @@ impl Pacer {
         drop(g);
         let mut due = self.output.take_pending().into_iter();
         let mut last_start = now;
-        for p in due.by_ref() {
+        while let Some(p) = due.next() {
             let at = self.clock.now();
             last_start = at;
+            // Strict: the schedule moves by how late this start is, so the
+            // next start keeps its distance from this one.
+            if self.schedule.strict() {
+                self.schedule.settle(p.release, at);
+            }
             let len = p.item.len() as u64;
             // Kept until the command has started: one that cannot start
             // leaves its record unsent, as the records after it.
             match jobs.spawn(p.item.clone(), p.seq, at) {
-                Ok(true) => {
+                Ok(Start::First) => {
                     self.tally.stats.sent(p.arrived, at);
                     self.tally.bytes_done += len;
                 }
-                Ok(false) => {}
+                Ok(Start::Retry) => {}
+                // It would fail the same on every rerun: done for the journal.
+                Ok(Start::Unpassable) => {
+                    if let Some(j) = &mut self.journal {
+                        j.done(p.seq, &p.item);
+                    }
+                }
+                // Out of descriptors: this record and the rest start again
+                // once a command ends, fewer at once.
+                Err(e) if super::fds::out_of_files(&e) => {
+                    jobs.out_of_files(p.item, p.seq, at);
+                    for p in due.by_ref() {
+                        jobs.out_of_files(p.item, p.seq, at);
+                    }
+                    break;
+                }
                 Err(e) => {
                     jobs.not_started(e);
                     super::shaper_loop::unsent(&mut self.tally, &mut self.rejects, &p.item);

@@ -40,6 +40,7 @@
 mod config;
 pub mod control;
 mod end;
+mod fds;
 mod intake;
 mod jobs;
 mod journal;
@@ -56,6 +57,7 @@ pub mod schedule;
 mod shaper_loop;
 pub mod share;
 mod sharing;
+mod shell_script;
 pub mod stamp;
 mod start;
 pub mod stats;
@@ -98,7 +100,8 @@ pub struct Config {
     stamp: Option<Stamp>,
     stats: Option<StatsFormat>,
     progress: bool,
-    catch_up: bool,
+    /// What a late record does to the schedule.
+    lateness: schedule::Lateness,
     /// Per-key pacing, when a key is given.
     keyed: Option<KeyedConfig>,
     /// `--share`: the schedule and how this policy reserves in it.

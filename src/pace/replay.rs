@@ -361,7 +361,7 @@ mod tests {
     use super::*;
     use crate::ingest::input::ColSel;
     use crate::ingest::timestamp::TimeFormat;
-    use crate::pace::schedule::{Order, Pending, Timing};
+    use crate::pace::schedule::{Lateness, Order, Pending, Timing};
     use crate::policy::keyed::Stack;
 
     const MS: u64 = 1_000_000;
@@ -379,7 +379,7 @@ mod tests {
     fn schedule() -> Schedule<Vec<u8>> {
         Schedule::with_order(
             Stack::new(Vec::new()),
-            Timing::new(None, false, true),
+            Timing::new(None, false, Lateness::CatchUp),
             Order::Arrival,
         )
     }

@@ -3,18 +3,22 @@
 //!
 //! Two time lines meet here. *Real* time is the monotonic clock's reading;
 //! *policy* time is what the policy is told, `real − slip`. Deadlines come
-//! from the policy's releases, never from the last wake-up, so ordinary
-//! sleep overshoot is absorbed and never accumulates into drift. Lateness
-//! is handled in two tiers ([`Timing`]):
-//! - a *hiccup* (late by at most `stall`: one interval, or 20 ms if that is
-//!   longer) is made up without moving the schedule, the shaper keeping
-//!   `min_gap` (half an interval) between writes: at most twice the rate
-//!   while catching up, and the long-run rate stays exact;
-//! - a *stall* (later than that: a paused process, a blocked downstream)
-//!   re-bases the schedule by the lateness (`slip` grows), so the late
-//!   record leaves now and the ones after it follow at the rate, never in a
-//!   bunch. With `catch_up` neither applies: late records leave at once and
-//!   the schedule is restored.
+//! from the policy's releases, never from the last wake-up. What lateness
+//! does is the run's [`Lateness`]:
+//! - [`Lateness::Strict`]: any lateness re-bases the schedule (`slip` grows
+//!   by it), at the instant the record actually leaves. The slip never
+//!   shrinks, so two records leave at least as far apart as the policy
+//!   released them: every window holds what the policy allows in it, as an
+//!   API that counts the requests sees them.
+//! - [`Lateness::Average`]: a *hiccup* (late by at most `stall`: one
+//!   interval, or 20 ms if that is longer) is made up without moving the
+//!   schedule, the shaper keeping `min_gap` (half an interval) between
+//!   writes: at most twice the rate while catching up, and the long-run
+//!   rate stays exact; a *stall* (later than that: a paused process, a
+//!   blocked downstream) re-bases the schedule, so the late record leaves
+//!   now and the ones after it follow at the rate, never in a bunch.
+//! - [`Lateness::CatchUp`]: late records leave at once and the schedule is
+//!   restored.
 //!
 //! Where an interval is shorter than the timer sleeps reliably, a writer
 //! wakes at most once per `quantum` and writes every record due together.
@@ -60,6 +64,8 @@ pub const STALL_FLOOR: Nanos = Nanos(20_000_000);
 /// per line at 10k/s and above would cost more than it keeps.
 pub const BATCH_QUANTUM: Nanos = Nanos(500_000);
 
+pub use crate::cli::Lateness;
+
 /// How lateness and batching are handled (see the module doc).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Timing {
@@ -69,24 +75,32 @@ pub struct Timing {
     pub min_gap: Option<Nanos>,
     /// Least time between two writing wake-ups, ns (0: no batching).
     pub quantum: Nanos,
-    /// Restore the schedule after a stall instead of re-basing it.
-    pub catch_up: bool,
+    /// What lateness does.
+    pub lateness: Lateness,
 }
 
 impl Timing {
     /// The timing for a policy whose shaping interval is `interval` (ns,
     /// rounded down; `None` when the policy has none). `shaper`: the policy
     /// is the shaper alone, whose records are at least an interval apart,
-    /// so a gap of half an interval can be kept.
-    pub fn new(interval: Option<Nanos>, shaper: bool, catch_up: bool) -> Timing {
+    /// so a gap of half an interval can be kept. Strict timing neither
+    /// batches (records due at different instants would leave together)
+    /// nor needs the gap (the schedule itself keeps them apart).
+    pub fn new(interval: Option<Nanos>, shaper: bool, lateness: Lateness) -> Timing {
         let t = interval.unwrap_or(Nanos::ZERO);
         let half = Nanos(t.0 / 2);
-        let batched = interval.is_some() && t < BATCH_QUANTUM;
+        let strict = lateness == Lateness::Strict;
+        let batched = interval.is_some() && t < BATCH_QUANTUM && !strict;
+        let average = lateness == Lateness::Average;
         Timing {
-            stall: t.max(STALL_FLOOR),
-            min_gap: (shaper && !catch_up && !batched).then_some(half),
+            stall: if strict {
+                Nanos::ZERO
+            } else {
+                t.max(STALL_FLOOR)
+            },
+            min_gap: (shaper && average && !batched).then_some(half),
             quantum: if batched { BATCH_QUANTUM } else { Nanos::ZERO },
-            catch_up,
+            lateness,
         }
     }
 }
@@ -323,14 +337,20 @@ impl<T> Schedule<T> {
     }
 
     /// Re-bases the schedule when something due at policy instant `due` is
-    /// handled at real instant `now` later than the stall threshold (never
-    /// when catching up). The driver calls it before re-offering a held
-    /// record, so a stall does not let a pile of past-due records in.
+    /// handled at real instant `now` later than the stall threshold (any
+    /// lateness when strict; never when catching up). The driver calls it
+    /// before re-offering a held record, so a stall does not let a pile of
+    /// past-due records in, and, strict, at the instant each record leaves.
     pub fn settle(&mut self, due: Nanos, now: Nanos) {
         let late = now.saturating_sub(self.real_time(due));
-        if !self.timing.catch_up && late > self.timing.stall {
+        if self.timing.lateness != Lateness::CatchUp && late > self.timing.stall {
             self.slip = self.slip.saturating_add(late);
         }
+    }
+
+    /// Whether any lateness moves the schedule.
+    pub fn strict(&self) -> bool {
+        self.timing.lateness == Lateness::Strict
     }
 
     /// The earliest real instant the next write may happen (gap, quantum).
@@ -406,8 +426,13 @@ mod tests {
 
     /// A schedule for `spec`, a lone shaper of interval `t`.
     fn schedule(spec: &str, t: Nanos, catch_up: bool) -> Schedule<u32> {
+        let lateness = if catch_up {
+            Lateness::CatchUp
+        } else {
+            Lateness::Average
+        };
         let shaper = spec.starts_with("shaper");
-        let timing = Timing::new(Some(t), shaper, catch_up);
+        let timing = Timing::new(Some(t), shaper, lateness);
         Schedule::new(parse_spec(spec).unwrap().build(), timing)
     }
 
@@ -530,6 +555,39 @@ mod tests {
         assert_eq!(sent[39].1, Nanos(3_900 * MS));
     }
 
+    /// Strict: a write late by any amount moves what follows by as much,
+    /// so no two writes come closer than the interval (a hiccup of 30 ms
+    /// is not made up), and nothing is batched at high rates.
+    #[test]
+    fn strict_moves_the_schedule_by_any_lateness() {
+        let t = Nanos(100 * MS);
+        let timing = Timing::new(Some(t), true, Lateness::Strict);
+        assert_eq!((timing.min_gap, timing.stall), (None, Nanos::ZERO));
+        let fast = Timing::new(Some(Nanos(100_000)), true, Lateness::Strict);
+        assert_eq!(fast.quantum, Nanos::ZERO);
+        let spec = parse_spec("shaper:rate=10/s,burst=5").unwrap();
+        let mut s: Schedule<u32> = Schedule::new(spec.build(), timing);
+        for i in 0..4 {
+            assert!(matches!(
+                s.offer(Nanos::ZERO, Nanos::ZERO, i, i as u32),
+                Offer::Queued { .. }
+            ));
+        }
+        let mut out = Vec::new();
+        let mut writes = Vec::new();
+        // The first write is on time, the second 30 ms late (a hiccup).
+        for late in [0, 30 * MS, 0, 0] {
+            let due = s.next_due().unwrap();
+            let now = Nanos(due.0 + late);
+            out.clear();
+            assert_eq!(s.take_due(now, &mut out), 1);
+            s.settle(out[0].release, now);
+            writes.push(now.0);
+        }
+        assert_eq!(writes, [0, 130 * MS, 230 * MS, 330 * MS]);
+        assert_eq!(s.slip(), Nanos(30 * MS));
+    }
+
     #[test]
     fn idle_time_is_not_banked() {
         let clock = ManualClock::new();
@@ -609,24 +667,30 @@ mod tests {
 
     #[test]
     fn timing_follows_the_interval() {
-        let t = Timing::new(Some(Nanos(200 * MS)), true, false);
+        let t = Timing::new(Some(Nanos(200 * MS)), true, Lateness::Average);
         assert_eq!(t.stall, Nanos(200 * MS));
         assert_eq!(t.min_gap, Some(Nanos(100 * MS)));
         assert_eq!(t.quantum, Nanos::ZERO);
         // 1000/s: a hiccup is up to 20 ms.
-        let t = Timing::new(Some(Nanos(MS)), true, false);
+        let t = Timing::new(Some(Nanos(MS)), true, Lateness::Average);
         assert_eq!((t.stall, t.min_gap), (STALL_FLOOR, Some(Nanos(500_000))));
         // 2000/s keeps its gap; 2500/s and 10k/s are batched, no gap kept.
-        let t = Timing::new(Some(Nanos(500_000)), true, false);
+        let t = Timing::new(Some(Nanos(500_000)), true, Lateness::Average);
         assert_eq!((t.min_gap, t.quantum), (Some(Nanos(250_000)), Nanos::ZERO));
         for interval in [400_000, 100_000] {
-            let t = Timing::new(Some(Nanos(interval)), true, false);
+            let t = Timing::new(Some(Nanos(interval)), true, Lateness::Average);
             assert_eq!((t.min_gap, t.quantum), (None, BATCH_QUANTUM));
         }
         // Catching up keeps no gap; other policies keep none either.
-        assert_eq!(Timing::new(Some(Nanos(MS)), true, true).min_gap, None);
-        assert_eq!(Timing::new(Some(Nanos(MS)), false, false).min_gap, None);
-        let t = Timing::new(None, false, false);
+        assert_eq!(
+            Timing::new(Some(Nanos(MS)), true, Lateness::CatchUp).min_gap,
+            None
+        );
+        assert_eq!(
+            Timing::new(Some(Nanos(MS)), false, Lateness::Average).min_gap,
+            None
+        );
+        let t = Timing::new(None, false, Lateness::Average);
         assert_eq!((t.stall, t.quantum), (STALL_FLOOR, Nanos::ZERO));
     }
 

@@ -149,6 +149,12 @@ impl Pacer {
                 }
                 None => self.schedule.policy_time(front.arrived),
             };
+            // Strict and shared: a slot is reserved only when its command
+            // can start at it; one held while -j is full would start late,
+            // closer to the next process's slot than the schedule allows.
+            if self.sharing.is_shared() && self.schedule.strict() && !self.jobs_have_room() {
+                break;
+            }
             let reservation;
             (g, reservation) = self.sharing.reserve(g, shared, &self.schedule, &self.clock);
             let shared_decision = match reservation {
@@ -296,7 +302,19 @@ impl Pacer {
     fn send(&mut self) -> Option<Stop> {
         let w = self.output.write(&self.clock);
         self.tally.stats.partial_bytes = w.partial;
-        self.schedule.wrote(self.clock.now());
+        let done = self.clock.now();
+        self.schedule.wrote(done);
+        // Strict: the schedule moves by how late the write ended (a line
+        // is out once the pipe took it), so the next line keeps its
+        // distance from this one.
+        if let Some(p) = self
+            .output
+            .sent(w.lines)
+            .last()
+            .filter(|_| self.schedule.strict())
+        {
+            self.schedule.settle(p.release, done);
+        }
         for p in self.output.sent(w.lines) {
             self.tally.stats.sent(p.arrived, w.at);
             self.tally.bytes_done += p.item.len() as u64;

@@ -31,7 +31,7 @@ impl Pacer {
         let inputs = open_inputs(&config.input.files)?;
         let stack: Stack = config.spec.build();
         let gap_keeping = keeps_gap(&config);
-        let mut timing = Timing::new(config.interval, gap_keeping, config.catch_up);
+        let mut timing = Timing::new(config.interval, gap_keeping, config.lateness);
         let clock = MonotonicClock::new();
         let sharing = Sharing::start(&config, &mut timing, clock)?;
         let tunable = tunable(&config);
@@ -57,7 +57,7 @@ impl Pacer {
             shared,
             schedule,
             intake: Intake::new(lanes, replay),
-            control: Control::new(tunable, gap_keeping, config.catch_up, fifo),
+            control: Control::new(tunable, gap_keeping, config.lateness, fifo),
             sharing,
             output: Output::new(
                 File::from(output),

@@ -85,6 +85,80 @@ fn starts_keep_the_rate_whatever_the_commands_take() {
     );
 }
 
+/// The window an API counts holds after every stall: at 10/s with -j 4
+/// and at 100/s with -j 16, commands mostly quick and one in four slow
+/// (up to `most_ms`: the cap stalls the schedule, then frees at once), no
+/// window of one second holds more starts than the rate, as each command
+/// logged its own start. A start delayed by the cap moves the schedule; it
+/// is never made up by a closer one (as `--lateness average` does, which
+/// put 11 starts at 10/s in under a second here).
+#[test]
+fn with_a_command_no_window_holds_more_starts_than_the_rate() {
+    for (rate, jobs, n, most_ms, per_s) in [
+        ("10/s", "4", 100, 3000, 10),
+        ("100/s", "16", 500, 2000, 100),
+    ] {
+        let tmp = Scratch::new();
+        let log = tmp.join("strict.log");
+        let out = Drip::pace()
+            .args([
+                "--rate",
+                rate,
+                "-j",
+                jobs,
+                "--stats=json",
+                "--",
+                "sh",
+                "-c",
+                &sleeper(&log),
+                "_",
+            ])
+            .stdin(mixed_sleeps(n, most_ms))
+            .output();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let starts: Vec<u64> = logged(&log, "start").into_iter().map(|(_, t)| t).collect();
+        assert_eq!(starts.len() as u64, n);
+        // Measured by each command's own clock: a loaded host starts a
+        // shell some ms late, so the window is 1 s less 20 ms (a made-up
+        // start comes half an interval early).
+        let most = most_in_window(&starts, 980_000_000);
+        assert!(
+            most <= per_s,
+            "{most} starts within 980 ms at {rate} -j {jobs}"
+        );
+        let s = summary(&out.stderr);
+        assert!(
+            s["rebased_ms"].as_f64().unwrap() > 0.0,
+            "the cap never stalled: {s}"
+        );
+    }
+}
+
+/// Records "N SECONDS": one in four sleeps up to `most_ms`, the others up
+/// to a fortieth of it (seeded).
+fn mixed_sleeps(n: u64, most_ms: u64) -> Vec<u8> {
+    let mut x: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut out = String::new();
+    for i in 1..=n {
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        let most = if x.is_multiple_of(4) {
+            most_ms
+        } else {
+            most_ms / 40
+        };
+        let ms = (x >> 8) % (most + 1);
+        out.push_str(&format!("{i} {}.{:03}\n", ms / 1000, ms % 1000));
+    }
+    out.into_bytes()
+}
+
 /// `pace --rate RATE -j JOBS --stats=json -- sh -c SCRIPT` over `n`
 /// records of sleeps up to `most_ms`, which must succeed.
 fn run_sleepers(
@@ -174,6 +248,49 @@ fn braces_take_the_record_and_no_shell_is_involved() {
         .stdin(b"one\ntwo\n")
         .output();
     assert_eq!(String::from_utf8_lossy(&out.stdout), "got one\ngot two\n");
+}
+
+/// `{}` inside a shell's script would make each record shell code: the
+/// run is refused before any command starts, with the safe form, which
+/// then runs hostile records as plain arguments.
+#[test]
+fn braces_inside_a_shell_script_are_refused_and_the_safe_form_runs_records_as_data() {
+    let tmp = Scratch::new();
+    let pwned = tmp.join("pwned");
+    let hostile = format!("x; touch {0}\n$(touch {0})\n`touch {0}`\n", pwned.display());
+    for shell in [
+        vec!["sh", "-c"],
+        vec!["bash", "-ec"],
+        vec!["/bin/dash", "-c"],
+    ] {
+        let mut args = vec!["--rate", "1000/s", "--"];
+        args.extend(&shell);
+        args.extend(["echo {}", "_"]);
+        let out = Drip::pace().args(&args).stdin(hostile.as_bytes()).output();
+        assert_eq!(out.status.code(), Some(2), "{shell:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(err.lines().count(), 1, "{err}");
+        assert!(err.contains("-c 'echo \"$1\"' _ {}"), "{err}");
+        assert!(!pwned.exists(), "{shell:?} ran a record as code");
+    }
+    let out = Drip::pace()
+        .args([
+            "--rate",
+            "1000/s",
+            "-j",
+            "1",
+            "--",
+            "sh",
+            "-c",
+            "echo \"$1\"",
+            "_",
+            "{}",
+        ])
+        .stdin(hostile.as_bytes())
+        .output();
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), hostile);
+    assert!(!pwned.exists());
 }
 
 #[test]
@@ -559,4 +676,84 @@ fn as_many_commands_run_at_once_as_their_pipes_fit_under_the_open_file_limit() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert_eq!(summary(&out.stderr)["commands"]["succeeded"], 90, "{err}");
+}
+
+/// A record no command can take (a NUL byte) fails alone, kept in
+/// --failed, with one line naming it; the run goes on, exits 1 as for any
+/// failed record, and a resumed run does not stop at it either.
+#[test]
+fn a_record_holding_a_nul_byte_fails_alone_and_the_run_goes_on() {
+    let tmp = Scratch::new();
+    let failed = tmp.join("failed.txt");
+    let journal = tmp.join("journal");
+    let input: &[u8] = b"a\nb\0c\nd\n";
+    let run = || {
+        Drip::pace()
+            .args(["--rate", "1000/s", "-j", "1", "--journal"])
+            .arg(&journal)
+            .arg("--failed")
+            .arg(&failed)
+            .args(["--", "echo", "{}"])
+            .stdin(input)
+            .output()
+    };
+    let out = run();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "a\nd\n");
+    assert_eq!(std::fs::read(&failed).unwrap(), b"b\0c\n");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(
+        err.contains("input line 2 holds a NUL byte") && err.contains("--failed"),
+        "{err}"
+    );
+    // Rerun: every record is done (the NUL one failed for good).
+    let out = run();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(out.stdout, b"");
+}
+
+/// A -j beyond the open-file limit runs fewer at once, with one note,
+/// instead of ending the run at the first EMFILE.
+#[test]
+fn a_jobs_cap_beyond_the_open_file_limit_runs_fewer_at_once() {
+    let script = format!(
+        "ulimit -n 200 && seq 1 150 | {} pace --no-progress -r 10k/s -j 150 --stats=json -- sh -c 'sleep 0.3' _",
+        env!("CARGO_BIN_EXE_drip")
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("-j 150 is more than the open-file limit allows (200"),
+        "{err}"
+    );
+    assert_eq!(summary(&out.stderr)["commands"]["succeeded"], 150, "{err}");
+}
+
+/// `--` with nothing after it names no command: one line, exit 2, and
+/// nothing is written.
+#[test]
+fn a_double_dash_without_a_command_is_an_error() {
+    let tmp = Scratch::new();
+    let input = tmp.join("in.txt");
+    std::fs::write(&input, "a\nb\n").unwrap();
+    let out = Drip::pace()
+        .args(["--rate", "100/s"])
+        .arg(&input)
+        .arg("--")
+        .output();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{err}");
+    assert_eq!(err.lines().count(), 1, "{err}");
+    assert!(err.contains("nothing follows --"), "{err}");
+    assert_eq!(out.stdout, b"");
 }
