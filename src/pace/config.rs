@@ -46,7 +46,10 @@ impl Config {
             lateness,
             keyed,
             share,
-            control: args.control,
+            control: super::LiveConfig {
+                fifo: args.control,
+                adaptive: args.adaptive,
+            },
             replay: None,
             jobs,
         })
@@ -134,7 +137,10 @@ impl Config {
             lateness: Lateness::CatchUp,
             keyed: None,
             share: None,
-            control: args.control,
+            control: super::LiveConfig {
+                fifo: args.control,
+                adaptive: false,
+            },
             replay: Some(config),
             jobs,
         })

@@ -22,6 +22,7 @@
 //! too, as `dd` does, without stopping anything.
 
 use super::Shared;
+use super::adaptive::Adaptive;
 use super::lanes::Lanes;
 use super::schedule::{Lateness, Schedule, Timing};
 use crate::clock::{Clock, MonotonicClock};
@@ -41,6 +42,18 @@ use std::sync::Arc;
 pub enum Command {
     /// Hold releases for a span, or until `resume` (`None`).
     Pause(Option<Nanos>),
+    /// A command exited with status `code`, which `--pause-on` names:
+    /// hold releases for `span`.
+    PauseOn {
+        span: Nanos,
+        code: i32,
+    },
+    /// The API throttled: a command started at `started` exited `code`
+    /// (`--throttle-on`), or a control line said so (both `None`).
+    Throttle {
+        started: Option<Nanos>,
+        code: Option<i32>,
+    },
     Resume,
     Rate(Rate),
     Burst(u64),
@@ -48,7 +61,7 @@ pub enum Command {
 }
 
 /// What `--control` accepts, for messages.
-const VALID: &str = "pause [DUR], resume, rate R, burst N, stats";
+const VALID: &str = "pause [DUR], resume, rate R, burst N, throttle, stats";
 /// The longest command line read; a longer one is refused whole.
 const MAX_COMMAND: usize = 1024;
 
@@ -70,7 +83,11 @@ pub fn parse(line: &str) -> Result<Command, String> {
             format!("invalid burst '{n}': give a whole number of lines, e.g. burst 10")
         }),
         ("stats", None) => Ok(Command::Stats),
-        ("resume" | "stats", Some(_)) => Err(format!("'{word}' takes no argument")),
+        ("throttle", None) => Ok(Command::Throttle {
+            started: None,
+            code: None,
+        }),
+        ("resume" | "stats" | "throttle", Some(_)) => Err(format!("'{word}' takes no argument")),
         ("rate" | "burst", None) => Err(format!("'{word}' needs a value")),
         _ => Err(format!("unknown command '{line}'")),
     }
@@ -80,9 +97,34 @@ pub fn parse(line: &str) -> Result<Command, String> {
 pub struct Fifo {
     path: PathBuf,
     created: bool,
+    /// The private folder drip made for it (removed at the end too).
+    dir: Option<PathBuf>,
 }
 
 impl Fifo {
+    /// A FIFO of drip's own, in a new folder only this user can enter, for
+    /// the commands to write to (`DRIP_CONTROL`) when no `--control` is
+    /// given.
+    pub fn private() -> anyhow::Result<Fifo> {
+        use std::os::unix::fs::DirBuilderExt;
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.subsec_nanos());
+        let dir = std::env::temp_dir().join(format!("drip-{}-{nanos:09}", std::process::id()));
+        std::fs::DirBuilder::new()
+            .mode(0o700)
+            .create(&dir)
+            .with_context(|| {
+                format!(
+                    "cannot create a folder for the commands' control FIFO in '{}'",
+                    std::env::temp_dir().display()
+                )
+            })?;
+        let mut fifo = Fifo::open(&dir.join("control"))?;
+        fifo.dir = Some(dir);
+        Ok(fifo)
+    }
+
     /// Creates the FIFO at `path`, or checks that what is there is one.
     pub fn open(path: &Path) -> anyhow::Result<Fifo> {
         use std::os::unix::fs::FileTypeExt;
@@ -102,6 +144,7 @@ impl Fifo {
         let fifo = Fifo {
             path: path.to_path_buf(),
             created,
+            dir: None,
         };
         // A non-blocking open for reading does not wait for a writer: it
         // checks now that the FIFO can be read. The reading thread opens it
@@ -130,6 +173,9 @@ impl Drop for Fifo {
         let fifo = std::fs::symlink_metadata(&self.path).is_ok_and(|m| m.file_type().is_fifo());
         if self.created && fifo {
             let _ = std::fs::remove_file(&self.path);
+        }
+        if let Some(dir) = &self.dir {
+            let _ = std::fs::remove_dir(dir);
         }
     }
 }
@@ -324,6 +370,11 @@ pub(super) struct Control {
     /// shaper), and what lateness does: for a retuned timing.
     gap_keeping: bool,
     lateness: Lateness,
+    /// Pauses started (a pause extended while in force is one).
+    pauses: u64,
+    /// `--adaptive`: the rate the API's throttles leave, and the rate
+    /// last applied to the shaper (lines per second).
+    adaptive: Option<(Adaptive, f64)>,
     /// Removes a FIFO drip created when the run ends.
     _fifo: Option<Fifo>,
 }
@@ -350,6 +401,8 @@ impl Control {
             retuned: None,
             gap_keeping,
             lateness,
+            pauses: 0,
+            adaptive: None,
             _fifo: fifo,
         }
     }
@@ -357,6 +410,43 @@ impl Control {
     /// The pause in force.
     pub(super) fn pause(&self) -> Option<Pause> {
         self.pause
+    }
+
+    /// Adapts the shaper's rate to the API's throttles (`--adaptive`).
+    pub(super) fn adapt(&mut self) {
+        if let Some(t) = self.tunable {
+            let r = t.shaper.rate();
+            let per_s = r.count() as f64 * 1e9 / r.per().0 as f64;
+            self.adaptive = Some((Adaptive::new(per_s), per_s));
+        }
+    }
+
+    /// `--adaptive`: a command succeeded (seen at `now`): the API let it
+    /// through.
+    pub(super) fn succeeded(&mut self, now: Nanos) {
+        if let Some((a, _)) = self.adaptive.as_mut() {
+            a.succeeded(now);
+        }
+    }
+
+    /// Whether the adaptive rate is below `--rate` at `now`: the loop then
+    /// comes back to raise it.
+    pub(super) fn recovering(&self, now: Nanos) -> bool {
+        self.adaptive
+            .as_ref()
+            .is_some_and(|(a, _)| a.recovering(now))
+    }
+
+    /// `--adaptive`: the throttles so far and the rate now, for the summary.
+    pub(super) fn adaptive_summary(&self, now: Nanos) -> Option<(u64, f64)> {
+        self.adaptive
+            .as_ref()
+            .map(|(a, _)| (a.cuts(), a.rate_at(now)))
+    }
+
+    /// Pauses started so far, for the summary.
+    pub(super) fn pauses(&self) -> u64 {
+        self.pauses
     }
 
     /// The retuned shaper, for the summary.
@@ -379,12 +469,19 @@ impl Control {
         let mut retuned = false;
         for cmd in commands {
             match cmd {
-                Command::Pause(span) => self.pause_for(span, now),
+                Command::Pause(span) => self.pause_for(span, now, "a control command"),
+                Command::PauseOn { span, code } => {
+                    let why = format!("a command exited {code}, which --pause-on names");
+                    self.pause_for(Some(span), now, &why);
+                }
                 Command::Resume => {
                     if self.pause.is_some() {
                         self.end_pause(now, to.schedule);
                         crate::say!("drip: control: resumed");
                     }
+                }
+                Command::Throttle { started, code } => {
+                    retuned |= self.throttled(now, started, code, &mut to);
                 }
                 Command::Rate(rate) => retuned |= self.retune(Some(rate), None, &mut to),
                 Command::Burst(n) => retuned |= self.retune(None, Some(n), &mut to),
@@ -401,12 +498,89 @@ impl Control {
         {
             self.end_pause(end, to.schedule);
         }
+        retuned |= self.recover(now, &mut to);
         (self.pause, retuned)
     }
 
+    /// A throttle signal at `now`: with `--adaptive` the rate is cut (one
+    /// line says why, from what to what), unless the command was sent
+    /// before the last cut.
+    fn throttled(
+        &mut self,
+        now: Nanos,
+        started: Option<Nanos>,
+        code: Option<i32>,
+        to: &mut Controlled<'_>,
+    ) -> bool {
+        let Some((a, _)) = self.adaptive.as_mut() else {
+            crate::say!("drip: control: 'throttle' needs --adaptive; nothing changes");
+            return false;
+        };
+        let Some((before, after, limit)) = a.throttled(now, started) else {
+            return false;
+        };
+        let why = match code {
+            Some(c) => format!("a command exited {c}, which --throttle-on names"),
+            None => "a control line".to_string(),
+        };
+        crate::say!(
+            "drip: throttled ({why}): rate {} -> {}; it recovers to {} within {}s, then probes up to --rate",
+            per_s(before),
+            per_s(after),
+            per_s(limit),
+            super::adaptive::RECOVERY_S
+        );
+        self.set_rate(after, to)
+    }
+
+    /// Raises the adaptive rate along its recovery curve (by 1 % or more).
+    fn recover(&mut self, now: Nanos, to: &mut Controlled<'_>) -> bool {
+        let Some((a, applied)) = &self.adaptive else {
+            return false;
+        };
+        let want = a.rate_at(now);
+        if (want - applied).abs() <= applied * 0.01 {
+            return false;
+        }
+        self.set_rate(want, to)
+    }
+
+    /// Retunes the shaper to `per_s` lines per second (exactly `--rate`
+    /// at the top).
+    fn set_rate(&mut self, per_s: f64, to: &mut Controlled<'_>) -> bool {
+        let Some(t) = self.tunable else {
+            return false;
+        };
+        let Some((a, applied)) = self.adaptive.as_mut() else {
+            return false;
+        };
+        *applied = per_s;
+        let top = per_s >= a.target();
+        let rate = match top {
+            true => t.shaper.rate(),
+            false => Rate::new(1, Nanos((1e9 / per_s).round().max(1.0) as u64))
+                .unwrap_or(t.shaper.rate()),
+        };
+        self.apply_shaper(t.member, Shaper::new(rate, t.shaper.bound()), to);
+        true
+    }
+
+    /// Puts `shaper` in place of stack member `member`, with its timing.
+    fn apply_shaper(&self, member: usize, shaper: Shaper, to: &mut Controlled<'_>) {
+        let timing = Timing::new(
+            Some(super::interval_of(shaper.rate())),
+            self.gap_keeping,
+            self.lateness,
+        );
+        to.schedule
+            .retune(member, PolicyConfig::Shaper(shaper).build(), timing);
+    }
+
     /// Starts a pause at `now` for `span` (`None`: until `resume`), or
-    /// extends the one in force.
-    fn pause_for(&mut self, span: Option<Nanos>, now: Nanos) {
+    /// extends the one in force; one line says why a pause starts, none
+    /// that it was extended.
+    fn pause_for(&mut self, span: Option<Nanos>, now: Nanos, why: &str) {
+        let fresh = self.pause.is_none();
         let until = span.map(|d| now.saturating_add(d));
         let p = match self.pause {
             None => Pause { since: now, until },
@@ -420,11 +594,15 @@ impl Control {
             },
         };
         self.pause = Some(p);
+        if !fresh {
+            return;
+        }
+        self.pauses += 1;
         let how = match span {
             Some(d) => format!("for {}", humantime::format_duration(d.to_duration())),
             None => "until resume".to_string(),
         };
-        crate::say!("drip: control: paused {how}");
+        crate::say!("drip: paused {how}: {why}");
     }
 
     /// Ends the pause at real instant `at`: the schedule moves by its length.
@@ -456,13 +634,7 @@ impl Control {
             (None, bound) => bound,
         };
         let shaper = Shaper::new(rate, bound);
-        let timing = Timing::new(
-            Some(super::interval_of(rate)),
-            self.gap_keeping,
-            self.lateness,
-        );
-        to.schedule
-            .retune(t.member, PolicyConfig::Shaper(shaper).build(), timing);
+        self.apply_shaper(t.member, shaper, to);
         self.tunable = Some(Tunable {
             member: t.member,
             shaper,
@@ -482,6 +654,17 @@ impl Control {
         crate::say!("drip: control: shaper now {text}");
         self.retuned = Some(text);
         true
+    }
+}
+
+/// A rate in lines per second, for messages (three significant digits).
+fn per_s(r: f64) -> String {
+    if r >= 100.0 {
+        format!("{r:.0}/s")
+    } else if r >= 10.0 {
+        format!("{r:.1}/s")
+    } else {
+        format!("{r:.2}/s")
     }
 }
 

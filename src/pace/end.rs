@@ -101,6 +101,16 @@ impl Pacer {
         summary.share = self.sharing.summary();
         summary.commands = self.jobs.as_ref().map(|j| j.counts());
         summary.paused_ms = self.schedule.paused().0 as f64 / 1e6;
+        summary.pauses = Some(self.control.pauses()).filter(|&n| n > 0);
+        summary.adaptive =
+            self.control
+                .adaptive_summary(self.clock.now())
+                .map(
+                    |(throttles, rate_per_s_now)| super::stats::AdaptiveSummary {
+                        throttles,
+                        rate_per_s_now,
+                    },
+                );
         summary.journal_skipped = self.tally.journal_skipped;
         if let Some(text) = self.control.retuned() {
             summary.target = format!("{} (shaper now {text})", summary.target);

@@ -59,6 +59,10 @@ pub(super) struct JobsConfig {
     retry_delay: Nanos,
     pause_on: Option<Codes>,
     pause_for: Nanos,
+    /// Exit statuses that mean the API throttled (`--adaptive`).
+    throttle_on: Option<Codes>,
+    /// The control FIFO each command is told of (`DRIP_CONTROL`).
+    pub(super) control: Option<PathBuf>,
 }
 
 impl JobsConfig {
@@ -83,6 +87,8 @@ impl JobsConfig {
             retry_delay: args.retry_delay,
             pause_on: args.pause_on.clone(),
             pause_for: args.pause_for,
+            throttle_on: args.throttle_on.clone(),
+            control: None,
         })
     }
 
@@ -101,6 +107,9 @@ impl JobsConfig {
         }
         if !self.placeholder {
             cmd.arg(arg);
+        }
+        if let Some(path) = &self.control {
+            cmd.env("DRIP_CONTROL", path);
         }
         cmd.stdin(Stdio::null())
             .stdout(Stdio::piped())
@@ -215,6 +224,14 @@ impl Jobs {
             self.config.jobs = fit;
         }
         self.backoff.push((now, line, record));
+    }
+
+    /// Whether exit status `code` is a throttle (`--throttle-on`).
+    pub(super) fn throttles(&self, code: i32) -> bool {
+        self.config
+            .throttle_on
+            .as_ref()
+            .is_some_and(|c| c.contains(code))
     }
 
     /// Commands that may start now.

@@ -403,7 +403,8 @@ fn parse(text: &[u8]) -> Result<(Option<Head>, Ranges), usize> {
             None => line.parse().ok().map(|a| (a, a)),
         };
         match range {
-            Some((a, b)) if a <= b => ranges.push((a, b)),
+            // Positions count records from 1.
+            Some((a, b)) if 1 <= a && a <= b => ranges.push((a, b)),
             _ => return Err(i + 2),
         }
     }

@@ -31,8 +31,20 @@ impl Pacer {
             {
                 j.done(exit.line, &exit.record);
             }
+            let code = exit.code;
+            let started = now.saturating_sub(exit.took);
+            if code == 0 {
+                self.control.succeeded(now);
+            }
+            if jobs.throttles(code) {
+                let started = Some(started);
+                g.control.push(Command::Throttle {
+                    started,
+                    code: Some(code),
+                });
+            }
             if let Some(span) = jobs.exited(exit, now, stopping) {
-                g.control.push(Command::Pause(Some(span)));
+                g.control.push(Command::PauseOn { span, code });
             }
         }
         if let Some(j) = &mut self.journal {

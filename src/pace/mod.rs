@@ -37,6 +37,7 @@
 //! [`resume`] is its part of the run) and [`tally`] (the counts and the
 //! progress line).
 
+mod adaptive;
 mod config;
 pub mod control;
 mod end;
@@ -86,6 +87,16 @@ use writer::Output;
 /// Keys listed as the busiest in the summary.
 const BUSIEST_KEYS: usize = 5;
 
+/// Live control of a run: where control lines are read, and whether the
+/// rate follows the API's throttles.
+#[derive(Clone, Debug, Default)]
+struct LiveConfig {
+    /// `--control`: the FIFO's path.
+    fifo: Option<PathBuf>,
+    /// `--adaptive`.
+    adaptive: bool,
+}
+
 /// `pace`'s configuration, validated once from the arguments.
 pub struct Config {
     spec: Spec,
@@ -106,8 +117,8 @@ pub struct Config {
     keyed: Option<KeyedConfig>,
     /// `--share`: the schedule and how this policy reserves in it.
     share: Option<(ShareConfig, Plan)>,
-    /// The control FIFO's path.
-    control: Option<PathBuf>,
+    /// Live control: the FIFO and the adaptive rate.
+    control: LiveConfig,
     /// `--replay`: lines at their logged times.
     replay: Option<replay::ReplayConfig>,
     /// `-- COMMAND`: a command started per record instead of writing it.

@@ -31,7 +31,10 @@ impl Pacer {
             if let Some(ending) = stopped(&g) {
                 break ending;
             }
-            if !g.control.is_empty() || self.control.pause().is_some() {
+            if !g.control.is_empty()
+                || self.control.pause().is_some()
+                || self.control.recovering(self.clock.now())
+            {
                 let paused;
                 (g, paused) = self.apply_control(g, &shared);
                 if paused {

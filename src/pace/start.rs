@@ -35,9 +35,16 @@ impl Pacer {
         let clock = MonotonicClock::new();
         let sharing = Sharing::start(&config, &mut timing, clock)?;
         let tunable = tunable(&config);
+        if config.control.adaptive && tunable.is_none() {
+            anyhow::bail!(
+                "--adaptive changes the rate of the shaper that paces every line: give --rate (not --policy, and not with --share, whose rate is every sharing process's)"
+            );
+        }
         let (schedule, lanes) = schedule_and_lanes(&config, stack, timing);
         let shared = Arc::new(Shared::new());
-        let jobs = start_jobs(&config, &output, &shared, clock)?;
+        let fifo = start_control(&config, &shared)?;
+        let control_path = fifo.as_ref().map(|f| f.path().to_path_buf());
+        let jobs = start_jobs(&config, &output, &shared, clock, control_path)?;
         let journal = match &config.input.journal {
             Some(path) => {
                 let (journal, skip) = Journal::open(path, config.input.separator)?;
@@ -48,16 +55,19 @@ impl Pacer {
         };
         let wake = start_signals(&shared, jobs.is_some())?;
         control::start_usr1(Arc::clone(&shared))?;
-        let fifo = start_control(&config, &shared)?;
         start_reader(inputs, &shared, clock, config.input.separator)?;
         let replay = config.replay.clone().map(|c| replay::Replay::new(c, false));
         let tally = Tally::new(config.progress, input_size(&config.input.files));
+        let mut control = Control::new(tunable, gap_keeping, config.lateness, fifo);
+        if config.control.adaptive {
+            control.adapt();
+        }
         Ok(Pacer {
             clock,
             shared,
             schedule,
             intake: Intake::new(lanes, replay),
-            control: Control::new(tunable, gap_keeping, config.lateness, fifo),
+            control,
             sharing,
             output: Output::new(
                 File::from(output),
@@ -170,17 +180,20 @@ fn start_jobs(
     output: &OwnedFd,
     shared: &Arc<Shared>,
     clock: MonotonicClock,
+    control: Option<PathBuf>,
 ) -> anyhow::Result<Option<Jobs>> {
     let Some(c) = &config.jobs else {
         return Ok(None);
     };
+    let mut c = c.clone();
+    c.control = control;
     let stdout = output.try_clone().context("cannot use standard output")?;
     let stderr = io::stderr()
         .as_fd()
         .try_clone_to_owned()
         .context("cannot use standard error")?;
     let jobs = Jobs::start(
-        c.clone(),
+        c,
         config.input.separator,
         (File::from(stdout), File::from(stderr)),
         Arc::clone(shared),
@@ -205,7 +218,7 @@ fn start_signals(shared: &Arc<Shared>, commands: bool) -> anyhow::Result<io::Pip
     std::thread::Builder::new()
         .name("signals".into())
         .spawn(move || {
-            let mut signals = signals.forever();
+            let mut signals = Distinct::new(signals.forever());
             if let Some(sig) = signals.next() {
                 s.lock().signal = Some(sig);
                 s.main_cv.notify_one();
@@ -227,12 +240,51 @@ fn start_signals(shared: &Arc<Shared>, commands: bool) -> anyhow::Result<io::Pip
     Ok(wake_rx)
 }
 
-/// Opens the control FIFO and starts its thread, with `--control`.
+/// A signal repeated within this of its first delivery is that one again.
+const ECHO: std::time::Duration = std::time::Duration::from_millis(100);
+
+/// Signals as a person sends them: GNU `timeout` (without `--foreground`)
+/// sends its signal to drip and then to drip's process group, so one
+/// signal arrives twice within a few ms; the repeat is not a second one.
+struct Distinct<I> {
+    signals: I,
+    last: Option<(i32, std::time::Instant)>,
+}
+
+impl<I: Iterator<Item = i32>> Distinct<I> {
+    fn new(signals: I) -> Distinct<I> {
+        Distinct {
+            signals,
+            last: None,
+        }
+    }
+}
+
+impl<I: Iterator<Item = i32>> Iterator for Distinct<I> {
+    type Item = i32;
+    fn next(&mut self) -> Option<i32> {
+        loop {
+            let sig = self.signals.next()?;
+            let now = std::time::Instant::now();
+            let echo = self
+                .last
+                .is_some_and(|(s, at)| s == sig && now.duration_since(at) < ECHO);
+            if !echo {
+                self.last = Some((sig, now));
+                return Some(sig);
+            }
+        }
+    }
+}
+
+/// Opens the control FIFO and starts its thread: with `--control`, or
+/// drip's own for the commands to write to (`DRIP_CONTROL`).
 fn start_control(config: &Config, shared: &Arc<Shared>) -> anyhow::Result<Option<control::Fifo>> {
-    let Some(path) = &config.control else {
-        return Ok(None);
+    let fifo = match (&config.control.fifo, &config.jobs) {
+        (Some(path), _) => control::Fifo::open(path)?,
+        (None, Some(_)) => control::Fifo::private()?,
+        (None, None) => return Ok(None),
     };
-    let fifo = control::Fifo::open(path)?;
     let s = Arc::clone(shared);
     let path = fifo.path().to_path_buf();
     std::thread::Builder::new()

@@ -76,6 +76,13 @@ pub struct Summary {
     pub rebased_ms: f64,
     /// Total time held by `pause` commands, ms.
     pub paused_ms: f64,
+    /// Pauses started (by control lines or `--pause-on`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pauses: Option<u64>,
+    /// With `--adaptive`: the throttles that cut the rate, and the rate at
+    /// the end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub adaptive: Option<AdaptiveSummary>,
     /// Per-key pacing: keys seen and the busiest.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub keys: Option<KeySummary>,
@@ -89,6 +96,13 @@ pub struct Summary {
     /// `lines_in`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub journal_skipped: Option<u64>,
+}
+
+/// What `--adaptive` did.
+#[derive(Debug, Serialize)]
+pub struct AdaptiveSummary {
+    pub throttles: u64,
+    pub rate_per_s_now: f64,
 }
 
 /// Waits from arrival to write, ms: nearest-rank p50 and p99, and the
@@ -159,6 +173,8 @@ impl Stats {
             ended,
             rebased_ms: rebased.0 as f64 / 1e6,
             paused_ms: 0.0,
+            pauses: None,
+            adaptive: None,
             keys: None,
             share: None,
             commands: None,
@@ -221,11 +237,17 @@ impl Summary {
                 c.duration_p99_ms
             )
         });
+        let adaptive = self.adaptive.as_ref().map_or(String::new(), |a| {
+            format!(
+                "  adaptive {} throttle(s) cut the rate; {:.3}/s at the end\n",
+                a.throttles, a.rate_per_s_now
+            )
+        });
         let journal = self.journal_skipped.map_or(String::new(), |n| {
             format!("  journal  {n} record(s) skipped, done in an earlier run\n")
         });
         format!(
-            "drip pace: {ended}\n  lines    in {}, out {}, dropped {}, unsent {}{partial}\n  elapsed  {:.3}s\n  rate     {rate} (target {})\n  wait     p50 {:.3}ms, p99 {:.3}ms, max {:.3}ms\n{keys}{share}{commands}{journal}",
+            "drip pace: {ended}\n  lines    in {}, out {}, dropped {}, unsent {}{partial}\n  elapsed  {:.3}s\n  rate     {rate} (target {})\n  wait     p50 {:.3}ms, p99 {:.3}ms, max {:.3}ms\n{keys}{share}{commands}{adaptive}{journal}",
             self.lines_in,
             self.lines_out,
             self.dropped,

@@ -479,7 +479,7 @@ impl Sharer {
         let schedule = &self.summary.schedule;
         if self.config.on_error == OnShareError::Fail {
             bail!(
-                "shared schedule {schedule} unreachable: {error} (--on-share-error fail; 'wait' waits for it, 'local' falls back to --fallback-rate)"
+                "shared schedule {schedule} unreachable: {error} (--on-share-error fail; 'wait' waits for it up to --share-timeout, 'local' falls back to --fallback-rate)"
             );
         }
         let first = self.outage.is_none();

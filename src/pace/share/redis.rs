@@ -180,7 +180,7 @@ fn interrupted(e: &redis::RedisError) -> bool {
 /// A Redis error as one line.
 fn describe(e: redis::RedisError) -> String {
     if e.is_timeout() {
-        return "no answer in time (the server accepts connections and does not reply)".into();
+        return "no answer within 1 s (the server accepts connections and does not reply)".into();
     }
     e.to_string().lines().next().unwrap_or("error").to_string()
 }

@@ -34,7 +34,10 @@ fn a_pause_leaves_a_hole_and_then_no_burst() {
     let (got, code, err) = t.finish();
     assert_eq!(code, Some(0), "{err}");
     assert_eq!(got.len(), 20);
-    assert!(err.contains("drip: control: paused for 1s"), "{err}");
+    assert!(
+        err.contains("drip: paused for 1s: a control command"),
+        "{err}"
+    );
     // One hole of the pause plus most of an interval; every other gap is
     // at least a quarter interval: no burst after the pause.
     let gaps: Vec<Duration> = got.windows(2).map(|w| w[1].0 - w[0].0).collect();

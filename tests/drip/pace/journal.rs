@@ -489,3 +489,30 @@ fn a_write_cut_by_a_closed_downstream_is_not_done() {
     let text = std::fs::read_to_string(&journal).unwrap();
     assert!(first <= 24, "the rerun starts at {first}: {text}");
 }
+
+/// Positions count records from 1: a done line `0` (or `0-3`) is no
+/// journal line, and says which line it is.
+#[test]
+fn a_done_position_of_zero_is_refused_with_its_line() {
+    let tmp = Scratch::new();
+    let journal = tmp.join("j");
+    let input = numbered(3);
+    let done = Drip::pace()
+        .args(["--rate", "10k/s", "--journal", s(&journal)])
+        .stdin(&input)
+        .output();
+    assert_eq!(done.status.code(), Some(0));
+    let text = std::fs::read_to_string(&journal).unwrap();
+    let head = text.lines().next().unwrap();
+    for bad in ["0", "0-3"] {
+        std::fs::write(&journal, format!("{head}\n1-2\n{bad}\n")).unwrap();
+        let out = Drip::pace()
+            .args(["--rate", "10k/s", "--journal", s(&journal)])
+            .stdin(&input)
+            .output();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{err}");
+        assert!(err.contains("line 3 is not a pace journal line"), "{err}");
+        assert!(out.stdout.is_empty());
+    }
+}

@@ -3,6 +3,7 @@
 //! Timing checks are lower bounds only (gaps, elapsed time): a busy machine
 //! can make drip late, never early.
 
+mod adaptive;
 mod control;
 mod inputs;
 mod journal;

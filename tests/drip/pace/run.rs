@@ -437,8 +437,19 @@ fn a_rate_limited_status_pauses_the_whole_schedule() {
     assert!(t[3] - t[1] >= 700_000_000, "{t:?}");
 }
 
-#[test]
-fn sigint_waits_for_running_commands_and_keeps_the_rest_in_rejects() {
+/// 20 records of commands sleeping 1 s at 10/s (`-j` and the like in
+/// `extra`), stopped by `signals` (each after its delay, ms): the summary
+/// and how long the stop took, the commands started and ended, and the
+/// records kept in --rejects.
+struct Stopped {
+    out: std::process::Output,
+    stop_took: Duration,
+    started: usize,
+    ended: usize,
+    kept: usize,
+}
+
+fn sleepers_stopped_by(extra: &[&str], signals: &[(&str, u64)]) -> Stopped {
     let dir = Scratch::new();
     let rejects = dir.join("rejects.txt");
     let log = dir.join("run.log");
@@ -448,20 +459,9 @@ fn sigint_waits_for_running_commands_and_keeps_the_rest_in_rejects() {
         .collect::<String>()
         .into_bytes();
     let mut child = Drip::pace()
-        .args([
-            "--rate",
-            "10/s",
-            "-j",
-            "4",
-            "--rejects",
-            s(&rejects),
-            "--stats=json",
-            "--",
-            "sh",
-            "-c",
-            &script,
-            "_",
-        ])
+        .args(["--rate", "10/s", "--rejects", s(&rejects), "--stats=json"])
+        .args(extra)
+        .args(["--", "sh", "-c", &script, "_"])
         .spawn();
     let mut stdin = child.stdin.take().unwrap();
     thread::spawn(move || {
@@ -469,24 +469,38 @@ fn sigint_waits_for_running_commands_and_keeps_the_rest_in_rejects() {
         let _ = stdin.write_all(&input);
         thread::sleep(Duration::from_secs(30));
     });
-    thread::sleep(Duration::from_millis(250));
-    kill(child.id(), "INT");
-    let t0 = Instant::now();
+    let mut t0 = Instant::now();
+    for &(sig, after_ms) in signals {
+        thread::sleep(Duration::from_millis(after_ms));
+        kill(child.id(), sig);
+        t0 = Instant::now();
+    }
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(130));
+    let stop_took = t0.elapsed();
+    let kept = std::fs::read_to_string(&rejects).unwrap().lines().count();
+    Stopped {
+        out,
+        stop_took,
+        started: logged(&log, "start").len(),
+        ended: logged(&log, "end").len(),
+        kept,
+    }
+}
+
+#[test]
+fn sigint_waits_for_running_commands_and_keeps_the_rest_in_rejects() {
+    let r = sleepers_stopped_by(&["-j", "4"], &[("INT", 250)]);
+    assert_eq!(r.out.status.code(), Some(130));
     // It waited for the commands running (they sleep 1 s).
     assert!(
-        t0.elapsed() >= Duration::from_millis(600),
+        r.stop_took >= Duration::from_millis(600),
         "{:?}",
-        t0.elapsed()
+        r.stop_took
     );
-    let started = logged(&log, "start");
-    let ended = logged(&log, "end");
-    assert_eq!(started.len(), ended.len(), "a command was cut short");
-    let kept = std::fs::read_to_string(&rejects).unwrap();
-    assert_eq!(started.len() + kept.lines().count(), 20, "{kept}");
-    let c = &summary(&out.stderr)["commands"];
-    assert_eq!(c["running_at_stop"].as_u64(), Some(started.len() as u64));
+    assert_eq!(r.started, r.ended, "a command was cut short");
+    assert_eq!(r.started + r.kept, 20);
+    let c = &summary(&r.out.stderr)["commands"];
+    assert_eq!(c["running_at_stop"].as_u64(), Some(r.started as u64));
 }
 
 #[test]
@@ -756,4 +770,18 @@ fn a_double_dash_without_a_command_is_an_error() {
     assert_eq!(err.lines().count(), 1, "{err}");
     assert!(err.contains("nothing follows --"), "{err}");
     assert_eq!(out.stdout, b"");
+}
+
+/// GNU timeout (without --foreground) sends its SIGTERM to drip and then
+/// to drip's process group: one signal, delivered twice within a few ms.
+/// It counts once, so the running commands finish (they are not sent
+/// SIGTERM, as after a second signal) and every record is either done or
+/// kept, exactly once.
+#[test]
+fn a_signal_delivered_twice_within_a_few_ms_counts_once() {
+    let r = sleepers_stopped_by(&[], &[("TERM", 450), ("TERM", 3)]);
+    assert_eq!(r.out.status.code(), Some(143));
+    assert!(r.started > 0);
+    assert_eq!(r.started, r.ended, "a command was cut short");
+    assert_eq!(r.started + r.kept, 20);
 }
