@@ -2,10 +2,14 @@
 //! on the same input skips them.
 //!
 //! A record is *done* once it went out whole to stdout (plain pace) or its
-//! command exited 0 (`pace -- COMMAND`, any attempt). A last record
-//! without its separator is never done: the input may grow to complete
-//! it, and a rerun then sends it again, whole (at least once). Nor is it
-//! part of the head. Positions are the
+//! command exited 0 (`pace -- COMMAND`, any attempt). In plain pace a
+//! last record without its separator is never done: the input may grow
+//! to complete it, and a rerun then sends it again, whole (at least once).
+//! A command, though, ran on the whole record: it is done as `POS+HASH`
+//! (the FNV-1a hash of its bytes), and a rerun skips the record at POS
+//! only while its bytes, separator aside, are those (so a record the
+//! input grew longer still runs). Nor is such a record part of the head.
+//! Positions are the
 //! records' numbers in the input (1 is the first; with several files they
 //! count on across them), carried with each record through the schedule,
 //! the commands and their retries.
@@ -28,7 +32,8 @@
 //! whose input starts differently is refused before anything runs. It is
 //! a check against a mistake, not a security measure; an input that only
 //! grew at its end (or changes after its head) is taken as the same. The
-//! other lines are a position or a range of them (`a-b`, both done).
+//! other lines are a position or a range of them (`a-b`, both done), or
+//! an unterminated record done (`a+hash`).
 //!
 //! Completions are written (one `write(2)` per wake-up or per batch of
 //! command exits) right after they happen, so a SIGKILL loses at most the
@@ -100,6 +105,8 @@ pub(super) struct Skip {
     at_want: Option<Head>,
     /// Done positions: sorted, disjoint, inclusive ranges.
     done: Ranges,
+    /// Records done without their separator: position and bytes' hash.
+    unterminated: Vec<(u64, u64)>,
     /// The first range that may still hold a position to come.
     next: usize,
     pub(super) skipped: u64,
@@ -124,7 +131,11 @@ impl Skip {
             }
             self.next += 1;
         }
-        let done = self.done.get(self.next).is_some_and(|&(lo, _)| lo <= pos);
+        let done = self.done.get(self.next).is_some_and(|&(lo, _)| lo <= pos)
+            || self.unterminated.iter().any(|&(p, h)| {
+                let text = bytes.strip_suffix(&[self.sep]).unwrap_or(bytes);
+                p == pos && h == fnv(text)
+            });
         if done {
             self.skipped += 1;
             self.skipped_bytes += bytes.len() as u64;
@@ -154,6 +165,10 @@ pub(super) struct Journal {
     /// The input's head as far as it was read (a fresh journal's entries
     /// go after a line naming it).
     read: Head,
+    /// A record done without its separator, to write: position, hash.
+    unterminated: Option<(u64, u64)>,
+    /// Records without their separator count as done (commands).
+    whole_unterminated: bool,
     /// Positions done since the last write, as runs (a run of positions
     /// done in input order is one entry).
     batch: Ranges,
@@ -193,7 +208,7 @@ impl Journal {
             true => Err(1),
             false => parse(&text[..whole]),
         };
-        let (head, done) = parsed.map_err(|line| {
+        let (head, done, unterminated) = parsed.map_err(|line| {
             anyhow::anyhow!(
                 "the --journal file '{shown}' line {line} is not a pace journal line; give a new file to start over"
             )
@@ -209,6 +224,7 @@ impl Journal {
             head: Head::EMPTY,
             at_want: (head.is_some_and(|h| h.count == 0)).then_some(Head::EMPTY),
             done,
+            unterminated,
             next: 0,
             skipped: 0,
             skipped_bytes: 0,
@@ -222,6 +238,8 @@ impl Journal {
             checked: head.is_none(),
             read: head.unwrap_or(Head::EMPTY),
             batch: Vec::new(),
+            unterminated: None,
+            whole_unterminated: false,
             text: Vec::new(),
             sync: Some(sync),
             error: None,
@@ -264,10 +282,20 @@ impl Journal {
         }
     }
 
+    /// A record without its separator counts as done too, by its bytes
+    /// (a command ran on it whole).
+    pub(super) fn keep_unterminated(&mut self) {
+        self.whole_unterminated = true;
+    }
+
     /// Record `pos`, `bytes`, is done (written at the next
-    /// [`commit`](Self::commit)); not when it lacks its separator.
+    /// [`commit`](Self::commit)); one without its separator only after
+    /// [`keep_unterminated`](Self::keep_unterminated).
     pub(super) fn done(&mut self, pos: u64, bytes: &[u8]) {
         if bytes.last() != Some(&self.sep) {
+            if self.whole_unterminated {
+                self.unterminated = Some((pos, fnv(bytes)));
+            }
             return;
         }
         match self.batch.last_mut() {
@@ -280,6 +308,9 @@ impl Journal {
     /// write; the sync thread syncs the file soon after.
     pub(super) fn commit(&mut self) {
         ranges_text(&mut self.batch, &mut self.text);
+        if let Some((pos, hash)) = self.unterminated.take() {
+            let _ = writeln!(self.text, "{pos}+{hash:016x}");
+        }
         if self.text.is_empty() || self.error.is_some() {
             return;
         }
@@ -380,7 +411,7 @@ type Ranges = Vec<(u64, u64)>;
 /// The head (its last line: one naming more of the input replaces an
 /// earlier one) and the done ranges (sorted, merged) of a journal's whole
 /// lines; `Err(line)` names a line that is neither.
-fn parse(text: &[u8]) -> Result<(Option<Head>, Ranges), usize> {
+fn parse(text: &[u8]) -> Result<Parsed, usize> {
     let text = std::str::from_utf8(text).map_err(|e| {
         1 + text[..e.valid_up_to()]
             .iter()
@@ -389,13 +420,21 @@ fn parse(text: &[u8]) -> Result<(Option<Head>, Ranges), usize> {
     })?;
     let mut lines = text.lines();
     let Some(first) = lines.next() else {
-        return Ok((None, Vec::new()));
+        return Ok((None, Vec::new(), Vec::new()));
     };
     let mut head = Head::parse(first).ok_or(1usize)?;
     let mut ranges = Vec::new();
+    let mut unterminated = Vec::new();
     for (i, line) in lines.enumerate() {
         if let Some(h) = Head::parse(line) {
             head = h;
+            continue;
+        }
+        if let Some((pos, hash)) = line.split_once('+') {
+            match (pos.parse::<u64>(), u64::from_str_radix(hash, 16)) {
+                (Ok(p), Ok(h)) if p >= 1 && hash.len() == 16 => unterminated.push((p, h)),
+                _ => return Err(i + 2),
+            }
             continue;
         }
         let range = match line.split_once('-') {
@@ -408,7 +447,18 @@ fn parse(text: &[u8]) -> Result<(Option<Head>, Ranges), usize> {
             _ => return Err(i + 2),
         }
     }
-    Ok((Some(head), merged(ranges)))
+    Ok((Some(head), merged(ranges), unterminated))
+}
+
+/// A journal read: its head, the done ranges, the unterminated records
+/// done.
+type Parsed = (Option<Head>, Ranges, Vec<(u64, u64)>);
+
+/// The FNV-1a 64 hash of `bytes`.
+fn fnv(bytes: &[u8]) -> u64 {
+    let mut h = Head::EMPTY;
+    h.add(bytes);
+    h.hash
 }
 
 /// Inclusive ranges sorted and merged where they touch or overlap.
@@ -465,17 +515,20 @@ mod tests {
         let mut head = Head::EMPTY;
         head.add(b"a\n");
         let text = format!("{}1-2\n4\n", head.line());
-        let (h, done) = parse(text.as_bytes()).unwrap();
+        let (h, done, _) = parse(text.as_bytes()).unwrap();
         assert_eq!(h, Some(head));
         assert_eq!(done, [(1, 2), (4, 4)]);
         let mut more = head;
         more.add(b"b\n");
         let grown = format!("{}1\n{}2\n", head.line(), more.line());
-        assert_eq!(parse(grown.as_bytes()), Ok((Some(more), vec![(1, 2)])));
+        assert_eq!(
+            parse(grown.as_bytes()),
+            Ok((Some(more), vec![(1, 2)], Vec::new()))
+        );
         let bad = format!("{}1-2\nx\n", head.line());
         assert_eq!(parse(bad.as_bytes()), Err(3));
         assert_eq!(parse(b"1-2\n"), Err(1));
-        assert_eq!(parse(b""), Ok((None, Vec::new())));
+        assert_eq!(parse(b""), Ok((None, Vec::new(), Vec::new())));
     }
 
     #[test]
@@ -496,6 +549,7 @@ mod tests {
             head: Head::EMPTY,
             at_want: None,
             done: vec![(2, 3), (6, 6)],
+            unterminated: vec![(7, fnv(b"last"))],
             next: 0,
             skipped: 0,
             skipped_bytes: 0,

@@ -47,7 +47,10 @@ impl Pacer {
         let jobs = start_jobs(&config, &output, &shared, clock, control_path)?;
         let journal = match &config.input.journal {
             Some(path) => {
-                let (journal, skip) = Journal::open(path, config.input.separator)?;
+                let (mut journal, skip) = Journal::open(path, config.input.separator)?;
+                if config.jobs.is_some() {
+                    journal.keep_unterminated();
+                }
                 shared.lock().journal = Some(skip);
                 Some(journal)
             }

@@ -516,3 +516,32 @@ fn a_done_position_of_zero_is_refused_with_its_line() {
         assert!(out.stdout.is_empty());
     }
 }
+
+/// With a command, a last record without its newline ran whole: a rerun
+/// on the same input does not run it again, while one whose input grew
+/// that record longer runs the longer one.
+#[test]
+fn a_command_on_an_unterminated_last_record_does_not_run_twice() {
+    let tmp = Scratch::new();
+    let journal = tmp.join("j");
+    let run = |input: &[u8]| {
+        Drip::pace()
+            .args(["--rate", "10k/s", "-j", "1", "--journal", s(&journal)])
+            .args(["--", "echo", "got"])
+            .stdin(input)
+            .output()
+    };
+    let first = run(b"a\nb\nlast");
+    assert_eq!(first.status.code(), Some(0));
+    assert_eq!(lines(&first.stdout), ["got a", "got b", "got last"]);
+    let again = run(b"a\nb\nlast");
+    assert_eq!(
+        again.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    assert_eq!(again.stdout, b"");
+    let grown = run(b"a\nb\nlast but longer\n");
+    assert_eq!(lines(&grown.stdout), ["got last but longer"]);
+}
