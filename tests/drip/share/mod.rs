@@ -1232,3 +1232,56 @@ fn a_server_that_never_answers_is_given_up_at_the_share_timeout() {
         "{err}"
     );
 }
+
+/// Three processes sharing 10/s through one state file, each starting
+/// commands (mostly quick, some slow, -j 2: the cap stalls each now and
+/// then): no window of one second holds more than 10 starts of all three,
+/// as the commands logged them (a window of 1 s less 20 ms: a loaded host
+/// starts a shell some ms late).
+#[test]
+fn commands_of_three_sharing_processes_keep_the_shared_window() {
+    let tmp = Scratch::new();
+    let state = tmp.join("api.share");
+    let log = tmp.join("starts.log");
+    let script = format!(
+        "echo \"start $1 $(date +%s%N)\" >> {}; sleep $2",
+        log.display()
+    );
+    let children: Vec<_> = (0..3)
+        .map(|p| {
+            let records: String = (0..25)
+                .map(|i| format!("{p}-{i} {}\n", if i % 5 == 0 { "0.8" } else { "0.02" }))
+                .collect();
+            let mut child = Drip::pace()
+                .args(["--rate", "10/s", "-j", "2", "--share", state.to_str().unwrap()])
+                .args(["--", "sh", "-c", &format!("set -- $1; {script}"), "_"])
+                .spawn();
+            let mut stdin = child.stdin.take().unwrap();
+            std::thread::spawn(move || {
+                use std::io::Write;
+                let _ = stdin.write_all(records.as_bytes());
+            });
+            child
+        })
+        .collect();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let mut starts: Vec<f64> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| l.split(' ').nth(2).unwrap().parse::<f64>().unwrap() / 1e9)
+        .collect();
+    assert_eq!(starts.len(), 75);
+    let most = max_in_window(&mut starts, 0.98);
+    assert!(
+        most <= 10,
+        "{most} starts of three processes within 980 ms at a shared 10/s"
+    );
+}
