@@ -435,6 +435,12 @@ impl Jobs {
     }
 
     /// The counts, with the durations' percentiles.
+    /// Commands failed for good and retries started so far (cheap: for
+    /// the progress line).
+    pub(super) fn failed_and_retried(&self) -> (u64, u64) {
+        (self.counts.failed, self.counts.retried)
+    }
+
     pub(super) fn counts(&self) -> JobCounts {
         let p = self.durations.clone().percentiles();
         JobCounts {

@@ -126,8 +126,29 @@ impl Pacer {
         // waits for the program to be loaded), so starts do not fall
         // behind by the time each spawn takes.
         self.schedule.wrote(last_start);
-        self.tally.update(&self.clock, self.schedule.backlog());
+        self.redraw();
         (shared.lock(), Wrote::All)
+    }
+
+    /// Redraws the progress line, with the commands running, failed and
+    /// retried, and the adaptive rate now.
+    pub(super) fn redraw(&mut self) {
+        if !self.tally.shown() {
+            return;
+        }
+        let mut more = String::new();
+        if let Some(j) = &self.jobs {
+            let (failed, retried) = j.failed_and_retried();
+            more = format!(
+                ", {} running, {failed} failed, {retried} retried",
+                j.running()
+            );
+        }
+        if let Some((_, rate)) = self.control.adaptive_summary(self.clock.now()) {
+            more.push_str(&format!(", adaptive {rate:.1}/s"));
+        }
+        self.tally
+            .update(&self.clock, self.schedule.backlog(), &more);
     }
 
     /// Whether the commands are all done (none runs, no retry waits).

@@ -61,7 +61,7 @@ impl Pacer {
                 Some(Then::End(ending)) => break ending,
                 None => {}
             }
-            self.tally.update(&self.clock, self.schedule.backlog());
+            self.redraw();
             g = match self.next_wake() {
                 None => shared.wait_main(g, None),
                 Some(t) => {
@@ -331,7 +331,7 @@ impl Pacer {
             }
             j.commit();
         }
-        self.tally.update(&self.clock, self.schedule.backlog());
+        self.redraw();
         for item in self.output.drain_unsent(w.lines) {
             unsent(&mut self.tally, &mut self.rejects, &item);
         }

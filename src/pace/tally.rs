@@ -13,8 +13,9 @@ pub(super) struct Tally {
     bar: ProgressBar,
     /// (time, lines out) when the shown rate was last measured.
     rate_mark: (Nanos, u64),
-    /// Lines per second over the last measured span, for the progress line.
-    shown_rate: f64,
+    /// Lines per second over the last measured span, for the progress
+    /// line (`None` before a second of writes was measured).
+    shown_rate: Option<f64>,
     /// The input's size in bytes, when it is known (files, not a pipe),
     /// and the bytes of the lines done so far: the progress line's ETA.
     input_size: Option<u64>,
@@ -32,7 +33,7 @@ impl Tally {
             stats: Stats::new(),
             bar: crate::progress::status_line(progress),
             rate_mark: (Nanos::ZERO, 0),
-            shown_rate: 0.0,
+            shown_rate: None,
             input_size,
             bytes_done: 0,
             journal_skipped: None,
@@ -55,8 +56,9 @@ impl Tally {
     }
 
     /// Redraws the progress line (indicatif limits the redraw rate), with
-    /// `waiting` lines in the schedule.
-    pub(super) fn update(&mut self, clock: &MonotonicClock, waiting: usize) {
+    /// `waiting` lines in the schedule and what the run adds (`more`: the
+    /// commands, the adaptive rate).
+    pub(super) fn update(&mut self, clock: &MonotonicClock, waiting: usize, more: &str) {
         if self.bar.is_hidden() {
             return;
         }
@@ -65,17 +67,24 @@ impl Tally {
         let span = now.saturating_sub(at);
         if span >= Nanos::from_secs(1) {
             // Display only: a float is fine here.
-            self.shown_rate = (self.stats.lines_out - out) as f64 * 1e9 / span.0 as f64;
+            self.shown_rate = Some((self.stats.lines_out - out) as f64 * 1e9 / span.0 as f64);
             self.rate_mark = (now, self.stats.lines_out);
         }
+        let rate = self
+            .shown_rate
+            .map_or("-/s".to_string(), |r| format!("{r:.1}/s"));
         self.bar.set_message(format!(
-            "{} sent, {} dropped, {waiting} waiting, {:.1}/s{}",
+            "{} sent, {} dropped, {waiting} waiting, {rate}{more}{}",
             self.stats.lines_out,
             self.stats.dropped,
-            self.shown_rate,
             self.eta(now)
         ));
         self.bar.tick();
+    }
+
+    /// Whether the progress line is drawn.
+    pub(super) fn shown(&self) -> bool {
+        !self.bar.is_hidden()
     }
 
     /// Clears the progress line at the end of the run.

@@ -66,6 +66,20 @@ fn pace_shows_its_status_line_on_a_terminal_unless_told_not_to() {
     assert!(!hidden.contains(" sent, "), "{hidden}");
 }
 
+/// With a command the status line shows the commands running, failed
+/// and retried, and no made-up rate before a second of starts.
+#[test]
+fn pace_with_a_command_shows_running_failed_and_retried() {
+    let shown = on_a_terminal(
+        "pace --rate 20/s --retry 1 --retry-delay 100ms -- sh -c 'sleep 0.2; [ $1 != x ]' _ < fixtures/small.csv",
+    );
+    assert!(
+        shown.contains(" running, ") && shown.contains(" failed, ") && shown.contains(" retried"),
+        "{shown}"
+    );
+    assert!(shown.contains("waiting, -/s"), "{shown}");
+}
+
 #[test]
 fn pace_shows_an_eta_when_the_input_size_is_known() {
     // A file named: its size is known, so the status line has an ETA.

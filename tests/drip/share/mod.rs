@@ -1253,7 +1253,14 @@ fn commands_of_three_sharing_processes_keep_the_shared_window() {
                 .map(|i| format!("{p}-{i} {}\n", if i % 5 == 0 { "0.8" } else { "0.02" }))
                 .collect();
             let mut child = Drip::pace()
-                .args(["--rate", "10/s", "-j", "2", "--share", state.to_str().unwrap()])
+                .args([
+                    "--rate",
+                    "10/s",
+                    "-j",
+                    "2",
+                    "--share",
+                    state.to_str().unwrap(),
+                ])
                 .args(["--", "sh", "-c", &format!("set -- $1; {script}"), "_"])
                 .spawn();
             let mut stdin = child.stdin.take().unwrap();
