@@ -675,18 +675,24 @@ fn sigint_waits_for_the_commands_not_for_pipes_their_background_children_hold() 
     assert!((400.0..3000.0).contains(&p99), "{c}");
 }
 
+/// `n` commands sleeping `secs`, `-j jobs` at once, under an open-file
+/// limit of `limit` (soft and hard, set by the shell).
+fn under_open_file_limit(limit: u32, n: u32, jobs: u32, secs: &str) -> std::process::Output {
+    let script = format!(
+        "ulimit -n {limit} && seq 1 {n} | {} pace --no-progress -r 10k/s -j {jobs} --stats=json -- sh -c 'sleep {secs}' _",
+        env!("CARGO_BIN_EXE_drip")
+    );
+    std::process::Command::new("sh")
+        .args(["-c", &script])
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn as_many_commands_run_at_once_as_their_pipes_fit_under_the_open_file_limit() {
     // 90 commands at once hold 180 pipes under a limit of 256: a pidfd
     // for each as well would not fit.
-    let script = format!(
-        "ulimit -n 256 && seq 1 90 | {} pace --no-progress -r 10k/s -j 90 --stats=json -- sh -c 'sleep 0.5' _",
-        env!("CARGO_BIN_EXE_drip")
-    );
-    let out = std::process::Command::new("sh")
-        .args(["-c", &script])
-        .output()
-        .unwrap();
+    let out = under_open_file_limit(256, 90, 90, "0.5");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert_eq!(summary(&out.stderr)["commands"]["succeeded"], 90, "{err}");
@@ -736,14 +742,7 @@ fn a_record_holding_a_nul_byte_fails_alone_and_the_run_goes_on() {
 /// instead of ending the run at the first EMFILE.
 #[test]
 fn a_jobs_cap_beyond_the_open_file_limit_runs_fewer_at_once() {
-    let script = format!(
-        "ulimit -n 200 && seq 1 150 | {} pace --no-progress -r 10k/s -j 150 --stats=json -- sh -c 'sleep 0.3' _",
-        env!("CARGO_BIN_EXE_drip")
-    );
-    let out = std::process::Command::new("sh")
-        .args(["-c", &script])
-        .output()
-        .unwrap();
+    let out = under_open_file_limit(200, 150, 150, "0.3");
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(
