@@ -81,6 +81,7 @@ impl Pacer {
         while let Some(p) = due.next() {
             let at = self.clock.now();
             last_start = at;
+            let slot = self.schedule.real_time(p.release);
             // Strict: the schedule moves by how late this start is, so the
             // next start keeps its distance from this one.
             if self.schedule.strict() {
@@ -91,7 +92,7 @@ impl Pacer {
             // leaves its record unsent, as the records after it.
             match jobs.spawn(p.item.clone(), p.seq, at) {
                 Ok(Start::First) => {
-                    self.tally.stats.sent(p.arrived, at);
+                    self.tally.stats.sent(p.arrived, slot, at);
                     self.tally.bytes_done += len;
                 }
                 Ok(Start::Retry) => {}

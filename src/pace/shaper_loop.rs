@@ -310,6 +310,11 @@ impl Pacer {
         // Strict: the schedule moves by how late the write ended (a line
         // is out once the pipe took it), so the next line keeps its
         // distance from this one.
+        for p in self.output.sent(w.lines) {
+            let slot = self.schedule.real_time(p.release);
+            self.tally.stats.sent(p.arrived, slot, w.at);
+            self.tally.bytes_done += p.item.len() as u64;
+        }
         if let Some(p) = self
             .output
             .sent(w.lines)
@@ -317,10 +322,6 @@ impl Pacer {
             .filter(|_| self.schedule.strict())
         {
             self.schedule.settle(p.release, done);
-        }
-        for p in self.output.sent(w.lines) {
-            self.tally.stats.sent(p.arrived, w.at);
-            self.tally.bytes_done += p.item.len() as u64;
         }
         if let Some(j) = &mut self.journal {
             // A write that ended on a closed pipe: its lines may have gone

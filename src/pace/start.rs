@@ -60,7 +60,11 @@ impl Pacer {
         control::start_usr1(Arc::clone(&shared))?;
         start_reader(inputs, &shared, clock, config.input.separator)?;
         let replay = config.replay.clone().map(|c| replay::Replay::new(c, false));
-        let tally = Tally::new(config.progress, input_size(&config.input.files));
+        let size = input_size(&config.input.files);
+        let mut tally = Tally::new(config.progress, size);
+        // Files are all there at the start: a record's wait is its lateness
+        // against its slot, not its place in the file.
+        tally.stats.from_slot = size.is_some() && config.replay.is_none();
         let mut control = Control::new(tunable, gap_keeping, config.lateness, fifo);
         if config.control.adaptive {
             control.adapt();

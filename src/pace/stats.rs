@@ -53,6 +53,10 @@ pub struct Stats {
     first_write: Option<Nanos>,
     last_write: Nanos,
     waits: WaitStats,
+    /// Every record was there at the start (the inputs are files): a wait
+    /// is counted from the record's slot, not from when it was read (that
+    /// would be only its place in the file).
+    pub from_slot: bool,
 }
 
 /// The summary as data; rendered as text or JSON.
@@ -68,9 +72,13 @@ pub struct Summary {
     /// Lines per second between the first and the last write.
     pub rate_per_s: Option<f64>,
     pub target: String,
-    /// The waits from arrival to write.
+    /// The waits from arrival to write (or, `wait_from` "slot", from each
+    /// record's slot: its lateness).
     #[serde(flatten)]
     pub wait: WaitsMs,
+    /// "slot" when the inputs were files, all there at the start.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_from: Option<&'static str>,
     pub ended: Ending,
     /// Total time the schedule was moved back after stalls, ms.
     pub rebased_ms: f64,
@@ -134,15 +142,18 @@ impl Stats {
             first_write: None,
             last_write: Nanos::ZERO,
             waits: WaitStats::new(),
+            from_slot: false,
         }
     }
 
-    /// Records one written line: when it arrived and when it went out.
-    pub fn sent(&mut self, arrived: Nanos, at: Nanos) {
+    /// Records one written line (or started command): when it arrived,
+    /// its slot (real time) and when it went out.
+    pub fn sent(&mut self, arrived: Nanos, slot: Nanos, at: Nanos) {
         self.lines_out += 1;
         self.first_write.get_or_insert(at);
         self.last_write = at;
-        self.waits.record(at.saturating_sub(arrived).0);
+        let from = if self.from_slot { slot } else { arrived };
+        self.waits.record(at.saturating_sub(from).0);
     }
 
     /// The summary at real instant `now`.
@@ -170,6 +181,7 @@ impl Stats {
                 p99: ms(waits.p99),
                 max: ms(waits.max),
             },
+            wait_from: self.from_slot.then_some("slot"),
             ended,
             rebased_ms: rebased.0 as f64 / 1e6,
             paused_ms: 0.0,
@@ -246,8 +258,15 @@ impl Summary {
         let journal = self.journal_skipped.map_or(String::new(), |n| {
             format!("  journal  {n} record(s) skipped, done in an earlier run\n")
         });
+        let (wait_word, wait_note) = match self.wait_from {
+            Some(_) => (
+                "late    ",
+                " (behind each record's slot: the files were all there at the start)",
+            ),
+            None => ("wait    ", ""),
+        };
         format!(
-            "drip pace: {ended}\n  lines    in {}, out {}, dropped {}, unsent {}{partial}\n  elapsed  {:.3}s\n  rate     {rate} (target {})\n  wait     p50 {:.3}ms, p99 {:.3}ms, max {:.3}ms\n{keys}{share}{commands}{adaptive}{journal}",
+            "drip pace: {ended}\n  lines    in {}, out {}, dropped {}, unsent {}{partial}\n  elapsed  {:.3}s\n  rate     {rate} (target {})\n  {wait_word} p50 {:.3}ms, p99 {:.3}ms, max {:.3}ms{wait_note}\n{keys}{share}{commands}{adaptive}{journal}",
             self.lines_in,
             self.lines_out,
             self.dropped,
@@ -281,7 +300,7 @@ mod tests {
         // Three lines, 500 ms apart, waiting 0, 10 and 20 ms.
         for k in 0..3u64 {
             let at = Nanos(k * 500_000_000);
-            s.sent(Nanos(at.0 - k * 10_000_000), at);
+            s.sent(Nanos(at.0 - k * 10_000_000), at, at);
         }
         let sum = s.summary(Nanos(2_000_000_000), "2/s".into(), Ending::Eof, Nanos::ZERO);
         assert_eq!(sum.lines_out, 3);
@@ -300,8 +319,8 @@ mod tests {
     fn the_json_summary_keeps_its_fields_and_order() {
         let mut s = Stats::new();
         s.lines_in = 2;
-        s.sent(Nanos(0), Nanos(1_500_000));
-        s.sent(Nanos(0), Nanos(500_000_000));
+        s.sent(Nanos(0), Nanos(0), Nanos(1_500_000));
+        s.sent(Nanos(0), Nanos(0), Nanos(500_000_000));
         let mut sum = s.summary(
             Nanos(2_000_000_000),
             "2/s".into(),

@@ -118,3 +118,38 @@ fn a_key_that_matches_nothing_is_reported_once() {
     );
     assert!(err.contains("--key-json"), "{err}");
 }
+
+/// Records read from files were all there at the start: the summary's
+/// waits are each record's lateness against its slot (small), not its
+/// place in the file (the last of 20 at 20/s would have waited 950 ms);
+/// from stdin they stay the time since each line was read.
+#[test]
+fn file_input_reports_lateness_against_the_slot() {
+    let tmp = Scratch::new();
+    let input = tmp.join("in.txt");
+    std::fs::write(&input, numbered(20)).unwrap();
+    let out = Drip::pace()
+        .args(["--rate", "20/s", "--stats=json"])
+        .arg(&input)
+        .output();
+    assert_eq!(out.status.code(), Some(0));
+    let s = summary(&out.stderr);
+    assert_eq!(s["wait_from"], "slot", "{s}");
+    assert!(s["wait_max_ms"].as_f64().unwrap() < 200.0, "{s}");
+    let piped = Drip::pace()
+        .args(["--rate", "20/s", "--stats=json"])
+        .stdin(numbered(20))
+        .output();
+    let s = summary(&piped.stderr);
+    assert!(s.get("wait_from").is_none(), "{s}");
+    assert!(s["wait_max_ms"].as_f64().unwrap() >= 900.0, "{s}");
+    let text = Drip::pace()
+        .arg(&input)
+        .args(["--rate", "20/s", "--stats"])
+        .output();
+    let err = String::from_utf8_lossy(&text.stderr);
+    assert!(
+        err.contains("  late     p50 ") && err.contains("behind each record's slot"),
+        "{err}"
+    );
+}
