@@ -429,12 +429,13 @@ impl Control {
         }
     }
 
-    /// Whether the adaptive rate is below `--rate` at `now`: the loop then
-    /// comes back to raise it.
-    pub(super) fn recovering(&self, now: Nanos) -> bool {
+    /// Whether the adaptive rate is below `--rate` now: the loop then
+    /// comes back to raise it. Reads the clock only with `--adaptive` (the
+    /// main loop asks at every turn).
+    pub(super) fn recovering(&self, clock: &MonotonicClock) -> bool {
         self.adaptive
             .as_ref()
-            .is_some_and(|(a, _)| a.recovering(now))
+            .is_some_and(|(a, _)| a.recovering(clock.now()))
     }
 
     /// `--adaptive`: the throttles so far and the rate now, for the summary.

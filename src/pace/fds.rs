@@ -1,31 +1,44 @@
-//! Open files for the commands: each running command holds two pipes, so
-//! `-j` is bounded by the open-file limit. The soft limit is raised to the
-//! hard one at the start, and a `-j` beyond what that allows runs fewer at
-//! once, with one note, instead of ending the run at the first EMFILE.
+//! Open files for the commands: each running command holds two pipes
+//! (and a pidfd when there is room), so `-j` is bounded by the open-file
+//! limit. The soft limit is raised toward the hard one as far as `-j`
+//! needs, no further (the commands inherit it, and some programs slow
+//! down or misbehave with a huge one), and a `-j` beyond what that allows
+//! runs fewer at once, with one note, instead of ending the run at the
+//! first EMFILE.
 
 /// Descriptors kept for the rest of the run (inputs, outputs, the journal,
 /// the relay's own).
 const MARGIN: u64 = 64;
 
-/// Raises the soft open-file limit to the hard one; returns the soft limit
-/// in force (`None`: unknown).
-pub(super) fn raise_limit() -> Option<u64> {
+/// The open-file limits, soft and hard.
+fn limits() -> Option<libc::rlimit> {
     let mut lim = libc::rlimit {
         rlim_cur: 0,
         rlim_max: 0,
     };
     // SAFETY: getrlimit(2) fills the struct it is given.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return None;
-    }
-    if lim.rlim_cur < lim.rlim_max {
+    (unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } == 0).then_some(lim)
+}
+
+/// The soft open-file limit (`None`: unknown).
+pub(super) fn soft_limit() -> Option<u64> {
+    limits().map(|l| l.rlim_cur)
+}
+
+/// Raises the soft open-file limit as far as `jobs` commands need (two
+/// pipes and a pidfd each, beside [`MARGIN`]), the hard limit at most;
+/// returns the soft limit in force (`None`: unknown).
+pub(super) fn raise_for(jobs: usize) -> Option<u64> {
+    let mut lim = limits()?;
+    let need = MARGIN.saturating_add((jobs as u64).saturating_mul(3));
+    if lim.rlim_cur < need {
         let raised = libc::rlimit {
-            rlim_cur: lim.rlim_max,
+            rlim_cur: need.min(lim.rlim_max),
             rlim_max: lim.rlim_max,
         };
         // SAFETY: setrlimit(2) reads the struct it is given.
         if unsafe { libc::setrlimit(libc::RLIMIT_NOFILE, &raised) } == 0 {
-            lim.rlim_cur = lim.rlim_max;
+            lim.rlim_cur = raised.rlim_cur;
         }
     }
     Some(lim.rlim_cur)

@@ -182,7 +182,7 @@ impl Jobs {
             })?)),
             None => None,
         };
-        if let Some(limit) = super::fds::raise_limit() {
+        if let Some(limit) = super::fds::raise_for(config.jobs) {
             let fit = super::fds::jobs_that_fit(config.jobs, limit);
             if fit < config.jobs {
                 crate::say!(

@@ -382,15 +382,7 @@ impl Thread {
 /// How many pidfds fit under the open-file limit beside the two pipes of
 /// each of `jobs` commands and a margin for the rest of the run.
 fn pidfd_room(jobs: usize) -> usize {
-    let mut lim = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
-    };
-    // SAFETY: getrlimit(2) fills the struct it is given.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) } != 0 {
-        return 0;
-    }
-    let limit = usize::try_from(lim.rlim_cur).unwrap_or(usize::MAX);
+    let limit = super::fds::soft_limit().map_or(0, |l| usize::try_from(l).unwrap_or(usize::MAX));
     limit
         .saturating_sub(64)
         .saturating_sub(jobs.saturating_mul(2))

@@ -33,7 +33,7 @@ impl Pacer {
             }
             if !g.control.is_empty()
                 || self.control.pause().is_some()
-                || self.control.recovering(self.clock.now())
+                || self.control.recovering(&self.clock)
             {
                 let paused;
                 (g, paused) = self.apply_control(g, &shared);
