@@ -100,27 +100,7 @@ fn with_a_command_no_window_holds_more_starts_than_the_rate() {
     ] {
         let tmp = Scratch::new();
         let log = tmp.join("strict.log");
-        let out = Drip::pace()
-            .args([
-                "--rate",
-                rate,
-                "-j",
-                jobs,
-                "--stats=json",
-                "--",
-                "sh",
-                "-c",
-                &sleeper(&log),
-                "_",
-            ])
-            .stdin(mixed_sleeps(n, most_ms))
-            .output();
-        assert_eq!(
-            out.status.code(),
-            Some(0),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = run_records(rate, jobs, &sleeper(&log), mixed_sleeps(n, most_ms));
         let starts: Vec<u64> = logged(&log, "start").into_iter().map(|(_, t)| t).collect();
         assert_eq!(starts.len() as u64, n);
         // Measured by each command's own clock: a loaded host starts a
@@ -168,6 +148,12 @@ fn run_sleepers(
     n: u64,
     most_ms: u64,
 ) -> std::process::Output {
+    run_records(rate, jobs, script, sleeps(n, most_ms))
+}
+
+/// `pace --rate RATE -j JOBS --stats=json -- sh -c SCRIPT` over
+/// `records`, which must succeed.
+fn run_records(rate: &str, jobs: &str, script: &str, records: Vec<u8>) -> std::process::Output {
     let out = Drip::pace()
         .args([
             "--rate",
@@ -181,7 +167,7 @@ fn run_sleepers(
             script,
             "_",
         ])
-        .stdin(sleeps(n, most_ms))
+        .stdin(records)
         .output();
     assert_eq!(
         out.status.code(),
