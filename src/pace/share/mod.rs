@@ -17,6 +17,8 @@ pub mod file;
 pub mod host;
 pub mod redis;
 pub mod reserve;
+mod resp;
+mod sha1;
 
 use crate::cli::{OnShareError, ShareArgs};
 use crate::policy::PolicyConfig;

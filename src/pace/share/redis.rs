@@ -15,6 +15,8 @@
 
 use super::Backend;
 use super::reserve::{Outcome, Params};
+use super::resp::{self, Connection, Reply, Target};
+use super::sha1;
 use anyhow::bail;
 use std::time::{Duration, Instant};
 
@@ -58,10 +60,10 @@ pub fn redact(url: &str) -> String {
 }
 
 pub struct RedisBackend {
-    client: redis::Client,
-    conn: Option<redis::Connection>,
+    target: Target,
+    conn: Option<Connection>,
     key: String,
-    script: redis::Script,
+    sha: String,
 }
 
 impl RedisBackend {
@@ -74,75 +76,49 @@ impl RedisBackend {
                 "--share {shown}: this drip was built without TLS; build it with --features tls-rustls, or use redis://"
             );
         }
-        let bad = |e: redis::RedisError| {
+        let target = Target::parse(url).map_err(|e| {
             anyhow::anyhow!(
-                "--share {shown}: not a Redis URL ({}); the form is redis://[user:pass@]host[:port][/db]#NAME",
-                e.to_string().replace(url, &shown)
+                "--share {shown}: not a Redis URL ({e}); the form is redis://[user:pass@]host[:port][/db]#NAME"
             )
-        };
-        let client = redis::Client::open(url).map_err(bad)?;
-        // No CLIENT SETINFO at connect: its replies are read with a timeout
-        // each and their failure ignored, which doubled a connect's wait.
-        let info = client.get_connection_info().clone();
-        let settings = info.redis_settings().clone().set_skip_set_lib_name();
-        let client = redis::Client::open(info.set_redis_settings(settings)).map_err(bad)?;
+        })?;
         Ok(RedisBackend {
-            client,
+            target,
             conn: None,
             key: key(name),
-            script: redis::Script::new(SCRIPT),
+            sha: sha1::hex(SCRIPT.as_bytes()),
         })
     }
 
-    /// The connection, made if needed; connecting, and then each write
-    /// and read, waits until `deadline` at most.
-    fn connection(
-        &mut self,
-        deadline: Instant,
-    ) -> Result<&mut redis::Connection, redis::RedisError> {
-        let left = || {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                Err(redis::RedisError::from(std::io::Error::new(
-                    std::io::ErrorKind::TimedOut,
-                    "timed out",
-                )))
-            } else {
-                Ok(left)
-            }
-        };
-        if self.conn.is_none() {
-            self.conn = Some(self.client.get_connection_with_timeout(left()?)?);
-        }
-        let conn = self.conn.as_mut().expect("connected above");
-        let t = left()?;
-        conn.set_read_timeout(Some(t))?;
-        conn.set_write_timeout(Some(t))?;
-        Ok(conn)
-    }
-
-    /// Runs `f` on the connection; a failure drops the connection (it may
-    /// be half-way through a reply). A call a signal interrupted is made
-    /// again at once: a socket read with a timeout fails with EINTR when a
-    /// signal arrives, whatever the handler's flags say.
+    /// Runs `f` on the connection (made first if needed); a failure drops
+    /// the connection (it may be half-way through a reply). A call a
+    /// signal interrupted is made again at once.
     fn with_connection<T>(
         &mut self,
         patience: Duration,
-        mut f: impl FnMut(&mut redis::Connection) -> redis::RedisResult<T>,
+        mut f: impl FnMut(&mut Connection, &str, &str, Instant) -> Result<T, resp::Error>,
     ) -> Result<T, String> {
         let mut tries = 0;
         // Connect, write and read together take TIMEOUT at most, and no
         // longer than the patience the caller has left.
         let deadline = Instant::now() + TIMEOUT.min(patience);
         loop {
-            let result = self.connection(deadline).and_then(&mut f);
+            let conn = match self.conn.take() {
+                Some(conn) => Ok(conn),
+                None => Connection::open(&self.target, deadline),
+            };
+            let result = conn.and_then(|mut conn| {
+                let v = f(&mut conn, &self.key, &self.sha, deadline)?;
+                Ok((conn, v))
+            });
             match result {
-                Ok(v) => return Ok(v),
+                Ok((conn, v)) => {
+                    self.conn = Some(conn);
+                    return Ok(v);
+                }
                 Err(e) => {
-                    self.conn = None;
                     tries += 1;
-                    if !(interrupted(&e) && tries < 3) {
-                        return Err(describe(e));
+                    if !(e.is_interrupted() && tries < 3) {
+                        return Err(describe(&e));
                     }
                 }
             }
@@ -152,15 +128,25 @@ impl RedisBackend {
     /// Runs the script once, within `patience`: (granted, delay or
     /// retry_after, server now), µs.
     pub fn call(&mut self, params: Params, patience: Duration) -> Result<(bool, u64, u64), String> {
-        let key = self.key.clone();
-        let script = self.script.clone();
-        let (granted, wait, now): (i64, i64, i64) = self.with_connection(patience, |conn| {
-            script
-                .key(&key)
-                .arg(params.interval)
-                .arg(params.max_delay)
-                .arg(params.slots)
-                .invoke(conn)
+        let [granted, wait, now] = self.with_connection(patience, |conn, key, sha, deadline| {
+            let args = [
+                params.interval.to_string(),
+                params.max_delay.to_string(),
+                params.slots.to_string(),
+            ];
+            let run = |conn: &mut Connection, how: &str, script: &str| {
+                let mut call: Vec<&[u8]> = vec![how.as_bytes(), script.as_bytes(), b"1"];
+                call.push(key.as_bytes());
+                call.extend(args.iter().map(|a| a.as_bytes()));
+                conn.call(&call, deadline)
+            };
+            // By its SHA1; when the server has lost it (a restart,
+            // SCRIPT FLUSH), by its text, which loads it again.
+            let reply = match run(conn, "EVALSHA", sha) {
+                Err(e) if e.is_noscript() => run(conn, "EVAL", SCRIPT),
+                other => other,
+            }?;
+            three_integers(reply)
         })?;
         Ok((
             granted == 1,
@@ -170,15 +156,20 @@ impl RedisBackend {
     }
 }
 
-/// An I/O error that is a system call interrupted by a signal (EINTR).
-fn interrupted(e: &redis::RedisError) -> bool {
-    e.is_io_error()
-        && e.to_string()
-            .contains(&format!("(os error {})", libc::EINTR))
+/// The script's reply: three integers.
+fn three_integers(reply: Reply) -> Result<[i64; 3], resp::Error> {
+    if let Reply::Array(Some(items)) = &reply
+        && let [Reply::Int(a), Reply::Int(b), Reply::Int(c)] = items[..]
+    {
+        return Ok([a, b, c]);
+    }
+    Err(resp::Error::Protocol(format!(
+        "the script replied {reply:?}, not three integers"
+    )))
 }
 
 /// A Redis error as one line.
-fn describe(e: redis::RedisError) -> String {
+fn describe(e: &resp::Error) -> String {
     if e.is_timeout() {
         return "no answer within 1 s (the server accepts connections and does not reply)".into();
     }
@@ -187,8 +178,12 @@ fn describe(e: redis::RedisError) -> String {
 
 impl Backend for RedisBackend {
     fn connect(&mut self, patience: Duration) -> Result<(), String> {
-        let _: String = self.with_connection(patience, |conn| redis::cmd("PING").query(conn))?;
-        Ok(())
+        self.with_connection(patience, |conn, _, _, deadline| {
+            match conn.call(&[b"PING"], deadline)? {
+                Reply::Status(s) if s == "PONG" => Ok(()),
+                other => Err(resp::Error::Protocol(format!("PING replied {other:?}"))),
+            }
+        })
     }
 
     /// A Redis call (connect, write and read) waits up to 1 s, and no

@@ -516,6 +516,56 @@ fn redis_over_a_unix_socket() {
     );
 }
 
+/// A user and password (percent-escaped in the URL) and a database other
+/// than 0; the script goes by its SHA1, its text sent once.
+#[test]
+fn redis_with_a_password_and_a_database() {
+    let redis = Redis::start();
+    let acl = [
+        "ACL",
+        "SETUSER",
+        "pacer",
+        "on",
+        ">p@ss:w/rd",
+        "~drip:*",
+        "+@all",
+    ];
+    assert_eq!(redis.cmd(&acl), "OK");
+    let url = |pass: &str| format!("redis://pacer:{pass}@127.0.0.1:{}/3#acl", redis.port);
+    let run = spawn_pacer(
+        0,
+        4,
+        &["--rate", "50/s", "--share", &url("p%40ss%3Aw%2Frd")],
+    )
+    .finish();
+    assert_eq!(run.code, Some(0), "{}", run.stderr);
+    assert_eq!(run.stats["share"]["reservations"], 4, "{}", run.stderr);
+    assert_eq!(
+        redis.cmd(&["EXISTS", "drip:{acl}"]),
+        "0",
+        "not in database 0"
+    );
+    let info = redis.cmd(&["INFO", "commandstats"]);
+    let calls = |cmd: &str| -> u64 {
+        let line = info
+            .lines()
+            .find(|l| l.starts_with(&format!("cmdstat_{cmd}:")));
+        let line = line.unwrap_or_else(|| panic!("no {cmd} in {info}"));
+        line.split(['=', ',']).nth(1).unwrap().parse().unwrap()
+    };
+    // The first EVALSHA finds no script, EVAL loads it, the rest (a
+    // reservation each, and any refused tries) hit.
+    assert_eq!(calls("eval"), 1, "{info}");
+    assert!(calls("evalsha") >= 4, "{info}");
+    let mut args = vec!["--rate", "50/s", "--on-share-error", "fail"];
+    let wrong = url("nope");
+    args.extend(["--share", &wrong]);
+    let run = spawn_pacer(0, 2, &args).finish();
+    assert_eq!(run.code, Some(2), "{}", run.stderr);
+    assert!(run.stderr.contains("WRONGPASS"), "{}", run.stderr);
+    assert!(!run.stderr.contains("nope"), "{}", run.stderr);
+}
+
 #[test]
 fn a_signal_with_share_accounts_for_every_line() {
     let dir = Scratch::new();
