@@ -94,10 +94,14 @@ fn delayed(o: &Outcome) -> String {
     format!("{} ({}%)", o.delayed, pct(o.delayed_pct))
 }
 
+/// A line's settings as nginx reads them (no `burst=0`: its default).
 fn settings(rate: &str, burst: u64, delay: &str) -> String {
-    format!("{rate} burst={burst} {delay}")
-        .trim_end()
-        .to_string()
+    let burst = if burst > 0 {
+        format!(" burst={burst}")
+    } else {
+        String::new()
+    };
+    format!("{rate}{burst} {delay}").trim_end().to_string()
 }
 
 /// The settings of each line, as written and sized.

@@ -275,6 +275,9 @@ fn report(
         .map(|(u, unit)| limit_row(conf, unit, u, &before[u], fitted))
         .collect();
     let root = crate::quote::shell_word(&root.display().to_string());
+    // `nginx -t` alone checks the installed config, not this one.
+    let config = std::path::absolute(&conf.path).unwrap_or_else(|_| conf.path.clone());
+    let config = crate::quote::shell_word(&config.display().to_string());
     let patch_file = match &args.patch {
         Some(p) if p.as_os_str() != "-" => Some(
             std::path::absolute(p)
@@ -295,7 +298,7 @@ fn report(
         notes: fitted.notes.clone(),
         patch: diff,
         patch_file: patch_file.map(|p| p.display().to_string()),
-        apply: format!("cd {root} && patch -p1 < PATCH && nginx -t"),
+        apply: format!("cd {root} && patch -p1 < PATCH && nginx -t -c {config}"),
     })
 }
 

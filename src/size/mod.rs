@@ -125,9 +125,9 @@ fn sweep(args: &SizeArgs, asked: &Asked, input: &Input, goal: &Goal) -> Result<S
     let shape = Shape::of(log);
     let points = sweep::axis_points(family, asked.points.clone(), &shape, keyed)?;
     let threads = sweep::threads(&points);
-    let needs = KeyNeeds::replay(family, &points, log, threads)?;
     let ok = |c| goal.period_ok(c);
-    let periods = periods(args, input, &ok);
+    let periods = periods(args, input, &ok)?;
+    let needs = KeyNeeds::replay(family, &points, log, threads)?;
     let sweep = Sweep {
         family,
         log,
@@ -161,14 +161,29 @@ struct Found {
     method_notes: Vec<String>,
 }
 
-/// `--per`'s periods over the log, with the test each must pass.
+/// `--per`'s periods over the log, with the test each must pass; a period
+/// so short that the log spans too many of them is refused.
 fn periods<'a>(
     args: &SizeArgs,
     input: &Input,
     ok: &'a (dyn Fn(candidates::per::PeriodCount) -> bool + Sync),
-) -> Option<candidates::per::Periods<'a>> {
-    args.per
-        .map(|len| candidates::per::Periods::of(&input.log, &input.counted, len.0, ok))
+) -> Result<Option<candidates::per::Periods<'a>>> {
+    let Some(len) = args.per else {
+        return Ok(None);
+    };
+    candidates::per::Periods::of(&input.log, &input.counted, len.0, ok)
+        .map(Some)
+        .map_err(|e| too_many_periods(len, e))
+}
+
+/// `--per LEN` refused: what it spans and the shortest that fits.
+fn too_many_periods(len: crate::time::Nanos, e: candidates::per::TooManyPeriods) -> anyhow::Error {
+    let shortest = crate::time::Nanos(e.shortest).to_duration();
+    anyhow::anyhow!(
+        "--per {}: {e}; give --per {} or longer",
+        humantime::format_duration(len.to_duration()),
+        humantime::format_duration(shortest)
+    )
 }
 
 /// The recommendation and what explains it.
@@ -182,7 +197,7 @@ fn recommend(
     let (family, log, frontier) = (&asked.family, &input.log, &swept.frontier);
     let keyed = asked.key_col.is_some();
     let ok = |c| goal.period_ok(c);
-    let periods = periods(args, input, &ok);
+    let periods = periods(args, input, &ok)?;
     let chosen = pick::pick(frontier);
     let recommended = chosen.map(|i| frontier[i].clone());
     let alternatives = chosen.map_or(Vec::new(), |i| {

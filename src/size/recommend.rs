@@ -315,7 +315,11 @@ pub fn nginx_conf(
             state_bytes: 64,
         })
     });
-    let mut req = format!("limit_req zone=drip burst={}", rec.size);
+    // nginx's burst is 0 when not written: no `burst=0` in a snippet.
+    let mut req = String::from("limit_req zone=drip");
+    if rec.size > 0 {
+        req.push_str(&format!(" burst={}", rec.size));
+    }
     match nginx.delay() {
         None => req.push_str(" nodelay"),
         Some(0) => {}

@@ -4,13 +4,14 @@
 //!
 //! - a client address column (`remote_addr`, `client`, `ip`, `c-ip`, and
 //!   `host` on its own: the first field of the common log format names
-//!   the client) → `$binary_remote_addr`;
+//!   the client, and the snippet says it read it so) → `$binary_remote_addr`;
 //! - a URL column (`uri`, `url`, `path`, `request_uri`, `cs-uri-stem`) →
 //!   `$uri` (the path without its arguments); when the log's URLs carry a
 //!   query string, the snippet says that `$uri` counts them under their
 //!   path and `$request_uri` (the target as sent) keeps them apart;
-//! - a Host header column (`http_host`, `server_name`, `cs-host`, and
-//!   `host` next to a URL column) → `$host`;
+//! - a Host header column (`http_host`, `server_name`, `cs-host`) →
+//!   `$host`; `host` next to a URL column may be either (the NASA logs
+//!   key by client and URL): that is said, and no zone is written;
 //! - `--key-prefix 8|16|24` on a client address → a `map` of
 //!   `$remote_addr` to its network (IPv6 keeps the whole address, so only
 //!   a log without IPv6 clients, or a /128, is expressed);
@@ -39,6 +40,8 @@ enum Part {
     Client,
     Url,
     Host,
+    /// `host` beside a URL: the client or the Host header.
+    Unsure,
 }
 
 fn part(column: &str, with_url: bool) -> Option<Part> {
@@ -47,10 +50,9 @@ fn part(column: &str, with_url: bool) -> Option<Part> {
         "remote_addr" | "client" | "client_ip" | "clientip" | "ip" | "c-ip" | "remote_host"
         | "remotehost" | "addr" => Some(Part::Client),
         "host" if !with_url => Some(Part::Client),
+        "host" => Some(Part::Unsure),
         "uri" | "url" | "path" | "request_uri" | "cs-uri-stem" | "uri_path" => Some(Part::Url),
-        "host" | "http_host" | "server_name" | "cs-host" | "vhost" | "host_header" => {
-            Some(Part::Host)
-        }
+        "http_host" | "server_name" | "cs-host" | "vhost" | "host_header" => Some(Part::Host),
         _ => None,
     }
 }
@@ -78,8 +80,18 @@ pub fn zone_key(key_col: &str, prefix: Option<(u8, u8)>, log: &Log) -> Result<Zo
             (Part::Client, None) => "$binary_remote_addr",
             (Part::Url, _) => "$uri",
             (Part::Host, _) => "$host",
+            (Part::Unsure, _) => {
+                return Err(format!(
+                    "the column '{c}' may be the client (as the common log format names its first field) or the Host header, and nginx reads them from different variables ($binary_remote_addr, $host): write the limit_req_zone key by hand"
+                ));
+            }
         };
-        names.push(format!("'{c}' → {var}"));
+        names.push(match p {
+            Part::Client if c.eq_ignore_ascii_case("host") => {
+                format!("'{c}' → {var} (read as the client, as the common log format names it)")
+            }
+            _ => format!("'{c}' → {var}"),
+        });
         key.push_str(var);
     }
     let longest = (0..log.names.len())

@@ -191,7 +191,10 @@ fn the_table_prints_the_patch_and_names_the_untested_location() {
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(
         out.stdout.contains("--- a/nginx.conf")
-            && out.stdout.contains("patch -p1 < PATCH && nginx -t")
+            && out.stdout.contains(&format!(
+                "patch -p1 < PATCH && nginx -t -c {}",
+                dir.join("nginx.conf").display()
+            ))
             && out.stdout.contains("untested: not sized")
             && out.stdout.contains(
                 "(zone perurl, location /admin/): no row of the log reaches it: untested, not sized, left as written"
@@ -346,8 +349,9 @@ fn scattered_config(top: &Scratch) -> (PathBuf, Vec<PathBuf>) {
 
 /// `size --nginx-conf conf --patch sized.patch` run in a folder of its
 /// own (a relative --patch), then the apply command the report prints run
-/// from another folder (less its `nginx -t`, made by the test on its own
-/// prefix): the patch.
+/// from another folder (less its `nginx -t -c CONF`, which must name the
+/// config given, made absolute; the test checks it on its own prefix):
+/// the patch.
 fn size_and_apply_as_printed(conf: &Path) -> String {
     let cwd = Scratch::new();
     let out = Drip::new()
@@ -370,7 +374,14 @@ fn size_and_apply_as_printed(conf: &Path) -> String {
         .unwrap_or_else(|| panic!("{stdout}"))
         .1;
     let patch = cwd.join("sized.patch");
-    let command = apply.strip_suffix(" && nginx -t").unwrap();
+    let config = std::path::absolute(conf).unwrap();
+    let check = format!(
+        " && nginx -t -c {}",
+        drip_core::quote::shell_word(s(&config))
+    );
+    let command = apply
+        .strip_suffix(&check)
+        .unwrap_or_else(|| panic!("{apply}: not ending {check}"));
     assert!(command.contains(s(&patch)), "{command}");
     let elsewhere = Scratch::new();
     let applied = Command::new("sh")

@@ -29,18 +29,74 @@ pub struct Periods<'a> {
     pub ok: &'a (dyn Fn(PeriodCount) -> bool + Sync),
 }
 
+/// The most periods [`Periods::of`] lays out: each takes 16 bytes here
+/// and a flag per candidate in a probe.
+pub const MAX_PERIODS: u64 = 1 << 24;
+
+/// A period so short that the log spans more than [`MAX_PERIODS`] of it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TooManyPeriods {
+    /// The periods the log spans.
+    pub periods: u64,
+    /// The shortest period (ns) that fits, rounded up to 1, 2 or 5 of a
+    /// power of ten.
+    pub shortest: u64,
+}
+
+impl std::fmt::Display for TooManyPeriods {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "the log spans {} periods of it, more than {MAX_PERIODS}",
+            self.periods
+        )
+    }
+}
+
+impl std::error::Error for TooManyPeriods {}
+
+/// How many periods of `len` ns the log spans, first to last row.
+pub fn spanned(log: &Log, len: u64) -> u64 {
+    let len = len.max(1);
+    let first = log.at.first().map_or(0, |t| t / len);
+    let last = log.at.last().map_or(0, |t| t / len);
+    last - first + 1
+}
+
+/// Checks that periods of `len` ns fit (before anything is laid out).
+pub fn check(log: &Log, len: u64) -> Result<(), TooManyPeriods> {
+    let periods = spanned(log, len);
+    if periods <= MAX_PERIODS {
+        return Ok(());
+    }
+    let span = log.at.last().copied().unwrap_or(0) - log.at.first().copied().unwrap_or(0);
+    let need = span.div_ceil(MAX_PERIODS - 1).max(1);
+    let mut shortest = 1u64;
+    'up: loop {
+        for step in [1, 2, 5] {
+            if shortest.saturating_mul(step) >= need {
+                shortest = shortest.saturating_mul(step);
+                break 'up;
+            }
+        }
+        shortest = shortest.saturating_mul(10);
+    }
+    Err(TooManyPeriods { periods, shortest })
+}
+
 impl<'a> Periods<'a> {
     /// The periods of `len` ns over `log`, counting the keys `counted`
-    /// (empty: all).
+    /// (empty: all); refused when the log spans more than
+    /// [`MAX_PERIODS`] of them.
     pub fn of(
         log: &Log,
         counted: &[bool],
         len: u64,
         ok: &'a (dyn Fn(PeriodCount) -> bool + Sync),
-    ) -> Periods<'a> {
+    ) -> Result<Periods<'a>, TooManyPeriods> {
+        check(log, len)?;
         let first = log.at.first().map_or(0, |t| t / len);
-        let last = log.at.last().map_or(0, |t| t / len);
-        let n = (last - first + 1) as usize;
+        let n = spanned(log, len) as usize;
         let (mut requests, mut keys) = (vec![0u64; n], vec![0u64; n]);
         let mut seen_in = vec![u64::MAX; log.keys()];
         for i in 0..log.len() {
@@ -55,13 +111,13 @@ impl<'a> Periods<'a> {
                 keys[(p - first) as usize] += 1;
             }
         }
-        Periods {
+        Ok(Periods {
             len,
             first,
             requests,
             keys,
             ok,
-        }
+        })
     }
 
     /// The counts of period `p` (an index, start / len) with a candidate's
@@ -74,5 +130,29 @@ impl<'a> Periods<'a> {
             requests: self.requests[i],
             keys: self.keys[i],
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn log_of(at: &[u64]) -> Log {
+        let mut l = Log::default();
+        l.at = at.to_vec();
+        l
+    }
+
+    #[test]
+    fn too_short_a_period_is_refused_with_the_shortest_that_fits() {
+        let day = 86_400 * 1_000_000_000u64;
+        let log = log_of(&[0, day]);
+        assert!(check(&log, 1_000_000_000).is_ok());
+        let e = check(&log, 1_000).unwrap_err();
+        assert_eq!(e.periods, day / 1_000 + 1);
+        // 86,400 s over 2^24 - 1 periods: 5.15 ms, rounded up to 10 ms.
+        assert_eq!(e.shortest, 10_000_000);
+        assert!(check(&log, e.shortest).is_ok());
+        assert!(check(&log_of(&[]), 1).is_ok());
     }
 }

@@ -532,7 +532,7 @@ mod tests {
         }
         l.take(&evs).unwrap();
         let ok = |c: super::super::per::PeriodCount| c.dropped * 4 <= c.requests && c.keys_hurt < 2;
-        let periods = Periods::of(&l, &[], Nanos::from_millis(1).0, &ok);
+        let periods = Periods::of(&l, &[], Nanos::from_millis(1).0, &ok).unwrap();
         let configs: Vec<PolicyConfig> = (1..=7)
             .map(|b| config(&format!("gcra:rate=2/s,burst={b}")))
             .collect();
