@@ -156,6 +156,28 @@ fn wait_cap_arg(s: &str) -> Result<WaitCap, String> {
         .map_err(|e| e.to_string())
 }
 
+/// `--max-change` of `size --nginx-conf`: the largest factor by which a
+/// rate or burst may move (`None`: `none`, any).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MaxChange(pub Option<f64>);
+
+impl MaxChange {
+    /// The default: 4×, either way.
+    pub const DEFAULT: MaxChange = MaxChange(Some(4.0));
+}
+
+fn max_change_arg(s: &str) -> Result<MaxChange, String> {
+    if s.trim().eq_ignore_ascii_case("none") {
+        return Ok(MaxChange(None));
+    }
+    match s.trim().trim_end_matches(['x', '×']).parse::<f64>() {
+        Ok(f) if f.is_finite() && f >= 1.0 => Ok(MaxChange(Some(f))),
+        _ => Err(format!(
+            "'{s}' is not a factor of 1 or more; give one such as 4 (a rate or burst may move 4 times either way), or none"
+        )),
+    }
+}
+
 fn positive_duration_arg(s: &str) -> Result<Nanos, String> {
     match parse_duration(s).map_err(|e| e.to_string())? {
         Nanos::ZERO => Err(format!("'{s}' is zero; give a length such as 1s or 1m")),
@@ -463,6 +485,19 @@ pub struct SizeArgs {
     /// With --nginx-conf: read nginx variable NAME from log field FIELD.
     #[arg(long, value_name = "NAME=FIELD", requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
     pub nginx_var: Vec<String>,
+    /// With --nginx-conf: patch limits that meet the targets as written too.
+    ///
+    /// Without it, a limit whose lines meet the targets as written is left
+    /// as written; the report shows the tightest that would still meet them.
+    #[arg(long, requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
+    pub tighten: bool,
+    /// With --nginx-conf: move no rate or burst more than F times (default 4).
+    ///
+    /// Either way: 4 allows 10r/s to become 2.5r/s or 40r/s. A limit whose
+    /// sizing needs more is kept as written, and the report says what it
+    /// would need and the F that allows it. `none`: any change.
+    #[arg(long, value_name = "F|none", value_parser = max_change_arg, requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
+    pub max_change: Option<MaxChange>,
     /// Report: table (default), json, csv, markdown, html.
     ///
     /// html is one self-contained file: the tables and the timeline plot

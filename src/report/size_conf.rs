@@ -62,6 +62,27 @@ pub struct LimitRow {
     pub after: Outcome,
     /// Why it meets the targets at no rate tried.
     pub missed: Option<String>,
+    pub change: Change,
+}
+
+/// What sizing does to a line, against the line as written.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Change {
+    /// Sized / as written: the zone's rate, and the line's burst (a burst
+    /// of 0 counts as 1).
+    pub rate_factor: f64,
+    pub burst_factor: f64,
+    /// `rate 60× tighter, burst 3.6× tighter`; empty: unchanged.
+    pub text: String,
+    /// Why the line is left as written though rows reach it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub kept: Option<String>,
+    /// Keys it refuses sized but not as written, and the other way.
+    pub newly_hurt: u64,
+    pub relieved: u64,
+    /// The first of each, most refused first.
+    pub newly_hurt_top: Vec<String>,
+    pub relieved_top: Vec<String>,
 }
 
 /// One zone, as written and as sized.
@@ -112,12 +133,25 @@ const LIMITS: &[Column<LimitRow>] = &[
     Column::text("as written", |l, _| {
         settings(&l.rate_today, l.burst_today, &l.delay)
     }),
-    Column::text("sized", |l, _| match (l.tested, &l.missed) {
-        (false, _) => "untested: not sized".into(),
-        (true, Some(_)) => "no rate meets the targets".into(),
-        (true, None) => settings(&l.rate, l.burst, &l.delay),
+    Column::text("sized", |l, _| {
+        match (l.tested, &l.missed, &l.change.kept) {
+            (false, _, _) => "untested: not sized".into(),
+            (true, Some(_), None) => "no rate meets the targets".into(),
+            (true, _, Some(_)) => "kept as written".into(),
+            (true, None, None) => settings(&l.rate, l.burst, &l.delay),
+        }
     }),
+    Column::text("change", |l, _| l.change.text.clone()),
 ];
+
+/// `9: a, b, c` (the first few named), or `0`.
+fn keys_cell(n: u64, top: &[String]) -> String {
+    match top {
+        [] => n.to_string(),
+        _ if n > top.len() as u64 => format!("{n}: {}, …", top.join(", ")),
+        _ => format!("{n}: {}", top.join(", ")),
+    }
+}
 
 /// What each line does to the rows it sees, `before → after`.
 const EFFECT: &[Column<LimitRow>] = &[
@@ -141,6 +175,12 @@ const EFFECT: &[Column<LimitRow>] = &[
             wait_cell(Some(l.before.wait_max_ns), h),
             wait_cell(Some(l.after.wait_max_ns), h),
         )
+    }),
+    Column::text("clients newly hurt", |l, _| {
+        keys_cell(l.change.newly_hurt, &l.change.newly_hurt_top)
+    }),
+    Column::text("relieved", |l, _| {
+        keys_cell(l.change.relieved, &l.change.relieved_top)
     }),
 ];
 
@@ -173,6 +213,11 @@ const LIMITS_DATA: &[Column<LimitRow>] = &[
     Column::num("wait_max_after", |l, h| {
         wait_cell(Some(l.after.wait_max_ns), h)
     }),
+    Column::num("rate_factor", |l, _| l.change.rate_factor.to_string()),
+    Column::num("burst_factor", |l, _| l.change.burst_factor.to_string()),
+    Column::num("newly_hurt", |l, _| l.change.newly_hurt.to_string()),
+    Column::num("relieved", |l, _| l.change.relieved.to_string()),
+    Column::text("kept", |l, _| l.change.kept.clone().unwrap_or_default()),
 ];
 
 const ZONES: &[Column<ZoneRow>] = &[
@@ -224,10 +269,11 @@ pub fn page(r: &SizeConfReport) -> Page<'_> {
         .limits
         .iter()
         .filter_map(|l| {
-            let what = match (&l.missed, l.tested) {
-                (_, false) => untested(l, &r.zones),
-                (Some(m), true) => m.clone(),
-                (None, true) => return None,
+            let what = match (&l.missed, l.tested, &l.change.kept) {
+                (_, false, _) => untested(l, &r.zones),
+                (Some(m), true, _) => m.clone(),
+                (None, true, Some(k)) => k.clone(),
+                (None, true, None) => return None,
             };
             Some(format!(
                 "{} (zone {}, {}): {what}",

@@ -24,7 +24,8 @@
 //! an earlier line sees, so the whole sized config is replayed again, and
 //! sized again (at most three rounds) until every line meets the targets.
 
-use super::conf_rows::{Rows, Unit};
+use super::conf_guard::{Factor, Guard, Kept, zone_text};
+use super::conf_rows::{Rows, Setting, Unit};
 use super::goal::Goal;
 use crate::engine::candidates::per::PeriodCount;
 use crate::engine::conf::{ConfExec, Met, ZoneUse};
@@ -44,7 +45,8 @@ pub struct Fig {
     pub delayed: u64,
     waits: WaitStats,
     keys: HashSet<u32>,
-    hurt: HashSet<u32>,
+    /// Drops by key, for the keys it refused at least once.
+    hurt: HashMap<u32, u64>,
     /// `--per`: (requests, drops) by period index.
     periods: HashMap<u64, (u64, u64)>,
 }
@@ -59,7 +61,7 @@ impl Fig {
             self.waits.record(w);
         } else {
             self.dropped += 1;
-            self.hurt.insert(key);
+            *self.hurt.entry(key).or_default() += 1;
         }
         if let Some(p) = per {
             let c = self.periods.entry(at / p).or_default();
@@ -76,38 +78,13 @@ impl Fig {
         self.hurt.len() as u64
     }
 
+    /// The keys it refused, and how often.
+    pub fn hurt(&self) -> &HashMap<u32, u64> {
+        &self.hurt
+    }
+
     pub fn waits(&self) -> Percentiles {
         self.waits.clone().percentiles()
-    }
-}
-
-/// A config's settings under test: each zone's rate, each line's burst.
-#[derive(Clone, Debug)]
-pub struct Setting {
-    pub rates: Vec<NginxRate>,
-    pub bursts: Vec<u64>,
-}
-
-impl Setting {
-    /// The config as written.
-    pub fn today(conf: &NginxConf, units: &[Unit]) -> Setting {
-        Setting {
-            rates: conf.zones.iter().map(|z| z.rate).collect(),
-            bursts: units.iter().map(|u| u.burst).collect(),
-        }
-    }
-
-    /// Zone `z`'s rate as nginx spells it.
-    pub fn rate_text(&self, z: usize) -> String {
-        spell(self.rates[z])
-    }
-}
-
-/// `rate` in nginx's spelling.
-pub fn spell(rate: NginxRate) -> String {
-    match rate {
-        NginxRate::PerSec(n) => format!("{n}r/s"),
-        NginxRate::PerMin(n) => format!("{n}r/m"),
     }
 }
 
@@ -143,6 +120,8 @@ pub struct Fitted {
     pub after: Vec<Fig>,
     /// Why a line meets the targets at no rate tried (left as written).
     pub missed: Vec<Option<String>>,
+    /// By zone: why it was left as written though rows reach it.
+    pub kept: Vec<Option<Kept>>,
     pub zone_use: Vec<ZoneUse>,
     pub notes: Vec<String>,
 }
@@ -391,23 +370,81 @@ impl<'a> Fit<'a> {
         Ok(true)
     }
 
+    /// The text of key `id` of zone `z`.
+    pub fn key_name(&self, z: usize, id: u32) -> String {
+        String::from_utf8_lossy(self.exec.key_name(z, id, &self.rows.names)).into_owned()
+    }
+
+    /// The lines of zone `z` that see rows.
+    pub fn lines(&self, z: usize) -> Vec<usize> {
+        (0..self.units.len())
+            .filter(|&u| self.units[u].zone == z && self.tested[u])
+            .collect()
+    }
+
+    /// Zone `z`, left as written when `guard` says so: its lines meet the
+    /// targets under `today` (figures `before`) and `--tighten` is not
+    /// given. The tightest that would meet them is found for the report.
+    fn keep_as_written(
+        &mut self,
+        today: &Setting,
+        before: &[Fig],
+        z: usize,
+        guard: &Guard,
+    ) -> Result<Option<Kept>> {
+        let lines = self.lines(z);
+        let meets = lines
+            .iter()
+            .all(|&u| self.miss(u, today, &before[u]).is_none());
+        if guard.tighten || !meets {
+            return Ok(None);
+        }
+        let mut tight = today.clone();
+        let tightest = self.size_zone(&mut tight, z)?.then(|| {
+            let f = Factor::of(today, &tight, z, &lines);
+            (zone_text(&tight, z, &lines), f)
+        });
+        let tightest = tightest.filter(|(_, f)| !f.describe().is_empty());
+        Ok(Some(Kept::MeetsAsWritten { tightest }))
+    }
+
     /// Sizes every zone a line of which sees rows (after the first
-    /// replay, under `today`).
-    pub fn fit(&mut self, today: &Setting) -> Result<Fitted> {
+    /// replay, under `today`, whose figures are `before`), within `guard`.
+    pub fn fit(&mut self, today: &Setting, before: &[Fig], guard: &Guard) -> Result<Fitted> {
         let zones = today.rates.len();
         let mut s = today.clone();
         let mut failed = vec![false; zones];
+        let mut kept = vec![None; zones];
+        for (z, kept) in kept.iter_mut().enumerate() {
+            if self.zone_reached(z) {
+                *kept = self.keep_as_written(today, before, z, guard)?;
+            }
+        }
         let mut notes = Vec::new();
         let mut after;
         let mut round = 1;
         loop {
-            for (z, failed) in failed.iter_mut().enumerate() {
-                if self.zone_reached(z) {
-                    *failed = !self.size_zone(&mut s, z)?;
+            for z in 0..zones {
+                if !self.zone_reached(z) || kept[z].is_some() {
+                    continue;
+                }
+                failed[z] = !self.size_zone(&mut s, z)?;
+                let lines = self.lines(z);
+                let factor = Factor::of(today, &s, z, &lines);
+                if !failed[z] && guard.max_change.is_some_and(|m| factor.worst() > m) {
+                    let needs = zone_text(&s, z, &lines);
+                    kept[z] = Some(Kept::TooFar { needs, factor });
+                    s.rates[z] = today.rates[z];
+                    for &u in &lines {
+                        s.bursts[u] = today.bursts[u];
+                    }
                 }
             }
             after = self.replay(&s)?;
-            let missing = (0..self.units.len()).any(|u| self.miss(u, &s, &after[u]).is_some());
+            // A zone kept as written is not sized again.
+            let missing = (0..self.units.len()).any(|u| {
+                kept[self.units[u].zone].is_none() && self.miss(u, &s, &after[u]).is_some()
+            });
             if !missing || round == 3 {
                 break;
             }
@@ -419,7 +456,11 @@ impl<'a> Fit<'a> {
         let missed = (0..self.units.len())
             .map(|u| {
                 let why = self.miss(u, &s, &after[u])?;
-                Some(if failed[self.units[u].zone] {
+                let zone = self.units[u].zone;
+                if let Some(k @ Kept::TooFar { .. }) = &kept[zone] {
+                    return Some(format!("{why} as written; {}", k.describe(guard)));
+                }
+                Some(if failed[zone] {
                     format!(
                         "meets the targets at no rate up to 100000r/s with the other limits as they are; left as written, where it {why}"
                     )
@@ -435,6 +476,7 @@ impl<'a> Fit<'a> {
             setting: s,
             after,
             missed,
+            kept,
             zone_use,
             notes,
         })

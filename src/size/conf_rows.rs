@@ -1,11 +1,13 @@
 //! What `size --nginx-conf` sizes and replays: the config's `limit_req`
-//! lines, once each, and the log in memory as whole rows.
+//! lines, once each, their settings under test, and the log in memory as
+//! whole rows.
 
 use crate::ingest::input::{Batch, Event};
 use crate::ingest::keys::{Interner, KeyNames};
 use crate::ingest::stream::Sink;
 use crate::nginx_conf::NginxConf;
 use crate::nginx_conf::tree::Pos;
+use crate::policy::nginx::NginxRate;
 use anyhow::Result;
 
 /// One `limit_req` line as sized.
@@ -80,4 +82,34 @@ pub fn units(conf: &NginxConf) -> Vec<Unit> {
         }
     }
     out
+}
+
+/// A config's settings under test: each zone's rate, each line's burst.
+#[derive(Clone, Debug)]
+pub struct Setting {
+    pub rates: Vec<NginxRate>,
+    pub bursts: Vec<u64>,
+}
+
+impl Setting {
+    /// The config as written.
+    pub fn today(conf: &NginxConf, units: &[Unit]) -> Setting {
+        Setting {
+            rates: conf.zones.iter().map(|z| z.rate).collect(),
+            bursts: units.iter().map(|u| u.burst).collect(),
+        }
+    }
+
+    /// Zone `z`'s rate as nginx spells it.
+    pub fn rate_text(&self, z: usize) -> String {
+        spell(self.rates[z])
+    }
+}
+
+/// `rate` in nginx's spelling.
+pub fn spell(rate: NginxRate) -> String {
+    match rate {
+        NginxRate::PerSec(n) => format!("{n}r/s"),
+        NginxRate::PerMin(n) => format!("{n}r/m"),
+    }
 }

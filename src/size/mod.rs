@@ -21,6 +21,7 @@
 
 pub mod conf;
 pub mod conf_fit;
+pub mod conf_guard;
 pub mod conf_rows;
 pub mod family;
 pub mod goal;

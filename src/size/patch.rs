@@ -9,7 +9,7 @@
 //! taken out with the blanks before it on its line (nginx refuses
 //! `burst=0`), so no line is added or removed.
 
-use super::conf_fit::Setting;
+use super::conf_rows::Setting;
 use super::conf_rows::Unit;
 use crate::nginx_conf::NginxConf;
 use crate::report::size_conf::ZoneRow;

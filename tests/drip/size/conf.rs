@@ -59,6 +59,11 @@ fn size(conf: &Path, extra: &[&str]) -> crate::common::Out {
         "--max-drop-rate",
         "0.1",
         "-q",
+        // The patch's mechanics, sized as far as the targets ask (the
+        // guards have tests of their own).
+        "--tighten",
+        "--max-change",
+        "none",
     ];
     args.extend_from_slice(extra);
     Drip::new().args(&args).run()
@@ -359,6 +364,7 @@ fn size_and_apply_as_printed(conf: &Path) -> String {
         .current_dir(&cwd)
         .args(["size", s(&std::fs::canonicalize(LOG).unwrap())])
         .args(["--nginx-conf", s(conf), "--max-drop-rate", "0.1", "-q"])
+        .args(["--tighten", "--max-change", "none"])
         .args(["--patch", "sized.patch"])
         .output()
         .unwrap();

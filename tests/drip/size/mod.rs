@@ -3,6 +3,7 @@
 //! same spec one size smaller (a target missed).
 
 mod conf;
+mod guard;
 mod plot;
 
 use serde_json::Value;

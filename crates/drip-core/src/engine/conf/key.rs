@@ -136,6 +136,8 @@ pub(super) struct ZoneRun {
     /// The key compiled per server (on first use), for `KeyPlan::Expr`.
     compiled: Vec<Option<Vec<CPart>>>,
     interner: Interner,
+    /// The keys an expression gave, by id (for reports naming them).
+    pub(super) names: KeyNames,
     pub(super) states: Vec<NginxState>,
     pub(super) activity: Activity,
     /// The longest key an expression gave, bytes.
@@ -241,6 +243,7 @@ impl Keys {
                     plan: p.unwrap_or(KeyPlan::Expr),
                     compiled: (0..conf.servers.len()).map(|_| None).collect(),
                     interner: Interner::default(),
+                    names: KeyNames::default(),
                     states: Vec::new(),
                     activity: Activity::default(),
                     longest: 0,
@@ -287,8 +290,13 @@ impl Keys {
                 if self.buf.is_empty() || self.buf.len() > 65535 {
                     return None;
                 }
-                self.zones[z].longest = self.zones[z].longest.max(self.buf.len());
-                Some(self.zones[z].interner.intern(&self.buf).0)
+                let zone = &mut self.zones[z];
+                zone.longest = zone.longest.max(self.buf.len());
+                let (id, new) = zone.interner.intern(&self.buf);
+                if new {
+                    zone.names.push(&self.buf);
+                }
+                Some(id)
             }
         }
     }

@@ -82,6 +82,15 @@ impl ConfExec {
         }
     }
 
+    /// The text of key `id` in zone `z` (`names`: the log's key values).
+    pub fn key_name<'a>(&'a self, z: usize, id: u32, names: &'a [KeyNames]) -> &'a [u8] {
+        let run = &self.keys.zones[z];
+        match run.plan {
+            KeyPlan::Field(slot) => names[slot].get(id),
+            KeyPlan::Expr => run.names.get(id),
+        }
+    }
+
     /// What zone `z` held over the replay (`names`: the log's key values).
     pub fn zone_use(&self, z: usize, names: &[KeyNames]) -> ZoneUse {
         let run = &self.keys.zones[z];
