@@ -36,8 +36,25 @@ pub struct SizeReport {
     /// Said plainly when nothing in the range meets the targets.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub verdict: Option<String>,
+    /// With times of whole seconds (or minutes): the pick both ways.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub time_resolution: Option<TimeResolution>,
     #[serde(flatten)]
     pub said: Said,
+}
+
+/// A log whose times are whole seconds (or minutes).
+#[derive(Clone, Debug, Serialize)]
+pub struct TimeResolution {
+    /// The unit every time is a whole number of, ns.
+    pub unit_ns: u64,
+    /// How the recommendation takes the requests of one unit:
+    /// `simultaneous` (the worst case).
+    pub assumed: &'static str,
+    /// The pick with each unit's requests spread evenly over it.
+    pub spread_pick: Option<FrontierRow>,
+    /// The note, as the report words it.
+    pub note: String,
 }
 
 /// The notes beside the tables, and how much the formats for people show.

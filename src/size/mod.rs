@@ -29,6 +29,7 @@ pub mod patch;
 pub mod pick;
 pub mod read;
 pub mod recommend;
+mod resolution;
 pub mod shape;
 pub mod sweep;
 pub mod zone_key;
@@ -62,7 +63,10 @@ pub fn run(args: SizeArgs) -> Result<u8> {
     found
         .notes
         .extend(at_logged_speed(&mut input, &asked, &found)?);
-    let report = report(&args, &asked, input, swept, found);
+    let coarse = resolution::check(&args, &asked, &mut input, &goal, found.recommended.as_ref())?;
+    found.notes.extend(coarse.as_ref().map(|c| c.note.clone()));
+    let mut report = report(&args, &asked, input, swept, found);
+    report.time_resolution = coarse;
     render(&args, &report)
 }
 
@@ -346,6 +350,7 @@ fn report(args: &SizeArgs, asked: &Asked, input: Input, swept: Swept, found: Fou
         rule_of_thumb: found.rule_of_thumb,
         current: found.current,
         verdict: found.verdict,
+        time_resolution: None,
         said: Said {
             notes: found.notes,
             method_notes: found.method_notes,

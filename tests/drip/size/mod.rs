@@ -1399,3 +1399,65 @@ fn an_answer_at_the_least_the_needs_allow_takes_one_replay() {
         assert_eq!(row["replays"], 1, "{row}");
     }
 }
+
+/// NASA's times are whole seconds: the report says so and gives the pick
+/// with each second's requests spread evenly over it, the same pick
+/// `size` makes of that spread log written with nanoseconds (which gets
+/// no note).
+#[test]
+fn a_whole_second_log_is_sized_both_ways() {
+    let args = [
+        "--key-column",
+        "host",
+        "-p",
+        "nginx",
+        "--max-drop-rate",
+        "0.1",
+    ];
+    let mut all = vec![NASA];
+    all.extend(args);
+    let (code, v) = size(&all);
+    assert_eq!(code, 0, "{v}");
+    let res = &v["time_resolution"];
+    assert_eq!(res["unit_ns"], 1_000_000_000u64, "{res}");
+    assert_eq!(res["assumed"], "simultaneous");
+    let spread_spec = res["spread_pick"]["spec"].as_str().unwrap();
+    assert_ne!(spread_spec, v["recommended"]["spec"], "{v}");
+    assert!(
+        res["note"].as_str().unwrap().contains(spread_spec)
+            && v["notes"].as_array().unwrap().contains(&res["note"]),
+        "{v}"
+    );
+    // The spread log, by hand: the i-th of n rows of a second at + i/n s.
+    let text = std::fs::read_to_string(NASA).unwrap();
+    let mut lines = text.lines();
+    let header: Vec<&str> = lines.next().unwrap().split('\t').collect();
+    let col = |name: &str| header.iter().position(|h| *h == name).unwrap();
+    let (ti, hi) = (col("time"), col("host"));
+    let mut rows: Vec<(u64, String)> = lines
+        .map(|l| {
+            let f: Vec<&str> = l.split('\t').collect();
+            (f[ti].parse().unwrap(), f[hi].to_string())
+        })
+        .collect();
+    rows.sort_by_key(|r| r.0);
+    let mut csv = String::from("ts,host\n");
+    let mut i = 0;
+    while i < rows.len() {
+        let n = rows[i..].iter().take_while(|r| r.0 == rows[i].0).count();
+        for (j, (t, host)) in rows[i..i + n].iter().enumerate() {
+            let ns = j as u64 * 1_000_000_000 / n as u64;
+            csv.push_str(&format!("{t}.{ns:09},{host}\n"));
+        }
+        i += n;
+    }
+    let tmp = Scratch::new();
+    let spread = tmp.join("spread.csv");
+    std::fs::write(&spread, csv).unwrap();
+    let mut all = vec![spread.to_str().unwrap()];
+    all.extend(args);
+    let (code, v) = size(&all);
+    assert_eq!(code, 0, "{v}");
+    assert_eq!(v["recommended"]["spec"], spread_spec, "{v}");
+    assert!(v["time_resolution"].is_null(), "{v}");
+}
