@@ -24,6 +24,8 @@ use std::io::Write;
 /// The replay, fed in time order.
 struct Feed<'a> {
     replay: &'a mut Replay,
+    /// Every time so far is a whole second.
+    whole_seconds: bool,
 }
 
 impl stream::Sink for Feed<'_> {
@@ -32,6 +34,9 @@ impl stream::Sink for Feed<'_> {
     }
 
     fn take(&mut self, chunk: &[input::Event]) -> Result<()> {
+        if self.whole_seconds {
+            self.whole_seconds = chunk.iter().all(|e| e.at.0 % 1_000_000_000 == 0);
+        }
         self.replay.decide_chunk(chunk)
     }
 }
@@ -169,13 +174,22 @@ fn read_logs(
             .map(|_| keys::Interner::default())
             .collect()
     });
+    let mut feed = Feed {
+        replay,
+        whole_seconds: true,
+    };
     let read = stream::read_ordered(
         &config.input,
         args.input.reorder_window,
         reader_interns,
         bar,
-        &mut Feed { replay },
+        &mut feed,
     )?;
+    if feed.whole_seconds && read.summary.rows > 1 && !args.quiet {
+        crate::say!(
+            "drip: note: the log's times are whole seconds: the requests of one are taken as simultaneous, the worst case (delays, waits and drops within a second are upper bounds; `drip size` shows its pick both ways)"
+        );
+    }
     if read.summary.rows == 0 && config.thresholds.gated() {
         // Every gate would pass on nothing: a CI check must not.
         bail!(

@@ -1478,3 +1478,27 @@ fn keys_hurt_and_what_a_change_makes_worse_are_thresholds_for_policies_too() {
         out.stderr
     );
 }
+
+/// A log of whole seconds is said to be one (its requests of a second
+/// are taken as simultaneous); a log with milliseconds is not.
+#[test]
+fn whole_second_times_are_noted() {
+    let note = "the log's times are whole seconds";
+    let nasa = Drip::audit()
+        .args([crate::common::NASA, "--key-column", "host"])
+        .args(["-p", "gcra:rate=1/s,burst=5"])
+        .run();
+    assert_eq!(nasa.code, 0, "{}", nasa.stderr);
+    assert_eq!(nasa.stderr.matches(note).count(), 1, "{}", nasa.stderr);
+    let ms = Drip::audit()
+        .args(["fixtures/small.csv", "--key-column", "client"])
+        .args(["-p", "gcra:rate=2/s,burst=3"])
+        .run();
+    assert_eq!(ms.code, 0, "{}", ms.stderr);
+    assert!(!ms.stderr.contains(note), "{}", ms.stderr);
+    let quiet = Drip::audit()
+        .args([crate::common::NASA, "--key-column", "host", "-q"])
+        .args(["-p", "gcra:rate=1/s,burst=5"])
+        .run();
+    assert!(!quiet.stderr.contains(note), "{}", quiet.stderr);
+}
