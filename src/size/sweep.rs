@@ -15,7 +15,7 @@ use crate::policy::PolicyConfig;
 use crate::policy::rule::{Axis, AxisPoint};
 use crate::progress;
 use crate::rate::Rate;
-use crate::report::size::{FrontierRow, readable};
+use crate::report::size::{Checked, FrontierRow, readable};
 use crate::time::Nanos;
 use anyhow::{Result, anyhow, bail};
 use std::collections::HashMap;
@@ -269,6 +269,19 @@ impl Sweep<'_> {
             ..FrontierRow::default()
         };
         row.fill(&report);
+        if !self.counted.is_empty() {
+            let requests = self.goal.requests;
+            row.checked = Some(Checked {
+                requests,
+                dropped: found.tally.dropped,
+                drop_pct: if requests == 0 {
+                    0.0
+                } else {
+                    found.tally.dropped as f64 * 100.0 / requests as f64
+                },
+                keys_hurt: found.tally.keys_hurt,
+            });
+        }
         Ok(row)
     }
 

@@ -1461,3 +1461,66 @@ fn a_whole_second_log_is_sized_both_ways() {
     assert_eq!(v["recommended"]["spec"], spread_spec, "{v}");
     assert!(v["time_resolution"].is_null(), "{v}");
 }
+
+/// With `--exclude-keys`, the figures the targets are checked on are
+/// given apart: they equal audit's on the log without the excluded keys'
+/// rows (keys are independent), and the recommendation says both.
+#[test]
+fn excluded_keys_figures_are_the_checked_ones() {
+    let tmp = Scratch::new();
+    let text = std::fs::read_to_string(NASA).unwrap();
+    let busiest = "isaac.ksc.nasa.gov";
+    let excluded = tmp.write("ex.txt", &format!("{busiest}\n"));
+    let kept: String = text
+        .lines()
+        .filter(|l| l.split('\t').next() != Some(busiest))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    let without = tmp.write("without.tsv", &kept);
+    let ex = excluded.to_str().unwrap();
+    let args = [
+        "--key-column=host",
+        "-p",
+        "gcra",
+        "--rate=1/s",
+        "--max-drops=0",
+    ];
+    let mut all = vec![NASA, "--exclude-keys", ex];
+    all.extend(args);
+    let (code, v) = size(&all);
+    assert_eq!(code, 0, "{v}");
+    let rec = &v["recommended"];
+    let checked = &rec["checked"];
+    let a = audit(
+        &[without.to_str().unwrap(), "--key-column", "host"],
+        rec["spec"].as_str().unwrap(),
+    );
+    assert_eq!(checked["requests"], a["requests"], "{checked} vs {a}");
+    assert_eq!(checked["dropped"], a["dropped"], "{checked} vs {a}");
+    assert_eq!(
+        checked["keys_hurt"], a["keys_with_drops"],
+        "{checked} vs {a}"
+    );
+    assert_eq!(checked["dropped"], 0, "{checked}");
+    // The excluded key drops: the figures over every key are larger.
+    assert!(
+        rec["dropped"].as_u64() > checked["dropped"].as_u64(),
+        "{rec}"
+    );
+    let out = Drip::new()
+        .args(["size", NASA, "-q", "--exclude-keys", ex])
+        .args(args)
+        .run();
+    let line = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("recommended:"))
+        .unwrap();
+    assert!(
+        line.contains(&format!(
+            "on the {} rows the targets count: dropped {} (",
+            checked["requests"], checked["dropped"]
+        )),
+        "{line}"
+    );
+}
