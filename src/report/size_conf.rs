@@ -38,6 +38,10 @@ pub struct Outcome {
     pub wait_p99_ns: u64,
     pub wait_max_ns: u64,
     pub keys_hurt: u64,
+    /// Rows of keys left out of the targets (`--exclude-keys`), and those
+    /// it dropped: in none of the figures above.
+    pub excluded_rows: u64,
+    pub excluded_dropped: u64,
 }
 
 /// One `limit_req` line, as written and as sized.
@@ -281,6 +285,12 @@ pub fn page(r: &SizeConfReport) -> Page<'_> {
             ))
         })
         .collect();
+    notes.extend(r.limits.iter().filter(|l| l.before.excluded_rows > 0).map(|l| {
+        format!(
+            "{} (zone {}, {}): the excluded keys' {} rows, in no figure above: {} dropped as written, {} sized",
+            l.at, l.zone, l.locations, l.before.excluded_rows, l.before.excluded_dropped, l.after.excluded_dropped
+        )
+    }));
     notes.extend(r.notes.iter().cloned());
     if !notes.is_empty() {
         page.add(Shown::ALL, Block::List(notes));

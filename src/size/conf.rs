@@ -47,6 +47,9 @@ pub fn run(args: &SizeArgs) -> Result<u8> {
         &goal,
         (args.per.map(|p| p.0), args.horizon),
     );
+    if let Some(path) = &args.exclude_keys {
+        fit.exclude(excluded_names(path)?);
+    }
     let today = Setting::today(&conf, &units);
     let before = fit.replay(&today)?;
     let guard = Guard {
@@ -72,6 +75,20 @@ pub fn run(args: &SizeArgs) -> Result<u8> {
     render(args, &report)
 }
 
+/// The keys of `--exclude-keys FILE`, one a line (`#` lines and blank
+/// ones skipped), as a zone's key gives them (`$binary_remote_addr`: the
+/// client address as logged).
+fn excluded_names(path: &std::path::Path) -> Result<std::collections::HashSet<Vec<u8>>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read --exclude-keys file '{}'", path.display()))?;
+    Ok(text
+        .lines()
+        .map(str::trim)
+        .filter(|l| !l.is_empty() && !l.starts_with('#'))
+        .map(|l| l.as_bytes().to_vec())
+        .collect())
+}
+
 /// Flags of `-p` sizing that mean nothing here: one line each.
 fn refuse_mixed(args: &SizeArgs) -> Result<()> {
     let given = [
@@ -80,7 +97,6 @@ fn refuse_mixed(args: &SizeArgs) -> Result<()> {
         ("--window", args.window.is_some()),
         ("--current", args.current.is_some()),
         ("--plot", args.plot.is_some()),
-        ("--exclude-keys", args.exclude_keys.is_some()),
         ("--key-column", args.input.key_column.is_some()),
     ];
     if let Some((flag, _)) = given.iter().find(|(_, on)| *on) {
@@ -236,6 +252,8 @@ fn outcome(f: &Fig) -> Outcome {
         wait_p99_ns: w.p99,
         wait_max_ns: w.max,
         keys_hurt: f.keys_hurt(),
+        excluded_rows: f.excluded.0,
+        excluded_dropped: f.excluded.1,
     }
 }
 

@@ -49,6 +49,9 @@ pub struct Fig {
     hurt: HashMap<u32, u64>,
     /// `--per`: (requests, drops) by period index.
     periods: HashMap<u64, (u64, u64)>,
+    /// The rows of keys left out of the targets (`--exclude-keys`) it
+    /// saw, and dropped; counted in none of the figures above.
+    pub excluded: (u64, u64),
 }
 
 impl Fig {
@@ -145,6 +148,15 @@ pub struct Fit<'a> {
     /// `--horizon`: how tight a limit is is the most it lets through in
     /// any span of it.
     horizon: Nanos,
+    excluded: Excluded,
+}
+
+/// Keys left out of the targets (`--exclude-keys`), by their text in a
+/// zone; each zone's key ids looked up once.
+#[derive(Default)]
+struct Excluded {
+    names: HashSet<Vec<u8>>,
+    by_zone: HashMap<(usize, u32), bool>,
 }
 
 impl<'a> Fit<'a> {
@@ -180,7 +192,25 @@ impl<'a> Fit<'a> {
             met: Vec::new(),
             span_ns: at(rows.events.len().saturating_sub(1)) - at(0),
             horizon,
+            excluded: Excluded::default(),
         }
+    }
+
+    /// Leaves the keys `names` (as a zone's key gives them) out of every
+    /// line's targets and figures.
+    pub fn exclude(&mut self, names: HashSet<Vec<u8>>) {
+        self.excluded.names = names;
+    }
+
+    /// True when key `id` of zone `z` is left out of the targets.
+    fn is_excluded(&mut self, z: usize, id: u32) -> bool {
+        if self.excluded.names.is_empty() {
+            return false;
+        }
+        let (exec, rows, ex) = (&self.exec, self.rows, &mut self.excluded);
+        *ex.by_zone
+            .entry((z, id))
+            .or_insert_with(|| ex.names.contains(exec.key_name(z, id, &rows.names)))
     }
 
     /// True when a line of zone `z` saw rows.
@@ -215,9 +245,17 @@ impl<'a> Fit<'a> {
             if first && !self.met.is_empty() {
                 limited.push(r);
             }
-            for &(i, key, d) in &self.met {
-                figs[self.unit_of[loc][i]].count(ev.at.0, key, d, self.per);
+            let met = std::mem::take(&mut self.met);
+            for &(i, key, d) in &met {
+                let u = self.unit_of[loc][i];
+                if self.is_excluded(self.units[u].zone, key) {
+                    figs[u].excluded.0 += 1;
+                    figs[u].excluded.1 += u64::from(d.is_none());
+                } else {
+                    figs[u].count(ev.at.0, key, d, self.per);
+                }
             }
+            self.met = met;
         }
         if first {
             self.limited = Some(limited);

@@ -172,3 +172,31 @@ fn max_change_must_be_a_factor() {
         assert!(out.stderr.contains("--max-change"), "{}", out.stderr);
     }
 }
+
+/// `--exclude-keys` with `--nginx-conf`: the bot left out, the login limit
+/// meets the targets as written on the other rows and is kept; the bot's
+/// rows are counted apart.
+#[test]
+fn excluded_keys_leave_the_bot_out_of_the_login_targets() {
+    let dir = Scratch::new();
+    let ex = dir.join("bots.txt");
+    std::fs::write(&ex, "# the bot\n10.9.9.9\n").unwrap();
+    let (code, v) = size(&["--exclude-keys", s(&ex)]);
+    assert_eq!(code, 0, "{v}");
+    let login = line(&v, "login");
+    assert!(
+        login["change"]["kept"]
+            .as_str()
+            .unwrap()
+            .starts_with("meets the targets as written"),
+        "{login}"
+    );
+    let before = &login["before"];
+    assert_eq!(before["excluded_rows"], 300, "{before}");
+    assert!(
+        before["excluded_dropped"].as_u64().unwrap() > 200,
+        "{before}"
+    );
+    assert_eq!(before["dropped"], 0, "{before}");
+    assert_eq!(before["seen"], 120, "{before}");
+}
