@@ -51,13 +51,12 @@ pub(super) fn check(
     let Some(unit) = coarse_unit(&input.log.at) else {
         return Ok(None);
     };
-    let logged = input.log.at.clone();
-    let mut at = spread(&logged, unit);
+    let mut at = spread(&input.log.at, unit);
     if let Some(h) = &args.headroom {
         let (num, den) = read::headroom(h)?;
         at = read::compress(&at, num, den);
     }
-    input.log.at = at;
+    let logged = std::mem::replace(&mut input.log.at, at);
     let spread_pick = sweep(args, asked, input, goal)
         .map(|swept| pick::pick(&swept.frontier).map(|i| swept.frontier[i].clone()));
     input.log.at = logged;

@@ -1406,14 +1406,7 @@ fn an_answer_at_the_least_the_needs_allow_takes_one_replay() {
 /// no note).
 #[test]
 fn a_whole_second_log_is_sized_both_ways() {
-    let args = [
-        "--key-column",
-        "host",
-        "-p",
-        "nginx",
-        "--max-drop-rate",
-        "0.1",
-    ];
+    let args = ["--key-column=host", "-p", "nginx", "--max-drop-rate=0.1"];
     let mut all = vec![NASA];
     all.extend(args);
     let (code, v) = size(&all);
