@@ -455,6 +455,13 @@ pub struct SizeArgs {
     /// Keys (one per line) left out of the targets; still replayed and reported.
     #[arg(long, value_name = "FILE", help_heading = TARGETS, hide_short_help = true)]
     pub exclude_keys: Option<PathBuf>,
+    /// Size for every key, outliers too.
+    ///
+    /// By default a key whose busiest minute holds more than 10× the
+    /// requests of the p90 key's (a bot, a scraper) is an outlier: named in
+    /// the report, replayed, and left out of the targets.
+    #[arg(long, help_heading = TARGETS, hide_short_help = true)]
+    pub keep_outliers: bool,
     /// The config in force: audited next to the recommendation.
     #[arg(long, value_name = "SPEC", help_heading = POLICIES, hide_short_help = true)]
     pub current: Option<String>,

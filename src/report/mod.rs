@@ -18,6 +18,7 @@ pub mod page;
 pub mod plot;
 pub mod size;
 pub mod size_conf;
+pub mod size_outliers;
 pub mod table;
 
 use crate::time::{Nanos, fmt_millis, human_wait, instant};
@@ -95,6 +96,14 @@ pub struct Column<T> {
     /// Right-aligned in the table.
     pub numeric: bool,
 }
+
+// A column is a name and a function: copied as it is, whatever `T` is.
+impl<T> Clone for Column<T> {
+    fn clone(&self) -> Self {
+        *self
+    }
+}
+impl<T> Copy for Column<T> {}
 
 impl<T> Column<T> {
     /// A column of text, left-aligned.

@@ -39,6 +39,9 @@ pub struct SizeReport {
     /// With times of whole seconds (or minutes): the pick both ways.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub time_resolution: Option<TimeResolution>,
+    /// The keys far outside the population (keyed specs with enough keys).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outliers: Option<super::size_outliers::Outliers>,
     #[serde(flatten)]
     pub said: Said,
 }
@@ -93,6 +96,11 @@ pub struct Targets {
     pub excluded_keys: u64,
     /// Requests of those keys.
     pub excluded_requests: u64,
+    /// Outliers left out of the targets, and their requests.
+    pub outlier_keys: u64,
+    pub outlier_requests: u64,
+    /// `--keep-outliers`: sized for every key.
+    pub keep_outliers: bool,
 }
 
 impl Targets {
@@ -117,6 +125,10 @@ impl Targets {
             parts.push(format!("wait ≤ {}{default}", readable(w)));
         }
         let mut text = parts.join(", ");
+        if self.outlier_keys > 0 {
+            let s = if self.outlier_keys == 1 { "" } else { "s" };
+            text.push_str(&format!(" (without {} outlier{s})", self.outlier_keys));
+        }
         if let Some(p) = self.per_ns {
             text.push_str(&format!(" in every {}", crate::time::span(p)));
         }
@@ -289,6 +301,8 @@ pub struct KeyNeed {
     pub requests: u64,
     /// Left out of the targets by `--exclude-keys`.
     pub excluded: bool,
+    /// Found far outside the population (see the outliers).
+    pub outlier: bool,
 }
 
 /// Seed 001's rule of thumb next to the exact answer.
@@ -454,7 +468,11 @@ fn top_keys(r: &NeedRow) -> String {
         .iter()
         .map(|k| {
             let n = k.need.map_or("never".to_string(), |n| n.to_string());
-            let x = if k.excluded { " (excluded)" } else { "" };
+            let x = match (k.excluded, k.outlier) {
+                (true, _) => " (excluded)",
+                (_, true) => " (outlier)",
+                _ => "",
+            };
             format!("{} {n}{x}", k.key)
         })
         .collect::<Vec<_>>()
@@ -489,7 +507,7 @@ pub fn outcome(row: &FrontierRow) -> String {
     };
     // The checked figures first: the header's targets are met on them.
     format!(
-        "on the {} rows the targets count: dropped {} ({} %), keys hurt {}; wait p99 {} max {}; the excluded keys' {} rows: dropped {}, keys hurt {}",
+        "on the {} rows the targets count: dropped {} ({} %), keys hurt {}; wait p99 {} max {}; the {} rows left out of the targets: dropped {}, keys hurt {}",
         c.requests,
         c.dropped,
         pct(c.drop_pct),
@@ -655,6 +673,9 @@ pub fn page<'a>(r: &'a SizeReport, plot: Option<&str>) -> Page<'a> {
     add_need(&mut page, r);
     page.add(Shown::MARKDOWN, recommendation());
     page.add(Shown::TEXT | Shown::MARKDOWN, Block::Pre(summary_lines(r)));
+    if let Some(o) = &r.outliers {
+        o.add(&mut page, "Outliers".into());
+    }
     if let Some(svg) = plot {
         page.add(Shown::HTML, Block::Heading("Plot".into()));
         let figure = Block::Figure {

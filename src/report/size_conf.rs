@@ -42,6 +42,9 @@ pub struct Outcome {
     /// it dropped: in none of the figures above.
     pub excluded_rows: u64,
     pub excluded_dropped: u64,
+    /// The same for the line's outliers (when not kept).
+    pub outlier_rows: u64,
+    pub outlier_dropped: u64,
 }
 
 /// One `limit_req` line, as written and as sized.
@@ -67,6 +70,9 @@ pub struct LimitRow {
     /// Why it meets the targets at no rate tried.
     pub missed: Option<String>,
     pub change: Change,
+    /// The keys far outside the population of the rows it sees.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub outliers: Option<super::size_outliers::Outliers>,
 }
 
 /// What sizing does to a line, against the line as written.
@@ -291,9 +297,21 @@ pub fn page(r: &SizeConfReport) -> Page<'_> {
             l.at, l.zone, l.locations, l.before.excluded_rows, l.before.excluded_dropped, l.after.excluded_dropped
         )
     }));
+    notes.extend(r.limits.iter().filter(|l| l.before.outlier_rows > 0).map(|l| {
+        format!(
+            "{} (zone {}, {}): the outliers' {} rows, in no figure above: {} dropped as written, {} sized",
+            l.at, l.zone, l.locations, l.before.outlier_rows, l.before.outlier_dropped, l.after.outlier_dropped
+        )
+    }));
     notes.extend(r.notes.iter().cloned());
     if !notes.is_empty() {
         page.add(Shown::ALL, Block::List(notes));
+    }
+    for l in &r.limits {
+        if let Some(o) = &l.outliers {
+            let title = format!("Outliers of {} (zone {}, {})", l.at, l.zone, l.locations);
+            o.add(&mut page, title);
+        }
     }
     add_patch(&mut page, r);
     page

@@ -19,6 +19,7 @@ use super::conf_guard::{Factor, Guard};
 use super::conf_rows::Setting;
 use super::conf_rows::{Rows, Unit, units};
 use super::goal::Goal;
+use super::outliers::Found;
 use super::patch;
 use crate::cli::{Format, MaxChange, SizeArgs};
 use crate::engine::conf::{ConfExec, ConfOptions};
@@ -27,6 +28,7 @@ use crate::ingest::stream::{self, Read};
 use crate::nginx_conf::NginxConf;
 use crate::report::size::Targets;
 use crate::report::size_conf::{Change, LimitRow, Outcome, SizeConfReport, ZoneRow};
+use crate::report::size_outliers::{Outlier, Outliers};
 use anyhow::{Context, Result, bail};
 use std::io::Write;
 use std::sync::Arc;
@@ -51,6 +53,11 @@ pub fn run(args: &SizeArgs) -> Result<u8> {
         fit.exclude(excluded_names(path)?);
     }
     let today = Setting::today(&conf, &units);
+    // Outliers are clients: a zone keyed by route ($uri, $host) has none.
+    let clients: Vec<bool> = (units.iter())
+        .map(|u| !super::zone_key::zone_routes_only(&conf.zones[u.zone].key.text))
+        .collect();
+    let found = fit.find_outliers(&today, args.keep_outliers, &clients)?;
     let before = fit.replay(&today)?;
     let guard = Guard {
         tighten: args.tighten,
@@ -60,6 +67,18 @@ pub fn run(args: &SizeArgs) -> Result<u8> {
     let changes = (0..units.len())
         .map(|u| line_change(&fit, (&units, u), (&today, &before[u]), &fitted, &guard))
         .collect();
+    let outliers: Vec<Option<Outliers>> = (0..units.len())
+        .map(|u| {
+            let figs = (&before[u], &fitted.after[u]);
+            line_outliers(
+                &fit,
+                units[u].zone,
+                found[u].as_ref(),
+                figs,
+                args.keep_outliers,
+            )
+        })
+        .collect();
     let zones = zone_rows(&fit, &conf, &fitted);
     let edits = patch::edits(&conf, &units, &today, &fitted.setting, &zones);
     let diff = patch::diff(&conf.path, &edits)?;
@@ -67,7 +86,7 @@ pub fn run(args: &SizeArgs) -> Result<u8> {
         (args, &goal),
         &conf,
         &units,
-        (&before, &fitted, changes),
+        (&before, &fitted, changes, outliers),
         zones,
         read,
         diff,
@@ -254,7 +273,46 @@ fn outcome(f: &Fig) -> Outcome {
         keys_hurt: f.keys_hurt(),
         excluded_rows: f.excluded.0,
         excluded_dropped: f.excluded.1,
+        outlier_rows: f.outliers.0,
+        outlier_dropped: f.outliers.1,
     }
+}
+
+/// Line `u`'s outliers for the report, with how often the config as
+/// written and as sized refuses each.
+fn line_outliers(
+    fit: &conf_fit::Fit,
+    zone: usize,
+    found: Option<&Found>,
+    (before, after): (&Fig, &Fig),
+    kept: bool,
+) -> Option<Outliers> {
+    let found = found?;
+    let refused = |f: &Fig, k: u32| {
+        let drops = if kept { f.hurt() } else { &f.outlier_drops };
+        drops.get(&k).copied().unwrap_or(0)
+    };
+    let rows = before.seen + before.excluded.0 + before.outliers.0;
+    let keys = found
+        .keys
+        .iter()
+        .map(|&(k, b, why)| Outlier {
+            key: fit.key_name(zone, k),
+            requests: b.requests,
+            share_pct: b.requests as f64 * 100.0 / rows.max(1) as f64,
+            busiest_second: b.spans[0],
+            busiest_minute: b.spans[1],
+            busiest_hour: b.spans[3],
+            why: why.text(),
+            refused: Some(refused(after, k)),
+            refused_as_written: Some(refused(before, k)),
+        })
+        .collect();
+    Some(Outliers {
+        rule: super::outliers::rule_text(&found.reference),
+        kept,
+        keys,
+    })
 }
 
 /// How many keys of line `u` only `a` refuses, and the first few named
@@ -336,6 +394,7 @@ fn limit_row(
         after: outcome(&fitted.after[u]),
         missed: fitted.missed[u].clone(),
         change,
+        outliers: None,
     }
 }
 
@@ -344,7 +403,7 @@ fn report(
     (args, goal): (&SizeArgs, &Goal),
     conf: &NginxConf,
     units: &[Unit],
-    (before, fitted, changes): (&[Fig], &Fitted, Vec<Change>),
+    (before, fitted, changes, outliers): (&[Fig], &Fitted, Vec<Change>, Vec<Option<Outliers>>),
     zones: Vec<ZoneRow>,
     read: Read,
     (diff, root): (String, std::path::PathBuf),
@@ -352,8 +411,12 @@ fn report(
     let limits = units
         .iter()
         .zip(changes)
+        .zip(outliers)
         .enumerate()
-        .map(|(u, (unit, change))| limit_row(conf, unit, u, (&before[u], fitted, change)))
+        .map(|(u, ((unit, change), outliers))| LimitRow {
+            outliers,
+            ..limit_row(conf, unit, u, (&before[u], fitted, change))
+        })
         .collect();
     let root = crate::quote::shell_word(&root.display().to_string());
     // `nginx -t` alone checks the installed config, not this one.

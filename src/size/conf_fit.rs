@@ -27,6 +27,7 @@
 use super::conf_guard::{Factor, Guard, Kept, zone_text};
 use super::conf_rows::{Rows, Setting, Unit};
 use super::goal::Goal;
+use super::outliers::Found;
 use crate::engine::candidates::per::PeriodCount;
 use crate::engine::conf::{ConfExec, Met, ZoneUse};
 use crate::nginx_conf::NginxConf;
@@ -52,6 +53,9 @@ pub struct Fig {
     /// The rows of keys left out of the targets (`--exclude-keys`) it
     /// saw, and dropped; counted in none of the figures above.
     pub excluded: (u64, u64),
+    /// The same for its outliers, and each outlier's drops.
+    pub outliers: (u64, u64),
+    pub outlier_drops: HashMap<u32, u64>,
 }
 
 impl Fig {
@@ -70,6 +74,14 @@ impl Fig {
             let c = self.periods.entry(at / p).or_default();
             c.0 += 1;
             c.1 += u64::from(dropped);
+        }
+    }
+
+    fn count_outlier(&mut self, key: u32, dropped: bool) {
+        self.outliers.0 += 1;
+        if dropped {
+            self.outliers.1 += 1;
+            *self.outlier_drops.entry(key).or_default() += 1;
         }
     }
 
@@ -149,6 +161,11 @@ pub struct Fit<'a> {
     /// any span of it.
     horizon: Nanos,
     excluded: Excluded,
+    /// By line: its outliers, left out of its targets (when not kept).
+    outliers: Vec<Option<Found>>,
+    /// While finding the outliers: (line, key, time) of every row a line
+    /// sees.
+    seen: Option<Vec<(u32, u32, u64)>>,
 }
 
 /// Keys left out of the targets (`--exclude-keys`), by their text in a
@@ -193,7 +210,38 @@ impl<'a> Fit<'a> {
             span_ns: at(rows.events.len().saturating_sub(1)) - at(0),
             horizon,
             excluded: Excluded::default(),
+            outliers: Vec::new(),
+            seen: None,
         }
+    }
+
+    /// Each line's outliers on the rows it sees under `s` (the config as
+    /// written); unless `keep`, left out of its targets from now on.
+    /// Only the lines of `clients` (by line: its zone's key names clients,
+    /// not routes) are looked at.
+    pub fn find_outliers(
+        &mut self,
+        s: &Setting,
+        keep: bool,
+        clients: &[bool],
+    ) -> Result<Vec<Option<Found>>> {
+        self.seen = Some(Vec::new());
+        self.replay(s)?;
+        let mut seen = self.seen.take().unwrap_or_default();
+        // A line left without rows has too few keys: no outliers.
+        seen.retain(|&(u, _, _)| clients[u as usize]);
+        let found = Found::per_line(seen, self.units.len());
+        if !keep {
+            self.outliers = found.clone();
+        }
+        Ok(found)
+    }
+
+    /// True when key `id` is an outlier of line `u` left out of its targets.
+    fn is_outlier(&self, u: usize, id: u32) -> bool {
+        self.outliers
+            .get(u)
+            .is_some_and(|f| f.as_ref().is_some_and(|f| f.has(id)))
     }
 
     /// Leaves the keys `names` (as a zone's key gives them) out of every
@@ -251,6 +299,13 @@ impl<'a> Fit<'a> {
                 if self.is_excluded(self.units[u].zone, key) {
                     figs[u].excluded.0 += 1;
                     figs[u].excluded.1 += u64::from(d.is_none());
+                    continue;
+                }
+                if let Some(seen) = &mut self.seen {
+                    seen.push((u as u32, key, ev.at.0));
+                }
+                if self.is_outlier(u, key) {
+                    figs[u].count_outlier(key, d.is_none());
                 } else {
                     figs[u].count(ev.at.0, key, d, self.per);
                 }

@@ -25,6 +25,7 @@ pub mod conf_guard;
 pub mod conf_rows;
 pub mod family;
 pub mod goal;
+pub mod outliers;
 pub mod patch;
 pub mod pick;
 pub mod read;
@@ -40,6 +41,7 @@ use crate::ingest::log::key::parse_prefix;
 use crate::report::size::{
     Alternative, Current, FrontierRow, NeedRow, NginxConf, RuleOfThumb, Said, SizeReport,
 };
+use crate::report::size_outliers::Outliers;
 use crate::report::{self, InputInfo};
 use anyhow::{Context, Result};
 use family::{Family, Point};
@@ -162,6 +164,7 @@ struct Found {
     nginx: Option<NginxConf>,
     verdict: Option<String>,
     current: Option<Current>,
+    outliers: Option<Outliers>,
     notes: Vec<String>,
     method_notes: Vec<String>,
 }
@@ -252,7 +255,9 @@ fn recommend(
         chosen,
     ));
     let method_notes = recommend::method_notes(frontier, swept.costs_vary);
+    let outliers = recommend::outliers(input, recommended.as_ref())?;
     Ok(Found {
+        outliers,
         recommended,
         alternatives,
         per_key,
@@ -351,6 +356,7 @@ fn report(args: &SizeArgs, asked: &Asked, input: Input, swept: Swept, found: Fou
         current: found.current,
         verdict: found.verdict,
         time_resolution: None,
+        outliers: found.outliers,
         said: Said {
             notes: found.notes,
             method_notes: found.method_notes,

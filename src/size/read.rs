@@ -4,6 +4,7 @@
 
 use super::family::Family;
 use super::goal::Goal;
+use super::outliers::{Busy, Found};
 use crate::cli::SizeArgs;
 use crate::engine::candidates::log::Log;
 use crate::ingest::input::ColSel;
@@ -29,9 +30,17 @@ pub struct Input {
     /// With `--headroom`: the arrival times as logged (`log.at` holds them
     /// compressed).
     pub logged_at: Option<Vec<u64>>,
+    /// The outliers (left out of the targets unless kept); `None`: no
+    /// population compared.
+    pub outliers: Option<Found>,
 }
 
 impl Input {
+    /// True when key `id` is an outlier.
+    pub fn is_outlier(&self, id: usize) -> bool {
+        self.outliers.as_ref().is_some_and(|f| f.has(id as u32))
+    }
+
     /// True when the targets count key `id`.
     pub fn is_counted(&self, id: usize) -> bool {
         self.counted.is_empty() || self.counted[id]
@@ -103,6 +112,7 @@ pub fn read(args: &SizeArgs, key_col: Option<&str>, goal: &mut Goal) -> Result<I
         notes: Vec::new(),
         show_progress,
         logged_at: None,
+        outliers: None,
     };
     if let Some(text) = &args.headroom {
         let (num, den) = headroom(text)?;
@@ -113,13 +123,59 @@ pub fn read(args: &SizeArgs, key_col: Option<&str>, goal: &mut Goal) -> Result<I
     if let Some(path) = &args.exclude_keys {
         exclude_keys(args, path, key_col, &mut input)?;
     }
+    // Outliers are clients far outside the others: keys that are routes
+    // (a URL, a Host) are the site's own, the busiest its most used.
+    if key_col.is_some_and(|c| !super::zone_key::routes_only(c)) {
+        input.targets.keep_outliers = args.keep_outliers;
+        find_outliers(&mut input, args.keep_outliers);
+    }
     goal.keys = (0..input.log.keys())
         .filter(|&k| input.is_counted(k))
         .count() as u64;
     // Every request counts, as audit counts them (rows with an empty key
-    // are admitted unlimited), except those of excluded keys.
-    goal.requests = input.log.len() as u64 - input.targets.excluded_requests;
+    // are admitted unlimited), except those of excluded keys and outliers.
+    let t = &input.targets;
+    goal.requests = input.log.len() as u64 - t.excluded_requests - t.outlier_requests;
     Ok(input)
+}
+
+/// Finds the outliers among the counted keys (on the times as logged)
+/// and, unless `keep`, leaves them out of the targets.
+fn find_outliers(input: &mut Input, keep: bool) {
+    let log = &input.log;
+    let Some(by_key) = log.by_key() else {
+        return;
+    };
+    let at = input.logged_at.as_deref().unwrap_or(&log.at);
+    let mut times = Vec::new();
+    let keys: Vec<(u32, Busy)> = (0..log.keys())
+        .filter(|&k| input.is_counted(k) && log.requests_by_key[k] > 0)
+        .map(|k| {
+            times.clear();
+            times.extend(
+                by_key.rows()[by_key.of_key(k)]
+                    .iter()
+                    .map(|&r| at[r as usize]),
+            );
+            (k as u32, Busy::of(&times))
+        })
+        .collect();
+    input.outliers = Found::among(&keys);
+    let Some(found) = input
+        .outliers
+        .as_ref()
+        .filter(|f| !keep && !f.keys.is_empty())
+    else {
+        return;
+    };
+    if input.counted.is_empty() {
+        input.counted = vec![true; log.keys()];
+    }
+    for &(k, b, _) in &found.keys {
+        input.counted[k as usize] = false;
+        input.targets.outlier_keys += 1;
+        input.targets.outlier_requests += b.requests;
+    }
 }
 
 /// The targets as the report states them (`headroom` is set where the

@@ -5,6 +5,7 @@
 
 use super::family::{Family, Point};
 use super::goal::Goal;
+use super::outliers;
 use super::read::Input;
 use super::shape::{Shape, average_text, quantile};
 use super::sweep::{KeyNeeds, MAX_SCAN};
@@ -16,6 +17,7 @@ use crate::engine::candidates::probe::{ProbeJob, Probed, dispatch};
 use crate::policy::{NginxLimitReq, parse_spec};
 use crate::rate::Rate;
 use crate::report::size::{Current, FrontierRow, KeyNeed, NeedRow, NginxConf, RuleOfThumb};
+use crate::report::size_outliers::{Outlier, Outliers};
 use crate::time::Nanos;
 use anyhow::Result;
 
@@ -69,7 +71,8 @@ pub fn per_key(
                         key: crate::quote::key_text(log.names.get(k as u32)),
                         need: (n != u64::MAX).then_some(n),
                         requests: log.requests_by_key[k],
-                        excluded: !input.is_counted(k),
+                        excluded: !input.is_counted(k) && !input.is_outlier(k),
+                        outlier: input.is_outlier(k),
                     }
                 })
                 .collect(),
@@ -374,4 +377,43 @@ fn active_keys(log: &Log, w: Nanos) -> u64 {
         best = best.max(distinct);
     }
     best
+}
+
+/// The outliers of `input` as the report gives them, with what `pick`
+/// does to each; `None` when no population was compared.
+pub fn outliers(input: &Input, pick: Option<&FrontierRow>) -> Result<Option<Outliers>> {
+    let Some(found) = &input.outliers else {
+        return Ok(None);
+    };
+    let log = &input.log;
+    let ids: Vec<u32> = found.keys.iter().map(|o| o.0).collect();
+    let refused = match pick {
+        Some(p) => outliers::refused(log, &p.spec, &ids)?
+            .into_iter()
+            .map(Some)
+            .collect(),
+        None => vec![None; ids.len()],
+    };
+    let keys = found
+        .keys
+        .iter()
+        .map(|&(k, b, over)| Outlier {
+            key: crate::quote::key_text(log.names.get(k)),
+            requests: b.requests,
+            share_pct: b.requests as f64 * 100.0 / log.len().max(1) as f64,
+            busiest_second: b.spans[0],
+            busiest_minute: b.spans[1],
+            busiest_hour: b.spans[3],
+            why: over.text(),
+            refused: None,
+            refused_as_written: None,
+        })
+        .zip(refused)
+        .map(|(o, refused)| Outlier { refused, ..o })
+        .collect();
+    Ok(Some(Outliers {
+        rule: outliers::rule_text(&found.reference),
+        kept: input.targets.keep_outliers,
+        keys,
+    }))
 }

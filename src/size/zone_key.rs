@@ -57,6 +57,52 @@ fn part(column: &str, with_url: bool) -> Option<Part> {
     }
 }
 
+/// True when every column of `key_col` is a URL or a Host header: its
+/// keys are the site's routes, not its clients, so the busiest key is
+/// the most used route, not an outlier.
+pub fn routes_only(key_col: &str) -> bool {
+    let columns: Vec<&str> = key_col.split(',').map(str::trim).collect();
+    let with_url = columns.iter().any(|c| part(c, false) == Some(Part::Url));
+    columns
+        .iter()
+        .all(|c| matches!(part(c, with_url), Some(Part::Url | Part::Host)))
+}
+
+/// True when every variable of a `limit_req_zone` key is one of a
+/// request's route (`$uri`, `$host`, `$server_name`, …), none of its client.
+pub fn zone_routes_only(key: &str) -> bool {
+    const ROUTE: &[&str] = &[
+        "uri",
+        "request_uri",
+        "document_uri",
+        "host",
+        "http_host",
+        "server_name",
+        "request_filename",
+        "scheme",
+        "request_method",
+        "args",
+        "query_string",
+        "server_addr",
+        "server_port",
+    ];
+    let vars: Vec<&str> = key
+        .split('$')
+        .skip(1)
+        .map(|v| {
+            let v = v.trim_start_matches('{');
+            let end = v
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(v.len());
+            &v[..end]
+        })
+        .collect();
+    !vars.is_empty()
+        && vars
+            .iter()
+            .all(|v| ROUTE.contains(v) || v.starts_with("arg_"))
+}
+
 /// The key for the columns `key_col` (comma-separated), with `prefix`
 /// (`--key-prefix`), over the keys of `log`; `Err`: why nginx cannot
 /// express it.
@@ -152,4 +198,19 @@ fn prefix_map((v4, v6): (u8, u8), log: &Log) -> Result<Vec<String>, String> {
         "    default $remote_addr;".into(),
         "}".into(),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{routes_only, zone_routes_only};
+
+    #[test]
+    fn route_keys_are_told_from_client_keys() {
+        assert!(routes_only("url") && routes_only("uri,http_host"));
+        assert!(!routes_only("host") && !routes_only("host,url") && !routes_only("user"));
+        assert!(zone_routes_only("$uri") && zone_routes_only("${host}$request_uri"));
+        assert!(zone_routes_only("$server_name$arg_page"));
+        assert!(!zone_routes_only("$binary_remote_addr$uri"));
+        assert!(!zone_routes_only("$limit_key") && !zone_routes_only("all"));
+    }
 }
