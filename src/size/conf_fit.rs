@@ -153,6 +153,7 @@ pub struct Fit<'a> {
     /// The rows some limit checks (the others change no zone); all until
     /// the first replay.
     limited: Option<Vec<u32>>,
+    reach: Reach,
     /// The lines that see rows (known after the first replay).
     tested: Vec<bool>,
     met: Vec<Met>,
@@ -166,6 +167,18 @@ pub struct Fit<'a> {
     /// While finding the outliers: (line, key, time) of every row a line
     /// sees.
     seen: Option<Vec<(u32, u32, u64)>>,
+}
+
+/// Which rows can change a zone's lines.
+#[derive(Default)]
+struct Reach {
+    /// The location of each of `limited`'s rows.
+    loc_of: Vec<u32>,
+    /// The zones of each location's limits.
+    zones_of_loc: Vec<Vec<usize>>,
+    /// While one zone is sized: the rows that reach it or a zone sharing
+    /// a location with it (and so on); no other row changes its lines.
+    only: Option<Vec<u32>>,
 }
 
 /// Keys left out of the targets (`--exclude-keys`), by their text in a
@@ -195,6 +208,14 @@ impl<'a> Fit<'a> {
                 unit_of[l][i] = u;
             }
         }
+        let zones_of_loc = (unit_of.iter())
+            .map(|l| {
+                l.iter()
+                    .filter_map(|&u| units.get(u))
+                    .map(|u| u.zone)
+                    .collect()
+            })
+            .collect();
         exec.trace();
         let at = |i: usize| rows.events.get(i).map_or(0, |e| e.at.0);
         Fit {
@@ -205,6 +226,10 @@ impl<'a> Fit<'a> {
             per,
             unit_of,
             limited: None,
+            reach: Reach {
+                zones_of_loc,
+                ..Reach::default()
+            },
             tested: vec![false; units.len()],
             met: Vec::new(),
             span_ns: at(rows.events.len().saturating_sub(1)) - at(0),
@@ -282,9 +307,9 @@ impl<'a> Fit<'a> {
         let first = self.limited.is_none();
         let mut limited = Vec::new();
         let all = self.rows.events.len() as u32;
-        let order: Box<dyn Iterator<Item = u32>> = match &self.limited {
-            Some(l) => Box::new(l.clone().into_iter()),
-            None => Box::new(0..all),
+        let order: Box<dyn Iterator<Item = u32>> = match (&self.reach.only, &self.limited) {
+            (Some(l), _) | (None, Some(l)) => Box::new(l.clone().into_iter()),
+            (None, None) => Box::new(0..all),
         };
         for r in order {
             let ev = &self.rows.events[r as usize];
@@ -292,6 +317,7 @@ impl<'a> Fit<'a> {
             let loc = self.exec.last_row(&mut self.met);
             if first && !self.met.is_empty() {
                 limited.push(r);
+                self.reach.loc_of.push(loc as u32);
             }
             let met = std::mem::take(&mut self.met);
             for &(i, key, d) in &met {
@@ -429,6 +455,50 @@ impl<'a> Fit<'a> {
     /// the smallest bursts, then the lowest rate (as `size -p` picks); false (the zone as it was)
     /// when no rate meets them.
     fn size_zone(&mut self, s: &mut Setting, z: usize) -> Result<bool> {
+        // Only zone z's lines' figures are read while it is sized.
+        self.reach.only = Some(self.rows_reaching(z));
+        let sized = self.size_zone_on_its_rows(s, z);
+        self.reach.only = None;
+        sized
+    }
+
+    /// The rows that change what zone `z`'s lines see: those of every
+    /// location whose limits name `z`, or a zone that shares a location
+    /// with one of those (and so on), since a zone's state is made by
+    /// every row that reaches it.
+    fn rows_reaching(&self, z: usize) -> Vec<u32> {
+        let mut zones = vec![false; self.exec_zones()];
+        zones[z] = true;
+        let mut grew = true;
+        while grew {
+            grew = false;
+            for l in &self.reach.zones_of_loc {
+                if l.iter().any(|&y| zones[y]) {
+                    for &y in l {
+                        grew |= !zones[y];
+                        zones[y] = true;
+                    }
+                }
+            }
+        }
+        let touches = |loc: u32| {
+            self.reach.zones_of_loc[loc as usize]
+                .iter()
+                .any(|&y| zones[y])
+        };
+        let limited = self.limited.as_deref().unwrap_or_default();
+        (limited.iter().zip(&self.reach.loc_of))
+            .filter(|&(_, &loc)| touches(loc))
+            .map(|(&r, _)| r)
+            .collect()
+    }
+
+    /// The number of zones.
+    fn exec_zones(&self) -> usize {
+        self.units.iter().map(|u| u.zone + 1).max().unwrap_or(0)
+    }
+
+    fn size_zone_on_its_rows(&mut self, s: &mut Setting, z: usize) -> Result<bool> {
         let kept = s.clone();
         let ladder = ladder();
         let (mut lo, mut hi) = (0, ladder.len() - 1);
