@@ -70,10 +70,46 @@ pub struct LimitRow {
     /// Why it meets the targets at no rate tried.
     pub missed: Option<String>,
     pub change: Change,
+    /// The sized config with the same requests arriving faster (1.5×, 2×).
+    pub headroom: Vec<AtSpeed>,
     /// The keys far outside the population of the rows it sees.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outliers: Option<super::size_outliers::Outliers>,
 }
+
+/// What a sized line does to the same requests arriving faster.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct AtSpeed {
+    /// How many times as fast: `1.5`, `2`.
+    pub factor: String,
+    pub dropped: u64,
+    pub dropped_pct: f64,
+    pub wait_max_ns: u64,
+    pub keys_hurt: u64,
+    /// It still meets the targets.
+    pub meets: bool,
+}
+
+fn at_speed(l: &LimitRow, i: usize) -> String {
+    match l.headroom.get(i) {
+        Some(a) if l.tested => format!(
+            "{} ({}%), wait ≤ {}{}",
+            a.dropped,
+            pct(a.dropped_pct),
+            super::size::readable(a.wait_max_ns),
+            if a.meets { "" } else { " misses" }
+        ),
+        _ => "-".into(),
+    }
+}
+
+/// The sized lines at more traffic.
+pub const HEADROOM: &[Column<LimitRow>] = &[
+    Column::text("zone", |l, _| l.zone.clone()),
+    Column::text("location", |l, _| l.locations.clone()),
+    Column::num("1.5× traffic: dropped", |l, _| at_speed(l, 0)),
+    Column::num("2× traffic: dropped", |l, _| at_speed(l, 1)),
+];
 
 /// What sizing does to a line, against the line as written.
 #[derive(Clone, Debug, Default, Serialize)]
@@ -270,6 +306,14 @@ pub fn page(r: &SizeConfReport) -> Page<'_> {
     );
     page.data
         .push(Table::from_columns(LIMITS_DATA, &r.limits, Human::No));
+    if r.limits.iter().any(|l| !l.headroom.is_empty()) {
+        let h = "At more traffic (the sized config; the same requests arriving faster)";
+        page.add(Shown::ALL, Block::Heading(h.into()));
+        page.add(
+            Shown::ALL,
+            Block::Table(Table::from_columns(HEADROOM, &r.limits, Human::Yes)),
+        );
+    }
     page.add(Shown::ALL, Block::Heading("Zones".into()));
     page.add(
         Shown::ALL,

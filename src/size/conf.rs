@@ -27,7 +27,7 @@ use crate::ingest::input::{ColSel, file_name};
 use crate::ingest::stream::{self, Read};
 use crate::nginx_conf::NginxConf;
 use crate::report::size::Targets;
-use crate::report::size_conf::{Change, LimitRow, Outcome, SizeConfReport, ZoneRow};
+use crate::report::size_conf::{AtSpeed, Change, LimitRow, Outcome, SizeConfReport, ZoneRow};
 use crate::report::size_outliers::{Outlier, Outliers};
 use anyhow::{Context, Result, bail};
 use std::io::Write;
@@ -79,6 +79,7 @@ pub fn run(args: &SizeArgs) -> Result<u8> {
             )
         })
         .collect();
+    let faster = headroom(&mut fit, &fitted)?;
     let zones = zone_rows(&fit, &conf, &fitted);
     let edits = patch::edits(&conf, &units, &today, &fitted.setting, &zones);
     let diff = patch::diff(&conf.path, &edits)?;
@@ -86,7 +87,13 @@ pub fn run(args: &SizeArgs) -> Result<u8> {
         (args, &goal),
         &conf,
         &units,
-        (&before, &fitted, changes, outliers),
+        Sized {
+            before: &before,
+            fitted: &fitted,
+            changes,
+            outliers,
+            faster: &faster,
+        },
         zones,
         read,
         diff,
@@ -278,6 +285,35 @@ fn outcome(f: &Fig) -> Outcome {
     }
 }
 
+/// The sized config replayed with the requests arriving 1.5 and 2 times
+/// as fast: how much growth it has room for.
+fn headroom(fit: &mut conf_fit::Fit, fitted: &Fitted) -> Result<Vec<(&'static str, Vec<Fig>)>> {
+    [("1.5", (3, 2)), ("2", (2, 1))]
+        .into_iter()
+        .map(|(name, f)| Ok((name, fit.at_speed(&fitted.setting, f)?)))
+        .collect()
+}
+
+/// A line's figures at more traffic, for the report.
+fn at_speed(factor: &str, f: &Fig, goal: &Goal) -> AtSpeed {
+    let o = outcome(f);
+    let whole = crate::engine::candidates::per::PeriodCount {
+        dropped: f.dropped,
+        keys_hurt: f.keys_hurt(),
+        requests: f.seen,
+        keys: f.keys(),
+    };
+    let waits_ok = goal.max_wait.is_none_or(|w| o.wait_max_ns <= w.0);
+    AtSpeed {
+        factor: factor.into(),
+        dropped: o.dropped,
+        dropped_pct: o.dropped_pct,
+        wait_max_ns: o.wait_max_ns,
+        keys_hurt: o.keys_hurt,
+        meets: goal.period_ok(whole) && waits_ok,
+    }
+}
+
 /// Line `u`'s outliers for the report, with how often the config as
 /// written and as sized refuses each.
 fn line_outliers(
@@ -395,7 +431,19 @@ fn limit_row(
         missed: fitted.missed[u].clone(),
         change,
         outliers: None,
+        headroom: Vec::new(),
     }
+}
+
+/// What the sizing found, line by line.
+struct Sized<'a> {
+    /// Each line's figures as written, and the sized config.
+    before: &'a [Fig],
+    fitted: &'a Fitted,
+    changes: Vec<Change>,
+    outliers: Vec<Option<Outliers>>,
+    /// The sized config at more traffic: (factor, each line's figures).
+    faster: &'a [(&'static str, Vec<Fig>)],
 }
 
 /// The report as data.
@@ -403,7 +451,13 @@ fn report(
     (args, goal): (&SizeArgs, &Goal),
     conf: &NginxConf,
     units: &[Unit],
-    (before, fitted, changes, outliers): (&[Fig], &Fitted, Vec<Change>, Vec<Option<Outliers>>),
+    Sized {
+        before,
+        fitted,
+        changes,
+        outliers,
+        faster,
+    }: Sized,
     zones: Vec<ZoneRow>,
     read: Read,
     (diff, root): (String, std::path::PathBuf),
@@ -415,6 +469,10 @@ fn report(
         .enumerate()
         .map(|(u, ((unit, change), outliers))| LimitRow {
             outliers,
+            headroom: faster
+                .iter()
+                .map(|(f, figs)| at_speed(f, &figs[u], goal))
+                .collect(),
             ..limit_row(conf, unit, u, (&before[u], fitted, change))
         })
         .collect();

@@ -179,6 +179,9 @@ struct Reach {
     /// While one zone is sized: the rows that reach it or a zone sharing
     /// a location with it (and so on); no other row changes its lines.
     only: Option<Vec<u32>>,
+    /// The rows' times compressed by `num / den` around the first (the
+    /// same requests arriving that many times as fast).
+    speed: Option<(u64, u64)>,
 }
 
 /// Keys left out of the targets (`--exclude-keys`), by their text in a
@@ -275,6 +278,15 @@ impl<'a> Fit<'a> {
         self.excluded.names = names;
     }
 
+    /// Every line's figures under `s` with the requests arriving `num /
+    /// den` times as fast.
+    pub fn at_speed(&mut self, s: &Setting, (num, den): (u64, u64)) -> Result<Vec<Fig>> {
+        self.reach.speed = Some((num, den));
+        let figs = self.replay(s);
+        self.reach.speed = None;
+        figs
+    }
+
     /// True when key `id` of zone `z` is left out of the targets.
     fn is_excluded(&mut self, z: usize, id: u32) -> bool {
         if self.excluded.names.is_empty() {
@@ -311,8 +323,14 @@ impl<'a> Fit<'a> {
             (Some(l), _) | (None, Some(l)) => Box::new(l.clone().into_iter()),
             (None, None) => Box::new(0..all),
         };
+        let start = self.rows.events.first().map_or(0, |e| e.at.0);
         for r in order {
-            let ev = &self.rows.events[r as usize];
+            let mut ev = self.rows.events[r as usize];
+            if let Some((num, den)) = self.reach.speed {
+                let since = u128::from(ev.at.0 - start) * u128::from(den) / u128::from(num);
+                ev.at = Nanos(start + since as u64);
+            }
+            let ev = &ev;
             self.exec.decide(ev, &self.rows.names, false)?;
             let loc = self.exec.last_row(&mut self.met);
             if first && !self.met.is_empty() {

@@ -274,3 +274,32 @@ fn excluded_keys_leave_the_bot_out_of_the_login_targets() {
     assert_eq!(before["dropped"], 0, "{before}");
     assert_eq!(before["seen"], 120, "{before}");
 }
+
+/// The before → after table's growth columns are the sized config's
+/// replay with the requests arriving 1.5 and 2 times as fast: here every
+/// line is kept as written, so the 2× figures are those `--headroom 2`
+/// gives the config as written.
+#[test]
+fn the_growth_figures_are_the_replay_of_faster_traffic() {
+    let (_, v) = size(&[]);
+    let (_, fast) = size(&["--headroom", "2"]);
+    for zone in ["perip", "login"] {
+        let (l, f) = (line(&v, zone), line(&fast, zone));
+        assert_eq!(
+            (l["rate"].clone(), l["burst"].clone()),
+            (l["rate_today"].clone(), l["burst_today"].clone())
+        );
+        let h = l["headroom"].as_array().unwrap();
+        assert_eq!(
+            (h[0]["factor"].as_str(), h[1]["factor"].as_str()),
+            (Some("1.5"), Some("2"))
+        );
+        for k in ["dropped", "wait_max_ns", "keys_hurt"] {
+            assert_eq!(h[1][k], f["before"][k], "{zone} {k}: {h:?} {}", f["before"]);
+        }
+    }
+    // The login line queues its clients' logins more at 2× than at 1×.
+    let login = line(&v, "login");
+    let waits = |i: usize| login["headroom"][i]["wait_max_ns"].as_u64().unwrap();
+    assert!(waits(1) >= waits(0) && waits(0) >= login["after"]["wait_max_ns"].as_u64().unwrap());
+}

@@ -44,7 +44,7 @@ impl Dice {
     }
 }
 
-/// 120 clients over 7 days: each visit loads 1–4 pages of 2–8 images
+/// 60 clients over 7 days: each visit loads 1–4 pages of 2–8 images
 /// (some in the page's second, some a second later), sometimes a search,
 /// sometimes a login; the bot on day 3, the scraper on day 5. Rotated as
 /// logrotate leaves it: `access.log.1` the days before, `access.log` the
@@ -55,7 +55,7 @@ fn site(dir: &Scratch) -> (Vec<PathBuf>, PathBuf) {
     let mut rows: Vec<(u64, String, &str)> = Vec::new();
     let pages = ["/", "/about", "/blog", "/shop"];
     let images = ["/i/0.png", "/i/1.png", "/i/2.png", "/i/3.png"];
-    for c in 0..120u64 {
+    for c in 0..60u64 {
         let ip = format!("10.0.{}.{}", c / 250, c % 250);
         for d in 0..7 {
             for _ in 0..dice.range(1, 6) {
