@@ -147,7 +147,7 @@ pub enum WaitCap {
     Lifted,
 }
 
-fn wait_cap_arg(s: &str) -> Result<WaitCap, String> {
+pub fn wait_cap_arg(s: &str) -> Result<WaitCap, String> {
     if s.trim().eq_ignore_ascii_case("none") {
         return Ok(WaitCap::Lifted);
     }
@@ -505,6 +505,19 @@ pub struct SizeArgs {
     /// would need and the F that allows it. `none`: any change.
     #[arg(long, value_name = "F|none", value_parser = max_change_arg, requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
     pub max_change: Option<MaxChange>,
+    /// With --nginx-conf: targets of one zone, location or line of its own.
+    ///
+    /// SCOPE is a zone (login), a location with limit_req lines of its own
+    /// (`= /login`, `/api/`) or a line (nginx.conf:42); TARGETS a list of
+    /// max-drop-rate=PCT, max-drops=N, max-keys-hurt=PCT%|N, max-wait=DUR|none,
+    /// or keep (left as written). Unnamed lines keep the global targets.
+    /// Repeatable; a line's own value wins over its location's, that over
+    /// its zone's.
+    #[arg(long, value_name = "SCOPE:TARGETS", requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
+    pub target: Vec<String>,
+    /// With --nginx-conf: size only these zones (a,b); keep the others as written.
+    #[arg(long, value_name = "ZONES", requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
+    pub only_zones: Option<String>,
     /// Report: table (default), json, csv, markdown, html.
     ///
     /// html is one self-contained file: the tables and the timeline plot

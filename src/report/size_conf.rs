@@ -75,6 +75,10 @@ pub struct LimitRow {
     /// The keys far outside the population of the rows it sees.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub outliers: Option<super::size_outliers::Outliers>,
+    /// The `--target` values that give it targets of its own (absent: the
+    /// global ones).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub targets: Option<String>,
 }
 
 /// What a sized line does to the same requests arriving faster.
@@ -288,10 +292,15 @@ pub fn page(r: &SizeConfReport) -> Page<'_> {
     page.add(
         Shown::ALL,
         Block::Paragraph(format!(
-            "{} rows from {}; each limit_req line sized to {} on the rows it sees",
+            "{} rows from {}; each limit_req line sized to {} on the rows it sees{}",
             r.rows,
             r.files.join(", "),
-            r.targets.describe()
+            r.targets.describe(),
+            if r.limits.iter().any(|l| l.targets.is_some()) {
+                " (the lines --target names: their own, in the notes)"
+            } else {
+                ""
+            }
         )),
     );
     page.add(Shown::ALL, Block::Heading("Limits".into()));
@@ -335,6 +344,13 @@ pub fn page(r: &SizeConfReport) -> Page<'_> {
             ))
         })
         .collect();
+    notes.extend(r.limits.iter().filter_map(|l| {
+        let own = l.targets.as_ref()?;
+        Some(format!(
+            "{} (zone {}, {}): targets of its own, from {own}",
+            l.at, l.zone, l.locations
+        ))
+    }));
     notes.extend(r.limits.iter().filter(|l| l.before.excluded_rows > 0).map(|l| {
         format!(
             "{} (zone {}, {}): the excluded keys' {} rows, in no figure above: {} dropped as written, {} sized",

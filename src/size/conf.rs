@@ -18,6 +18,7 @@ use super::conf_fit::{self, Fig, Fitted};
 use super::conf_guard::{Factor, Guard};
 use super::conf_rows::Setting;
 use super::conf_rows::{Rows, Unit, units};
+use super::conf_targets::{self, PerLine};
 use super::goal::Goal;
 use super::outliers::Found;
 use super::patch;
@@ -41,12 +42,13 @@ pub fn run(args: &SizeArgs) -> Result<u8> {
     let goal = Goal::from_args(args, true)?;
     let (conf, mut exec, rows, read) = read(args, path)?;
     let units = units(&conf);
+    let per_line = conf_targets::resolve(args, &conf, &units, &goal)?;
     let mut fit = conf_fit::Fit::new(
         &mut exec,
         &conf,
         &units,
         &rows,
-        &goal,
+        &per_line.goals,
         (args.per.map(|p| p.0), args.horizon),
     );
     if let Some(path) = &args.exclude_keys {
@@ -63,7 +65,7 @@ pub fn run(args: &SizeArgs) -> Result<u8> {
         tighten: args.tighten,
         max_change: args.max_change.unwrap_or(MaxChange::DEFAULT).0,
     };
-    let fitted = fit.fit(&today, &before, &guard)?;
+    let fitted = fit.fit((&today, &before), &guard, &per_line.keep)?;
     let changes = (0..units.len())
         .map(|u| line_change(&fit, (&units, u), (&today, &before[u]), &fitted, &guard))
         .collect();
@@ -84,7 +86,7 @@ pub fn run(args: &SizeArgs) -> Result<u8> {
     let edits = patch::edits(&conf, &units, &today, &fitted.setting, &zones);
     let diff = patch::diff(&conf.path, &edits)?;
     let report = report(
-        (args, &goal),
+        (args, &goal, &per_line),
         &conf,
         &units,
         Sized {
@@ -432,6 +434,7 @@ fn limit_row(
         change,
         outliers: None,
         headroom: Vec::new(),
+        targets: None,
     }
 }
 
@@ -448,7 +451,7 @@ struct Sized<'a> {
 
 /// The report as data.
 fn report(
-    (args, goal): (&SizeArgs, &Goal),
+    (args, goal, per_line): (&SizeArgs, &Goal, &PerLine),
     conf: &NginxConf,
     units: &[Unit],
     Sized {
@@ -471,8 +474,9 @@ fn report(
             outliers,
             headroom: faster
                 .iter()
-                .map(|(f, figs)| at_speed(f, &figs[u], goal))
+                .map(|(f, figs)| at_speed(f, &figs[u], &per_line.goals[u]))
                 .collect(),
+            targets: per_line.own[u].clone(),
             ..limit_row(conf, unit, u, (&before[u], fitted, change))
         })
         .collect();

@@ -146,7 +146,8 @@ pub struct Fit<'a> {
     exec: &'a mut ConfExec,
     units: &'a [Unit],
     rows: &'a Rows,
-    goal: &'a Goal,
+    /// By line: the targets it is sized to.
+    goals: &'a [Goal],
     per: Option<u64>,
     /// The line of (location, index in its list).
     unit_of: Vec<Vec<usize>>,
@@ -198,7 +199,7 @@ impl<'a> Fit<'a> {
         conf: &NginxConf,
         units: &'a [Unit],
         rows: &'a Rows,
-        goal: &'a Goal,
+        goals: &'a [Goal],
         (per, horizon): (Option<u64>, Nanos),
     ) -> Fit<'a> {
         let mut unit_of: Vec<Vec<usize>> = conf
@@ -225,7 +226,7 @@ impl<'a> Fit<'a> {
             exec,
             units,
             rows,
-            goal,
+            goals,
             per,
             unit_of,
             limited: None,
@@ -363,17 +364,19 @@ impl<'a> Fit<'a> {
         Ok(figs)
     }
 
-    /// The drop targets hold for `f`, over the log and in every period.
-    fn drops_ok(&self, f: &Fig) -> bool {
+    /// Line `u`'s drop targets hold for `f`, over the log and in every
+    /// period.
+    fn drops_ok(&self, u: usize, f: &Fig) -> bool {
+        let goal = &self.goals[u];
         let whole = PeriodCount {
             dropped: f.dropped,
             keys_hurt: f.keys_hurt(),
             requests: f.seen,
             keys: f.keys(),
         };
-        self.goal.period_ok(whole)
+        goal.period_ok(whole)
             && f.periods.values().all(|&(requests, dropped)| {
-                self.goal.period_ok(PeriodCount {
+                goal.period_ok(PeriodCount {
                     dropped,
                     requests,
                     ..PeriodCount::default()
@@ -383,13 +386,13 @@ impl<'a> Fit<'a> {
 
     /// Why line `u` misses the targets under `s` (`None`: it meets them).
     fn miss(&self, u: usize, s: &Setting, f: &Fig) -> Option<String> {
-        if !self.drops_ok(f) {
+        if !self.drops_ok(u, f) {
             return Some("drops more than the target".into());
         }
         let max = f.waits().max;
-        if let Some(w) = self.goal.max_wait.filter(|w| max > w.0) {
+        if let Some(w) = self.goals[u].max_wait.filter(|w| max > w.0) {
             return Some(format!(
-                "waits up to {}, over --max-wait {}",
+                "waits up to {}, over the wait target {}",
                 crate::report::size::readable(max),
                 crate::report::size::readable(w.0)
             ));
@@ -412,7 +415,7 @@ impl<'a> Fit<'a> {
         let ok_at = |fit: &mut Self, s: &mut Setting, b: u64| -> Result<bool> {
             s.bursts[u] = b;
             let figs = fit.replay(s)?;
-            Ok(fit.drops_ok(&figs[u]))
+            Ok(fit.drops_ok(u, &figs[u]))
         };
         let (mut lo, mut hi) = (0, 0);
         if !ok_at(self, s, 0)? {
@@ -591,13 +594,21 @@ impl<'a> Fit<'a> {
 
     /// Sizes every zone a line of which sees rows (after the first
     /// replay, under `today`, whose figures are `before`), within `guard`.
-    pub fn fit(&mut self, today: &Setting, before: &[Fig], guard: &Guard) -> Result<Fitted> {
+    /// `asked`, by zone: the command line keeps it as written, and why.
+    pub fn fit(
+        &mut self,
+        (today, before): (&Setting, &[Fig]),
+        guard: &Guard,
+        asked: &[Option<String>],
+    ) -> Result<Fitted> {
         let zones = today.rates.len();
         let mut s = today.clone();
         let mut failed = vec![false; zones];
         let mut kept = vec![None; zones];
         for (z, kept) in kept.iter_mut().enumerate() {
-            if self.zone_reached(z) {
+            if let Some(why) = &asked[z] {
+                *kept = Some(Kept::Asked(why.clone()));
+            } else if self.zone_reached(z) {
                 *kept = self.keep_as_written(today, before, z, guard)?;
             }
         }
@@ -636,8 +647,12 @@ impl<'a> Fit<'a> {
         }
         let missed = (0..self.units.len())
             .map(|u| {
-                let why = self.miss(u, &s, &after[u])?;
                 let zone = self.units[u].zone;
+                // A line kept by request has no targets to miss.
+                if let Some(Kept::Asked(_)) = kept[zone] {
+                    return None;
+                }
+                let why = self.miss(u, &s, &after[u])?;
                 if let Some(k @ Kept::TooFar { .. }) = &kept[zone] {
                     return Some(format!("{why} as written; {}", k.describe(guard)));
                 }

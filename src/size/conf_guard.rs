@@ -94,6 +94,9 @@ pub enum Kept {
     MeetsAsWritten { tightest: Option<(String, Factor)> },
     /// Sizing it needs a change beyond `--max-change`.
     TooFar { needs: String, factor: Factor },
+    /// The command line keeps it (`--target ZONE:keep`, `--only-zones`):
+    /// the sentence that says so.
+    Asked(String),
 }
 
 impl Kept {
@@ -107,6 +110,7 @@ impl Kept {
                 "meets the targets as written: kept; the tightest that still meets them is {s} ({}), patched with --tighten",
                 f.describe()
             ),
+            Kept::Asked(why) => why.clone(),
             Kept::TooFar { needs, factor } => format!(
                 "the targets need {needs} ({}): kept as written, a change beyond --max-change {}; allow it with --max-change {}",
                 factor.describe(),

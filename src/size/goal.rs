@@ -116,7 +116,7 @@ impl Goal {
 }
 
 /// `--max-keys-hurt`: a count, or a percentage of keys with `%`.
-fn keys_hurt(t: &str) -> Result<KeysHurt> {
+pub fn keys_hurt(t: &str) -> Result<KeysHurt> {
     let bad = || {
         anyhow!(
             "invalid --max-keys-hurt '{t}': give a count of keys (e.g. 3) or a percentage of keys with '%' (e.g. 1%)"

@@ -23,6 +23,7 @@ pub mod conf;
 pub mod conf_fit;
 pub mod conf_guard;
 pub mod conf_rows;
+pub mod conf_targets;
 pub mod family;
 pub mod goal;
 pub mod outliers;

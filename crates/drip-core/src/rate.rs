@@ -83,7 +83,8 @@ impl fmt::Display for DurationError {
         write!(
             f,
             "invalid duration '{}': {} (examples: 500ms, 2s, 1m, 1h 30m)",
-            self.text, self.reason
+            crate::quote::shown_str(&self.text),
+            crate::quote::visible(&self.reason)
         )
     }
 }

@@ -6,6 +6,7 @@ mod conf;
 mod guard;
 mod plot;
 mod site;
+mod targets;
 
 use serde_json::Value;
 use std::path::PathBuf;

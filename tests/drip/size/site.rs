@@ -49,7 +49,7 @@ impl Dice {
 /// sometimes a login; the bot on day 3, the scraper on day 5. Rotated as
 /// logrotate leaves it: `access.log.1` the days before, `access.log` the
 /// rest.
-fn site(dir: &Scratch) -> (Vec<PathBuf>, PathBuf) {
+pub(super) fn site(dir: &Scratch) -> (Vec<PathBuf>, PathBuf) {
     const DAY: u64 = 86_400;
     let mut dice = Dice(0x5eed_1234_abcd_0001);
     let mut rows: Vec<(u64, String, &str)> = Vec::new();
@@ -133,7 +133,7 @@ fn stamp(unix: u64) -> String {
     )
 }
 
-fn run(args: &[&str]) -> (i32, Value, String) {
+pub(super) fn run(args: &[&str]) -> (i32, Value, String) {
     let dir = Scratch::new();
     let (logs, conf) = site(&dir);
     let mut all: Vec<&str> = vec!["size"];
@@ -149,7 +149,7 @@ fn run(args: &[&str]) -> (i32, Value, String) {
     (out.code, v, out.stderr)
 }
 
-fn line<'a>(v: &'a Value, zone: &str) -> &'a Value {
+pub(super) fn line<'a>(v: &'a Value, zone: &str) -> &'a Value {
     let limits = v["limits"].as_array().unwrap();
     limits.iter().find(|l| l["zone"] == zone).unwrap()
 }
