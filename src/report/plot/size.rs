@@ -7,6 +7,7 @@ use super::{
     draw_line, draw_svg, headline, headroom, panel_areas, svg_text,
 };
 use anyhow::Result;
+use plotters::chart::DualCoordChartContext;
 use plotters::coord::ranged1d::{DefaultFormatting, KeyPointHint};
 use plotters::coord::types::RangedCoordf64;
 use plotters::prelude::*;
@@ -334,7 +335,7 @@ fn frontier_entries(plot: &SizePlot) -> Vec<Entry> {
 /// the recommendation ringed.
 fn draw_frontier(area: &Area, plot: &SizePlot, axis: &CategoryAxis) -> Result<()> {
     let size_max = plot.frontier.iter().map(|f| f.size).max().unwrap_or(0);
-    let mut chart = ChartBuilder::on(area)
+    let chart = ChartBuilder::on(area)
         .margin_left(12)
         .margin_right(12)
         .margin_top(6)
@@ -344,6 +345,8 @@ fn draw_frontier(area: &Area, plot: &SizePlot, axis: &CategoryAxis) -> Result<()
         .right_y_label_area_size(wait_axis(plot))
         .build_cartesian_2d(axis.clone(), 0.0..headroom(size_max))
         .map_err(draw_err)?;
+    let scale = WaitScale::of(plot);
+    let mut chart = chart.set_secondary_coord(axis.clone(), 0.0..scale.top);
     draw_grid(&mut chart, axis, plot.size_param, plot.axis)?;
     let points = |feasible: bool| -> Vec<(f64, f64)> {
         plot.frontier
@@ -377,7 +380,59 @@ fn draw_frontier(area: &Area, plot: &SizePlot, axis: &CategoryAxis) -> Result<()
             .map_err(draw_err)?;
     }
     draw_alternatives(&mut chart, plot, axis)?;
-    draw_waits(chart, plot, axis)
+    draw_waits(&mut chart, plot, axis, &scale)
+}
+
+/// The chart of a panel with a right label area: the wait axis's own
+/// (the primary axis draws its ticks and title on the left only).
+type Panel<'a> = DualCoordChartContext<
+    'a,
+    SVGBackend<'a>,
+    Cartesian2d<CategoryAxis, RangedCoordf64>,
+    Cartesian2d<CategoryAxis, RangedCoordf64>,
+>;
+
+/// The wait axis in the unit that suits its longest wait: ms, s, min, h.
+struct WaitScale {
+    /// Seconds a unit.
+    unit_s: f64,
+    suffix: &'static str,
+    /// The axis's top, in units.
+    top: f64,
+}
+
+impl WaitScale {
+    fn of(plot: &SizePlot) -> WaitScale {
+        let longest = (plot.frontier.iter())
+            .filter_map(|f| f.wait_p99_ns)
+            .max()
+            .unwrap_or(0) as f64
+            / 1e9;
+        let (unit_s, suffix) = match longest {
+            w if w < 1.0 => (0.001, "ms"),
+            w if w < 120.0 => (1.0, "s"),
+            w if w < 7200.0 => (60.0, "min"),
+            _ => (3600.0, "h"),
+        };
+        WaitScale {
+            unit_s,
+            suffix,
+            top: (longest / unit_s * 1.12).max(1.0),
+        }
+    }
+
+    /// A tick: `250ms`, `1.5s`, `40min`.
+    fn label(&self, v: f64) -> String {
+        if v == 0.0 {
+            return "0".into();
+        }
+        let n = if (v - v.round()).abs() < 1e-9 {
+            format!("{v:.0}")
+        } else {
+            format!("{v:.1}")
+        };
+        format!("{n}{}", self.suffix)
+    }
 }
 
 /// The width of the wait axis on the right: none when nothing waits (both
@@ -410,25 +465,25 @@ fn draw_alternatives<'a>(
 
 /// The wait p99 along the frontier, on a second axis in seconds, when the
 /// policy delays.
-fn draw_waits<'a>(
-    chart: ChartContext<'a, SVGBackend<'a>, Cartesian2d<CategoryAxis, RangedCoordf64>>,
+fn draw_waits(
+    chart: &mut Panel,
     plot: &SizePlot,
     axis: &CategoryAxis,
+    scale: &WaitScale,
 ) -> Result<()> {
     let waits: Vec<(f64, f64)> = plot
         .frontier
         .iter()
-        .filter_map(|f| Some((axis.at(f.point), f.wait_p99_ns? as f64 / 1e9)))
+        .filter_map(|f| Some((axis.at(f.point), f.wait_p99_ns? as f64 / 1e9 / scale.unit_s)))
         .collect();
     if waits.iter().all(|w| w.1 == 0.0) {
         return Ok(());
     }
-    let top = waits.iter().map(|w| w.1).fold(0.0, f64::max) * 1.12;
-    let mut chart = chart.set_secondary_coord(axis.clone(), 0.0..top);
     chart
         .configure_secondary_axes()
-        .y_desc("wait p99 (s)")
-        .y_label_formatter(&|v| format!("{v:.1}"))
+        .y_desc("wait p99 (dashed)")
+        .y_labels(6)
+        .y_label_formatter(&|v| scale.label(*v))
         .draw()
         .map_err(draw_err)?;
     let (dash, gap) = WAIT_STROKE.dash.unwrap_or((8, 5));
@@ -453,7 +508,7 @@ fn draw_needs(area: &Area, plot: &SizePlot, axis: &CategoryAxis) -> Result<()> {
         .copied()
         .max()
         .unwrap_or(0);
-    let mut needs = ChartBuilder::on(area)
+    let needs = ChartBuilder::on(area)
         .margin_left(12)
         .margin_right(12)
         .margin_top(6)
@@ -463,6 +518,8 @@ fn draw_needs(area: &Area, plot: &SizePlot, axis: &CategoryAxis) -> Result<()> {
         .right_y_label_area_size(wait_axis(plot))
         .build_cartesian_2d(axis.clone(), 0.0..headroom(need_max))
         .map_err(draw_err)?;
+    // The right label area stays blank, so both panels' points line up.
+    let mut needs = needs.set_secondary_coord(axis.clone(), 0.0..1.0);
     let needed = format!("{} needed", plot.size_param);
     draw_grid(&mut needs, axis, &needed, plot.axis)?;
     for (q, (_, stroke, radius)) in QUANTILES.iter().enumerate().rev() {

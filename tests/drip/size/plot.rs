@@ -33,13 +33,27 @@ fn a_delaying_policy_plots_its_wait_and_marks_the_alternatives() {
         .map(|n| n.text().unwrap_or("").trim().to_string())
         .collect();
     for want in [
-        "wait p99 (s)",
+        "wait p99 (dashed)",
         "wait p99, right axis (dashed)",
         "alternative: lowest wait (20r/s)",
         "recommended: nginx:rate=5r/s,burst=4",
     ] {
         assert!(texts.iter().any(|t| t == want), "{want} not in {texts:?}");
     }
+    // Each axis has its own title and ticks: the size on the left only,
+    // the wait on the right, as durations in one unit (NASA's longest
+    // wait p99 is over an hour).
+    for title in ["burst", "burst needed"] {
+        assert_eq!(texts.iter().filter(|t| *t == title).count(), 1, "{texts:?}");
+    }
+    let waits: Vec<&String> = texts.iter().filter(|t| t.ends_with("min")).collect();
+    assert!(waits.len() >= 3, "{texts:?}");
+    assert!(
+        waits
+            .iter()
+            .all(|t| t[..t.len() - 3].parse::<f64>().is_ok()),
+        "{waits:?}"
+    );
     let tree = usvg::Tree::from_str(&svg, &usvg::Options::default()).unwrap();
     let size = tree.size().to_int_size();
     let mut pixmap = Pixmap::new(size.width(), size.height()).unwrap();
