@@ -533,7 +533,7 @@ pub struct SizeArgs {
     /// Every column, and the notes on how the sizes were found.
     #[arg(long, short, help_heading = OUTPUT)]
     pub verbose: bool,
-    /// Keys listed in the per-key need table, largest need first.
+    /// Keys named in the per-key need table and under each pick (those it refuses).
     #[arg(long, default_value_t = 3, value_name = "N", help_heading = OUTPUT, hide_short_help = true)]
     pub top: usize,
     /// With --nginx-conf: write the patch to FILE.

@@ -145,6 +145,10 @@ impl Targets {
 pub struct FrontierRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub rate: Option<String>,
+    /// On the recommendation and the alternatives (keyed specs): the first
+    /// `--top` keys it refuses among those the targets count.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub hurt_top: Vec<HurtKey>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub window: Option<String>,
     /// A complete spec: `drip audit -p SPEC` reports the figures below.
@@ -230,6 +234,36 @@ impl FrontierRow {
             .or(self.window.as_deref())
             .unwrap_or("")
     }
+}
+
+/// A key a pick refuses.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct HurtKey {
+    pub key: String,
+    pub requests: u64,
+    pub refused: u64,
+}
+
+/// `    refuses 15 keys the targets count: a (3 of its 40), b (2 of 35), …`,
+/// or nothing when it refuses none of them.
+fn hurt_line(row: &FrontierRow) -> Option<String> {
+    let n = row.checked.as_ref().map_or(row.keys_hurt, |c| c.keys_hurt);
+    if row.hurt_top.is_empty() {
+        return None;
+    }
+    let named: Vec<String> = (row.hurt_top.iter())
+        .map(|k| format!("{} ({} of its {})", k.key, k.refused, k.requests))
+        .collect();
+    let more = if n > named.len() as u64 { ", …" } else { "" };
+    let which = if row.checked.is_some() {
+        " the targets count"
+    } else {
+        ""
+    };
+    Some(format!(
+        "    refuses {n} key(s){which}: {}{more}",
+        named.join(", ")
+    ))
 }
 
 /// A candidate other than the pick, and the rule that chose it.
@@ -535,6 +569,7 @@ pub(crate) fn summary_lines(r: &SizeReport) -> Vec<String> {
                 r.axis,
                 rec.point(),
             ));
+            lines.extend(hurt_line(rec));
         }
         None => lines.push("recommended: none".into()),
     }
@@ -546,6 +581,7 @@ pub(crate) fn summary_lines(r: &SizeReport) -> Vec<String> {
             a.row.spec,
             outcome(&a.row)
         ));
+        lines.extend(hurt_line(&a.row));
     }
     if let Some(v) = &r.verdict {
         lines.push(v.clone());

@@ -208,10 +208,18 @@ fn recommend(
     let ok = |c| goal.period_ok(c);
     let periods = periods(args, input, &ok)?;
     let chosen = pick::pick(frontier);
-    let recommended = chosen.map(|i| frontier[i].clone());
-    let alternatives = chosen.map_or(Vec::new(), |i| {
+    let mut recommended = chosen.map(|i| frontier[i].clone());
+    let mut alternatives = chosen.map_or(Vec::new(), |i| {
         pick::alternatives(frontier, i, family.shapes())
     });
+    if keyed {
+        let rows = recommended
+            .iter_mut()
+            .chain(alternatives.iter_mut().map(|a| &mut a.row));
+        for row in rows {
+            row.hurt_top = recommend::hurt(input, row, args.top)?;
+        }
+    }
     let per_key = if keyed {
         recommend::per_key(family, &swept.points, &swept.needs, input, args.top)
     } else {

@@ -16,6 +16,7 @@ use crate::engine::candidates::per::Periods;
 use crate::engine::candidates::probe::{ProbeJob, Probed, dispatch};
 use crate::policy::{NginxLimitReq, parse_spec};
 use crate::rate::Rate;
+use crate::report::size::HurtKey;
 use crate::report::size::{Current, FrontierRow, KeyNeed, NeedRow, NginxConf, RuleOfThumb};
 use crate::report::size_outliers::{Outlier, Outliers};
 use crate::time::Nanos;
@@ -43,7 +44,16 @@ pub fn per_key(
                 .then(log.requests_by_key[b].cmp(&log.requests_by_key[a]))
                 .then(log.names.get(a as u32).cmp(log.names.get(b as u32)))
         };
-        let mut ids: Vec<usize> = (0..log.keys()).collect();
+        // Only a key whose need is at least the top-th largest can be among
+        // the top keys: the others are passed over without a comparison.
+        let mut ids: Vec<usize> = match sorted.len().checked_sub(top) {
+            Some(i) if top > 0 => {
+                let floor = sorted[i];
+                (0..log.keys()).filter(|&k| need_of(k) >= floor).collect()
+            }
+            Some(_) => Vec::new(),
+            None => (0..log.keys()).collect(),
+        };
         if top < ids.len() {
             ids.select_nth_unstable_by(top, order);
             ids.truncate(top);
@@ -416,4 +426,29 @@ pub fn outliers(input: &Input, pick: Option<&FrontierRow>) -> Result<Option<Outl
         kept: input.targets.keep_outliers,
         keys,
     }))
+}
+
+/// The keys `pick` refuses among those the targets count, most refused
+/// first (then most requests, then by name, as audit ranks them): the
+/// first `top` of them. The outliers and excluded keys are named apart.
+pub fn hurt(input: &Input, pick: &FrontierRow, top: usize) -> Result<Vec<HurtKey>> {
+    let log = &input.log;
+    if top == 0 || pick.keys_hurt == 0 {
+        return Ok(Vec::new());
+    }
+    let left_out: std::collections::HashSet<String> = (0..log.keys())
+        .filter(|&k| !input.is_counted(k) || input.is_outlier(k))
+        .map(|k| crate::quote::key_text(log.names.get(k as u32)))
+        .collect();
+    let p = audit(log, &pick.spec, true, top + left_out.len())?;
+    Ok(p.top_keys
+        .into_iter()
+        .filter(|k| !left_out.contains(&k.key))
+        .take(top)
+        .map(|k| HurtKey {
+            key: k.key,
+            requests: k.requests,
+            refused: k.dropped,
+        })
+        .collect())
 }

@@ -337,3 +337,20 @@ impl Timed {
 pub fn gaps(got: &[(Instant, String)]) -> Vec<Duration> {
     got.windows(2).map(|w| w[1].0 - w[0].0).collect()
 }
+
+/// Tests that measure real time (a pace's rate, as its commands' shells
+/// log it) hold this exclusively, and the tests that keep both cores busy
+/// for seconds (sizing a week of logs) hold it shared: on a 2-core host a
+/// heavy test beside a timed one delays the shells the timed one reads,
+/// which no pacer can undo.
+pub static CLOCK: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// [`CLOCK`] held alone, for a test that measures real time.
+pub fn timed_alone() -> std::sync::RwLockWriteGuard<'static, ()> {
+    CLOCK.write().unwrap_or_else(|e| e.into_inner())
+}
+
+/// [`CLOCK`] held shared, for a test that keeps the cores busy.
+pub fn heavy() -> std::sync::RwLockReadGuard<'static, ()> {
+    CLOCK.read().unwrap_or_else(|e| e.into_inner())
+}

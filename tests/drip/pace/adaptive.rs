@@ -4,7 +4,7 @@
 //! sh) that turns a 429 into exit status 75 and writes the `Retry-After`
 //! pause to `$DRIP_CONTROL`.
 
-use crate::common::{Drip, Scratch, summary};
+use crate::common::{Drip, Scratch, summary, timed_alone};
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpListener;
@@ -69,6 +69,7 @@ exit 75
 /// wrapper's pauses reach drip.
 #[test]
 fn adaptive_pacing_finds_the_limit_from_the_429s() {
+    let _alone = timed_alone();
     let tmp = Scratch::new();
     let wrapper = tmp.join("call.sh");
     std::fs::write(&wrapper, WRAPPER).unwrap();

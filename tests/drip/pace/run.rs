@@ -60,6 +60,7 @@ fn sleeps(n: u64, most_ms: u64) -> Vec<u8> {
 
 #[test]
 fn starts_keep_the_rate_whatever_the_commands_take() {
+    let _alone = timed_alone();
     let tmp = Scratch::new();
     // 200 records at 10/s, each command sleeping 0-3 s: starts obey the
     // schedule, not the commands' durations. -j 40 leaves room for the

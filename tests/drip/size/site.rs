@@ -9,7 +9,7 @@ use serde_json::Value;
 use std::fmt::Write as _;
 use std::path::PathBuf;
 
-use crate::common::{Drip, Scratch, s};
+use crate::common::{Drip, Scratch, heavy, s};
 
 const CONF: &str = "events {}
 http {
@@ -134,6 +134,7 @@ fn stamp(unix: u64) -> String {
 }
 
 pub(super) fn run(args: &[&str]) -> (i32, Value, String) {
+    let _busy = heavy();
     let dir = Scratch::new();
     let (logs, conf) = site(&dir);
     let mut all: Vec<&str> = vec!["size"];
@@ -303,4 +304,36 @@ fn a_route_key_has_no_outliers() {
     // The most requested URL is the site's, not an abuser.
     let (_, v, _) = run(&["--key-column", "uri", "-p", "gcra"]);
     assert!(v["outliers"].is_null(), "{}", v["outliers"]);
+}
+
+#[test]
+fn a_pick_names_the_clients_it_refuses() {
+    let dir = Scratch::new();
+    let (logs, _) = site(&dir);
+    let key = ["--key-column", "remote_addr"];
+    let (_, v, _) = run(&[&key[..], &["-p", "nginx"]].concat());
+    let rec = &v["recommended"];
+    let named = rec["hurt_top"].as_array().unwrap();
+    assert!(!named.is_empty() && named.len() <= 3, "{rec}");
+    // The clients it refuses, not the bots (named apart as outliers), each
+    // with what `drip audit` counts for it.
+    let spec = rec["spec"].as_str().unwrap();
+    let mut args: Vec<&str> = vec!["audit"];
+    args.extend(logs.iter().map(|p| s(p)));
+    args.extend(["--key-column", "remote_addr", "-p", spec, "--top", "100"]);
+    args.extend(["-q", "-f", "json"]);
+    let audit = Drip::new().args(&args).run().stdout_json();
+    let top = audit["policies"][0]["top_keys"].as_array().unwrap().clone();
+    for k in named {
+        assert!(k["key"] != BOT && k["key"] != SCRAPER, "{k}");
+        let row = top.iter().find(|t| t["key"] == k["key"]).unwrap();
+        assert_eq!(row["dropped"], k["refused"], "{row} {k}");
+        assert_eq!(row["requests"], k["requests"], "{row} {k}");
+    }
+    // Most refused first.
+    let refused: Vec<u64> = named
+        .iter()
+        .map(|k| k["refused"].as_u64().unwrap())
+        .collect();
+    assert!(refused.windows(2).all(|w| w[0] >= w[1]), "{refused:?}");
 }
