@@ -430,14 +430,16 @@ pub fn outliers(input: &Input, pick: Option<&FrontierRow>) -> Result<Option<Outl
 
 /// The keys `pick` refuses among those the targets count, most refused
 /// first (then most requests, then by name, as audit ranks them): the
-/// first `top` of them. The outliers and excluded keys are named apart.
+/// first `top` of them. The outliers left out and the excluded keys are
+/// named apart.
 pub fn hurt(input: &Input, pick: &FrontierRow, top: usize) -> Result<Vec<HurtKey>> {
     let log = &input.log;
     if top == 0 || pick.keys_hurt == 0 {
         return Ok(Vec::new());
     }
     let left_out: std::collections::HashSet<String> = (0..log.keys())
-        .filter(|&k| !input.is_counted(k) || input.is_outlier(k))
+        // Outliers left out are not counted; kept ones (--keep-outliers) are.
+        .filter(|&k| !input.is_counted(k))
         .map(|k| crate::quote::key_text(log.names.get(k as u32)))
         .collect();
     let p = audit(log, &pick.spec, true, top + left_out.len())?;
