@@ -65,8 +65,8 @@ exit 75
 "#;
 
 /// At --rate 80/s against a limit of 20/s, 300 requests finish with few
-/// 429s and, from first to last request, within 20 % of the limit; the
-/// wrapper's pauses reach drip.
+/// 429s and, from first to last request less the pauses the API asked
+/// for, within 20 % of the limit; the wrapper's pauses reach drip.
 #[test]
 fn adaptive_pacing_finds_the_limit_from_the_429s() {
     let _alone = timed_alone();
@@ -96,11 +96,17 @@ fn adaptive_pacing_finds_the_limit_from_the_429s() {
     let refused = answers.len() - ok.len();
     assert_eq!(ok.len(), 300, "{err}");
     let span = answers.last().unwrap().0.duration_since(answers[0].0);
-    let rate = 299.0 / span.as_secs_f64();
-    eprintln!("429s {refused}, {rate:.2}/s over {span:?}");
+    let s = summary(&out.stderr);
+    // The rate is judged over the time drip chose to send: the pauses the
+    // API asked for (Retry-After, one per throttle that reached the
+    // wrapper) are the API's, and how many there are depends on how the
+    // host's load jitters the requests' arrival.
+    let paused = Duration::from_secs_f64(s["paused_ms"].as_f64().unwrap() / 1e3);
+    let sending = span.saturating_sub(paused);
+    let rate = 299.0 / sending.as_secs_f64();
+    eprintln!("429s {refused}, {rate:.2}/s over {sending:?} ({paused:?} paused)");
     assert!(refused <= 20, "{refused} answers 429: {err}");
     assert!(rate >= 16.0, "{rate:.2}/s against a limit of 20/s: {err}");
-    let s = summary(&out.stderr);
     assert!(s["adaptive"]["throttles"].as_u64().unwrap() >= 1, "{s}");
     assert!(
         s["pauses"].as_u64().unwrap() >= 1,
