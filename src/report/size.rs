@@ -149,6 +149,10 @@ pub struct FrontierRow {
     /// `--top` keys it refuses among those the targets count.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub hurt_top: Vec<HurtKey>,
+    /// The keys its audit replay refused most (`Sweep::top` of them), when
+    /// the sweep ran one: what `hurt_top` is taken from.
+    #[serde(skip)]
+    pub refused_most: Option<Vec<crate::engine::outcome::KeyRow>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub window: Option<String>,
     /// A complete spec: `drip audit -p SPEC` reports the figures below.

@@ -145,6 +145,11 @@ fn sweep(args: &SizeArgs, asked: &Asked, input: &Input, goal: &Goal) -> Result<S
         keyed,
         horizon: args.horizon,
         per: periods.as_ref(),
+        top: if keyed {
+            recommend::hurt_kept(args.top, input)
+        } else {
+            0
+        },
     };
     let frontier = sweep.frontier(&points, &needs, threads, input.show_progress)?;
     Ok(Swept {

@@ -431,7 +431,8 @@ pub fn outliers(input: &Input, pick: Option<&FrontierRow>) -> Result<Option<Outl
 /// The keys `pick` refuses among those the targets count, most refused
 /// first (then most requests, then by name, as audit ranks them): the
 /// first `top` of them. The outliers left out and the excluded keys are
-/// named apart.
+/// named apart. Taken from the row's own audit replay when the sweep ran
+/// one, else from one replay of its spec.
 pub fn hurt(input: &Input, pick: &FrontierRow, top: usize) -> Result<Vec<HurtKey>> {
     let log = &input.log;
     if top == 0 || pick.keys_hurt == 0 {
@@ -442,8 +443,11 @@ pub fn hurt(input: &Input, pick: &FrontierRow, top: usize) -> Result<Vec<HurtKey
         .filter(|&k| !input.is_counted(k))
         .map(|k| crate::quote::key_text(log.names.get(k as u32)))
         .collect();
-    let p = audit(log, &pick.spec, true, top + left_out.len())?;
-    Ok(p.top_keys
+    let refused_most = match &pick.refused_most {
+        Some(rows) => rows.clone(),
+        None => audit(log, &pick.spec, true, hurt_kept(top, input))?.top_keys,
+    };
+    Ok(refused_most
         .into_iter()
         .filter(|k| !left_out.contains(&k.key))
         .take(top)
@@ -453,4 +457,15 @@ pub fn hurt(input: &Input, pick: &FrontierRow, top: usize) -> Result<Vec<HurtKey
             refused: k.dropped,
         })
         .collect())
+}
+
+/// The most refused keys an audit replay keeps so that [`hurt`] can name
+/// `top` of those the targets count: `top` and the keys left out.
+pub fn hurt_kept(top: usize, input: &Input) -> usize {
+    if top == 0 {
+        return 0;
+    }
+    top + (0..input.log.keys())
+        .filter(|&k| !input.is_counted(k))
+        .count()
 }

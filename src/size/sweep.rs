@@ -152,6 +152,9 @@ pub struct Sweep<'a> {
     pub horizon: Nanos,
     /// `--per`: the periods every target holds in.
     pub per: Option<&'a Periods<'a>>,
+    /// The keys a row's audit replay keeps, most refused first (`--top`
+    /// and the keys left out): what a pick names as the clients it refuses.
+    pub top: usize,
 }
 
 /// Each key's zero-drop size at one point, and its longest wait at any
@@ -248,7 +251,7 @@ impl Sweep<'_> {
         // when its probe saw them all, else audit's replay of the spec.
         let (report, audited) = match found.tally.counts {
             Some(counts) => (counts.report(spec.clone(), spec.clone()), 0),
-            None => (audit(self.log, &spec, self.keyed, 0)?, 1),
+            None => (audit(self.log, &spec, self.keyed, self.top)?, 1),
         };
         let worst = self
             .family
@@ -269,6 +272,9 @@ impl Sweep<'_> {
             ..FrontierRow::default()
         };
         row.fill(&report);
+        if audited == 1 && self.keyed {
+            row.refused_most = Some(report.top_keys);
+        }
         if !self.counted.is_empty() {
             let requests = self.goal.requests;
             row.checked = Some(Checked {
