@@ -115,7 +115,12 @@ pub fn decide_level<P: Policy, const RETRY: bool>(
         Levels::Rises => d.is_admit() || refusal_counts,
         Levels::All => true,
     };
-    (d, if wanted { policy.level(state, now) } else { 0 })
+    let level = match (wanted, d.is_admit()) {
+        (false, _) => 0,
+        (true, true) => policy.admitted_level(state, now),
+        (true, false) => policy.level(state, now),
+    };
+    (d, level)
 }
 
 /// Which levels a caller of `decide_level` needs.

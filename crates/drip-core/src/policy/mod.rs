@@ -142,6 +142,13 @@ pub trait Policy {
     /// The occupancy after the last request, in the policy's own units
     /// (bucket level, backlog, window count), for reports.
     fn level(&self, state: &Self::State, now: Nanos) -> u64;
+
+    /// `level` just after `decide` admitted a request at `now`: a policy
+    /// that knows it more cheaply then overrides this.
+    #[inline]
+    fn admitted_level(&self, state: &Self::State, now: Nanos) -> u64 {
+        self.level(state, now)
+    }
 }
 
 /// A refusal that changes nothing, as a policy's `decide` returns it: with
@@ -228,5 +235,10 @@ impl<P: Policy> Policy for Checked<P> {
     #[inline]
     fn level(&self, state: &P::State, now: Nanos) -> u64 {
         self.policy.level(state, now)
+    }
+
+    #[inline]
+    fn admitted_level(&self, state: &P::State, now: Nanos) -> u64 {
+        self.policy.admitted_level(state, now)
     }
 }

@@ -436,6 +436,10 @@ fn every_decide_is_check_then_record() {
                 assert_eq!(f, bare, "{} without retry at {now}, cost {cost}", P::NAME);
                 assert_eq!(p.level(&one, Nanos(now)), p.level(&two, Nanos(now)));
                 assert_eq!(p.level(&one, Nanos(now)), p.level(&three, Nanos(now)));
+                if d.is_admit() {
+                    let at = Nanos(now);
+                    assert_eq!(p.admitted_level(&one, at), p.level(&one, at), "{}", P::NAME);
+                }
                 let later = Nanos(now + rng.below(20 * S));
                 assert_eq!(p.is_neutral(&one, later), p.is_neutral(&two, later));
                 assert_eq!(p.is_neutral(&one, later), p.is_neutral(&three, later));

@@ -101,7 +101,7 @@ impl Job for NeedJob<'_> {
                 let n = &mut need[at + c];
                 match p.decide(s, now, cost) {
                     Decision::Admit { release } => {
-                        let level = p.level(s, now).saturating_sub(self.offset);
+                        let level = p.admitted_level(s, now).saturating_sub(self.offset);
                         if level > *n {
                             *n = level;
                         }

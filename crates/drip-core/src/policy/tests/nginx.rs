@@ -208,3 +208,30 @@ fn nginx_delays_as_the_shaper_to_the_truncated_ms() {
     }
     assert!(decisions >= 20_000);
 }
+
+/// The level just after an admission, without the leak, equals `level`
+/// there: on times going forward, standing still, stepping back less than
+/// a minute (nginx leaks nothing then) and more (nginx counts 1 ms).
+#[test]
+fn nginx_admitted_level_is_the_level() {
+    let mut rng = Rng(0x6c65_7665);
+    for spec in [
+        "nginx:rate=7r/m,burst=9",
+        "nginx:rate=3r/s,burst=40,delay=5",
+    ] {
+        let n = nginx(spec);
+        let mut s = NginxState::default();
+        let mut now: u64 = 3_600_000 * MS;
+        for _ in 0..5_000 {
+            now = match rng.below(6) {
+                0 => now.saturating_sub(rng.below(59_000) * MS),
+                1 => now.saturating_sub(61_000 * MS + rng.below(MS)),
+                2 => now,
+                _ => now + rng.below(2_000 * MS),
+            };
+            if n.decide(&mut s, Nanos(now), 1).is_admit() {
+                assert_eq!(n.admitted_level(&s, Nanos(now)), n.level(&s, Nanos(now)));
+            }
+        }
+    }
+}
