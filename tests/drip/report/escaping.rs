@@ -147,11 +147,20 @@ fn an_audit_shows_hostile_keys_and_labels_as_text() {
     assert_svg_parses(&std::fs::read_to_string(&plot).unwrap());
 }
 
+/// CSV is safe to open in a spreadsheet: no raw control character in any
+/// cell, and no cell a spreadsheet would run as a formula; JSON keeps
+/// every value as found.
 #[test]
-fn csv_and_json_keep_every_value_as_found() {
+fn csv_is_safe_for_spreadsheets_and_json_keeps_every_value() {
     let tmp = Scratch::new();
     let log = hostile_log(&tmp);
+    // A key that is a formula, and a location name with a terminal escape.
+    let mut text = std::fs::read_to_string(&log).unwrap();
+    text.push_str("2024-05-01T12:00:01.000Z,=HYPERLINK(\"http://e\")\n");
+    text.push_str("2024-05-01T12:00:01.000Z,=HYPERLINK(\"http://e\")\n");
+    std::fs::write(&log, text).unwrap();
     let csv = audit(&log, &["-f", "csv"]);
+    assert_no_controls("csv", &csv);
     let fields: Vec<String> = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)
@@ -163,7 +172,16 @@ fn csv_and_json_keep_every_value_as_found() {
     for key in [KEYS[0], KEYS[1], KEYS[2], "x\\u{1b}[2Jy"] {
         assert!(fields.iter().any(|f| f == key), "{key:?} in {csv}");
     }
-    assert!(fields.iter().any(|f| f == LABEL), "{csv}");
+    assert!(
+        fields.iter().any(|f| f == "'=HYPERLINK(\"http://e\")"),
+        "{csv}"
+    );
+    assert!(
+        !fields.iter().any(|f| f.starts_with(['=', '+', '@'])),
+        "{csv}"
+    );
+    let label = "evil\\u{1b}[31m<b>|[x](http://e)`\\u{7}";
+    assert!(fields.iter().any(|f| f == label), "{csv}");
 
     let json: serde_json::Value = serde_json::from_str(&audit(&log, &["-f", "json"])).unwrap();
     assert_eq!(json["policies"][0]["label"], LABEL);
