@@ -10,14 +10,21 @@
 
 /// Writes a line to stderr, like `eprintln!`, but a stderr that cannot
 /// be written (closed, `/dev/full`) is ignored instead of panicking: a
-/// message is never worth losing the run's result for.
+/// message is never worth losing the run's result for. Every message
+/// goes through here, and here every character that would act on a
+/// terminal (controls, line breaks, bidi marks) is written as an escape,
+/// whatever a file name, config or log line put in it.
 #[macro_export]
 macro_rules! say {
     ($($arg:tt)*) => {{
         use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
+        let line = $crate::visible(&format!($($arg)*));
+        let _ = writeln!(std::io::stderr(), "{line}");
     }};
 }
+
+#[doc(hidden)]
+pub use drip_core::quote::visible;
 
 /// Where the core's notes go: each printed on stderr as `drip: NOTE`,
 /// unless `quiet`.

@@ -3,5 +3,6 @@
 
 mod completions;
 mod help;
+mod hostile;
 mod man;
 mod progress;
