@@ -1,7 +1,11 @@
 //! Refusing an output that is also an input, or another output, before
 //! anything is opened for writing: `--decisions log.csv` would truncate the
 //! log it is about to read, `--rejects in.txt < in.txt` would empty the
-//! input, a report redirected onto the rejects file would overwrite it.
+//! input, a report redirected onto the rejects file would overwrite it,
+//! `drip audit … >> nginx.conf` (or `2>> nginx.conf`) would write into the
+//! config it checks. Standard error is an output too, compared with the
+//! inputs only (`> out 2>&1` is fine); when it is an input, the refusal
+//! cannot be written there ([`StderrOntoInput`]).
 //!
 //! Files are compared by device and inode, so a symlink, a hard link or
 //! `/dev/stdout` pointing at the same file is caught too. Only regular
@@ -22,6 +26,7 @@ pub enum Place<'a> {
     Path(&'a Path),
     Stdin,
     Stdout,
+    Stderr,
 }
 
 /// An input or output with what it is for, e.g. `--rejects 'r.txt'`.
@@ -66,6 +71,9 @@ fn identity(place: &Place) -> Option<Identity> {
         Place::Stdout => File::from(io::stdout().as_fd().try_clone_to_owned().ok()?)
             .metadata()
             .ok()?,
+        Place::Stderr => File::from(io::stderr().as_fd().try_clone_to_owned().ok()?)
+            .metadata()
+            .ok()?,
     };
     // A pipe is compared as a file is: `--rejects /dev/stdin` with piped
     // input would feed the run its own output.
@@ -76,10 +84,36 @@ fn identity(place: &Place) -> Option<Identity> {
     })
 }
 
+/// Standard error is one of the inputs: the refusal, which cannot be
+/// written there, for the binary to show on the terminal if it has one.
+#[derive(Debug)]
+pub struct StderrOntoInput(pub String);
+
+impl std::fmt::Display for StderrOntoInput {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for StderrOntoInput {}
+
 /// Fails with one line naming the pair when an output is the same file as
-/// an input or as another output.
+/// an input or as another output, or standard error is an input.
 pub fn check_distinct(inputs: &[Endpoint], outputs: &[Endpoint]) -> Result<()> {
     let ins: Vec<Option<Identity>> = inputs.iter().map(|e| identity(&e.place)).collect();
+    if let Some(err) = identity(&Place::Stderr) {
+        let onto = inputs
+            .iter()
+            .zip(&ins)
+            .find(|(_, i)| i.as_ref() == Some(&err));
+        if let Some((i, _)) = onto {
+            return Err(StderrOntoInput(format!(
+                "standard error is the same file as {}: a message would be written into it; nothing was written, send standard error elsewhere",
+                i.what
+            ))
+            .into());
+        }
+    }
     let outs: Vec<Option<Identity>> = outputs.iter().map(|e| identity(&e.place)).collect();
     for (o, oid) in outputs.iter().zip(&outs) {
         let Some(oid) = oid else { continue };
@@ -155,6 +189,14 @@ pub fn inputs<'a>(files: &'a [PathBuf], file: &str, stdin: &str) -> Vec<Endpoint
         inputs.push(Endpoint::new(stdin, Place::Stdin));
     }
     inputs
+}
+
+/// The files of an nginx config (the one given and its includes), as
+/// inputs.
+pub fn conf_files(files: &[PathBuf]) -> Vec<Endpoint<'_>> {
+    (files.iter())
+        .map(|f| Endpoint::new(named("the nginx config", f), Place::Path(f)))
+        .collect()
 }
 
 /// `what 'path'` for messages.

@@ -26,6 +26,18 @@ macro_rules! say {
 #[doc(hidden)]
 pub use drip_core::quote::visible;
 
+pub use clash::StderrOntoInput;
+
+/// A message for a run whose standard error is one of its inputs: written
+/// to the controlling terminal when there is one (never into the input),
+/// else nowhere; the exit status still says the run was refused.
+pub fn say_on_terminal(message: &str) {
+    use std::io::Write as _;
+    if let Ok(mut tty) = std::fs::OpenOptions::new().write(true).open("/dev/tty") {
+        let _ = writeln!(tty, "drip: {}", visible(message));
+    }
+}
+
 /// Where the core's notes go: each printed on stderr as `drip: NOTE`,
 /// unless `quiet`.
 fn notes(quiet: bool) -> drip_core::notes::Notes {

@@ -29,6 +29,10 @@ fn main() -> ExitCode {
     match drip::run(cli.command) {
         Ok(code) => ExitCode::from(code),
         Err(e) if is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) if e.chain().any(|c| c.is::<drip::StderrOntoInput>()) => {
+            drip::say_on_terminal(&e.to_string());
+            ExitCode::from(2)
+        }
         Err(e) => {
             drip::say!("drip: {e:#}");
             ExitCode::from(2)

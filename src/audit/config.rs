@@ -48,14 +48,16 @@ fn load_specs(args: &AuditArgs) -> Result<Vec<Spec>> {
 }
 
 /// Refuses, before anything is opened for writing, a decisions file or a
-/// report that is one of the logs, the policies file, or each other.
-fn check_outputs(args: &AuditArgs, files: &[std::path::PathBuf]) -> Result<()> {
-    use crate::clash::{Endpoint, Place, check_distinct, check_logs_once, logs, named};
-    let mut inputs = logs(files);
+/// report (or standard error) that is one of the logs, the policies file,
+/// a file of an nginx config (`confs`), or each other.
+fn check_outputs(args: &AuditArgs, confs: &[std::path::PathBuf]) -> Result<()> {
+    use crate::clash::{Endpoint, Place, check_distinct, check_logs_once, conf_files, logs, named};
+    let mut inputs = logs(&args.input.files);
     check_logs_once(&inputs)?;
     if let Some(p) = &args.policies_file {
         inputs.push(Endpoint::new(named("--policies", p), Place::Path(p)));
     }
+    inputs.extend(conf_files(confs));
     let mut outputs = vec![Endpoint::new("standard output (the report)", Place::Stdout)];
     match &args.decisions {
         Some(p) if p.as_os_str() == "-" => {
@@ -122,8 +124,13 @@ impl Config {
     /// Checks the outputs, loads the policies and thresholds, gives each
     /// run its key columns, and settles how the logs are read.
     pub(super) fn from_args(args: AuditArgs) -> Result<Config> {
-        check_outputs(&args, &args.input.files)?;
+        check_outputs(&args, &args.nginx_conf)?;
         let policies = Policies::load(&args)?;
+        // Again with the configs' includes, now that they are known.
+        let included: Vec<std::path::PathBuf> = (policies.confs.iter())
+            .flat_map(|(_, c)| c.files.iter().cloned())
+            .collect();
+        check_outputs(&args, &included)?;
         let thresholds = Thresholds::from_args(&args, &policies.labels)?;
         let mut key_cols = KeyColumns::new(&args);
         let mut runs = spec_runs(&policies.specs, &mut key_cols)?;

@@ -135,42 +135,37 @@ fn refuse_mixed(args: &SizeArgs) -> Result<()> {
     Ok(())
 }
 
-/// Refuses a `--patch` that would overwrite what the run reads: a file of
-/// the config (the main one or an included one), a log, or a folder.
-fn refuse_patch_target(args: &SizeArgs, conf: &NginxConf) -> Result<()> {
-    let Some(p) = &args.patch else {
-        return Ok(());
-    };
-    use crate::clash::{Endpoint, Place, check_distinct, logs, named};
-    if p.as_os_str() == "-" {
-        let out = [Endpoint::new("standard output (--patch -)", Place::Stdout)];
-        return check_distinct(&logs(&args.input.files), &out);
+/// Refuses, before anything is written, a report, patch or standard
+/// error that is one of the logs, the --exclude-keys file or a file of the
+/// config (`confs`: the one given, then with its includes), and a
+/// `--patch` that is a folder.
+fn check_outputs(args: &SizeArgs, confs: &[std::path::PathBuf]) -> Result<()> {
+    use crate::clash::{Endpoint, Place, check_distinct, check_logs_once, conf_files, logs, named};
+    let mut inputs = logs(&args.input.files);
+    check_logs_once(&inputs)?;
+    if let Some(p) = &args.exclude_keys {
+        inputs.push(Endpoint::new(named("--exclude-keys", p), Place::Path(p)));
     }
-    if p.is_dir() {
-        bail!(
+    inputs.extend(conf_files(confs));
+    let mut outputs = vec![Endpoint::new("standard output (the report)", Place::Stdout)];
+    match &args.patch {
+        Some(p) if p.as_os_str() == "-" => {
+            outputs[0] = Endpoint::new("standard output (--patch -)", Place::Stdout)
+        }
+        Some(p) if p.is_dir() => bail!(
             "--patch '{}' is a folder: give the path of the file to write the patch to",
             p.display()
-        );
+        ),
+        Some(p) => outputs.push(Endpoint::new(named("--patch", p), Place::Path(p))),
+        None => {}
     }
-    let mut inputs = logs(&args.input.files);
-    let names: Vec<String> = conf
-        .files
-        .iter()
-        .map(|f| format!("'{}', a file of the nginx config", f.display()))
-        .collect();
-    for (f, what) in conf.files.iter().zip(&names) {
-        inputs.push(Endpoint::new(what.clone(), Place::Path(f)));
-    }
-    let outputs = [
-        Endpoint::new("standard output (the report)", Place::Stdout),
-        Endpoint::new(named("--patch", p), Place::Path(p)),
-    ];
     check_distinct(&inputs, &outputs)
 }
 
 /// Reads the config, plans its replay, and reads the log into rows.
 fn read(args: &SizeArgs, path: &std::path::Path) -> Result<(Arc<NginxConf>, ConfExec, Rows, Read)> {
     let vars = crate::nginx_setup::parse_vars(&args.nginx_var)?;
+    check_outputs(args, &[path.to_path_buf()])?;
     let (_, conf) =
         crate::nginx_setup::load_confs(&[path.to_path_buf()], &[], args.quiet, false)?.remove(0);
     let units = units(&conf);
@@ -181,7 +176,7 @@ fn read(args: &SizeArgs, path: &std::path::Path) -> Result<(Arc<NginxConf>, Conf
         );
     }
     super::patch::one_per_line(&units, |z| conf.zones[z].name.clone())?;
-    refuse_patch_target(args, &conf)?;
+    check_outputs(args, &conf.files)?;
     let mut spec = args.input.spec(Vec::new(), args.quiet)?;
     crate::nginx_setup::fitting_log_format(&conf, &spec, false).apply(&mut spec);
     let log_fields = crate::ingest::peek::log_fields(&spec);

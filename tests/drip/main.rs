@@ -13,6 +13,7 @@ mod cli;
 mod docs;
 mod hardening;
 mod logs;
+mod outputs;
 mod pace;
 mod report;
 mod share;

@@ -194,14 +194,37 @@ pub fn key_text(bytes: &[u8]) -> String {
     out
 }
 
-/// `word` as one shell word: as it is when plain, else in single quotes.
+/// `word` as one shell word: as it is when plain, else in single quotes;
+/// a word holding a character [`hides`] (a newline, a terminal escape) in
+/// `$'…'` with every such character escaped, so the command prints on one
+/// line and bash or zsh runs it as printed.
 pub fn shell_word(word: &str) -> String {
     let plain = |c: char| c.is_ascii_alphanumeric() || "/._-+=:,@%".contains(c);
     if !word.is_empty() && word.chars().all(plain) {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', "'\\''"))
+        return word.to_string();
     }
+    if !word.chars().any(hides) {
+        return format!("'{}'", word.replace('\'', "'\\''"));
+    }
+    let mut out = String::from("$'");
+    for c in word.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if hides(c) => {
+                let mut buf = [0; 4];
+                for b in c.encode_utf8(&mut buf).bytes() {
+                    let _ = write!(out, "\\x{b:02x}");
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
 }
 
 #[cfg(test)]
@@ -213,6 +236,8 @@ mod tests {
         assert_eq!(shell_word("/etc/nginx"), "/etc/nginx");
         assert_eq!(shell_word("my confs/it's"), "'my confs/it'\\''s'");
         assert_eq!(shell_word(""), "''");
+        assert_eq!(shell_word("a\nb's\\"), "$'a\\nb\\'s\\\\'");
+        assert_eq!(shell_word("x\u{1b}\u{202e}"), "$'x\\x1b\\xe2\\x80\\xae'");
     }
 
     #[test]

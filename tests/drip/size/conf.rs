@@ -292,7 +292,7 @@ fn the_patch_is_never_written_over_what_the_run_reads() {
     let log = tmp.join("access.log.gz");
     std::fs::copy(LOG, &log).unwrap();
     for (target, says) in [
-        (&included, "a file of the nginx config"),
+        (&included, "is the same file as the nginx config"),
         (&dir.join("limits"), "is a folder"),
     ] {
         let out = size(&conf, &["--patch", s(target)]);
@@ -390,7 +390,8 @@ fn size_and_apply_as_printed(conf: &Path) -> String {
         .unwrap_or_else(|| panic!("{apply}: not ending {check}"));
     assert!(command.contains(s(&patch)), "{command}");
     let elsewhere = Scratch::new();
-    let applied = Command::new("sh")
+    // bash: a name holding a newline is printed as $'…'.
+    let applied = Command::new("bash")
         .args(["-c", command])
         .current_dir(&elsewhere)
         .output()
@@ -436,6 +437,23 @@ fn a_debian_site_given_by_its_symlink_is_patched_where_it_lives() {
         "{}",
         again.stdout
     );
+}
+
+/// A config in a folder whose name holds a newline and a terminal escape:
+/// the apply command is one line, and runs as printed.
+#[test]
+fn the_printed_command_runs_as_printed_for_a_folder_named_with_a_newline() {
+    let tmp = Scratch::new();
+    let dir = tmp.join("new\nline \x1b[2J'dir");
+    std::fs::create_dir_all(dir.join("limits")).unwrap();
+    let from = config();
+    for f in ["nginx.conf", "limits/zones.conf", "limits/shuttle.conf"] {
+        std::fs::copy(from.join(f), dir.join(f)).unwrap();
+    }
+    let diff = size_and_apply_as_printed(&dir.join("nginx.conf"));
+    assert!(diff.contains("--- a/limits/shuttle.conf\n"), "{diff}");
+    let shuttle = std::fs::read_to_string(dir.join("limits/shuttle.conf")).unwrap();
+    assert_ne!(shuttle, "# per URL\nlimit_req zone=perurl burst=10;\n");
 }
 
 #[test]
