@@ -135,6 +135,7 @@ fn close_miss(sub: &clap::Command, e: &clap::Error) -> Option<String> {
                 )),
             }
         }
+        ErrorKind::InvalidValue => optional_value(sub, e),
         ErrorKind::MissingRequiredArgument if name == "pace" => {
             let missing = e.get(ContextKind::InvalidArg);
             let wants_command = matches!(missing, Some(ContextValue::Strings(v))
@@ -146,6 +147,27 @@ fn close_miss(sub: &clap::Command, e: &clap::Error) -> Option<String> {
         }
         _ => None,
     }
+}
+
+/// A flag whose value is optional took the next word for it (`--stats
+/// urls.txt`): how to give the value and the word apart.
+fn optional_value(sub: &clap::Command, e: &clap::Error) -> Option<String> {
+    let Some(ContextValue::String(arg)) = e.get(ContextKind::InvalidArg) else {
+        return None;
+    };
+    let Some(ContextValue::String(typed)) = e.get(ContextKind::InvalidValue) else {
+        return None;
+    };
+    let long = arg.strip_prefix("--")?.split([' ', '=']).next()?;
+    let a = sub.get_arguments().find(|a| a.get_long() == Some(long))?;
+    if a.get_num_args().is_none_or(|n| n.min_values() > 0) {
+        return None;
+    }
+    let first = a.get_possible_values().into_iter().next()?;
+    Some(format!(
+        "the value of --{long} is optional: to give '{typed}' as an argument of its own, write --{long}={} (or put '{typed}' before --{long})",
+        first.get_name()
+    ))
 }
 
 /// For a flag `sub` lacks: the other commands that have it.
@@ -176,6 +198,17 @@ mod tests {
             .try_get_matches_from(&argv)
             .expect_err("a usage error");
         message(&e, &argv)
+    }
+
+    #[test]
+    fn a_file_after_an_optional_value_flag_gets_the_equals_form() {
+        let m = said(&["drip", "pace", "-r", "5/s", "--stats", "urls.txt"]);
+        assert!(
+            m.contains("write --stats=text (or put 'urls.txt' before --stats)"),
+            "{m}"
+        );
+        let m = said(&["drip", "pace", "-r", "5/s", "--on-full", "later"]);
+        assert!(!m.contains("is optional"), "{m}");
     }
 
     #[test]
