@@ -6,9 +6,26 @@ use crate::cli::CompletionsArgs;
 use anyhow::{Context, Result};
 use std::io::Write;
 
-/// The completion script for `shell`, as bytes.
+/// The completion script for `shell`, as bytes. `-p`/`--policy` completes
+/// the policy names (a spec starts with one; the parser itself takes any
+/// spec, so the names are given to the completion's copy only).
 pub fn script(shell: clap_complete::Shell) -> Vec<u8> {
     let mut cmd = crate::help::command();
+    let names = crate::policy::table::POLICY_NAMES;
+    let subs: Vec<String> = cmd.get_subcommands().map(|c| c.get_name().into()).collect();
+    for sub in subs {
+        cmd = cmd.mut_subcommand(sub, |c| {
+            let ids: Vec<clap::Id> = (c.get_arguments())
+                .filter(|a| a.get_long() == Some("policy"))
+                .map(|a| a.get_id().clone())
+                .collect();
+            ids.into_iter().fold(c, |c, id| {
+                c.mut_arg(id, |a| {
+                    a.value_parser(clap::builder::PossibleValuesParser::new(names))
+                })
+            })
+        });
+    }
     let mut buf = Vec::new();
     // Generated into memory: the generator cannot report a write error, and
     // a closed stdout must end quietly, not in a panic.

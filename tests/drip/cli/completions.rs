@@ -82,7 +82,9 @@ _drip drip au drip; echo "sub: ${{COMPREPLY[*]}}"
 COMP_WORDS=(drip audit --reorder); COMP_CWORD=2; COMP_LINE='drip audit --reorder'; COMP_POINT=20
 _drip drip --reorder audit; echo "flag: ${{COMPREPLY[*]}}"
 COMP_WORDS=(drip completions f); COMP_CWORD=2; COMP_LINE='drip completions f'; COMP_POINT=18
-_drip drip f completions; echo "shell: ${{COMPREPLY[*]}}""#,
+_drip drip f completions; echo "shell: ${{COMPREPLY[*]}}"
+COMP_WORDS=(drip audit -p g); COMP_CWORD=3; COMP_LINE='drip audit -p g'; COMP_POINT=15
+_drip drip g -p; echo "policy: ${{COMPREPLY[*]}}""#,
         path.display()
     );
     let out = run_shell("bash", &["-c", &probe]);
@@ -95,6 +97,7 @@ _drip drip f completions; echo "shell: ${{COMPREPLY[*]}}""#,
     assert!(text.contains("sub: audit"), "{text}");
     assert!(text.contains("flag: --reorder-window"), "{text}");
     assert!(text.contains("shell: fish"), "{text}");
+    assert!(text.contains("policy: gcra\n"), "{text}");
 }
 
 #[test]
@@ -102,7 +105,7 @@ fn fish_completes_subcommands_and_flags() {
     let tmp = Scratch::new();
     let path = saved(&tmp, "fish");
     let probe = format!(
-        "source '{}'; complete -C 'drip pa'; complete -C 'drip pace --on-f'",
+        "source '{}'; complete -C 'drip pa'; complete -C 'drip pace --on-f'; complete -C 'drip size -p sl'",
         path.display()
     );
     let out = run_shell("fish", &["--no-config", "-c", &probe]);
@@ -114,6 +117,9 @@ fn fish_completes_subcommands_and_flags() {
     );
     assert!(text.lines().any(|l| l.starts_with("pace")), "{text}");
     assert!(text.lines().any(|l| l.starts_with("--on-full")), "{text}");
+    for name in ["sliding-window", "sliding-log"] {
+        assert!(text.lines().any(|l| l.starts_with(name)), "{text}");
+    }
 }
 
 #[test]
