@@ -282,7 +282,10 @@ fn render(config: &Config, report: &Report, plotted: Option<&Timeline>) -> Resul
     let mut out = std::io::BufWriter::new(stdout.lock());
     let written = match args.format {
         _ if decisions_on_stdout => Ok(()),
-        Format::Table => crate::report::audit::render_table(report, &mut out),
+        Format::Table => {
+            let width = crate::report::fit::width(args.wide);
+            crate::report::audit::render_table(report, width, &mut out)
+        }
         Format::Json => crate::report::audit::render_json(report, &mut out),
         Format::Csv => crate::report::audit::render_csv(report, &mut out),
         Format::Markdown => crate::report::audit::render_markdown(report, &mut out),

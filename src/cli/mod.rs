@@ -382,6 +382,13 @@ pub struct AuditArgs {
     #[arg(long, short, value_enum, default_value_t = Format::Table, help_heading = OUTPUT,
           hide_possible_values = true, hide_default_value = true)]
     pub format: Format,
+    /// The table report with every line whole, however wide.
+    ///
+    /// By default it fits $COLUMNS, else the terminal, else 80 columns:
+    /// prose wraps, a wide table is cut into groups of columns behind its
+    /// first (or a record per row). Other formats are never fitted.
+    #[arg(long, help_heading = OUTPUT, hide_short_help = true)]
+    pub wide: bool,
     /// Draw the timeline to FILE.svg.
     ///
     /// A panel per policy, per --timeline interval (or about 200-600
@@ -525,6 +532,13 @@ pub struct SizeArgs {
     #[arg(long, short, value_enum, default_value_t = Format::Table, help_heading = OUTPUT,
           hide_possible_values = true, hide_default_value = true)]
     pub format: Format,
+    /// The table report with every line whole, however wide.
+    ///
+    /// By default it fits $COLUMNS, else the terminal, else 80 columns:
+    /// prose wraps, a wide table is cut into groups of columns behind its
+    /// first (or a record per row). Other formats are never fitted.
+    #[arg(long, help_heading = OUTPUT, hide_short_help = true)]
+    pub wide: bool,
     /// Draw the frontier and the per-key need to FILE.svg.
     ///
     /// The recommendation is marked on the frontier.

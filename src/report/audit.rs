@@ -126,8 +126,8 @@ fn add_timeline(page: &mut Page, report: &Report, plot: Option<&str>) {
     page.add(Shown::HTML, Block::Folded { summary, table });
 }
 
-pub fn render_table(report: &Report, out: &mut dyn Write) -> io::Result<()> {
-    super::table::write(&page(report, None), out)
+pub fn render_table(report: &Report, width: Option<usize>, out: &mut dyn Write) -> io::Result<()> {
+    super::table::write(&page(report, None), width, out)
 }
 
 pub fn render_markdown(report: &Report, out: &mut dyn Write) -> io::Result<()> {

@@ -10,6 +10,7 @@
 pub mod audit;
 pub mod compare;
 pub mod csv;
+pub mod fit;
 pub mod html;
 pub mod json;
 pub mod markdown;

@@ -802,8 +802,8 @@ fn add_need(page: &mut Page, r: &SizeReport) {
     }
 }
 
-pub fn render_table(r: &SizeReport, out: &mut dyn Write) -> io::Result<()> {
-    super::table::write(&page(r, None), out)
+pub fn render_table(r: &SizeReport, width: Option<usize>, out: &mut dyn Write) -> io::Result<()> {
+    super::table::write(&page(r, None), width, out)
 }
 
 pub fn render_markdown(r: &SizeReport, out: &mut dyn Write) -> io::Result<()> {

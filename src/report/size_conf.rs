@@ -419,8 +419,12 @@ fn add_patch(page: &mut Page, r: &SizeConfReport) {
     }
 }
 
-pub fn render_table(r: &SizeConfReport, out: &mut dyn Write) -> io::Result<()> {
-    super::table::write(&page(r), out)
+pub fn render_table(
+    r: &SizeConfReport,
+    width: Option<usize>,
+    out: &mut dyn Write,
+) -> io::Result<()> {
+    super::table::write(&page(r), width, out)
 }
 
 pub fn render_markdown(r: &SizeConfReport, out: &mut dyn Write) -> io::Result<()> {

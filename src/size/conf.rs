@@ -515,7 +515,7 @@ fn render(args: &SizeArgs, report: &SizeConfReport) -> Result<u8> {
     use crate::report::size_conf as r;
     match args.format {
         _ if to_stdout => out.write_all(report.patch.as_bytes()),
-        Format::Table => r::render_table(report, &mut out),
+        Format::Table => r::render_table(report, crate::report::fit::width(args.wide), &mut out),
         Format::Json => r::render_json(report, &mut out),
         Format::Csv => r::render_csv(report, &mut out),
         Format::Markdown => r::render_markdown(report, &mut out),

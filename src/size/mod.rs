@@ -389,7 +389,10 @@ fn render(args: &SizeArgs, report: &SizeReport) -> Result<u8> {
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     match args.format {
-        Format::Table => crate::report::size::render_table(report, &mut out),
+        Format::Table => {
+            let width = crate::report::fit::width(args.wide);
+            crate::report::size::render_table(report, width, &mut out)
+        }
         Format::Json => crate::report::size::render_json(report, &mut out),
         Format::Csv => crate::report::size::render_csv(report, &mut out),
         Format::Markdown => crate::report::size::render_markdown(report, &mut out),

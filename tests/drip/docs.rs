@@ -386,6 +386,8 @@ impl Place {
             .env("XDG_RUNTIME_DIR", self.dir.join(".run"))
             .env_remove("DRIP_SHARE")
             .env_remove("DRIP_SHARE_KEY")
+            // What a reader sees in a pipe or a CI log: 80 columns.
+            .env_remove("COLUMNS")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())

@@ -42,6 +42,9 @@ impl Drip {
         for v in ["DRIP_SHARE", "DRIP_SHARE_KEY"] {
             cmd.env_remove(v);
         }
+        // Tests read the table report's lines whole; `report::width` sets
+        // the widths it checks the fitting at.
+        cmd.env("COLUMNS", "1000");
         Drip { cmd, stdin: None }
     }
 
@@ -67,6 +70,11 @@ impl Drip {
 
     pub fn args(mut self, args: impl IntoIterator<Item = impl AsRef<OsStr>>) -> Drip {
         self.cmd.args(args);
+        self
+    }
+
+    pub fn env_remove(mut self, key: impl AsRef<OsStr>) -> Drip {
+        self.cmd.env_remove(key);
         self
     }
 

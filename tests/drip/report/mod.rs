@@ -4,3 +4,4 @@
 mod escaping;
 mod html;
 mod plot;
+mod width;
