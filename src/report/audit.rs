@@ -5,7 +5,7 @@
 //! tables for scripts: the summary, the top keys, the longest waits and
 //! the timeline, then the nginx and compare tables.
 
-use super::page::{Block, Page, Shown, Table};
+use super::page::{Block, Page, Shown, Table, Verdict};
 use super::{Column, Human, Report, TIMELINE};
 use crate::time::span;
 use std::io::{self, Write};
@@ -28,11 +28,18 @@ pub fn page<'a>(report: &'a Report, plot: Option<&str>) -> Page<'a> {
     super::nginx::add(&mut page, report);
     super::compare::add(&mut page, report);
     add_timeline(&mut page, report, plot);
-    // The terminal hears of crossings on stderr, from the audit itself.
-    if !report.crossings.is_empty() {
-        page.add(Shown::MARKDOWN, crossed_heading());
-        page.add(Shown::MARKDOWN, Block::List(crossed(report)));
-    }
+    // The terminal hears of crossings on stderr, from the audit itself;
+    // markdown leads with them.
+    let n = report.crossings.len();
+    page.verdict = Some(Verdict {
+        pass: n == 0,
+        line: match n {
+            0 => "pass: no threshold crossed".into(),
+            1 => "1 threshold crossed".into(),
+            n => format!("{n} thresholds crossed"),
+        },
+        details: crossed(report),
+    });
     page
 }
 

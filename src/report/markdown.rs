@@ -1,32 +1,54 @@
-//! GitHub-flavoured markdown, to paste into a pull-request comment. Blocks
-//! are separated by one blank line.
+//! GitHub-flavoured markdown, to paste into a pull-request comment: the
+//! verdict first (`✅`/`❌` and its line, then what backs it), the first
+//! table open, every later table folded in `<details>` under its heading.
+//! Blocks are separated by one blank line.
 //!
 //! Every text is escaped ([`escape`]) so that what a log or a config holds
 //! shows as the characters it is and never as markup: `&`, `<` and `>`
 //! (HTML tags, autolinks), `]` (every link, image, reference or footnote
 //! needs one to close its `[`, so `[` alone stays as it is), backticks
-//! (code spans) and `|` (table cells) are written as character references,
-//! which markdown never reads as syntax and a preceding `\` cannot undo; control
-//! characters as `\n` or `\u{1b}`, so a text stays on its line. Emphasis
-//! characters (`*`, `_`, `~`) and `\` are left as they are: at worst they
-//! change how a text is emphasised, and nginx locations (`~ \.gif$`) read
-//! as written in the source. Preformatted lines go in a fence longer than
+//! (code spans), `|` (table cells), `\` (which would escape what follows:
+//! nginx's `~ \.gif$` would lose it) and `*`, `_`, `~` (emphasis,
+//! strikethrough) are written as character references, which markdown
+//! never reads as syntax; control characters as `\n` or `\u{1b}`, so a
+//! text stays on its line. Preformatted lines go in a fence longer than
 //! any run of backticks they hold.
 
-use super::page::{self, Block, Page, Shown, Table};
+use super::page::{self, Block, Page, Shown, Table, Verdict};
 use std::io::{self, Write};
 
-/// `s` as markdown text that is only text.
+/// `s` as markdown text that is only text. An `_` between two letters
+/// or digits stays as it is: markdown never reads one there.
 pub fn escape(s: &str) -> String {
-    page::escape_with(s, |out, c| match c {
+    let chars: Vec<char> = s.chars().collect();
+    let word = |i: usize| chars.get(i).is_some_and(|c| c.is_alphanumeric());
+    let mut out = String::with_capacity(s.len());
+    for (i, &c) in chars.iter().enumerate() {
+        match page::visible(c) {
+            Some(v) => out.push_str(&v),
+            None if c == '_' && i > 0 && word(i - 1) && word(i + 1) => out.push('_'),
+            None => markup(&mut out, c),
+        }
+    }
+    out
+}
+
+/// `c`, written as a character reference when markdown could read it as
+/// syntax.
+fn markup(out: &mut String, c: char) {
+    match c {
         '&' => out.push_str("&amp;"),
         '<' => out.push_str("&lt;"),
         '>' => out.push_str("&gt;"),
         ']' => out.push_str("&#93;"),
         '`' => out.push_str("&#96;"),
         '|' => out.push_str("&#124;"),
+        '\\' => out.push_str("&#92;"),
+        '*' => out.push_str("&#42;"),
+        '_' => out.push_str("&#95;"),
+        '~' => out.push_str("&#126;"),
         c => out.push(c),
-    })
+    }
 }
 
 fn write_table(out: &mut dyn Write, t: &Table) -> io::Result<()> {
@@ -64,11 +86,52 @@ fn write_pre(out: &mut dyn Write, lines: &[String]) -> io::Result<()> {
     writeln!(out, "{fence}")
 }
 
-/// Writes the blocks of `page` markdown shows.
+/// The verdict, bold behind its mark, and what backs it as a list.
+fn write_verdict(out: &mut dyn Write, v: &Verdict) -> io::Result<()> {
+    let mark = if v.pass { "✅" } else { "❌" };
+    writeln!(out, "{mark} **{}**", escape(&v.line))?;
+    if !v.details.is_empty() {
+        writeln!(out)?;
+        for d in &v.details {
+            writeln!(out, "- {}", escape(d))?;
+        }
+    }
+    Ok(())
+}
+
+/// A table folded in `<details>` under `summary` (GitHub shows the
+/// summary, the table on a click).
+fn write_folded(out: &mut dyn Write, summary: &str, t: &Table) -> io::Result<()> {
+    writeln!(out, "<details><summary>{}</summary>", escape(summary))?;
+    writeln!(out)?;
+    write_table(out, t)?;
+    writeln!(out)?;
+    writeln!(out, "</details>")
+}
+
+/// Writes the blocks of `page` markdown shows: the verdict first, the
+/// first table open, every later table (with its heading) folded.
 pub fn write(page: &Page, out: &mut dyn Write) -> io::Result<()> {
-    for (i, block) in page.blocks_for(Shown::MARKDOWN).enumerate() {
+    let blocks: Vec<&Block> = page.blocks_for(Shown::MARKDOWN).collect();
+    if let Some(v) = &page.verdict {
+        write_verdict(out, v)?;
+        writeln!(out)?;
+    }
+    let mut tables = 0;
+    let mut i = 0;
+    while i < blocks.len() {
         if i > 0 {
             writeln!(out)?;
+        }
+        let block = blocks[i];
+        i += 1;
+        if let (Block::Heading(h), Some(Block::Table(t))) = (block, blocks.get(i))
+            && tables > 0
+        {
+            write_folded(out, h, t)?;
+            tables += 1;
+            i += 1;
+            continue;
         }
         match block {
             Block::Title(s) => writeln!(out, "### {}", escape(s))?,
@@ -79,14 +142,14 @@ pub fn write(page: &Page, out: &mut dyn Write) -> io::Result<()> {
                     writeln!(out, "- {}", escape(item))?;
                 }
             }
+            Block::Table(t) if tables > 0 => write_folded(out, "Details", t)?,
             Block::Table(t) => write_table(out, t)?,
-            Block::Folded { summary, table } => {
-                writeln!(out, "#### {}", escape(summary))?;
-                writeln!(out)?;
-                write_table(out, table)?;
-            }
+            Block::Folded { summary, table } => write_folded(out, summary, table)?,
             Block::Pre(lines) => write_pre(out, lines)?,
             Block::Figure { caption, .. } => writeln!(out, "{}", escape(caption))?,
+        }
+        if matches!(block, Block::Table(_) | Block::Folded { .. }) {
+            tables += 1;
         }
     }
     Ok(())
@@ -104,9 +167,14 @@ mod tests {
         );
         assert_eq!(escape("[click](http://evil)"), "[click&#93;(http://evil)");
         assert_eq!(escape("a|b `c` &amp;"), "a&#124;b &#96;c&#96; &amp;amp;");
-        assert_eq!(escape("\\[x\\](y)"), "\\[x\\&#93;(y)");
+        assert_eq!(escape("\\[x\\](y)"), "&#92;[x&#92;&#93;(y)");
         assert_eq!(escape("line\nbreak\u{1b}"), "line\\nbreak\\u{1b}");
-        assert_eq!(escape("location ~ \\.gif$ a_b"), "location ~ \\.gif$ a_b");
+        assert_eq!(escape("_x_ drop_pct a_"), "&#95;x&#95; drop_pct a&#95;");
+        assert_eq!(escape("\u{1b}_a_b"), "\\u{1b}&#95;a_b");
+        assert_eq!(
+            escape("location ~* \\.gif$ *a_b*"),
+            "location &#126;&#42; &#92;.gif$ &#42;a_b&#42;"
+        );
     }
 
     #[test]

@@ -122,6 +122,16 @@ pub struct Page<'a> {
     pub data: Vec<Table>,
     /// The report itself, for JSON.
     pub json: &'a dyn Json,
+    /// What the report concludes, for a reader who reads one line (the
+    /// first line of the markdown).
+    pub verdict: Option<Verdict>,
+}
+
+/// A report's conclusion: passed or not, one line, and what backs it.
+pub struct Verdict {
+    pub pass: bool,
+    pub line: String,
+    pub details: Vec<String>,
 }
 
 impl<'a> Page<'a> {
@@ -131,6 +141,7 @@ impl<'a> Page<'a> {
             blocks: Vec::new(),
             data: Vec::new(),
             json,
+            verdict: None,
         }
     }
 

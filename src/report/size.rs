@@ -4,7 +4,7 @@
 //! the current config, written as one [`Page`] for every format. The
 //! formats share the column lists ([`FRONTIER`], [`NEED`]).
 
-use super::page::{Block, Page, Shown, Table};
+use super::page::{Block, Page, Shown, Table, Verdict};
 use super::{Column, Human, InputInfo, PolicyReport, pct, wait_cell};
 use crate::time::Nanos;
 use serde::Serialize;
@@ -691,6 +691,28 @@ const PLOT_CAPTION: &str = "The smallest size per rate or window that meets the 
                             recommendation ringed, misses crossed out); below, the zero-drop size \
                             of each key as quantiles across keys.";
 
+/// The recommendation, or why there is none, for the first line.
+fn verdict(r: &SizeReport) -> Verdict {
+    match &r.recommended {
+        Some(rec) => Verdict {
+            pass: true,
+            line: format!("recommended: {}", rec.spec),
+            details: vec![format!(
+                "dropped {} ({} %), keys hurt {}; targets: {}",
+                rec.dropped,
+                pct(rec.drop_pct),
+                rec.keys_hurt,
+                r.targets.describe()
+            )],
+        },
+        None => Verdict {
+            pass: false,
+            line: "no limit meets the targets".into(),
+            details: r.verdict.iter().cloned().collect(),
+        },
+    }
+}
+
 /// The report as a page; `plot` is the sizing plot (an SVG document),
 /// drawn in HTML. Its tables for scripts: the frontier, and the per-key
 /// need when there is one.
@@ -705,6 +727,7 @@ pub fn page<'a>(r: &'a SizeReport, plot: Option<&str>) -> Page<'a> {
     if let Some(v) = &r.verdict {
         page.add(Shown::HTML, Block::Alert(vec![v.clone()]));
     }
+    page.verdict = Some(verdict(r));
     let recommendation = || Block::Heading("Recommendation".into());
     page.add(Shown::HTML, recommendation());
     page.add(Shown::HTML, Block::Pre(summary_lines(r)));

@@ -4,7 +4,7 @@
 //! size), the notes and the patch, written as one [`Page`] for every
 //! format.
 
-use super::page::{Block, Page, Shown, Table};
+use super::page::{Block, Page, Shown, Table, Verdict};
 use super::size::Targets;
 use super::{Column, Human, pct, wait_cell};
 use serde::Serialize;
@@ -286,8 +286,34 @@ fn size(bytes: u64) -> String {
     }
 }
 
+/// Whether every line meets its targets, and how many the patch changes.
+fn verdict(r: &SizeConfReport) -> Verdict {
+    let missed: Vec<String> = (r.limits.iter())
+        .filter_map(|l| {
+            l.missed
+                .as_ref()
+                .map(|m| format!("{} ({}): {m}", l.at, l.zone))
+        })
+        .collect();
+    let changed = (r.limits.iter())
+        .filter(|l| !l.change.text.is_empty())
+        .count();
+    let line = match (missed.len(), changed) {
+        (0, 0) => "every limit_req line meets its targets as written".to_string(),
+        (0, c) => format!("every limit_req line meets its targets; the patch changes {c}"),
+        (1, _) => "1 limit_req line misses its targets".to_string(),
+        (m, _) => format!("{m} limit_req lines miss their targets"),
+    };
+    Verdict {
+        pass: missed.is_empty(),
+        line,
+        details: missed,
+    }
+}
+
 pub fn page(r: &SizeConfReport) -> Page<'_> {
     let mut page = Page::new(format!("drip size --nginx-conf {}", r.config), r);
+    page.verdict = Some(verdict(r));
     page.add(Shown::ALL, Block::Title(page.title.clone()));
     page.add(
         Shown::ALL,

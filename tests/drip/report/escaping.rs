@@ -56,33 +56,11 @@ fn assert_no_controls(format: &str, text: &str) {
     }
 }
 
-/// Outside code blocks (where nothing is markup), no tag, link or code
-/// span, and no row of a table with more cells than its header.
-fn assert_markdown_is_text(text: &str) {
+/// No raw control, and rendered as GitHub renders it, no element of the
+/// text's own, each of `shown` as written, the verdict first.
+fn assert_markdown_is_text(text: &str, shown: &[&str]) {
     assert_no_controls("markdown", text);
-    let mut fence: Option<&str> = None;
-    let mut cells = None;
-    for line in text.lines() {
-        if let Some(f) = fence {
-            if line == f {
-                fence = None;
-            }
-            continue;
-        }
-        if line.starts_with("```") {
-            fence = Some(line);
-            continue;
-        }
-        for bad in ["<", "](", "`"] {
-            assert!(!line.contains(bad), "markdown holds {bad:?}: {line}");
-        }
-        if !line.starts_with('|') {
-            cells = None;
-            continue;
-        }
-        let n = line.matches('|').count() - line.matches("\\|").count();
-        assert_eq!(*cells.get_or_insert(n), n, "a row breaks its cells: {line}");
-    }
+    super::gfm::assert_renders_as_text(text, shown);
 }
 
 fn assert_table_is_text(text: &str) {
@@ -131,7 +109,8 @@ fn an_audit_shows_hostile_keys_and_labels_as_text() {
     );
 
     let markdown = audit(&log, &["-f", "markdown"]);
-    assert_markdown_is_text(&markdown);
+    let label = "evil\\u{1b}[31m<b>|[x](http://e)`\\u{7}";
+    assert_markdown_is_text(&markdown, &[KEYS[0], KEYS[1], KEYS[2], label]);
     assert!(
         markdown.contains("&lt;img src=x onerror=alert(1)&gt;"),
         "{markdown}"
@@ -219,7 +198,7 @@ fn a_size_report_shows_hostile_keys_as_text() {
     assert_table_is_text(&table);
     assert!(table.contains("x\\u{1b}[2Jy"), "{table}");
     let markdown = size("markdown", &[]);
-    assert_markdown_is_text(&markdown);
+    assert_markdown_is_text(&markdown, &KEYS[..3]);
     assert!(markdown.contains("[click&#93;(http://evil)"), "{markdown}");
     let plot = tmp.join("size.svg");
     assert_html_is_text(&size("html", &["--plot", s(&plot)]));
@@ -232,13 +211,13 @@ fn an_nginx_config_name_shows_as_text() {
     let conf = dir.join("ng\x1b[7m<i>|[x](e)`.conf");
     std::fs::write(
         &conf,
-        "http {\n  limit_req_zone $http_x_api_key zone=k:1m rate=1r/s;\n  server { location / { limit_req zone=k; } }\n}\n",
+        "http {\n  limit_req_zone $http_x_api_key zone=k:1m rate=1r/s;\n  server {\n    location / { limit_req zone=k; }\n    location ~* \\.(?:gif|png)$ { limit_req zone=k; }\n    location /_x_*y*~~z~~/ { limit_req zone=k; }\n  }\n}\n",
     )
     .unwrap();
     let log = dir.join("log.csv");
     std::fs::write(
         &log,
-        "t,uri,http_x_api_key\n1700000000,/,k1\n1700000000,/,k1\n1700000001,/,k2\n",
+        "t,uri,http_x_api_key\n1700000000,/,k1\n1700000000,/,k1\n1700000001,/,k2\n1700000001,/a.gif,k2\n1700000001,/_x_*y*~~z~~/,k2\n",
     )
     .unwrap();
     let audit = |extra: &[&str]| {
@@ -250,8 +229,32 @@ fn an_nginx_config_name_shows_as_text() {
     };
     assert_table_is_text(&audit(&[]));
     let markdown = audit(&["-f", "markdown"]);
-    assert_markdown_is_text(&markdown);
+    let name = "ng\\u{1b}[7m<i>|[x](e)`.conf";
+    let locations = ["~* \\.(?:gif|png)$", "/_x_*y*~~z~~/"];
+    assert_markdown_is_text(&markdown, &[name, locations[0], locations[1]]);
     assert!(markdown.contains("locations of"), "{markdown}");
+    // The same config against a policy (--compare), and sized.
+    let compare = audit(&[
+        "-p",
+        "gcra:rate=1/s,label=_a_*b*",
+        "--compare",
+        "-f",
+        "markdown",
+    ]);
+    assert_markdown_is_text(&compare, &[name, locations[0], "_a_*b*"]);
+    let sized = Drip::size()
+        .args([
+            s(&log),
+            "--nginx-conf",
+            s(&conf),
+            "-q",
+            "--max-drop-rate",
+            "1",
+        ])
+        .args(["-f", "markdown"])
+        .run();
+    assert_eq!(sized.code, 0, "{}", sized.stderr);
+    assert_markdown_is_text(&sized.stdout, &[name, locations[0], locations[1]]);
     let plot = dir.join("nginx.svg");
     assert_html_is_text(&audit(&["-f", "html", "--plot", s(&plot)]));
     assert_svg_parses(&std::fs::read_to_string(&plot).unwrap());
@@ -302,7 +305,7 @@ fn the_keys_with_the_longest_waits_show_hostile_keys_as_text() {
     );
 
     let markdown = audit("markdown");
-    assert_markdown_is_text(&markdown);
+    assert_markdown_is_text(&markdown, &KEYS[..3]);
     let at = markdown
         .find("Keys with the longest waits")
         .expect(&markdown);

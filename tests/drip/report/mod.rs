@@ -2,6 +2,7 @@
 //! in every format.
 
 mod escaping;
+mod gfm;
 mod html;
 mod plot;
 mod width;
