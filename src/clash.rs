@@ -191,6 +191,41 @@ pub fn inputs<'a>(files: &'a [PathBuf], file: &str, stdin: &str) -> Vec<Endpoint
     inputs
 }
 
+/// What a report reads, as inputs: the logs (refused when one is named
+/// twice), one more file a flag names (`--policies`, `--exclude-keys`),
+/// and the files of an nginx config.
+pub fn report_inputs<'a>(
+    files: &'a [PathBuf],
+    flagged: Option<(&str, &'a Path)>,
+    confs: &'a [PathBuf],
+) -> Result<Vec<Endpoint<'a>>> {
+    let mut inputs = logs(files);
+    check_logs_once(&inputs)?;
+    if let Some((flag, p)) = flagged {
+        inputs.push(Endpoint::new(named(flag, p), Place::Path(p)));
+    }
+    inputs.extend(conf_files(confs));
+    Ok(inputs)
+}
+
+/// What a report writes: standard output (the report, or `flag`'s output
+/// when it is `-`), and `flag`'s file when it names one.
+pub fn report_outputs<'a>(flag: &str, path: Option<&'a Path>) -> Vec<Endpoint<'a>> {
+    match path {
+        Some(p) if p.as_os_str() == "-" => {
+            vec![Endpoint::new(
+                format!("standard output ({flag} -)"),
+                Place::Stdout,
+            )]
+        }
+        Some(p) => vec![
+            Endpoint::new("standard output (the report)", Place::Stdout),
+            Endpoint::new(named(flag, p), Place::Path(p)),
+        ],
+        None => vec![Endpoint::new("standard output (the report)", Place::Stdout)],
+    }
+}
+
 /// The files of an nginx config (the one given and its includes), as
 /// inputs.
 pub fn conf_files(files: &[PathBuf]) -> Vec<Endpoint<'_>> {

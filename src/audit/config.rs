@@ -51,21 +51,10 @@ fn load_specs(args: &AuditArgs) -> Result<Vec<Spec>> {
 /// report (or standard error) that is one of the logs, the policies file,
 /// a file of an nginx config (`confs`), or each other.
 fn check_outputs(args: &AuditArgs, confs: &[std::path::PathBuf]) -> Result<()> {
-    use crate::clash::{Endpoint, Place, check_distinct, check_logs_once, conf_files, logs, named};
-    let mut inputs = logs(&args.input.files);
-    check_logs_once(&inputs)?;
-    if let Some(p) = &args.policies_file {
-        inputs.push(Endpoint::new(named("--policies", p), Place::Path(p)));
-    }
-    inputs.extend(conf_files(confs));
-    let mut outputs = vec![Endpoint::new("standard output (the report)", Place::Stdout)];
-    match &args.decisions {
-        Some(p) if p.as_os_str() == "-" => {
-            outputs[0] = Endpoint::new("standard output (--decisions -)", Place::Stdout)
-        }
-        Some(p) => outputs.push(Endpoint::new(named("--decisions", p), Place::Path(p))),
-        None => {}
-    }
+    use crate::clash::{Endpoint, Place, check_distinct, named, report_inputs, report_outputs};
+    let policies = args.policies_file.as_deref().map(|p| ("--policies", p));
+    let inputs = report_inputs(&args.input.files, policies, confs)?;
+    let mut outputs = report_outputs("--decisions", args.decisions.as_deref());
     if let Some(p) = &args.plot {
         outputs.push(Endpoint::new(named("--plot", p), Place::Path(p)));
     }

@@ -140,26 +140,16 @@ fn refuse_mixed(args: &SizeArgs) -> Result<()> {
 /// config (`confs`: the one given, then with its includes), and a
 /// `--patch` that is a folder.
 fn check_outputs(args: &SizeArgs, confs: &[std::path::PathBuf]) -> Result<()> {
-    use crate::clash::{Endpoint, Place, check_distinct, check_logs_once, conf_files, logs, named};
-    let mut inputs = logs(&args.input.files);
-    check_logs_once(&inputs)?;
-    if let Some(p) = &args.exclude_keys {
-        inputs.push(Endpoint::new(named("--exclude-keys", p), Place::Path(p)));
-    }
-    inputs.extend(conf_files(confs));
-    let mut outputs = vec![Endpoint::new("standard output (the report)", Place::Stdout)];
-    match &args.patch {
-        Some(p) if p.as_os_str() == "-" => {
-            outputs[0] = Endpoint::new("standard output (--patch -)", Place::Stdout)
-        }
-        Some(p) if p.is_dir() => bail!(
+    use crate::clash::{check_distinct, report_inputs, report_outputs};
+    let excluded = args.exclude_keys.as_deref().map(|p| ("--exclude-keys", p));
+    let inputs = report_inputs(&args.input.files, excluded, confs)?;
+    if let Some(p) = args.patch.as_ref().filter(|p| p.is_dir()) {
+        bail!(
             "--patch '{}' is a folder: give the path of the file to write the patch to",
             p.display()
-        ),
-        Some(p) => outputs.push(Endpoint::new(named("--patch", p), Place::Path(p))),
-        None => {}
+        );
     }
-    check_distinct(&inputs, &outputs)
+    check_distinct(&inputs, &report_outputs("--patch", args.patch.as_deref()))
 }
 
 /// Reads the config, plans its replay, and reads the log into rows.

@@ -414,15 +414,9 @@ fn render(args: &SizeArgs, report: &SizeReport) -> Result<u8> {
 /// Refuses, before anything is written, a report or plot that would land on
 /// one of the logs or the --exclude-keys file, or on each other.
 fn check_outputs(args: &SizeArgs) -> Result<()> {
-    use crate::clash::{Endpoint, Place, check_distinct, check_logs_once, logs, named};
-    let mut inputs = logs(&args.input.files);
-    check_logs_once(&inputs)?;
-    if let Some(p) = &args.exclude_keys {
-        inputs.push(Endpoint::new(named("--exclude-keys", p), Place::Path(p)));
-    }
-    let mut outputs = vec![Endpoint::new("standard output (the report)", Place::Stdout)];
-    if let Some(p) = &args.plot {
-        outputs.push(Endpoint::new(named("--plot", p), Place::Path(p)));
-    }
+    use crate::clash::{check_distinct, report_inputs, report_outputs};
+    let excluded = args.exclude_keys.as_deref().map(|p| ("--exclude-keys", p));
+    let inputs = report_inputs(&args.input.files, excluded, &[])?;
+    let outputs = report_outputs("--plot", args.plot.as_deref());
     check_distinct(&inputs, &outputs)
 }
