@@ -90,8 +90,10 @@ pub mod share {
     pub use crate::pace::share::reserve::{Outcome, Params, reserve};
 }
 
-/// The size plot's drawing, for the tests that render it.
+/// The size plot's drawing, and the width of text on a plot, for the tests
+/// that render and measure them.
 pub mod plot {
+    pub use crate::report::plot::text::width_at_em;
     pub use crate::report::plot::{
         Figures, FrontierPoint, NeedPoint, SizePlot, size_plot_size, size_svg,
     };

@@ -91,10 +91,12 @@ fn audit_plot(
             },
         })
         .collect();
-    let title = format!(
-        "drip audit: {}, {} rows",
-        report.input.files.join(", "),
-        report.input.rows
+    let title = plot::text::with_files(
+        "drip audit",
+        &report.input.files,
+        &format!("{} rows", report.input.rows),
+        plot::TITLE_PX,
+        plot::TITLE_ROOM,
     );
     let utc = jiff::tz::TimeZone::UTC;
     plot::timeline_svg(

@@ -16,6 +16,7 @@
 
 pub mod interval;
 pub mod size;
+pub mod text;
 pub mod timeline;
 
 pub use interval::{MAX_PLOTTED, fit, intervals};
@@ -27,11 +28,20 @@ use plotters::coord::Shift;
 use plotters::coord::types::RangedCoordf64;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
+use text::{shorten, svg_text, wrap};
 
 /// Width of a plot, in pixels.
 pub const WIDTH: u32 = 1200;
 /// Height of the title band above the panels.
 const HEADER: u32 = 44;
+/// Size of the plot's title, in pixels a em.
+pub const TITLE_PX: u32 = 20;
+/// Size of a panel's title.
+const PANEL_TITLE_PX: u32 = 16;
+/// Where titles start, and the margin they keep on the right.
+const TITLE_X: i32 = 16;
+/// Room for a title's text across the plot, in pixels.
+pub const TITLE_ROOM: f64 = (WIDTH - 2 * TITLE_X as u32) as f64;
 
 const DROPPED: RGBColor = RGBColor(210, 40, 40);
 const BOUND: RGBColor = RGBColor(230, 130, 0);
@@ -45,19 +55,13 @@ fn draw_err<E: std::error::Error + Send + Sync>(
     anyhow!("cannot draw the plot: {e}")
 }
 
-/// `s` as text to draw: control and invisible characters shown as
-/// `\u{1b}` or `\n` (plotters escapes `<`, `&` and quotes itself).
-fn svg_text(s: &str) -> String {
-    super::page::one_line(s)
-}
-
 /// The top of a count axis: a little above the highest value.
 fn headroom(max: u64) -> f64 {
     (max.max(1) as f64 * 1.12).max(1.0)
 }
 
-/// An SVG document of `size`: white, `title` in a band at the top, and
-/// the rest drawn by `body`.
+/// An SVG document of `size`: white, `title` in a band at the top
+/// (shortened when it does not fit), and the rest drawn by `body`.
 fn draw_svg(
     size: (u32, u32),
     title: &str,
@@ -69,9 +73,9 @@ fn draw_svg(
         root.fill(&WHITE).map_err(draw_err)?;
         let (head, rest) = root.split_vertically(HEADER);
         head.draw(&Text::new(
-            svg_text(title),
-            (16, 12),
-            ("sans-serif", 20).into_font().color(&BLACK),
+            shorten(&svg_text(title), TITLE_PX, TITLE_ROOM),
+            (TITLE_X, 12),
+            ("sans-serif", TITLE_PX).into_font().color(&BLACK),
         ))
         .map_err(draw_err)?;
         body(&rest)?;
@@ -155,8 +159,13 @@ const LEGEND_W: u32 = 330;
 /// The legend's background (`#FAFAF6`), which tells its box apart in the
 /// SVG (`tests/drip/report/plot.rs` finds legend boxes by it).
 const LEGEND_FILL: RGBColor = RGBColor(250, 250, 246);
-/// Characters of legend text on one line; longer entries wrap.
-const LEGEND_CHARS: usize = 38;
+/// Size of legend text.
+const LEGEND_PX: u32 = 12;
+/// Where legend text starts in the legend column, and where its box ends.
+const LEGEND_TEXT_X: i32 = 50;
+const LEGEND_BOX_END: i32 = LEGEND_W as i32 - 8;
+/// Room for a line of legend text; longer entries wrap.
+const LEGEND_ROOM: f64 = (LEGEND_BOX_END - LEGEND_TEXT_X - 4) as f64;
 /// Height of one line of legend text.
 const LEGEND_LINE: i32 = 18;
 
@@ -164,41 +173,18 @@ const LEGEND_LINE: i32 = 18;
 const TITLE_BAND: u32 = 28;
 
 /// Draws `title` (already passed through [`svg_text`]) left-aligned in a
-/// band across the top of the panel `area`; the area of its chart and the
-/// legend column on its right, below the band.
+/// band across the top of the panel `area`, shortened when it does not
+/// fit; the area of its chart and the legend column on its right, below
+/// the band.
 fn panel_areas<'a>(area: &Area<'a>, title: &str) -> Result<(Area<'a>, Area<'a>)> {
     let (band, rest) = area.split_vertically(TITLE_BAND);
     band.draw(&Text::new(
-        title.to_string(),
-        (16, 8),
-        ("sans-serif", 16).into_font().color(&BLACK),
+        shorten(title, PANEL_TITLE_PX, TITLE_ROOM),
+        (TITLE_X, 8),
+        ("sans-serif", PANEL_TITLE_PX).into_font().color(&BLACK),
     ))
     .map_err(draw_err)?;
     Ok(rest.split_horizontally(WIDTH - LEGEND_W))
-}
-
-/// `label` cut into lines of at most [`LEGEND_CHARS`] characters, at a
-/// space or comma where there is one.
-fn wrap(label: &str) -> Vec<String> {
-    let mut lines = Vec::new();
-    let mut rest: Vec<char> = label.chars().collect();
-    while rest.len() > LEGEND_CHARS {
-        let cut = rest[..LEGEND_CHARS]
-            .iter()
-            .rposition(|c| *c == ' ' || *c == ',')
-            .filter(|&i| i > LEGEND_CHARS / 3)
-            .map_or(LEGEND_CHARS, |i| i + 1);
-        lines.push(
-            rest[..cut]
-                .iter()
-                .collect::<String>()
-                .trim_end()
-                .to_string(),
-        );
-        rest.drain(..cut);
-    }
-    lines.push(rest.into_iter().collect());
-    lines
 }
 
 /// Draws `entries` in a box at `top` pixels down the legend column `area`.
@@ -206,7 +192,7 @@ fn draw_legend(area: &Area, top: i32, entries: &[Entry]) -> Result<()> {
     let lines: Vec<(Option<Mark>, String)> = entries
         .iter()
         .flat_map(|e| {
-            wrap(&e.label)
+            wrap(&e.label, LEGEND_PX, LEGEND_ROOM)
                 .into_iter()
                 .enumerate()
                 .map(|(i, l)| ((i == 0).then_some(e.mark), l))
@@ -215,7 +201,7 @@ fn draw_legend(area: &Area, top: i32, entries: &[Entry]) -> Result<()> {
     if lines.is_empty() {
         return Ok(());
     }
-    let (x0, x1) = (6, LEGEND_W as i32 - 8);
+    let (x0, x1) = (6, LEGEND_BOX_END);
     let bottom = top + 8 + LEGEND_LINE * lines.len() as i32;
     area.draw(&Rectangle::new(
         [(x0, top), (x1, bottom)],
@@ -231,8 +217,8 @@ fn draw_legend(area: &Area, top: i32, entries: &[Entry]) -> Result<()> {
         }
         area.draw(&Text::new(
             text.clone(),
-            (x0 + 44, y - 7),
-            ("sans-serif", 12).into_font().color(&BLACK),
+            (LEGEND_TEXT_X, y - 7),
+            ("sans-serif", LEGEND_PX).into_font().color(&BLACK),
         ))
         .map_err(draw_err)?;
     }
@@ -291,18 +277,6 @@ fn headline(f: &Figures) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn long_legend_text_wraps_at_a_space_or_comma() {
-        assert_eq!(wrap("sent"), ["sent"]);
-        let lines = wrap("recommended: nginx:rate=5r/s,burst=4,delay=2,key=$binary_remote_addr");
-        assert!(lines.len() > 1, "{lines:?}");
-        assert!(lines.iter().all(|l| l.chars().count() <= LEGEND_CHARS));
-        assert_eq!(lines[0], "recommended: nginx:rate=5r/s,burst=4,");
-        assert_eq!(lines[1], "delay=2,key=$binary_remote_addr");
-        let long: String = "x".repeat(80);
-        assert_eq!(wrap(&long).concat(), long);
-    }
 
     #[test]
     fn headline_says_drops_delays_and_keys() {

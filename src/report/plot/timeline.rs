@@ -7,8 +7,8 @@
 
 use super::super::{Timeline, TimelineRow};
 use super::{
-    Area, BOUND, DROPPED, Entry, Figures, HEADER, Mark, Stroke, WIDTH, draw_err, draw_legend,
-    draw_line, draw_svg, headline, headroom, panel_areas, svg_text,
+    Area, BOUND, DROPPED, Entry, Figures, HEADER, Mark, PANEL_TITLE_PX, Stroke, TITLE_ROOM, WIDTH,
+    draw_err, draw_legend, draw_line, draw_svg, headline, headroom, panel_areas, svg_text, text,
 };
 use crate::time::span;
 use anyhow::Result;
@@ -289,14 +289,17 @@ pub fn timeline_svg(
 }
 
 /// A panel's title: its label, its spec when that says more, and its
-/// headline figures.
+/// headline figures. A name too long for the band is shortened so the
+/// figures stay whole.
 fn caption(panel: &Panel) -> String {
     let name = if panel.label == panel.spec {
-        panel.label.to_string()
+        svg_text(panel.label)
     } else {
-        format!("{}  ({})", panel.label, panel.spec)
+        svg_text(&format!("{}  ({})", panel.label, panel.spec))
     };
-    svg_text(&format!("{name} — {}", headline(&panel.figures)))
+    let figures = format!(" — {}", headline(&panel.figures));
+    let room = TITLE_ROOM - text::width(&figures, PANEL_TITLE_PX);
+    format!("{}{figures}", text::shorten(&name, PANEL_TITLE_PX, room))
 }
 
 /// The upper part of a panel: requests arrived, sent and dropped.

@@ -646,3 +646,77 @@ fn the_legend_check_sees_a_legend_over_the_data() {
     let doc = usvg::roxmltree::Document::parse(&bad).unwrap();
     assert_eq!(legends_over_data(&doc).len(), 1);
 }
+
+/// Every left-aligned text of `svg` that ends past `right` pixels, measured
+/// in DejaVu Sans (the widest common sans-serif) at its own font size.
+fn texts_past(svg: &str, right: f64) -> Vec<String> {
+    let doc = usvg::roxmltree::Document::parse(svg).unwrap();
+    doc.descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter(|n| n.attribute("text-anchor").is_none_or(|a| a == "start"))
+        .filter_map(|n| {
+            let text = n.text().unwrap_or("").trim();
+            let end = num(&n, "x") + drip::plot::width_at_em(text, num(&n, "font-size"));
+            (end > right).then(|| format!("{text} (ends at {end:.0})"))
+        })
+        .collect()
+}
+
+#[test]
+fn titles_and_legends_stay_inside_the_plot_with_many_files_and_long_labels() {
+    let tmp = Scratch::new();
+    let deep = tmp.join("var/log/nginx/archive/by-host/www.example.org/2026/november");
+    std::fs::create_dir_all(&deep).unwrap();
+    let log = std::fs::read_to_string("fixtures/small.csv").unwrap();
+    let files: Vec<String> = (1..=12)
+        .map(|i| {
+            let f = deep.join(format!("access-2026-11-{i:02}.csv"));
+            std::fs::write(&f, &log).unwrap();
+            f.to_str().unwrap().to_string()
+        })
+        .collect();
+    let label = "W".repeat(40);
+    let spec = format!("gcra:rate=1/s,burst=2,label={label}");
+    let path = tmp.join("plot.svg");
+    let mut args: Vec<&str> = vec!["audit"];
+    args.extend(files.iter().map(String::as_str));
+    args.extend(["--key-column", "client", "-p", &spec, "-p"]);
+    args.extend(["shaper:rate=1/s,burst=3,key=none", "--quiet", "--plot"]);
+    args.push(path.to_str().unwrap());
+    let out = Drip::new().args(&args).run();
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    let svg = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(texts_past(&svg, 1200.0 - 8.0), Vec::<String>::new());
+    let (_, _, texts) = parse(&svg);
+    let title = &texts[0];
+    assert!(
+        title.starts_with("drip audit: access-2026-11-01.csv, access-2026-11-02.csv"),
+        "{title}"
+    );
+    assert!(title.contains(" more files, "), "{title}");
+    // A long label is shortened; the figures after it stay whole.
+    assert!(
+        texts
+            .iter()
+            .any(|t| t.starts_with("WWWW") && t.contains("… — ") && t.ends_with(" keys hurt")),
+        "{texts:?}"
+    );
+    // The legend wraps long text instead of running past its box.
+    let wide = "W".repeat(30);
+    let out = Drip::size()
+        .args([NASA, "--key-column", "host", "-p"])
+        .arg(format!("gcra:label={wide}"))
+        .args([
+            "--rate",
+            "1/s,2/s",
+            "--max-drop-rate",
+            "0.1",
+            "--quiet",
+            "--plot",
+        ])
+        .arg(&path)
+        .run();
+    assert_eq!(out.code, 0, "stderr: {}", out.stderr);
+    let svg = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(texts_past(&svg, 1200.0 - 8.0), Vec::<String>::new());
+}
