@@ -128,8 +128,8 @@ impl LineParser for Alb {
         let written = got.min(NAMES.len());
         out.spans.extend_from_slice(&self.tokens.spans[..written]);
         out.spans.resize(NAMES.len(), super::MISSING);
-        let client = super::key::strip_port(self.tokens.in_line(line, 3));
-        let target = super::key::strip_port(self.tokens.in_line(line, 4));
+        let client = super::key::address_of(self.tokens.in_line(line, 3));
+        let target = super::key::address_of(self.tokens.in_line(line, 4));
         let (m, u, p) = split_request(self.tokens.in_line(line, 12));
         for v in [client, target, m, u, p] {
             out.push_sub(line, v);

@@ -37,7 +37,7 @@ pub fn looks_like(line: &[u8], f: &super::Fields) -> bool {
     let tok = |i: usize| f.in_line(line, i);
     f.spans.len() >= 12
         && crate::ingest::timestamp::parse_rfc3339(tok(0)).is_ok()
-        && super::key::strip_port(tok(2)).len() < tok(2).len()
+        && super::key::address_of(tok(2)).len() < tok(2).len()
         && super::tokens::wrapped(line, f, 11, b'"')
 }
 

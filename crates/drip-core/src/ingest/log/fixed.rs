@@ -176,7 +176,7 @@ impl Fixed {
                 )));
             }
             match want(k) {
-                true => out.push_sub(line, super::key::strip_port(host)),
+                true => out.push_sub(line, super::key::address_of(host)),
                 false => out.spans.push(super::MISSING),
             }
         }

@@ -133,6 +133,34 @@ pub fn strip_port(v: &[u8]) -> &[u8] {
     }
 }
 
+/// The address of a field logged as `address:port` (HAProxy's `%ci:%cp`,
+/// ALB's and ELB's `client:port`): `10.0.0.1:2817` → `10.0.0.1`,
+/// `[2001:db8::1]:443` → `2001:db8::1`, and an IPv6 address written
+/// without brackets, `2001:db8::1:40001` → `2001:db8::1` (the port after
+/// the last colon, what is before it an IPv6 address). Values with no port
+/// (`-`, a bare IPv6 address whose last group is no port) are kept.
+pub fn address_of(v: &[u8]) -> &[u8] {
+    let stripped = strip_port(v);
+    if stripped.len() < v.len() || v.first() == Some(&b'[') {
+        return stripped;
+    }
+    let Some(i) = v.iter().rposition(|&b| b == b':') else {
+        return v;
+    };
+    let port = &v[i + 1..];
+    let is_port = (1..=5).contains(&port.len()) && port.iter().all(u8::is_ascii_digit);
+    let is_v6 = |a: &[u8]| {
+        std::str::from_utf8(a)
+            .ok()
+            .is_some_and(|s| s.parse::<Ipv6Addr>().is_ok())
+    };
+    if is_port && is_v6(&v[..i]) {
+        &v[..i]
+    } else {
+        v
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -217,6 +245,25 @@ mod tests {
         out.clear();
         s.append_joined([&b""[..], b" "].into_iter(), &mut out);
         assert!(out.is_empty());
+    }
+
+    #[test]
+    fn an_address_port_field_loses_its_port_for_ipv6_without_brackets() {
+        let cases: [(&str, &str); 10] = [
+            ("2001:db8::1:40001", "2001:db8::1"),
+            ("2001:db8:0:0:0:0:0:1:443", "2001:db8:0:0:0:0:0:1"),
+            ("::1:53432", "::1"),
+            ("::ffff:10.0.0.1:8080", "::ffff:10.0.0.1"),
+            ("[2001:db8::1]:443", "2001:db8::1"),
+            ("10.0.0.1:2817", "10.0.0.1"),
+            ("2001:db8:0:0:0:0:0:1", "2001:db8:0:0:0:0:0:1"),
+            ("-", "-"),
+            ("host.example:80", "host.example"),
+            ("2001:db8::1:999999", "2001:db8::1:999999"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(address_of(input.as_bytes()), want.as_bytes(), "{input}");
+        }
     }
 
     #[test]

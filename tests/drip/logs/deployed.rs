@@ -1,0 +1,68 @@
+//! Logs as deployments write them: IPv6 clients logged `address:port`
+//! without brackets, HAProxy's own lines between requests, Common lines in
+//! a Combined log, JSON lines with raw bytes and exponents.
+
+use crate::common::{Drip, Scratch, s};
+
+/// The clients: two connections each, from other ports.
+const CLIENTS: [&str; 3] = ["2001:db8::1", "2001:db8:0:0:0:0:0:2", "::ffff:10.0.0.3"];
+
+/// `line(client, port, second)` for two connections of each client.
+fn log_of(line: impl Fn(&str, u32, u32) -> String) -> String {
+    let mut out = String::new();
+    for (i, c) in CLIENTS.iter().enumerate() {
+        for (j, port) in [40001, 52817].iter().enumerate() {
+            out.push_str(&line(c, *port, 10 + 2 * i as u32 + j as u32));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Audits `log` (format detected) keyed by `client`: the JSON report.
+fn audit(tmp: &Scratch, name: &str, log: &str) -> serde_json::Value {
+    let path = tmp.write(name, log);
+    let out = Drip::audit()
+        .args([
+            s(&path),
+            "--key-column",
+            "client",
+            "-p",
+            "gcra:rate=1/s,burst=1",
+        ])
+        .args(["--format", "json", "--quiet"])
+        .run();
+    assert_eq!(out.code, 0, "{name}: {}", out.stderr);
+    out.stdout_json()
+}
+
+#[test]
+fn ipv6_clients_logged_with_their_port_are_one_key_each() {
+    let tmp = Scratch::new();
+    let haproxy = log_of(|c, port, sec| {
+        format!(
+            "Jul 30 09:03:{sec} lb haproxy[1]: {c}:{port} [30/Jul/2018:09:03:{sec}.726] \
+             www~ app/s1 0/0/1/0/2 200 168 - - ---- 6/6/0/0/0 0/0 \"GET /a HTTP/1.1\""
+        )
+    });
+    let alb = log_of(|c, port, sec| {
+        format!(
+            "http 2019-10-11T15:01:{sec}.376735Z app/lb/c86a {c}:{port} 10.0.0.192:80 0.001 \
+             0.002 0.000 200 200 125 0 \"GET http://lb:80/ HTTP/1.1\" \"curl/7.58.0\" - - \
+             arn:aws:x \"Root=1-5da0\" \"-\" \"-\" 0 2019-10-11T15:01:{sec}.370000Z \
+             \"forward\" \"-\" \"-\""
+        )
+    });
+    let elb = log_of(|c, port, sec| {
+        format!(
+            "2019-10-14T12:00:{sec}.694172Z lb {c}:{port} 10.0.1.185:80 0.000043 0.000785 \
+             0.000023 200 200 0 612 \"GET http://lb:80/ HTTP/1.1\" \"curl/8\" - -"
+        )
+    });
+    // Each is detected from its first line, an IPv6 client's.
+    for (name, log) in [("haproxy.log", haproxy), ("alb.log", alb), ("elb.log", elb)] {
+        let j = audit(&tmp, name, &log);
+        assert_eq!(j["input"]["rows"], 6, "{name}");
+        assert_eq!(j["policies"][0]["keys"], 3, "{name}: one key per client");
+    }
+}
