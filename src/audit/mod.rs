@@ -228,6 +228,8 @@ fn build_report(config: &Config, replay: Replay, read: stream::Read) -> Result<R
             rows: summary.rows,
             bad_rows_skipped: summary.bad_rows,
             truncated: summary.truncated,
+            notices: summary.notices,
+            lines_read_as: summary.read_as,
             rows_reordered: reordered,
             time_column: summary.time_column,
             time_format: summary.time_format,

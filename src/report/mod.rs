@@ -54,6 +54,14 @@ pub struct InputInfo {
     /// Lines kept though the line's end cut their last quoted field off.
     #[serde(skip_serializing_if = "is_zero")]
     pub truncated: u64,
+    /// Lines the server wrote about itself, not requests (HAProxy's
+    /// notices and connection errors).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub notices: u64,
+    /// Lines read as another variant of their file's format, by variant
+    /// (`{"common": 12}` in a Combined log).
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    pub lines_read_as: std::collections::BTreeMap<String, u64>,
     /// Rows that arrived out of order and were re-sorted.
     pub rows_reordered: u64,
     pub time_column: String,
@@ -231,9 +239,21 @@ impl InputInfo {
             0 => String::new(),
             n => format!(", {n} with a cut last field (kept)"),
         };
-        format!(
+        let mut line = format!(
             "{} rows{span}; {} skipped as bad{truncated}, {} re-sorted",
             self.rows, self.bad_rows_skipped, self.rows_reordered
-        )
+        );
+        for (variant, n) in &self.lines_read_as {
+            let lines = if *n == 1 { "line" } else { "lines" };
+            line.push_str(&format!("; {n} {lines} read as {variant}"));
+        }
+        match self.notices {
+            0 => {}
+            1 => line.push_str("; 1 notice (the server's own line, not a request)"),
+            n => line.push_str(&format!(
+                "; {n} notices (the server's own lines, not requests)"
+            )),
+        }
+        line
     }
 }

@@ -345,6 +345,8 @@ fn report(args: &SizeArgs, asked: &Asked, input: Input, swept: Swept, found: Fou
             rows: read.summary.rows,
             bad_rows_skipped: read.summary.bad_rows,
             truncated: read.summary.truncated,
+            notices: read.summary.notices,
+            lines_read_as: read.summary.read_as.clone(),
             rows_reordered: read.reordered,
             time_column: read.summary.time_column,
             time_format: read.summary.time_format,

@@ -66,3 +66,87 @@ fn ipv6_clients_logged_with_their_port_are_one_key_each() {
         assert_eq!(j["policies"][0]["keys"], 3, "{name}: one key per client");
     }
 }
+
+#[test]
+fn haproxys_own_lines_are_counted_notices_not_bad_lines() {
+    // lnav's HAProxy log: three `Proxy … started.` lines and an SSL
+    // handshake failure between thirteen requests.
+    let out = Drip::audit()
+        .args([
+            "fixtures/formats/haproxy_lnav.log",
+            "--key-column",
+            "client",
+        ])
+        .args(["-p", "gcra:rate=1/s,burst=1", "--format", "json", "--quiet"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let j = out.stdout_json();
+    assert_eq!(j["input"]["rows"], 13);
+    assert_eq!(j["input"]["bad_rows_skipped"], 0);
+    assert_eq!(j["input"]["notices"], 4);
+    let table = Drip::audit()
+        .args([
+            "fixtures/formats/haproxy_lnav.log",
+            "--key-column",
+            "client",
+        ])
+        .args(["-p", "gcra:rate=1/s,burst=1", "--quiet", "--wide"])
+        .run();
+    assert!(
+        table
+            .stdout
+            .contains("; 4 notices (the server's own lines, not requests)"),
+        "{}",
+        table.stdout
+    );
+}
+
+#[test]
+fn common_lines_in_a_combined_log_are_read_and_counted() {
+    // The real Apache log, its every third line written Common (as a
+    // server logged before it was switched to Combined) and every fifth
+    // with two fields more.
+    let real = std::fs::read_to_string("fixtures/logs/apache-elastic-examples-60.log").unwrap();
+    let mut mixed = String::new();
+    let mut common = 0;
+    for (i, line) in real.lines().enumerate() {
+        if i % 3 == 2 {
+            let cut = line.match_indices(" \"").nth(1).expect("a referer").0;
+            mixed.push_str(&line[..cut]);
+            common += 1;
+        } else if i % 5 == 4 {
+            mixed.push_str(line);
+            mixed.push_str(" \"-\" 0.004");
+        } else {
+            mixed.push_str(line);
+        }
+        mixed.push('\n');
+    }
+    let tmp = Scratch::new();
+    let path = tmp.write("mixed.log", &mixed);
+    let out = Drip::audit()
+        .args([
+            s(&path),
+            "--key-column",
+            "remote_addr",
+            "-p",
+            "gcra:rate=1/s,burst=1",
+        ])
+        .args(["--format", "json", "--quiet"])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let j = out.stdout_json();
+    assert_eq!(j["input"]["rows"], real.lines().count());
+    assert_eq!(j["input"]["lines_read_as"]["common"], common);
+    // The same requests all written Combined key and time alike.
+    let whole = Drip::audit()
+        .args([
+            "fixtures/logs/apache-elastic-examples-60.log",
+            "--key-column",
+            "remote_addr",
+        ])
+        .args(["-p", "gcra:rate=1/s,burst=1", "--format", "json", "--quiet"])
+        .run()
+        .stdout_json();
+    assert_eq!(j["policies"], whole["policies"]);
+}

@@ -952,10 +952,18 @@ fn hostile_lines_per_format() {
         ),
         (
             "combined",
+            vec!["--key-column", "uri"],
+            clf("GET /ok HTTP/1.1", " \"-\" \"ua\""),
+            // A Common line in a Combined log is read as Common.
+            clf("GET /a HTTP/1.1", ""),
+            Want::Key(b"/a"),
+        ),
+        (
+            "combined",
             vec![],
             clf("GET /ok HTTP/1.1", " \"-\" \"ua\""),
-            clf("GET /a HTTP/1.1", ""),
-            Want::Bad("combined line: the line has 7 field(s), a combined line has at least 9"),
+            b"1.2.3.4 - - [10/Oct/2000:13:55:36 -0700] \"GET /a HTTP/1.1\" 200".to_vec(),
+            Want::Bad("combined line: the line has 6 field(s), a combined line has at least 9"),
         ),
         (
             "combined",
@@ -1485,11 +1493,11 @@ const SAMPLES: [Sample; 23] = [
         keys: &["127.0.0.1"],
     },
     Sample {
-        // HAProxy's notices are no rows; the SSL handshake failure is bad.
+        // HAProxy's notices and the SSL handshake failure are no rows.
         file: "haproxy_lnav.log",
-        args: &["--skip-bad"],
+        args: &[],
         rows: 13,
-        bad: 1,
+        bad: 0,
         truncated: 0,
         first: 1_551_111_588_143_000_000, // 2019-02-25T16:19:48.143
         last: 1_551_111_614_317_000_000,  // 2019-02-25T16:20:14.317

@@ -126,6 +126,11 @@ pub struct InputSummary {
     pub bad_rows: u64,
     /// Lines kept though their last quoted field was cut off.
     pub truncated: u64,
+    /// Lines the server wrote about itself, not requests.
+    pub notices: u64,
+    /// Lines read as another variant of their file's format (Common lines
+    /// in a Combined log), by variant.
+    pub read_as: std::collections::BTreeMap<String, u64>,
     pub time_column: String,
     pub time_format: String,
 }

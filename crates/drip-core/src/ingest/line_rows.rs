@@ -21,6 +21,10 @@ pub(super) struct LineRows<R> {
     max_line: usize,
     /// Lines whose last quoted field the line's end cut off, kept.
     pub(super) truncated: u64,
+    /// The server's own lines, not requests.
+    pub(super) notices: u64,
+    /// Lines read as another variant of the format, by variant.
+    pub(super) read_as: std::collections::BTreeMap<&'static str, u64>,
 }
 
 impl<R: std::io::Read> LineRows<R> {
@@ -59,6 +63,8 @@ impl<R: std::io::Read> LineRows<R> {
             notes,
             max_line,
             truncated: 0,
+            notices: 0,
+            read_as: Default::default(),
         })
     }
 }
@@ -174,9 +180,16 @@ impl<R: std::io::Read> Rows for LineRows<R> {
                     match self.parser.parse(text, &mut self.fields) {
                         Ok(Parsed::Record) => {
                             self.truncated += u64::from(self.fields.cut);
+                            if let Some(v) = self.fields.variant {
+                                *self.read_as.entry(v).or_default() += 1;
+                            }
                             return Ok(Some(Ok(())));
                         }
                         Ok(Parsed::Skip) => continue,
+                        Ok(Parsed::Notice) => {
+                            self.notices += 1;
+                            continue;
+                        }
                         Err(e) => return Ok(Some(Err(self.shaped(e)))),
                     }
                 }

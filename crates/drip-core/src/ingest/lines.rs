@@ -314,7 +314,7 @@ impl FormatLine {
         self.fields.clear();
         match self.parser.parse(line, &mut self.fields) {
             Ok(Parsed::Record) => {}
-            Ok(Parsed::Skip) => return Ok(None),
+            Ok(Parsed::Skip | Parsed::Notice) => return Ok(None),
             Err(e) => return Err(at.error(format!("{} line: {e}", self.parser.format()))),
         }
         let (t, t2) = self.time.expect("resolved above");

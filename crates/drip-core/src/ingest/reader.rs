@@ -184,6 +184,10 @@ impl<'s> LogReader<'s> {
         }
         let go = self.read_rows(&mut rows, file_idx, &name, emit)?;
         self.summary.truncated += rows.truncated;
+        self.summary.notices += rows.notices;
+        for (variant, n) in &rows.read_as {
+            *self.summary.read_as.entry(variant.to_string()).or_default() += n;
+        }
         Ok(go)
     }
 

@@ -632,6 +632,10 @@ fn merged(sources: Vec<Source>) -> Merged {
         all.summary.rows += s.rows;
         all.summary.bad_rows += s.bad_rows;
         all.summary.truncated += s.truncated;
+        all.summary.notices += s.notices;
+        for (variant, n) in s.read_as {
+            *all.summary.read_as.entry(variant).or_default() += n;
+        }
         all.reordered += read.reordered;
         all.max_behind = all.max_behind.max(read.max_behind);
     }

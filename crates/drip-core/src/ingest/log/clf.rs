@@ -16,9 +16,11 @@ use super::Fields;
 use super::fixed::Layout;
 use super::tokens::wrapped;
 
-/// NCSA Combined: Apache's `combined`, nginx's default.
+/// NCSA Combined: Apache's `combined`, nginx's default. A Common line
+/// among them (a server that logged Common before) is read as one.
 pub static COMBINED: Layout = Layout::new("combined", &[&NAMES], 9, 3)
     .bracketed()
+    .shorter(7, "common")
     .request(4);
 
 /// NCSA Common: Combined without referer and user agent.

@@ -35,6 +35,10 @@ pub struct Layout {
     /// The quoted request line (`GET /a HTTP/1.1`), split into `method`,
     /// `uri` and `protocol`.
     pub request: Option<usize>,
+    /// A shorter variant of the format lines of it may be written in (a
+    /// Common line in a Combined log): its fields and its name. Such a line
+    /// lacks the fields past its own, and is counted as of the variant.
+    pub shorter: Option<(usize, &'static str)>,
 }
 
 impl Layout {
@@ -54,6 +58,7 @@ impl Layout {
             time_bracketed: false,
             ports: &[],
             request: None,
+            shorter: None,
         }
     }
 
@@ -66,6 +71,12 @@ impl Layout {
     /// With `ip:port` fields and the names of their addresses alone.
     pub const fn ports(mut self, ports: &'static [(usize, &'static str)]) -> Layout {
         self.ports = ports;
+        self
+    }
+
+    /// With lines of a shorter variant, `name`, of `fields` fields.
+    pub const fn shorter(mut self, fields: usize, name: &'static str) -> Layout {
+        self.shorter = Some((fields, name));
         self
     }
 
@@ -144,7 +155,11 @@ impl Fixed {
         let l = self.layout;
         let names = &self.written;
         let got = out.spans.len();
-        if got < l.least {
+        match l.shorter {
+            Some((fields, name)) if got < l.least && got >= fields => out.variant = Some(name),
+            _ => {}
+        }
+        if got < l.least && out.variant.is_none() {
             return Err(LineError::new(format!(
                 "the line has {got} field(s), a {} line has at least {} ({}); no {}",
                 l.format,

@@ -9,9 +9,10 @@
 //! then `client` (without its port), `method`, `uri` and `protocol`.
 //! Captured headers and fields a custom `log-format` adds between the
 //! server and the timers are skipped. HAProxy's own messages in the same
-//! log (`Proxy www started.`: a syslog prefix and no accept date) are no
-//! requests and not rows; a connection error with an accept date but no
-//! request (`SSL handshake failure`) is a bad line. `accept_date` is when the request
+//! log (`Proxy www started.`: a syslog prefix and no accept date) and the
+//! connections it logs as errors instead of requests (`www/https: SSL
+//! handshake failure` after the accept date) are notices: counted, not rows
+//! and not bad. `accept_date` is when the request
 //! arrived, with ms and **no zone**: the box's local time, read with
 //! `--tz` (UTC without it, with a note). The client is `client`.
 
@@ -51,6 +52,17 @@ fn timers(line: &[u8], f: &Fields, from: usize) -> Option<usize> {
             && t.iter()
                 .all(|&b| b.is_ascii_digit() || b == b'/' || b == b'-' || b == b'+')
     })
+}
+
+/// Whether the line is a connection HAProxy logs as an error instead of a
+/// request, `1.2.3.4:56224 [25/Feb/2019:16:20:10.111] www/https: SSL
+/// handshake failure`: after the accept date, `frontend/bind:` and a
+/// message.
+fn connection_error(line: &[u8], f: &Fields, accept: usize) -> bool {
+    accept + 1 < f.spans.len() && {
+        let t = f.in_line(line, accept + 1);
+        t.len() > 2 && t.ends_with(b":") && t.contains(&b'/')
+    }
 }
 
 /// Whether a tokenised line is an httplog line.
@@ -113,12 +125,15 @@ impl LineParser for Haproxy {
         let Some(a) = accept_date(line, t) else {
             // HAProxy's own messages (`Proxy www started.`) are no requests.
             if memchr::memmem::find(line, b" haproxy[").is_some() {
-                return Ok(Parsed::Skip);
+                return Ok(Parsed::Notice);
             }
             return Err(LineError::new(
                 "no [accept_date] after a client ip:port; is it an httplog line?",
             ));
         };
+        if connection_error(line, t, a) {
+            return Ok(Parsed::Notice);
+        }
         let Some(tm) = timers(line, t, a + 3) else {
             return Err(LineError::new(
                 "no timers Tq/Tw/Tc/Tr/Tt after the server; is it an httplog line (not tcplog)?",
@@ -173,7 +188,10 @@ mod tests {
         assert_eq!(f.get(line.as_bytes(), 5).unwrap(), b"302");
         let notice =
             b"Sep 20 15:42:59 h haproxy[1]: Connect from 1.1.1.1:4 to 1.1.1.1:5000 (main/HTTP)";
-        assert!(matches!(p.parse(notice, &mut f), Ok(Parsed::Skip)));
+        assert!(matches!(p.parse(notice, &mut f), Ok(Parsed::Notice)));
+        let ssl = b"Feb 25 16:20:15 h haproxy[7]: 95.216.197.33:56224 \
+            [25/Feb/2019:16:20:10.111] prod_http_in/sktst2: SSL handshake failure";
+        assert!(matches!(p.parse(ssl, &mut f), Ok(Parsed::Notice)));
         let e = p.parse(b"1.1.1.1:4 GET /", &mut f).unwrap_err().to_string();
         assert!(e.contains("no [accept_date]"), "{e}");
     }

@@ -184,6 +184,9 @@ pub struct Fields {
     /// The line's end cut its last quoted field off (or garbled what
     /// follows the fields that matter); the row is kept and counted.
     pub cut: bool,
+    /// The line is of this variant of the file's format, read as it (a
+    /// Common line in a Combined log); counted.
+    pub variant: Option<&'static str>,
 }
 
 /// Marks a span into `Fields::scratch`.
@@ -196,6 +199,7 @@ impl Fields {
         self.spans.clear();
         self.scratch.clear();
         self.cut = false;
+        self.variant = None;
     }
 
     /// The value of field `i` of `line`; `None` when the line lacks it.
@@ -257,6 +261,9 @@ pub enum Parsed {
     Record,
     /// A line that carries no request (a W3C directive).
     Skip,
+    /// A line the server wrote about itself, not a request (HAProxy's
+    /// `Proxy www started.`, a failed SSL handshake): counted, not bad.
+    Notice,
 }
 
 /// A log format, ready to read lines.

@@ -18,6 +18,7 @@ const VHOST: &[&str] = &["virtual_host"];
 
 pub static VCOMBINED: Layout = Layout::new("vcombined", &[VHOST, &NAMES], 10, 4)
     .bracketed()
+    .shorter(8, "vcommon")
     .ports(&[(0, "server_name")])
     .request(5);
 
