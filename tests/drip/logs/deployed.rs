@@ -150,3 +150,39 @@ fn common_lines_in_a_combined_log_are_read_and_counted() {
         .stdout_json();
     assert_eq!(j["policies"], whole["policies"]);
 }
+
+#[test]
+fn json_lines_with_raw_bytes_and_exponents_are_read_as_written() {
+    // nginx's escape=json writes bytes of 0x80 and above as they came, on
+    // the first line too; other servers write numbers with exponents.
+    let mut log = Vec::new();
+    log.extend_from_slice(
+        b"{\"ts\":1700000000.5,\"ip\":\"10.0.0.1\",\"d\":1.2e-3,\"ua\":\"a\xffb\"}\n",
+    );
+    log.extend_from_slice(
+        b"{\"ts\":1.7000000015e9,\"ip\":\"h\xfe\xff\",\"d\":2E-1,\"ua\":\"x\"}\n",
+    );
+    log.extend_from_slice(
+        b"{\"ts\":17000000025e-1,\"ip\":\"h\\u00e9\xff\",\"d\":0,\"ua\":\"x\"}\n",
+    );
+    let tmp = Scratch::new();
+    let path = tmp.write("access.json", &log);
+    let decisions = tmp.join("d.csv");
+    let out = Drip::audit()
+        .args([s(&path), "--key-column", "ip", "--duration-column", "d"])
+        .args(["-p", "gcra:rate=1/s,burst=1", "--format", "json", "--quiet"])
+        .args(["--decisions", s(&decisions)])
+        .run();
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let j = out.stdout_json();
+    assert_eq!(j["input"]["rows"], 3);
+    // Arrivals: each time less its duration, exactly.
+    assert_eq!(j["input"]["first_ns"], 1_700_000_000_498_800_000u64);
+    assert_eq!(j["input"]["last_ns"], 1_700_000_002_500_000_000u64);
+    assert_eq!(j["policies"][0]["keys"], 3);
+    let mut csv = csv::Reader::from_path(&decisions).unwrap();
+    let keys: Vec<Vec<u8>> = csv.byte_records().map(|r| r.unwrap()[2].to_vec()).collect();
+    let mut third = "h\u{e9}".as_bytes().to_vec();
+    third.push(0xff);
+    assert_eq!(keys, [b"10.0.0.1".to_vec(), b"h\xfe\xff".to_vec(), third]);
+}

@@ -9,13 +9,15 @@
 //! (see `Quick`); it reads a strict subset of JSON (no `\u` escapes, no
 //! bytes above ASCII in strings or keys, no escapes in keys, shallow
 //! nesting), and any line outside it goes to serde_json, which reads it
-//! or names what is wrong. Both give the same spans for a line both read. Values are borrowed from the
+//! or names what is wrong (bytes that are not UTF-8 are kept, and a number
+//! with an exponent is written out: see `bytes`). Both give the same spans for a line both read. Values are borrowed from the
 //! line: a string without escapes is used in place, numbers are kept as
 //! written (an epoch `1646861401.5241024` is read as digits, never through
 //! a float), and only a string with escapes is unescaped into a buffer. A
 //! path missing on a line (or `null`) is a missing field there: an empty
 //! key, and an error for the time.
 
+mod bytes;
 mod quick;
 
 use super::{Fields, LineError, LineParser, MISSING, Parsed, SCRATCH};
@@ -270,10 +272,20 @@ impl Ndjson {
     fn slow(&mut self, line: &[u8], out: &mut Fields) -> Result<(), LineError> {
         self.raws.clear();
         self.raws.resize(self.names.len(), None);
-        let mut de = serde_json::Deserializer::from_slice(line);
+        // Checked with what is not UTF-8 replaced; values are taken from
+        // the line as it is.
+        let replaced;
+        let checked = match std::str::from_utf8(line) {
+            Ok(_) => line,
+            Err(_) => {
+                replaced = bytes::checkable(line);
+                &replaced
+            }
+        };
+        let mut de = serde_json::Deserializer::from_slice(checked);
         Walk {
             node: &self.tree,
-            line_start: line.as_ptr() as usize,
+            line_start: checked.as_ptr() as usize,
             out: &mut self.raws,
         }
         .deserialize(&mut de)
@@ -304,11 +316,31 @@ fn unescape(
     name: &str,
     out: &mut Fields,
 ) -> Result<(u32, u32), LineError> {
-    let text: String = serde_json::from_slice(&line[s..e])
-        .map_err(|err| LineError::new(format!("invalid JSON string in '{name}': {err}")))?;
     let start = out.scratch.len();
-    out.scratch.extend_from_slice(text.as_bytes());
+    bytes::unescape(&line[s + 1..e - 1], &mut out.scratch).map_err(|err| {
+        out.scratch.truncate(start);
+        LineError::new(format!("invalid JSON string in '{name}': {err}"))
+    })?;
     Ok((start as u32 | SCRATCH, out.scratch.len() as u32 | SCRATCH))
+}
+
+/// Field `i`, when a number with an exponent, rewritten into `out`'s
+/// scratch as its plain decimal (`1.2e-3` → `0.0012`).
+#[inline]
+fn plain_number(line: &[u8], i: usize, out: &mut Fields) {
+    let (s, e) = out.spans[i];
+    if s & SCRATCH != 0 || out.spans[i] == MISSING {
+        return;
+    }
+    let v = &line[s as usize..e as usize];
+    if !matches!(v.first(), Some(b'-' | b'0'..=b'9')) || !v.iter().any(|&b| b | 0x20 == b'e') {
+        return;
+    }
+    if let Some(plain) = bytes::plain_decimal(v) {
+        let start = out.scratch.len() as u32;
+        out.scratch.extend_from_slice(&plain);
+        out.spans[i] = (start | SCRATCH, out.scratch.len() as u32 | SCRATCH);
+    }
 }
 
 impl LineParser for Ndjson {
@@ -322,7 +354,7 @@ impl LineParser for Ndjson {
 
     fn learn(&mut self, line: &[u8]) -> bool {
         if self.names.is_empty()
-            && let Ok(v) = serde_json::from_slice::<serde_json::Value>(line)
+            && let Ok(v) = serde_json::from_slice::<serde_json::Value>(&bytes::checkable(line))
         {
             flatten(&v, &mut Vec::new(), self);
         }
@@ -384,6 +416,9 @@ impl LineParser for Ndjson {
             out.spans.iter_mut().for_each(|v| *v = MISSING);
             out.scratch.clear();
             self.slow(line, out)?;
+        }
+        for &i in &self.wanted {
+            plain_number(line, i, out);
         }
         Ok(Parsed::Record)
     }
@@ -595,7 +630,22 @@ mod tests {
         let mut bytes = br#"{"ts":1,"k":"a"#.to_vec();
         bytes.extend_from_slice(&[0xff, b'"', b'}']);
         let mut f = Fields::default();
-        let e = p.parse(&bytes, &mut f).err().unwrap().to_string();
+        // A byte that is not UTF-8 is kept, as other formats keep it.
+        p.parse(&bytes, &mut f).unwrap();
+        assert_eq!(f.get(&bytes, 1).unwrap(), b"a\xff");
+        // Escaped too, and in the first line the names are learnt from.
+        let line = b"{\"ts\":1e0,\"k\":\"\\u00e9\xfe\",\"ok\":1}";
+        let mut p = Ndjson::default();
+        p.learn(line);
+        assert_eq!(p.names(), Some(&["k", "ok", "ts"].map(String::from)[..]));
+        p.field("ts");
+        p.field("k");
+        f.clear();
+        p.parse(line, &mut f).unwrap();
+        assert_eq!(f.get(line, 0).unwrap(), b"\xc3\xa9\xfe");
+        assert_eq!(f.get(line, 2).unwrap(), b"1");
+        let bad = b"{\"ts\":1,\"k\":\xff}";
+        let e = p.parse(bad, &mut f).err().unwrap().to_string();
         assert!(e.contains("invalid JSON"), "{e}");
     }
 }
