@@ -83,10 +83,15 @@ impl Nginx {
 
     /// One request: `target` on `host` from client address `from`.
     fn get(&self, host: &str, target: &str, from: &str) {
+        self.request("GET", "HTTP/1.1", host, target, from);
+    }
+
+    /// One request with `method` and `protocol`, without a body.
+    fn request(&self, method: &str, protocol: &str, host: &str, target: &str, from: &str) {
         let mut c = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
         c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let req = format!(
-            "GET {target} HTTP/1.1\r\nHost: {host}\r\nX-Forwarded-For: {from}\r\nConnection: close\r\n\r\n"
+            "{method} {target} {protocol}\r\nHost: {host}\r\nX-Forwarded-For: {from}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
         );
         c.write_all(req.as_bytes()).unwrap();
         let mut out = Vec::new();
@@ -99,6 +104,12 @@ impl Nginx {
         for &(host, target, from) in reqs {
             self.get(host, target, from);
         }
+        self.logged(reqs.len())
+    }
+
+    /// The access log, once nginx has logged `n` requests.
+    fn logged(&self, n: usize) -> PathBuf {
+        let reqs = vec![(); n];
         let log = self.dir.join("access.log");
         let deadline = Instant::now() + Duration::from_secs(5);
         loop {
@@ -357,6 +368,43 @@ fn keys_from_the_request_line() {
         )
     };
     assert_eq!((row(0), row(1), row(2)), ((3, 3), (4, 1), (2, 2)), "{locs}");
+}
+
+#[test]
+fn method_and_protocol_keys_read_the_logged_request_line() {
+    // The log has $request only: $request_method and $server_protocol are
+    // its parts.
+    let ng = Nginx::start(
+        "limit_req_zone $request_method zone=bymethod:1m rate=1r/m;\n\
+         limit_req_zone $server_protocol zone=byproto:1m rate=1r/m;\n\
+         server { listen 127.0.0.1:PORT;\n\
+           location /m/ { limit_req zone=bymethod burst=1 nodelay; empty_gif; }\n\
+           location /p/ { limit_req zone=byproto nodelay; empty_gif; } }\n",
+        &[],
+    );
+    let sent = [
+        ("GET", "HTTP/1.1", "/m/"),
+        ("POST", "HTTP/1.1", "/m/"),
+        ("GET", "HTTP/1.1", "/m/a"),
+        ("HEAD", "HTTP/1.1", "/m/"),
+        ("GET", "HTTP/1.1", "/m/b"),
+        ("POST", "HTTP/1.1", "/m/"),
+        ("POST", "HTTP/1.1", "/m/"),
+        ("GET", "HTTP/1.0", "/p/"),
+        ("GET", "HTTP/1.1", "/p/"),
+        ("GET", "HTTP/1.0", "/p/"),
+        ("GET", "HTTP/1.1", "/p/"),
+    ];
+    for (method, protocol, target) in sent {
+        ng.request(method, protocol, "h", target, "10.9.0.1");
+    }
+    let log = ng.logged(sent.len());
+    let v = agrees(&log, &ng.main_conf(), &[], &["PASSED", "REJECTED"]);
+    let locs = &v["policies"][0]["nginx"]["locations"];
+    let counts = |i: usize| (locs[i]["passed"].clone(), locs[i]["rejected"].clone());
+    // GET 2 + 1, POST 2 + 1, HEAD 1; HTTP/1.0 1 + 1, HTTP/1.1 1 + 1.
+    assert_eq!(counts(0), (5.into(), 2.into()), "{locs}");
+    assert_eq!(counts(1), (2.into(), 2.into()), "{locs}");
 }
 
 #[test]

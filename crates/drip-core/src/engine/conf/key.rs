@@ -303,12 +303,24 @@ impl Keys {
 }
 
 /// `overrides` with each request-target variable the log holds itself
-/// (`$args`, `$request_uri`, `$arg_NAME`, …) read from its own field.
+/// (`$args`, `$request_uri`, `$arg_NAME`, …) read from its own field, and
+/// `$request_method` and `$server_protocol`, when the log has no field of
+/// their own, read from the parts of a logged `$request`.
 fn logged_targets(overrides: &HashMap<String, String>, log: LogFields) -> HashMap<String, String> {
     let mut out = overrides.clone();
     for f in log.0.unwrap_or_default() {
         if f != "uri" && Target::of(f).is_some() && !out.contains_key(f) {
             out.insert(f.clone(), f.clone());
+        }
+    }
+    if log.derived_uri() {
+        for (var, part) in [
+            ("request_method", "method"),
+            ("server_protocol", "protocol"),
+        ] {
+            if !log.named(var) && !out.contains_key(var) {
+                out.insert(var.to_string(), part.to_string());
+            }
         }
     }
     out
