@@ -339,7 +339,8 @@ pub struct AuditArgs {
     #[arg(long = "static", value_name = "REGEX", requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
     pub static_files: Option<String>,
     /// Stop when an include of the nginx.conf names no file (by default
-    /// it is read as empty, and the report says so).
+    /// it is read as empty, and the report says so). A wildcard include
+    /// matching nothing is empty, as for nginx, its folder missing too.
     #[arg(long, requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
     pub strict_includes: bool,
     /// Fail (exit 1) above PCT % dropped (1 = 1 %).

@@ -387,7 +387,10 @@ impl Parser {
         let files = if pattern.contains(['*', '?', '[']) {
             let files = glob(&full).map_err(|e| pos.err(format!("include '{pattern}': {e}")))?;
             let dir = fixed_dir(&full);
-            if files.is_empty() && !dir.is_dir() {
+            // nginx takes a pattern matching nothing as empty, its folder
+            // missing too; unless strict, drip says the folder is not here
+            // (a config copied without it).
+            if files.is_empty() && !dir.is_dir() && !self.strict {
                 let what = format!("no such folder '{}'", dir.display());
                 return self.missing(pattern, &dir, pos, &what);
             }
@@ -619,6 +622,16 @@ mod tests {
         let e = parse_file(&dir.join("bad.conf"), true).unwrap_err();
         assert_eq!(e.line, 2);
         assert!(e.to_string().contains("no such file"), "{e}");
+        // Strict, a pattern whose folder is missing is empty, as for nginx;
+        // the missing file after it is the error.
+        std::fs::write(
+            dir.join("bad2.conf"),
+            "http {\n include gone/*.conf;\n include missing.conf;\n}\n",
+        )
+        .unwrap();
+        let e = parse_file(&dir.join("bad2.conf"), true).unwrap_err();
+        assert_eq!(e.line, 3, "{e}");
+        assert!(e.to_string().contains("include 'missing.conf'"), "{e}");
         // Not strict: both are kept as missing, the rest is read.
         let p = parse_file(&dir.join("bad.conf"), false).unwrap();
         let missing: Vec<(usize, &str)> =
