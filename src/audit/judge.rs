@@ -87,6 +87,9 @@ pub(super) struct Thresholds {
     max_keys_newly_hurt: Vec<Threshold<Bound>>,
     /// `--max-disagree`, and as given.
     max_disagree: (Percent, String),
+    /// `--verify-strict`: disagreements within nginx's clock granularity
+    /// count against `--max-disagree` too.
+    verify_strict: bool,
     /// `--fail-untested`.
     fail_untested: bool,
 }
@@ -122,6 +125,7 @@ impl Thresholds {
                 "a duration, e.g. 2s or api=500ms",
             )?,
             max_disagree: (max_disagree, args.max_disagree.trim().to_string()),
+            verify_strict: args.verify_strict,
             fail_untested: args.fail_untested,
             max_keys_hurt: parse_thresholds(
                 "--max-keys-hurt",
@@ -273,14 +277,28 @@ fn disagreements(t: &Thresholds, report: &Report) -> Vec<Crossing> {
         .iter()
         .filter_map(|p| {
             let v = p.nginx.as_ref()?.verify.as_ref()?;
-            max.exceeded_by(v.disagreed, v.rows).then(|| Crossing {
+            let (counted, but) = match t.verify_strict {
+                true => (v.disagreed, String::new()),
+                false => (
+                    v.disagreed - v.within_clock,
+                    match v.within_clock {
+                        0 => String::new(),
+                        n => format!(", not counting {n} within nginx's clock granularity"),
+                    },
+                ),
+            };
+            let share = if v.rows == 0 {
+                0.0
+            } else {
+                counted as f64 * 100.0 / v.rows as f64
+            };
+            max.exceeded_by(counted, v.rows).then(|| Crossing {
                 policy: p.label.clone(),
                 threshold: "--max-disagree".into(),
                 limit: format!("{}%", text.trim_end_matches('%')),
                 measured: format!(
-                    "{}% ({} of {} rows disagree with column '{}')",
-                    crate::report::pct(100.0 - v.agreement_pct),
-                    v.disagreed,
+                    "{}% ({counted} of {} rows disagree with column '{}'{but})",
+                    crate::report::pct(share),
                     v.rows,
                     v.column
                 ),

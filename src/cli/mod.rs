@@ -362,8 +362,17 @@ pub struct AuditArgs {
     #[arg(long, value_name = "[LABEL=]N|PCT%", help_heading = THRESHOLDS, hide_short_help = true)]
     pub max_keys_hurt: Vec<String>,
     /// Fail (exit 1) when more than PCT percent of verified rows disagree.
+    ///
+    /// A disagreement that a 1 ms move of the row removes is within
+    /// nginx's clock granularity (nginx decides on its own cached clock,
+    /// the log holds $msec): the report counts it apart, and it does not
+    /// count here unless --verify-strict is given.
     #[arg(long, value_name = "PCT", default_value = "0", help_heading = THRESHOLDS, hide_short_help = true)]
     pub max_disagree: String,
+    /// Count disagreements within nginx's clock granularity against
+    /// --max-disagree too.
+    #[arg(long, requires = "verify_column", help_heading = THRESHOLDS, hide_short_help = true)]
+    pub verify_strict: bool,
     /// Fail (exit 1) when a location with limit_req matched no row of the
     /// log: what was not tested is not passed.
     #[arg(long, requires = "nginx_conf", help_heading = THRESHOLDS, hide_short_help = true)]

@@ -35,6 +35,7 @@ const VERIFY: &[Column<VerifyReport>] = &[
     Column::num("rows", |v, _| v.rows.to_string()),
     Column::num("agreed", |v, _| v.agreed.to_string()),
     Column::num("disagreed", |v, _| v.disagreed.to_string()),
+    Column::num("within_clock", |v, _| v.within_clock.to_string()),
     Column::num("agreement_pct", |v, _| v.agreement_pct.to_string()),
 ];
 
@@ -67,7 +68,7 @@ fn add_config(page: &mut Page, label: &str, n: &NginxReport) {
     let Some(v) = &n.verify else {
         return;
     };
-    let heading = format!(
+    let mut heading = format!(
         "{label}: $limit_req_status against column '{}': {} of {} rows agree ({}%), {} disagree",
         v.column,
         v.agreed,
@@ -75,6 +76,12 @@ fn add_config(page: &mut Page, label: &str, n: &NginxReport) {
         pct(v.agreement_pct),
         v.disagreed
     );
+    if v.within_clock > 0 {
+        heading.push_str(&format!(
+            " ({} within nginx's clock granularity: a 1 ms move decides them as logged)",
+            v.within_clock
+        ));
+    }
     page.add(Shown::ALL, Block::Heading(heading));
     page.add(Shown::ALL, table(CONFUSION, &v.confusion));
     if !v.first_disagreements.is_empty() {

@@ -965,8 +965,8 @@ fn csv_carries_the_locations_verification_and_comparison() {
         "{o}"
     );
     assert!(
-        o.contains("\npolicy,verify_column,rows,agreed,disagreed,agreement_pct\n")
-            && o.contains("\nnginx.conf,limit_req_status,3,3,0,100\n"),
+        o.contains("\npolicy,verify_column,rows,agreed,disagreed,within_clock,agreement_pct\n")
+            && o.contains("\nnginx.conf,limit_req_status,3,3,0,0,100\n"),
         "{o}"
     );
     assert!(
@@ -1350,6 +1350,85 @@ fn rewrites_without_a_uri_in_the_log_are_said() {
     assert!(
         out.stderr
             .contains("has rewrites, and the log has no field 'uri' to run them on"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_disagreement_a_1_ms_move_removes_is_within_nginxs_clock() {
+    // rate=1r/s without burst: a second request 999 ms after the first is
+    // refused, one 1000 ms after passes. nginx logged PASSED at .999 (its
+    // cached clock said 1.000): within its clock granularity. The row at
+    // 1.500 logged REJECTED is a genuine disagreement.
+    let conf = "http {\n  log_format main '$remote_addr $msec \"$request\" $status $limit_req_status';\n  access_log /var/log/nginx/v.log main;\n  limit_req_zone $binary_remote_addr zone=perip:10m rate=1r/s;\n  server { location / { limit_req zone=perip nodelay; } }\n}\n";
+    let log = [
+        "1.1.1.1 1700000000.000 \"GET / HTTP/1.1\" 200 PASSED",
+        "1.1.1.1 1700000000.999 \"GET / HTTP/1.1\" 200 PASSED",
+        "2.2.2.2 1700000000.000 \"GET / HTTP/1.1\" 200 PASSED",
+        "2.2.2.2 1700000001.500 \"GET / HTTP/1.1\" 503 REJECTED",
+    ]
+    .join("\n")
+        + "\n";
+    let d = Scratch::new();
+    let c = d.join("nginx.conf");
+    let l = d.join("v.log");
+    std::fs::write(&c, conf).unwrap();
+    std::fs::write(&l, log).unwrap();
+    let run = |extra: &[&str]| {
+        let max = if extra.contains(&"--max-disagree") {
+            &[][..]
+        } else {
+            &["--max-disagree", "30"][..]
+        };
+        Drip::audit()
+            .args([
+                s(&l),
+                "--nginx-conf",
+                s(&c),
+                "--verify-column",
+                "limit_req_status",
+            ])
+            .arg("-q")
+            .args(max)
+            .args(extra)
+            .run()
+    };
+    // One genuine disagreement in four rows: 25 % ≤ 30 %.
+    let out = run(&["-f", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v = out.stdout_json();
+    let verify = &v["policies"][0]["nginx"]["verify"];
+    assert_eq!(verify["disagreed"], 2, "{verify}");
+    assert_eq!(verify["within_clock"], 1, "{verify}");
+    assert_eq!(
+        verify["first_disagreements"][0]["emulated"],
+        "REJECTED (PASSED 1 ms later: within nginx's clock granularity)",
+        "{verify}"
+    );
+    assert_eq!(
+        verify["first_disagreements"][1]["emulated"], "PASSED",
+        "{verify}"
+    );
+    let out = run(&[]);
+    assert!(
+        out.stdout
+            .contains("2 disagree (1 within nginx's clock granularity"),
+        "{}",
+        out.stdout
+    );
+    // Strict, both count: 50 % > 30 %.
+    let out = run(&["--verify-strict"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("crossed --max-disagree"),
+        "{}",
+        out.stderr
+    );
+    let out = run(&["--max-disagree", "20"]);
+    assert_eq!(out.code, 1, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("1 of 4 rows disagree with column 'limit_req_status', not counting 1 within nginx's clock granularity"),
         "{}",
         out.stderr
     );

@@ -116,6 +116,9 @@ pub struct VerifyReport {
     pub rows: u64,
     pub agreed: u64,
     pub disagreed: u64,
+    /// Of `disagreed`, the rows a 1 ms move would decide as logged: within
+    /// nginx's clock granularity.
+    pub within_clock: u64,
     pub agreement_pct: f64,
     /// (drip's status, logged status, rows).
     pub confusion: Vec<(String, String, u64)>,

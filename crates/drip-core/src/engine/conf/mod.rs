@@ -209,6 +209,13 @@ impl ConfExec {
         let now = ev.at;
         let now_ms = (now.0 / Nanos::PER_MS) as i64;
         let cost = u64::from(ev.cost);
+        let logged = match &mut self.verify {
+            Some(v) => {
+                v.before.clear();
+                Some(v.logged(ev, names)?)
+            }
+            None => None,
+        };
         let (mut l, then) = self.router.location(&self.conf, ev, names);
         self.applied.clear();
         // A `return` answers before `limit_req` runs.
@@ -237,6 +244,14 @@ impl ConfExec {
         } else if self.applied.is_empty() {
             (Decision::Admit { release: now }, Status::None)
         } else {
+            if let Some(v) = &mut self.verify {
+                let states = &self.keys.zones;
+                v.before.extend(
+                    self.applied
+                        .iter()
+                        .map(|&(_, z, k)| ((z, k), states[z].states[k as usize])),
+                );
+            }
             let release = self.admit(l, now, cost);
             let s = match (release > now, dry) {
                 (false, _) => Status::Passed,
@@ -250,12 +265,65 @@ impl ConfExec {
         if status != Status::None {
             self.count_limited(ev);
         }
-        if let Some(v) = &mut self.verify {
+        if let Some(logged) = logged {
+            let moved = if logged == status {
+                [status; 2]
+            } else {
+                let ms = Nanos::PER_MS;
+                let earlier = Nanos(now.0.saturating_sub(ms));
+                let later = Nanos(now.0 + ms);
+                [
+                    self.status_at(l, ev, names, earlier),
+                    self.status_at(l, ev, names, later),
+                ]
+            };
+            let v = self.verify.as_mut().expect("verifying");
             let keys = self.applied.iter().map(|&(_, z, k)| (z as u32, k));
             let refused_key = refused.map(|(_, key)| key);
-            v.record(ev, names, status, keys.chain(refused_key), now_ms)?;
+            v.record(ev, [status, logged], moved, keys.chain(refused_key), now_ms);
         }
         Ok((decision, level))
+    }
+
+    /// The status location `l`'s limits would give the row `ev` at `at`
+    /// instead, from the states before it (nothing changed): what a move
+    /// of a disagreeing row within nginx's clock granularity would log.
+    #[cold]
+    #[inline(never)]
+    fn status_at(&mut self, l: usize, ev: &Event, names: &[KeyNames], at: Nanos) -> Status {
+        if self.locs[l].returns {
+            return Status::None;
+        }
+        let server = self.conf.locations[l].server;
+        let dry = self.locs[l].dry_run;
+        let (mut release, mut applied) = (at, false);
+        for i in 0..self.locs[l].limits.len() {
+            let (z, p) = self.locs[l].limits[i];
+            let rw = self.router.rewritten();
+            let Some(k) = self.keys.key(&self.conf, z, server, ev, names, rw) else {
+                continue;
+            };
+            let before = self.verify.as_ref().and_then(|v| {
+                v.before
+                    .iter()
+                    .find(|(zk, _)| *zk == (z, k))
+                    .map(|(_, s)| *s)
+            });
+            let state = before
+                .or_else(|| self.keys.zones[z].states.get(k as usize).copied())
+                .unwrap_or_default();
+            match p.check(&state, at, u64::from(ev.cost)) {
+                Decision::Admit { release: r } => (release, applied) = (release.max(r), true),
+                Decision::Refuse { .. } if dry => return Status::RejectedDryRun,
+                Decision::Refuse { .. } => return Status::Rejected,
+            }
+        }
+        match (applied, release > at, dry) {
+            (false, _, _) => Status::None,
+            (true, false, _) => Status::Passed,
+            (true, true, false) => Status::Delayed,
+            (true, true, true) => Status::DelayedDryRun,
+        }
     }
 
     /// Counts a row a limit applied to, for its key in the report column.

@@ -3,6 +3,12 @@
 //! same millisecond sharing a zone key (at any location naming the zone),
 //! so such a group is compared as a multiset (the same statuses in any
 //! order).
+//!
+//! nginx decides on its own millisecond clock, cached per event loop
+//! pass, and the log's `$msec` can be a millisecond off it. A disagreeing
+//! row that would get the logged status 1 ms earlier or later (from the
+//! same state) is within nginx's clock granularity: counted apart, and
+//! listed as such.
 
 use crate::engine::outcome::{VerifyReport, VerifyRow};
 use crate::ingest::input::Event;
@@ -19,6 +25,9 @@ struct Pending {
     to: u32,
     emulated: Status,
     logged: Status,
+    /// The row's status 1 ms earlier and 1 ms later (from the state before
+    /// it), when it disagrees; else `emulated`.
+    moved: [Status; 2],
     file: u32,
     line: u64,
 }
@@ -33,9 +42,14 @@ pub(super) struct Verify {
     keys: Vec<(u32, u32)>,
     rows: u64,
     agreed: u64,
+    /// Disagreements a 1 ms move of the row removes.
+    within_clock: u64,
     confusion: HashMap<(Status, Status), u64>,
     first: Vec<VerifyRow>,
     files: Vec<String>,
+    /// The states of the zone keys that admitted the row being decided,
+    /// before it: what a move of the row is decided from.
+    pub(super) before: Vec<((usize, u32), crate::policy::nginx::NginxState)>,
 }
 
 /// Disagreements listed in the report.
@@ -53,23 +67,17 @@ impl Verify {
             keys: Vec::new(),
             rows: 0,
             agreed: 0,
+            within_clock: 0,
             confusion: HashMap::new(),
             first: Vec::new(),
             files,
+            before: Vec::new(),
         }
     }
 
-    /// Reads the status nginx logged for `ev` and queues the row, decided
-    /// at `now_ms` as `emulated` against the zone keys `keys`.
+    /// The status nginx logged for `ev`.
     #[inline]
-    pub(super) fn record(
-        &mut self,
-        ev: &Event,
-        names: &[KeyNames],
-        emulated: Status,
-        keys: impl Iterator<Item = (u32, u32)>,
-        now_ms: i64,
-    ) -> Result<()> {
+    pub(super) fn logged(&self, ev: &Event, names: &[KeyNames]) -> Result<Status> {
         let id = ev.keys[self.slot];
         let text = if id == EMPTY_KEY {
             &b""[..]
@@ -85,16 +93,31 @@ impl Verify {
                 self.column
             );
         };
+        Ok(logged)
+    }
+
+    /// Queues the row `ev`, logged as `logged`, decided at `now_ms` as
+    /// `emulated` (and as `moved` 1 ms either side) against the zone keys
+    /// `keys`.
+    #[inline]
+    pub(super) fn record(
+        &mut self,
+        ev: &Event,
+        [emulated, logged]: [Status; 2],
+        moved: [Status; 2],
+        keys: impl Iterator<Item = (u32, u32)>,
+        now_ms: i64,
+    ) {
         let p = Pending {
             from: 0,
             to: 0,
             emulated,
             logged,
+            moved,
             file: ev.file,
             line: ev.line,
         };
         self.push(p, keys, now_ms);
-        Ok(())
     }
 
     /// Queues a row decided at `now_ms` against the zone keys `keys`.
@@ -179,13 +202,21 @@ impl Verify {
             }
             for (e, (l, at)) in left_e.into_iter().zip(left_l) {
                 *self.confusion.entry((e, l)).or_default() += 1;
+                let p = group[at];
+                let clock = p.moved.contains(&l);
+                self.within_clock += u64::from(clock);
                 if self.first.len() < FIRST_DISAGREEMENTS {
-                    let p = group[at];
-                    let emulated = if n == 1 {
-                        e.text().to_string()
-                    } else {
-                        format!("{} (in a group of {n} same-ms rows)", e.text())
-                    };
+                    let mut emulated = e.text().to_string();
+                    if n > 1 {
+                        emulated.push_str(&format!(" (in a group of {n} same-ms rows)"));
+                    }
+                    if clock {
+                        let when = if p.moved[0] == l { "earlier" } else { "later" };
+                        emulated.push_str(&format!(
+                            " ({} 1 ms {when}: within nginx's clock granularity)",
+                            l.text()
+                        ));
+                    }
                     self.first.push(VerifyRow {
                         at: format!("{}:{}", self.files[p.file as usize], p.line),
                         emulated,
@@ -212,6 +243,7 @@ impl Verify {
             rows: self.rows,
             agreed: self.agreed,
             disagreed: self.rows - self.agreed,
+            within_clock: self.within_clock,
             agreement_pct: if self.rows == 0 {
                 100.0
             } else {
@@ -248,9 +280,30 @@ mod tests {
             to: 0,
             emulated,
             logged,
+            moved: [emulated; 2],
             file: 0,
             line,
         }
+    }
+
+    #[test]
+    fn a_disagreement_a_1_ms_move_removes_is_counted_apart() {
+        let mut v = Verify::new(0, "s", vec!["log".into()]);
+        let k = |z: u32, k: u32| std::iter::once((z, k));
+        use Status::*;
+        let mut p = pending(Rejected, Passed, 1);
+        p.moved = [Rejected, Passed];
+        v.push(p, k(0, 1), 5);
+        let mut p = pending(Passed, Rejected, 2);
+        p.moved = [Passed, Passed];
+        v.push(p, k(0, 1), 6);
+        let r = v.report();
+        assert_eq!((r.rows, r.disagreed, r.within_clock), (2, 2, 1));
+        assert_eq!(
+            r.first_disagreements[0].emulated,
+            "REJECTED (PASSED 1 ms later: within nginx's clock granularity)"
+        );
+        assert_eq!(r.first_disagreements[1].emulated, "PASSED");
     }
 
     #[test]
