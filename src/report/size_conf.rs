@@ -19,8 +19,12 @@ pub struct SizeConfReport {
     pub limits: Vec<LimitRow>,
     pub zones: Vec<ZoneRow>,
     pub notes: Vec<String>,
-    /// The unified diff (empty: nothing to change).
+    /// The unified diff (empty: nothing to change), as text: bytes of the
+    /// config that are not UTF-8 shown as U+FFFD.
     pub patch: String,
+    /// The diff as written to `--patch`: the config's bytes as they are.
+    #[serde(skip)]
+    pub patch_bytes: Vec<u8>,
     /// `--patch FILE`, where the diff was written.
     pub patch_file: Option<String>,
     /// The commands that apply it.

@@ -448,7 +448,7 @@ fn report(
     }: Sized,
     zones: Vec<ZoneRow>,
     read: Read,
-    (diff, root): (String, std::path::PathBuf),
+    (diff, root): (Vec<u8>, std::path::PathBuf),
 ) -> Result<SizeConfReport> {
     let limits = units
         .iter()
@@ -487,7 +487,8 @@ fn report(
         limits,
         zones,
         notes: fitted.notes.clone(),
-        patch: diff,
+        patch: String::from_utf8_lossy(&diff).into_owned(),
+        patch_bytes: diff,
         patch_file: patch_file.map(|p| p.display().to_string()),
         apply: format!("cd {root} && patch -p1 < PATCH && nginx -t -c {config}"),
     })
@@ -497,14 +498,14 @@ fn report(
 fn render(args: &SizeArgs, report: &SizeConfReport) -> Result<u8> {
     let to_stdout = args.patch.as_ref().is_some_and(|p| p.as_os_str() == "-");
     if let Some(p) = args.patch.as_ref().filter(|_| !to_stdout) {
-        std::fs::write(p, &report.patch)
+        std::fs::write(p, &report.patch_bytes)
             .with_context(|| format!("cannot write --patch file '{}'", p.display()))?;
     }
     let stdout = std::io::stdout();
     let mut out = std::io::BufWriter::new(stdout.lock());
     use crate::report::size_conf as r;
     match args.format {
-        _ if to_stdout => out.write_all(report.patch.as_bytes()),
+        _ if to_stdout => out.write_all(&report.patch_bytes),
         Format::Table => r::render_table(report, crate::report::fit::width(args.wide), &mut out),
         Format::Json => r::render_json(report, &mut out),
         Format::Csv => r::render_csv(report, &mut out),

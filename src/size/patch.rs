@@ -96,12 +96,13 @@ pub fn edits(
     out
 }
 
-/// The unified diff of every file `edits` change, and the folder where
-/// `patch -p1` applies it. Each file is named by its real path (symlinks
+/// The unified diff of every file `edits` change (bytes: a config is kept
+/// byte for byte, what is not UTF-8 too), and the folder where `patch
+/// -p1` applies it. Each file is named by its real path (symlinks
 /// resolved: patch refuses to patch a symlink) relative to that folder:
 /// the main config's real folder, or the deepest folder above it that
 /// holds every changed file (an `include` of an absolute path elsewhere).
-pub fn diff(main: &Path, edits: &[Edit]) -> Result<(String, PathBuf)> {
+pub fn diff(main: &Path, edits: &[Edit]) -> Result<(Vec<u8>, PathBuf)> {
     let real = |p: &Path| {
         std::fs::canonicalize(p)
             .with_context(|| format!("cannot find the real path of '{}' to patch it", p.display()))
@@ -122,24 +123,25 @@ pub fn diff(main: &Path, edits: &[Edit]) -> Result<(String, PathBuf)> {
         }
         files.push((file, abs, edits));
     }
-    let mut out = String::new();
+    let mut out = Vec::new();
     for (file, abs, edits) in files {
-        let old = std::fs::read_to_string(&file)
+        let old = std::fs::read(&file)
             .with_context(|| format!("cannot read '{}' to patch it", file.display()))?;
-        let mut changes: Vec<(usize, usize, String)> = Vec::new();
+        let stmts = statements(&old);
+        let mut changes: Vec<Change> = Vec::new();
         for e in edits {
             changes.extend(
-                changes_of(&old, e)
+                changes_of(&old, &stmts, e)
                     .map_err(|m| anyhow::anyhow!("{}:{}: {m}", file.display(), e.line))?,
             );
         }
         changes.sort_by_key(|c| std::cmp::Reverse(c.0));
         let mut new = old.clone();
         for (start, end, text) in changes {
-            new.replace_range(start..end, &text);
+            new.splice(start..end, text);
         }
         let rel = abs.strip_prefix(&root).expect("the root holds every file");
-        out.push_str(&unified(rel, &old, &new));
+        out.extend_from_slice(&unified(rel, &old, &new));
     }
     Ok((out, root))
 }
@@ -177,16 +179,16 @@ fn header_name(side: char, name: &Path) -> String {
 /// parser places a directive by file and line, so the two would be sized
 /// as one and the patch would change only the first.
 pub fn one_per_line(units: &[Unit], zone_name: impl Fn(usize) -> String) -> Result<()> {
-    let mut texts: BTreeMap<&Path, String> = BTreeMap::new();
+    let mut parsed: BTreeMap<&Path, Vec<Statement>> = BTreeMap::new();
     for unit in units {
         let file: &Path = &unit.pos.file;
-        if !texts.contains_key(file) {
-            let text = std::fs::read_to_string(file)
+        if !parsed.contains_key(file) {
+            let text = std::fs::read(file)
                 .with_context(|| format!("cannot read '{}' to size it", file.display()))?;
-            texts.insert(file, text);
+            parsed.insert(file, statements(&text));
         }
         let zone = zone_name(unit.zone);
-        if starts_on_line(&texts[file], unit.pos.line, &zone) > 1 {
+        if starts_on_line(&parsed[file], unit.pos.line, &zone) > 1 {
             bail!(
                 "{}: two limit_req zone={zone} on one line, which drip cannot tell apart: put each limit_req on its own line to size it",
                 unit.pos
@@ -196,133 +198,175 @@ pub fn one_per_line(units: &[Unit], zone_name: impl Fn(usize) -> String) -> Resu
     Ok(())
 }
 
-/// How many `limit_req` directives naming `zone=zone` start on line
-/// `line` of `text` (quoted strings and the comment after `#` skipped).
-fn starts_on_line(text: &str, line: usize, zone: &str) -> usize {
-    let Some(this) = text.split_inclusive('\n').nth(line.saturating_sub(1)) else {
-        return 0;
-    };
-    let start = this.as_ptr() as usize - text.as_ptr() as usize;
-    let b = this.as_bytes();
-    let (mut i, mut n) = (0, 0);
-    while i < b.len() {
-        match b[i] {
-            b'#' => break,
-            q @ (b'"' | b'\'') => {
-                i += 1;
-                while i < b.len() && b[i] != q {
-                    i += 1 + usize::from(b[i] == b'\\');
-                }
-                i += 1;
-            }
-            c if c.is_ascii_alphanumeric() || c == b'_' => {
-                let w = i;
-                while i < b.len() && (b[i].is_ascii_alphanumeric() || b[i] == b'_') {
-                    i += 1;
-                }
-                let named =
-                    |(_, _, t): &(usize, usize, String)| t.strip_prefix("zone=") == Some(zone);
-                if &this[w..i] == "limit_req"
-                    && b.get(i).is_some_and(u8::is_ascii_whitespace)
-                    && tokens(text, start + i).iter().any(named)
-                {
-                    n += 1;
-                }
-            }
-            _ => i += 1,
-        }
-    }
-    n
+/// How many `limit_req` directives naming `zone=zone` start on line `line`.
+fn starts_on_line(stmts: &[Statement], line: usize, zone: &str) -> usize {
+    stmts
+        .iter()
+        .filter(|s| s.line() == line && s.is("limit_req") && s.names_zone("limit_req", zone))
+        .count()
 }
 
-/// A token of a directive: its byte span and text (quotes taken off).
-fn tokens(text: &str, from: usize) -> Vec<(usize, usize, String)> {
-    let b = text.as_bytes();
+/// A token of a directive: its byte span in the file, its text (quotes
+/// and escapes taken off) and the line it starts on.
+struct Token {
+    start: usize,
+    end: usize,
+    text: Vec<u8>,
+    line: usize,
+}
+
+/// A directive as nginx tokenizes it: its name and arguments, up to its
+/// `;` or `{`. Quoted strings, escapes and comments are read as nginx
+/// reads them, so text that only looks like a directive (in a comment, in
+/// a quoted argument of another one) is none.
+struct Statement(Vec<Token>);
+
+impl Statement {
+    fn line(&self) -> usize {
+        self.0[0].line
+    }
+
+    fn is(&self, name: &str) -> bool {
+        self.0[0].text == name.as_bytes()
+    }
+
+    /// The parameters: the arguments past `limit_req_zone`'s key.
+    fn params(&self, directive: &str) -> &[Token] {
+        let skip = if directive == "limit_req_zone" { 2 } else { 1 };
+        self.0.get(skip..).unwrap_or_default()
+    }
+
+    /// The `zone=` parameter naming `zone` (`zone=NAME:SIZE` of a zone).
+    fn zone_param(&self, directive: &str, zone: &str) -> Option<&Token> {
+        self.params(directive).iter().find(|t| {
+            let Some(v) = t.text.strip_prefix(b"zone=") else {
+                return false;
+            };
+            let name = match directive {
+                "limit_req_zone" => v.split(|&b| b == b':').next().unwrap_or_default(),
+                _ => v,
+            };
+            name == zone.as_bytes()
+        })
+    }
+
+    fn names_zone(&self, directive: &str, zone: &str) -> bool {
+        self.zone_param(directive, zone).is_some()
+    }
+}
+
+/// Every directive of a config file, as nginx's tokenizer reads it.
+fn statements(b: &[u8]) -> Vec<Statement> {
     let mut out = Vec::new();
-    let mut i = from;
+    let mut toks: Vec<Token> = Vec::new();
+    let (mut i, mut line) = (0, 1);
+    let end_statement = |toks: &mut Vec<Token>, out: &mut Vec<Statement>| {
+        if !toks.is_empty() {
+            out.push(Statement(std::mem::take(toks)));
+        }
+    };
     while i < b.len() {
         match b[i] {
-            b';' | b'{' => break,
+            b'\n' => (line, i) = (line + 1, i + 1),
+            c if c.is_ascii_whitespace() => i += 1,
+            b';' | b'{' => {
+                end_statement(&mut toks, &mut out);
+                i += 1;
+            }
+            b'}' => {
+                toks.clear();
+                i += 1;
+            }
             b'#' => {
                 while i < b.len() && b[i] != b'\n' {
                     i += 1;
                 }
             }
-            c if c.is_ascii_whitespace() => i += 1,
             q @ (b'"' | b'\'') => {
-                let start = i;
+                let (start, at) = (i, line);
+                let mut text = Vec::new();
                 i += 1;
                 while i < b.len() && b[i] != q {
-                    i += 1 + usize::from(b[i] == b'\\');
+                    if b[i] == b'\\' && i + 1 < b.len() {
+                        i += 1;
+                    }
+                    line += usize::from(b[i] == b'\n');
+                    text.push(b[i]);
+                    i += 1;
                 }
                 i = (i + 1).min(b.len());
-                out.push((start, i, text[start + 1..i - 1].to_string()));
+                toks.push(Token {
+                    start,
+                    end: i,
+                    text,
+                    line: at,
+                });
             }
             _ => {
                 let start = i;
+                let mut text = Vec::new();
                 while i < b.len() && !b[i].is_ascii_whitespace() && !matches!(b[i], b';' | b'{') {
-                    i += 1;
+                    if b[i] == b'\\' && i + 1 < b.len() {
+                        i += 1;
+                    } else if b[i] == b'$' && b.get(i + 1) == Some(&b'{') {
+                        // `${name}`: its braces are the variable's.
+                        while i < b.len() && b[i] != b'}' {
+                            text.push(b[i]);
+                            i += 1;
+                        }
+                    }
+                    if i < b.len() {
+                        text.push(b[i]);
+                        i += 1;
+                    }
                 }
-                out.push((start, i, text[start..i].to_string()));
+                toks.push(Token {
+                    start,
+                    end: i,
+                    text,
+                    line,
+                });
             }
         }
     }
     out
 }
 
-/// The replacements (span, text) that make edit `e` in `text`.
-fn changes_of(text: &str, e: &Edit) -> Result<Vec<(usize, usize, String)>, String> {
-    let line_start = text
-        .split_inclusive('\n')
-        .take(e.line.saturating_sub(1))
-        .map(str::len)
-        .sum::<usize>();
-    let zone_arg = |t: &str| match e.directive {
-        "limit_req_zone" => {
-            t.strip_prefix("zone=").and_then(|z| z.split(':').next()) == Some(e.zone.as_str())
-        }
-        _ => t.strip_prefix("zone=") == Some(e.zone.as_str()),
+/// A replacement: the span and the bytes that take its place.
+type Change = (usize, usize, Vec<u8>);
+
+/// The replacements that make edit `e` in `text`, tokenized as `stmts`:
+/// in the directive `e.directive` that starts on `e.line` and names the
+/// zone, its parameters (never `limit_req_zone`'s key) only.
+fn changes_of(text: &[u8], stmts: &[Statement], e: &Edit) -> Result<Vec<Change>, String> {
+    let Some(stmt) = stmts
+        .iter()
+        .find(|s| s.line() == e.line && s.is(e.directive) && s.names_zone(e.directive, &e.zone))
+    else {
+        return Err(format!(
+            "{} zone={} not found where the config was read",
+            e.directive, e.zone
+        ));
     };
-    let mut at = line_start;
-    let args = loop {
-        let rest = &text[at..];
-        let Some(found) = rest.find(e.directive) else {
-            return Err(format!(
-                "{} zone={} not found where the config was read",
-                e.directive, e.zone
-            ));
-        };
-        let start = at + found;
-        let end = start + e.directive.len();
-        at = end;
-        let before = text[..start].chars().next_back();
-        let after = text[end..].chars().next();
-        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
-            || !after.is_some_and(|c| c.is_ascii_whitespace())
-        {
-            continue;
-        }
-        let args = tokens(text, end);
-        if args.iter().any(|(_, _, t)| zone_arg(t)) {
-            break args;
-        }
-    };
+    let params = stmt.params(e.directive);
     let mut out = Vec::new();
     for (param, value) in &e.set {
         let prefix = format!("{param}=");
-        let found = args.iter().find(|(_, _, t)| t.starts_with(&prefix));
+        let found = params
+            .iter()
+            .find(|t| t.text.starts_with(prefix.as_bytes()));
         match (found, value) {
-            (Some(&(s, end, _)), Some(v)) => out.push((s, end, format!("{param}={v}"))),
-            (Some(&(s, end, _)), None) => {
-                let blank = text[..s].trim_end_matches([' ', '\t']).len();
-                out.push((blank, end, String::new()));
+            (Some(t), Some(v)) => out.push((t.start, t.end, format!("{param}={v}").into_bytes())),
+            (Some(t), None) => {
+                let blank = text[..t.start]
+                    .iter()
+                    .rposition(|&b| b != b' ' && b != b'\t')
+                    .map_or(0, |p| p + 1);
+                out.push((blank, t.end, Vec::new()));
             }
             (None, Some(v)) => {
-                let &(_, zend, _) = args
-                    .iter()
-                    .find(|(_, _, t)| zone_arg(t))
-                    .expect("found above");
-                out.push((zend, zend, format!(" {param}={v}")));
+                let zone = stmt.zone_param(e.directive, &e.zone).expect("found above");
+                out.push((zone.end, zone.end, format!(" {param}={v}").into_bytes()));
             }
             (None, None) => {}
         }
@@ -331,16 +375,21 @@ fn changes_of(text: &str, e: &Edit) -> Result<Vec<(usize, usize, String)>, Strin
 }
 
 /// `old` -> `new` (the same number of lines) as a unified diff of `name`
-/// with three lines of context.
-fn unified(name: &Path, old: &str, new: &str) -> String {
-    let a: Vec<&str> = old.split_inclusive('\n').collect();
-    let b: Vec<&str> = new.split_inclusive('\n').collect();
+/// with three lines of context, byte for byte.
+fn unified(name: &Path, old: &[u8], new: &[u8]) -> Vec<u8> {
+    let lines = |t: &[u8]| -> Vec<Vec<u8>> {
+        t.split_inclusive(|&b| b == b'\n')
+            .map(<[u8]>::to_vec)
+            .collect()
+    };
+    let (a, b) = (lines(old), lines(new));
     let changed: Vec<usize> = (0..a.len()).filter(|&i| a[i] != b[i]).collect();
     let mut out = format!(
         "--- {}\n+++ {}\n",
         header_name('a', name),
         header_name('b', name)
-    );
+    )
+    .into_bytes();
     let mut i = 0;
     while i < changed.len() {
         let first = changed[i];
@@ -352,13 +401,13 @@ fn unified(name: &Path, old: &str, new: &str) -> String {
         i += 1;
         let (from, to) = (first.saturating_sub(3), (last + 4).min(a.len()));
         let n = to - from;
-        out.push_str(&format!("@@ -{},{n} +{},{n} @@\n", from + 1, from + 1));
+        out.extend_from_slice(format!("@@ -{},{n} +{},{n} @@\n", from + 1, from + 1).as_bytes());
         for k in from..to {
             if a[k] == b[k] {
-                push_line(&mut out, ' ', a[k]);
+                push_line(&mut out, b' ', &a[k]);
             } else {
-                push_line(&mut out, '-', a[k]);
-                push_line(&mut out, '+', b[k]);
+                push_line(&mut out, b'-', &a[k]);
+                push_line(&mut out, b'+', &b[k]);
             }
         }
     }
@@ -366,17 +415,19 @@ fn unified(name: &Path, old: &str, new: &str) -> String {
 }
 
 /// One line of a hunk, with patch's mark for a last line without newline.
-fn push_line(out: &mut String, mark: char, line: &str) {
+fn push_line(out: &mut Vec<u8>, mark: u8, line: &[u8]) {
     out.push(mark);
-    out.push_str(line);
-    if !line.ends_with('\n') {
-        out.push_str("\n\\ No newline at end of file\n");
+    out.extend_from_slice(line);
+    if !line.ends_with(b"\n") {
+        out.extend_from_slice(b"\n\\ No newline at end of file\n");
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use super::{Edit, changes_of, header_name, size_text, starts_on_line, unified, zone_bytes};
+    use super::{
+        Edit, changes_of, header_name, size_text, starts_on_line, statements, unified, zone_bytes,
+    };
     use std::path::Path;
     use std::sync::Arc;
 
@@ -397,13 +448,13 @@ mod tests {
 
     /// `text` with `e` made.
     fn apply(text: &str, e: &Edit) -> String {
-        let mut out = text.to_string();
-        let mut changes = changes_of(text, e).unwrap();
+        let mut out = text.as_bytes().to_vec();
+        let mut changes = changes_of(text.as_bytes(), &statements(text.as_bytes()), e).unwrap();
         changes.sort_by_key(|c| std::cmp::Reverse(c.0));
         for (s, end, t) in changes {
-            out.replace_range(s..end, &t);
+            out.splice(s..end, t);
         }
-        out
+        String::from_utf8(out).unwrap()
     }
 
     #[test]
@@ -444,7 +495,7 @@ mod tests {
             "limit_req_status 429;\nlimit_req_zone $binary_remote_addr zone=ip:1m rate=1r/s;\n";
         let e = edit(
             "limit_req_zone",
-            1,
+            2,
             "ip",
             vec![
                 ("rate", Some("5r/s".into())),
@@ -455,7 +506,77 @@ mod tests {
             apply(text, &e),
             "limit_req_status 429;\nlimit_req_zone $binary_remote_addr zone=ip:2m rate=5r/s;\n"
         );
-        assert!(changes_of(text, &edit("limit_req_zone", 1, "other", vec![])).is_err());
+        let stmts = statements(text.as_bytes());
+        let other = edit("limit_req_zone", 2, "other", vec![]);
+        assert!(changes_of(text.as_bytes(), &stmts, &other).is_err());
+    }
+
+    #[test]
+    fn text_that_only_looks_like_the_directive_is_left_alone() {
+        let burst = |b: &str| vec![("burst", Some(b.to_string()))];
+        // In a quoted argument of another directive earlier on the line.
+        let text = "add_header X \"limit_req zone=a burst=1;\"; limit_req zone=a burst=1;\n";
+        assert_eq!(
+            apply(text, &edit("limit_req", 1, "a", burst("5"))),
+            "add_header X \"limit_req zone=a burst=1;\"; limit_req zone=a burst=5;\n"
+        );
+        // A zone key that starts with rate= or zone=: a key, not a parameter.
+        let text = "limit_req_zone \"rate=$x zone=a:9m\" zone=a:1m rate=1r/s;\n";
+        let e = edit(
+            "limit_req_zone",
+            1,
+            "a",
+            vec![("rate", Some("7r/s".into())), ("zone", Some("a:2m".into()))],
+        );
+        assert_eq!(
+            apply(text, &e),
+            "limit_req_zone \"rate=$x zone=a:9m\" zone=a:2m rate=7r/s;\n"
+        );
+        let text = "limit_req_zone rate=$arg_r zone=a:1m rate=1r/s;\n";
+        let e = edit(
+            "limit_req_zone",
+            1,
+            "a",
+            vec![("rate", Some("7r/s".into()))],
+        );
+        assert_eq!(
+            apply(text, &e),
+            "limit_req_zone rate=$arg_r zone=a:1m rate=7r/s;\n"
+        );
+        // An escaped quote, a ${var} and a comment after the directive.
+        let text =
+            "set $v \"a\\\"limit_req zone=a\"; limit_req zone=a; # limit_req zone=a burst=2\n";
+        assert_eq!(
+            apply(text, &edit("limit_req", 1, "a", burst("3"))),
+            "set $v \"a\\\"limit_req zone=a\"; limit_req zone=a burst=3; # limit_req zone=a burst=2\n"
+        );
+        let stmts = statements(b"return 200 \"${x}{y}\"; limit_req zone=a;");
+        assert_eq!(stmts.len(), 2);
+        assert!(stmts[1].is("limit_req"));
+    }
+
+    #[test]
+    fn bytes_that_are_not_utf8_are_kept() {
+        let text = b"# caf\xe9\nlimit_req zone=a burst=1; # \xff\n";
+        let stmts = statements(text);
+        let changes = changes_of(
+            text,
+            &stmts,
+            &edit("limit_req", 2, "a", vec![("burst", Some("4".into()))]),
+        )
+        .unwrap();
+        let mut new = text.to_vec();
+        for (s, e, t) in changes {
+            new.splice(s..e, t);
+        }
+        assert_eq!(new, b"# caf\xe9\nlimit_req zone=a burst=4; # \xff\n");
+        let d = unified(Path::new("x.conf"), text, &new);
+        assert!(
+            d.windows(2).any(|w| w == b"\xe9\n"),
+            "{}",
+            String::from_utf8_lossy(&d)
+        );
+        assert!(d.ends_with(b"+limit_req zone=a burst=4; # \xff\n"));
     }
 
     #[test]
@@ -463,7 +584,8 @@ mod tests {
         let old = "a\nb\nc\nd\ne\nf\ng\nh\ni\nj";
         let new = "a\nb\nc\nd\nE\nf\ng\nh\ni\nJ";
         assert_eq!(
-            unified(Path::new("n.conf"), old, new),
+            String::from_utf8(unified(Path::new("n.conf"), old.as_bytes(), new.as_bytes()))
+                .unwrap(),
             "--- a/n.conf\n+++ b/n.conf\n@@ -2,9 +2,9 @@\n b\n c\n d\n-e\n+E\n f\n g\n h\n i\n-j\n\\ No newline at end of file\n+J\n\\ No newline at end of file\n"
         );
     }
@@ -482,13 +604,15 @@ mod tests {
 
     #[test]
     fn limit_req_of_a_zone_are_counted_per_line_outside_comments() {
+        let count =
+            |text: &str, line, zone| starts_on_line(&statements(text.as_bytes()), line, zone);
         let text = "x;\nlocation /a { limit_req zone=ip; } location /b { limit_req zone=ip; }\n";
-        assert_eq!(starts_on_line(text, 2, "ip"), 2);
-        assert_eq!(starts_on_line(text, 1, "ip"), 0);
+        assert_eq!(count(text, 2, "ip"), 2);
+        assert_eq!(count(text, 1, "ip"), 0);
         let text = "limit_req zone=ip; # limit_req zone=ip;\nlimit_req_zone k zone=ip:1m rate=1r/s; limit_req \"zone=ip\";\n";
-        assert_eq!(starts_on_line(text, 1, "ip"), 1);
-        assert_eq!(starts_on_line(text, 2, "ip"), 1);
-        assert_eq!(starts_on_line(text, 1, "other"), 0);
+        assert_eq!(count(text, 1, "ip"), 1);
+        assert_eq!(count(text, 2, "ip"), 1);
+        assert_eq!(count(text, 1, "other"), 0);
     }
 
     #[test]

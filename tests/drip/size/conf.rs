@@ -402,7 +402,7 @@ fn size_and_apply_as_printed(conf: &Path) -> String {
         String::from_utf8_lossy(&applied.stdout),
         String::from_utf8_lossy(&applied.stderr)
     );
-    std::fs::read_to_string(&patch).unwrap()
+    String::from_utf8_lossy(&std::fs::read(&patch).unwrap()).into_owned()
 }
 
 #[test]
@@ -549,4 +549,73 @@ fn an_untested_line_whose_zone_rate_moves_is_told_so() {
         "{}",
         out.stdout
     );
+}
+
+#[test]
+fn look_alike_text_and_latin1_bytes_are_kept_and_the_patch_passes_nginx_t() {
+    // A Latin-1 comment (nginx reads bytes), a zone key that starts with
+    // `rate=`, and `limit_req zone=perip burst=…` inside a quoted header
+    // value before the real directive on its line.
+    let mut main =
+        b"events { worker_connections 64; }\nhttp {\n    # Zone f\xfcr Clients\n".to_vec();
+    main.extend_from_slice(
+        b"    limit_req_zone \"rate=$binary_remote_addr\" zone=perip:1m rate=1r/s;\n\
+          \x20   server {\n\
+          \x20       listen 127.0.0.1:8080;\n\
+          \x20       location /images/ {\n\
+          \x20           add_header X-Note \"limit_req zone=perip burst=99;\"; limit_req zone=perip burst=5; # \xe9t\xe9\n\
+          \x20       }\n\
+          \x20   }\n\
+          }\n",
+    );
+    let d = Scratch::new();
+    let conf = d.join("nginx.conf");
+    std::fs::write(&conf, &main).unwrap();
+    let patch = size_and_apply_as_printed(&conf);
+    assert!(!patch.is_empty(), "nothing to change");
+    let new = std::fs::read(&conf).unwrap();
+    let (old_lines, new_lines): (Vec<&[u8]>, Vec<&[u8]>) = (
+        main.split(|&b| b == b'\n').collect(),
+        new.split(|&b| b == b'\n').collect(),
+    );
+    assert_eq!(old_lines.len(), new_lines.len());
+    let mut changed = 0;
+    for (a, b) in old_lines.iter().zip(&new_lines) {
+        if a == b {
+            continue;
+        }
+        changed += 1;
+        // Only the numbers of rate= and burst= move; the rest is the same
+        // bytes, the look-alikes included.
+        let shape = |l: &[u8]| -> Vec<u8> {
+            let text = String::from_utf8_lossy(l).into_owned();
+            let mut out = Vec::new();
+            for w in text.split(' ') {
+                if w.starts_with("rate=") && !w.contains('$') {
+                    out.extend_from_slice(b"rate=N;");
+                } else if w.starts_with("burst=") && !w.contains("99") {
+                    out.extend_from_slice(b"burst=N;");
+                } else {
+                    out.extend_from_slice(w.as_bytes());
+                }
+                out.push(b' ');
+            }
+            out
+        };
+        assert_eq!(
+            shape(a),
+            shape(b),
+            "{}\n{}",
+            String::from_utf8_lossy(a),
+            String::from_utf8_lossy(b)
+        );
+    }
+    assert!(changed > 0, "{patch}");
+    assert!(
+        new.windows(4).any(|w| w == b"f\xfcr "),
+        "the Latin-1 byte is kept"
+    );
+    assert!(new.windows(4).any(|w| w == b"\xe9t\xe9\n"));
+    let (ok, msg) = nginx_t(&conf);
+    assert!(ok, "nginx -t: {msg}\n{patch}");
 }

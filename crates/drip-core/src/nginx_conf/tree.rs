@@ -265,7 +265,9 @@ struct Parser {
 
 impl Parser {
     fn file(&mut self, path: &Path, from: Option<&Pos>) -> Result<Vec<Directive>, ConfError> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
+        // nginx reads bytes: what is not UTF-8 (a Latin-1 comment) is read
+        // as U+FFFD here, every line where it was.
+        let bytes = std::fs::read(path).map_err(|e| {
             let msg = format!("cannot read '{}': {e}", path.display());
             match from {
                 Some(p) => p.err(msg),
@@ -277,7 +279,7 @@ impl Parser {
             }
         })?;
         self.files.push(path.to_path_buf());
-        self.text(&text, Arc::from(path))
+        self.text(&String::from_utf8_lossy(&bytes), Arc::from(path))
     }
 
     fn text(&mut self, text: &str, file: Arc<Path>) -> Result<Vec<Directive>, ConfError> {
