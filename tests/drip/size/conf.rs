@@ -619,3 +619,58 @@ fn look_alike_text_and_latin1_bytes_are_kept_and_the_patch_passes_nginx_t() {
     let (ok, msg) = nginx_t(&conf);
     assert!(ok, "nginx -t: {msg}\n{patch}");
 }
+
+#[test]
+fn a_snippet_included_under_two_names_is_one_line_and_one_diff() {
+    // One snippet, included by a relative path, by an absolute one and
+    // through a symlinked folder: nginx reads one file three times.
+    let d = Scratch::new();
+    std::fs::create_dir_all(d.join("snippets")).unwrap();
+    std::fs::write(
+        d.join("snippets/limit.conf"),
+        "limit_req zone=perip burst=5;\n",
+    )
+    .unwrap();
+    std::os::unix::fs::symlink("snippets", d.join("linked")).unwrap();
+    let abs = std::fs::canonicalize(d.join("snippets/limit.conf")).unwrap();
+    let main = format!(
+        "events {{ worker_connections 64; }}
+http {{
+    limit_req_zone $binary_remote_addr zone=perip:1m rate=1r/s;
+    server {{
+        listen 127.0.0.1:8080;
+        location /images/ {{ include snippets/limit.conf; }}
+        location /shuttle/ {{ include {}; }}
+        location /history/ {{ include linked/limit.conf; }}
+    }}
+}}
+",
+        abs.display()
+    );
+    let conf = d.join("nginx.conf");
+    std::fs::write(&conf, main).unwrap();
+    let out = size(&conf, &["-f", "json"]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let v = out.stdout_json();
+    let limits = v["limits"].as_array().unwrap();
+    assert_eq!(limits.len(), 1, "one line: {limits:?}");
+    let locations = limits[0]["locations"].to_string();
+    for l in ["/images/", "/shuttle/", "/history/"] {
+        assert!(locations.contains(l), "{locations}");
+    }
+    let patch = size_and_apply_as_printed(&conf);
+    assert_eq!(
+        patch.matches("--- a/snippets/limit.conf\n").count(),
+        1,
+        "{patch}"
+    );
+    assert_eq!(
+        patch.matches("limit.conf\n@@").count(),
+        1,
+        "one diff: {patch}"
+    );
+    let (ok, msg) = nginx_t(&conf);
+    assert!(ok, "nginx -t: {msg}\n{patch}");
+    let out = audit_meets(&conf);
+    assert_eq!(out.code, 0, "{}\n{}\n{patch}", out.stdout, out.stderr);
+}

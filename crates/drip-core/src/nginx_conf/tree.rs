@@ -228,6 +228,7 @@ pub fn parse_file(path: &Path, strict: bool) -> Result<Parsed, ConfError> {
         strict,
         missing: Vec::new(),
         files: Vec::new(),
+        names: Default::default(),
     };
     let top = p.file(path, None)?;
     Ok(Parsed {
@@ -246,6 +247,7 @@ pub fn parse_text(text: &str, name: &Path, root: &Path) -> Result<Parsed, ConfEr
         strict: false,
         missing: Vec::new(),
         files: Vec::new(),
+        names: Default::default(),
     };
     let top = p.text(text, Arc::from(name))?;
     Ok(Parsed {
@@ -261,6 +263,10 @@ struct Parser {
     strict: bool,
     missing: Vec<(Pos, String, PathBuf)>,
     files: Vec<PathBuf>,
+    /// Each file read, by its real path: the name it was first read by. A
+    /// file included under two names (a symlink, a relative and an
+    /// absolute `include`) is one file, its directives at one place.
+    names: std::collections::HashMap<PathBuf, Arc<Path>>,
 }
 
 impl Parser {
@@ -279,7 +285,13 @@ impl Parser {
             }
         })?;
         self.files.push(path.to_path_buf());
-        self.text(&String::from_utf8_lossy(&bytes), Arc::from(path))
+        let real = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+        let name = self
+            .names
+            .entry(real)
+            .or_insert_with(|| Arc::from(path))
+            .clone();
+        self.text(&String::from_utf8_lossy(&bytes), name)
     }
 
     fn text(&mut self, text: &str, file: Arc<Path>) -> Result<Vec<Directive>, ConfError> {
