@@ -408,6 +408,41 @@ fn method_and_protocol_keys_read_the_logged_request_line() {
 }
 
 #[test]
+fn a_snippet_included_under_two_names() {
+    // One file, by its path and through a symlinked folder, in two
+    // locations: one limit_req line, applied in both.
+    let snippets = Scratch::new();
+    std::fs::write(
+        snippets.join("limit.conf"),
+        "limit_req zone=one burst=1 nodelay;\n",
+    )
+    .unwrap();
+    let link = Scratch::new();
+    let linked = link.join("linked");
+    std::os::unix::fs::symlink(&*snippets, &linked).unwrap();
+    let ng = Nginx::start(
+        &format!(
+            "limit_req_zone $binary_remote_addr zone=one:1m rate=1r/m;\n\
+             server {{ listen 127.0.0.1:PORT;\n\
+               location /a/ {{ include {}/limit.conf; empty_gif; }}\n\
+               location /b/ {{ include {}/limit.conf; empty_gif; }} }}\n",
+            s(&snippets),
+            s(&linked)
+        ),
+        &[],
+    );
+    let mut reqs = burst(3, "h", "/a/", "10.3.0.1");
+    reqs.extend(burst(3, "h", "/b/", "10.3.0.2"));
+    reqs.extend([
+        ("h", "/a/", "10.3.0.3"),
+        ("h", "/b/", "10.3.0.3"),
+        ("h", "/a/", "10.3.0.3"),
+    ]);
+    let log = ng.send(&reqs);
+    agrees(&log, &ng.main_conf(), &[], &["PASSED", "REJECTED"]);
+}
+
+#[test]
 fn a_geo_whitelist() {
     // The whitelist of nginx's rate-limiting guide: geo, then a map to an
     // empty key for the listed networks.
