@@ -33,6 +33,11 @@ impl Nginx {
     /// Starts nginx with `site` (the content of `http { }`, written to
     /// `site.conf` and included) and files to serve under `root`.
     fn start(site: &str, files: &[&str]) -> Nginx {
+        Nginx::start_logging(site, files, LOG_FORMAT)
+    }
+
+    /// As [`start`](Self::start), logging `format`.
+    fn start_logging(site: &str, files: &[&str], format: &str) -> Nginx {
         let dir = Scratch::new();
         let port = TcpListener::bind("127.0.0.1:0")
             .unwrap()
@@ -53,7 +58,7 @@ impl Nginx {
              error_log {d}/error.log;\nevents {{ worker_connections 64; }}\nhttp {{\n\
              client_body_temp_path {d}/body;\nproxy_temp_path {d}/proxy;\n\
              fastcgi_temp_path {d}/fastcgi;\nuwsgi_temp_path {d}/uwsgi;\nscgi_temp_path {d}/scgi;\n\
-             log_format live '{LOG_FORMAT}';\naccess_log {d}/access.log live;\n\
+             log_format live '{format}';\naccess_log {d}/access.log live;\n\
              set_real_ip_from 127.0.0.1;\nreal_ip_header X-Forwarded-For;\n\
              include {d}/site.conf;\n}}\n"
         );
@@ -88,7 +93,20 @@ impl Nginx {
 
     /// One request with `method` and `protocol`, without a body.
     fn request(&self, method: &str, protocol: &str, host: &str, target: &str, from: &str) {
-        let mut c = TcpStream::connect(("127.0.0.1", self.port)).unwrap();
+        self.request_to(self.port, method, protocol, host, target, from);
+    }
+
+    /// One request to `port`.
+    fn request_to(
+        &self,
+        port: u16,
+        method: &str,
+        protocol: &str,
+        host: &str,
+        target: &str,
+        from: &str,
+    ) {
+        let mut c = TcpStream::connect(("127.0.0.1", port)).unwrap();
         c.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         let req = format!(
             "{method} {target} {protocol}\r\nHost: {host}\r\nX-Forwarded-For: {from}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
@@ -150,10 +168,21 @@ impl Drop for Nginx {
 /// checking that every row agrees with the logged status and that nginx
 /// logged each status of `want` at least once.
 fn agrees(log: &Path, conf: &Path, extra: &[&str], want: &[&str]) -> serde_json::Value {
+    agrees_logged(log, LOG_FORMAT, conf, extra, want)
+}
+
+/// As [`agrees`], for a log of `format`.
+fn agrees_logged(
+    log: &Path,
+    format: &str,
+    conf: &Path,
+    extra: &[&str],
+    want: &[&str],
+) -> serde_json::Value {
     let mut args = vec![
         s(log),
         "--log-format",
-        LOG_FORMAT,
+        format,
         "--duration-column",
         "request_time",
         "--nginx-conf",
@@ -440,6 +469,79 @@ fn a_snippet_included_under_two_names() {
     ]);
     let log = ng.send(&reqs);
     agrees(&log, &ng.main_conf(), &[], &["PASSED", "REJECTED"]);
+}
+
+/// A free loopback port.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[test]
+fn servers_are_chosen_by_the_port_a_request_came_in_on() {
+    // The Debian layout: a server on one port that only redirects, beside
+    // the limited server of the same name on another; one access log with
+    // $server_port.
+    let format =
+        "$remote_addr $msec $request_time $host $server_port \"$request\" $limit_req_status";
+    let other = free_port();
+    let ng = Nginx::start_logging(
+        &format!(
+            "limit_req_zone $binary_remote_addr zone=one:1m rate=1r/m;\n\
+             server {{ listen 127.0.0.1:{other}; server_name www.example.org;\n\
+               return 301 https://$host$request_uri; }}\n\
+             server {{ listen 127.0.0.1:PORT default_server; server_name www.example.org;\n\
+               location / {{ limit_req zone=one burst=1 nodelay; empty_gif; }} }}\n"
+        ),
+        &[],
+        format,
+    );
+    let mut n = 0;
+    for (port, from) in [
+        (other, "10.4.0.1"),
+        (ng.port, "10.4.0.1"),
+        (other, "10.4.0.1"),
+        (ng.port, "10.4.0.1"),
+        (other, "10.4.0.1"),
+        (ng.port, "10.4.0.1"),
+        (ng.port, "10.4.0.2"),
+    ] {
+        ng.request_to(port, "GET", "HTTP/1.1", "www.example.org", "/", from);
+        n += 1;
+    }
+    let log = ng.logged(n);
+    let v = agrees_logged(
+        &log,
+        format,
+        &ng.main_conf(),
+        &[],
+        &["PASSED", "REJECTED", "-"],
+    );
+    // The two servers are told apart by their ports.
+    let locs = v["policies"][0]["nginx"]["locations"].to_string();
+    assert!(
+        locs.contains(&format!("www.example.org:{other} server")),
+        "{locs}"
+    );
+    assert!(
+        locs.contains(&format!("www.example.org:{} location /", ng.port)),
+        "{locs}"
+    );
+    // Without $server_port the report says rows were routed by name alone.
+    let unnamed = format.replace("$server_port", "$port_not_named");
+    let out = Drip::audit()
+        .args([s(&log), "--log-format", &unnamed])
+        .args(["--nginx-conf", s(&ng.main_conf())])
+        .run();
+    assert!(
+        out.stderr
+            .contains("the log has no $server_port: rows are routed by name alone"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]

@@ -7,7 +7,7 @@
 use super::location::{Match, Node};
 use super::rewrite::Step;
 use super::tree::{Directive, Pos};
-use super::{ConfError, Level, LimitLine, Location, NginxConf, Server};
+use super::{ConfError, Level, LimitLine, Listen, Location, NginxConf, Server};
 
 impl NginxConf {
     /// Reads the `http` block: its zones, maps, log formats and servers.
@@ -49,6 +49,7 @@ impl NginxConf {
             self.servers.push(Server {
                 names: Vec::new(),
                 default: true,
+                listens: vec![Listen::ANY_80],
                 regexes: Vec::new(),
                 fallback: loc,
                 tree: Vec::new(),
@@ -69,10 +70,20 @@ impl NginxConf {
             self.server(s, &level, pending)?;
         }
         if self.servers.len() > 1 {
+            let first = |s: &Server| s.names.first().cloned().unwrap_or_else(|| "\"\"".into());
+            // Two servers of one name (port 80 and 443) are told apart by
+            // their ports.
             let names: Vec<String> = self
                 .servers
                 .iter()
-                .map(|s| s.names.first().cloned().unwrap_or_else(|| "\"\"".into()))
+                .map(|s| {
+                    let n = first(s);
+                    let twins = self.servers.iter().filter(|o| first(o) == n).count();
+                    match twins {
+                        1 => n,
+                        _ => format!("{n}:{}", s.listens[0].port_text()),
+                    }
+                })
                 .collect();
             for (i, n) in names.iter().enumerate() {
                 let fb = self.servers[i].fallback;
@@ -118,15 +129,15 @@ impl NginxConf {
         let mut own = Level::default();
         let mut names = Vec::new();
         let mut default = false;
+        let mut listens = Vec::new();
         let mut rewrites = Vec::new();
         for x in block {
             match x.name.as_str() {
                 "server_name" => names.extend(x.args.iter().cloned()),
                 "listen" => {
-                    default |= x
-                        .args
-                        .iter()
-                        .any(|a| a == "default_server" || a == "default")
+                    let l = Listen::parse(&x.args).map_err(|e| x.pos.err(e))?;
+                    default |= l.default;
+                    listens.push(l);
                 }
                 "return" | "rewrite" | "break" => rewrites.push(x),
                 "location" => {}
@@ -154,9 +165,13 @@ impl NginxConf {
             .filter_map(|n| n.strip_prefix('~'))
             .map(|r| name_regex(d, r))
             .collect::<Result<_, _>>()?;
+        if listens.is_empty() {
+            listens.push(Listen::ANY_80);
+        }
         self.servers.push(Server {
             names,
             default,
+            listens,
             regexes,
             fallback,
             tree,

@@ -20,6 +20,7 @@ pub mod location;
 mod maps;
 pub mod rewrite;
 mod select;
+pub use select::Listen;
 mod status;
 pub mod tree;
 mod zones;
@@ -119,6 +120,8 @@ pub struct Server {
     /// `server_name`s as written; the first is `$server_name`.
     pub names: Vec<String>,
     pub default: bool,
+    /// Where it listens (`*:80` when it has no `listen`).
+    pub listens: Vec<Listen>,
     /// Its regex names (`~…`), compiled caseless as nginx does.
     pub regexes: Vec<regex::Regex>,
     /// Index of its own settings in [`NginxConf::locations`].

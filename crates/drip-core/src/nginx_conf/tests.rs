@@ -362,6 +362,62 @@ fn servers_are_chosen_by_host() {
 }
 
 #[test]
+fn servers_are_chosen_by_port_and_address_then_host() {
+    let c = conf(
+        "http { server { listen 80; server_name a.example; return 301 https://$host; }\n\
+         server { listen [::]:443 ssl default_server; listen 443 ssl; server_name a.example; }\n\
+         server { listen 10.0.0.1:443; server_name b.example; }\n\
+         server { listen 443; server_name c.example; } }",
+    )
+    .unwrap();
+    assert!(c.listens_apart());
+    assert_eq!(c.server_at(Some("a.example"), Some(80), None), 0);
+    assert_eq!(c.server_at(Some("a.example"), Some(443), None), 1);
+    assert_eq!(
+        c.server_at(Some("c.example"), Some(443), Some("10.0.0.2")),
+        3
+    );
+    // On an address a server listens on exactly, only such servers.
+    assert_eq!(
+        c.server_at(Some("c.example"), Some(443), Some("10.0.0.1")),
+        2
+    );
+    // The default_server of the port; a port no server has: by name.
+    assert_eq!(c.server_at(Some("zz"), Some(443), None), 1);
+    assert_eq!(c.server_at(Some("zz"), Some(80), None), 0);
+    assert_eq!(c.server_at(Some("c.example"), Some(8080), None), 3);
+    assert_eq!(c.server_at(Some("c.example"), None, None), 3);
+    // Two servers of one name: the port tells their labels apart.
+    assert_eq!(
+        c.locations[c.servers[0].fallback].name,
+        "a.example:80 server"
+    );
+    assert_eq!(
+        c.locations[c.servers[1].fallback].name,
+        "a.example:443 server"
+    );
+    assert_eq!(c.locations[c.servers[2].fallback].name, "b.example server");
+    let parse = |a: &str| {
+        let args: Vec<String> = a.split(' ').map(String::from).collect();
+        Listen::parse(&args).map(|l| (l.addr, l.port, l.default))
+    };
+    assert_eq!(parse("8080"), Ok((None, 8080, false)));
+    assert_eq!(parse("*:80 default"), Ok((None, 80, true)));
+    assert_eq!(parse("[::1]"), Ok((Some("::1".into()), 80, false)));
+    assert_eq!(
+        parse("Localhost:81"),
+        Ok((Some("localhost".into()), 81, false))
+    );
+    assert_eq!(
+        parse("unix:/run/a.sock"),
+        Ok((Some("unix:/run/a.sock".into()), 0, false))
+    );
+    assert!(parse("1.2.3.4:http").is_err());
+    let plain = conf("http { server { server_name a; } server { server_name b; } }").unwrap();
+    assert!(!plain.listens_apart());
+}
+
+#[test]
 fn server_names_are_chosen_in_nginx_order() {
     let c = conf(
         "http {\n\

@@ -15,6 +15,7 @@
 
 mod key;
 mod route;
+mod server;
 mod summary;
 mod tune;
 mod verify;

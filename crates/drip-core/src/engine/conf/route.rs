@@ -1,8 +1,8 @@
 //! Which location decides a row: the one `--nginx-location` names, else
-//! the server chosen by the row's host (or the one server that can limit,
-//! when the log has no host) and that server's location for the URI, as
-//! nginx chooses them. Each host and URI is looked up once per key id.
+//! the row's server (see `server`) and that server's location for the
+//! URI, as nginx chooses them. Each URI is looked up once per key id.
 
+use super::server::Servers;
 use super::{ConfOptions, LogFields};
 use crate::ingest::input::Event;
 use crate::ingest::keys::{EMPTY_KEY, KeyNames};
@@ -20,9 +20,7 @@ pub(super) struct Router {
     /// True when the URI field is the target as the client sent it (from
     /// `$request`), which nginx may refuse with 400.
     raw_target: bool,
-    host_slot: Option<usize>,
-    /// The server of every row when the log has no host field.
-    fixed_server: Option<usize>,
+    servers: Servers,
     /// Per URI id, per server: the location (`u32::MAX`: not yet known),
     /// with [`FILE`] set when `--static` says the URI is a file.
     routes: Vec<Vec<u32>>,
@@ -33,8 +31,6 @@ pub(super) struct Router {
     roots: Vec<(usize, Option<usize>)>,
     /// `--static`: URIs of files that exist (`try_files` serves them).
     pub(super) static_files: Option<regex::Regex>,
-    /// Server per host id.
-    hosts: Vec<u32>,
     /// When the config has rewrites: what they made of each URI.
     rewrites: Option<RowRewrites>,
 }
@@ -133,20 +129,7 @@ impl Router {
             );
         }
         let uri_slot = routed.then(|| slot(&uri_field)).transpose()?;
-        let several = forced.is_none() && conf.servers.len() > 1;
-        let host_field = match opts.overrides.get("host") {
-            Some(f) => Some(f.clone()),
-            None => ["host", "http_host", "server_name"]
-                .into_iter()
-                .find(|f| log.named(f))
-                .map(str::to_string)
-                .or_else(|| log.unknown().then(|| "host".to_string())),
-        };
-        let host_slot = match (several, &host_field) {
-            (true, Some(f)) => Some(slot(f)?),
-            _ => None,
-        };
-        let fixed_server = (several && host_slot.is_none()).then(|| fixed_server(conf, notes));
+        let servers = Servers::new(conf, opts, notes, forced.is_some(), log, slot)?;
         let static_files = opts.static_files.cloned();
         let roots = (0..conf.servers.len())
             .map(|s| {
@@ -168,10 +151,8 @@ impl Router {
             forced,
             uri_slot,
             raw_target,
-            host_slot,
-            fixed_server,
+            servers,
             routes: vec![Vec::new(); conf.servers.len()],
-            hosts: Vec::new(),
             static_files,
             rewrites: (routed && conf.answers.rewriting).then(|| RowRewrites {
                 table: Vec::new(),
@@ -194,7 +175,7 @@ impl Router {
         if let Some(l) = self.forced {
             return (l, None);
         }
-        let server = self.server(conf, ev, names);
+        let server = self.servers.of(conf, ev, names);
         let id = self.uri_slot.map_or(EMPTY_KEY, |u| ev.keys[u]);
         if id == EMPTY_KEY {
             if let Some(rw) = &mut self.rewrites {
@@ -243,27 +224,6 @@ impl Router {
         let rw = self.rewrites.as_ref()?;
         rw.table.get(rw.row as usize)
     }
-
-    /// The server of `conf` this row goes to.
-    #[inline]
-    fn server(&mut self, conf: &NginxConf, ev: &Event, names: &[KeyNames]) -> usize {
-        let Some(h) = self.host_slot else {
-            return self.fixed_server.unwrap_or_else(|| conf.server_for(None));
-        };
-        let id = ev.keys[h];
-        if id == EMPTY_KEY {
-            return conf.server_for(None);
-        }
-        let i = id as usize;
-        if i >= self.hosts.len() {
-            self.hosts.resize(i + 1, u32::MAX);
-        }
-        if self.hosts[i] == u32::MAX {
-            let host = String::from_utf8_lossy(names[h].get(id));
-            self.hosts[i] = conf.server_for(Some(&host)) as u32;
-        }
-        self.hosts[i] as usize
-    }
 }
 
 /// The cached route of a URI not seen before in `server`: the location
@@ -307,28 +267,4 @@ fn named(
     let to = conf.locations[l].try_named?;
     let exists = static_files.is_some_and(|r| r.is_match(uri));
     (!exists).then_some(to)
-}
-
-/// With several servers and no host in the log: the server that can
-/// limit, if only one can (a plain-HTTP server that only redirects
-/// cannot), else the default one; said to `notes`.
-fn fixed_server(conf: &NginxConf, notes: &Notes) -> usize {
-    let limiting: Vec<usize> = (0..conf.servers.len())
-        .filter(|&s| !conf.locations[conf.servers[s].fallback].returns)
-        .collect();
-    let chosen = match limiting.as_slice() {
-        [one] => *one,
-        _ => conf.server_for(None),
-    };
-    if !notes.is_silent() {
-        let s = &conf.servers[chosen];
-        notes.say(format_args!(
-            "{} has {} server blocks and the log has no host field: every row goes to the one at {} ({}); give --nginx-var host=FIELD to route by host",
-            conf.path.display(),
-            conf.servers.len(),
-            s.pos,
-            s.names.first().map_or("no server_name", |n| n.as_str())
-        ));
-    }
-    chosen
 }
