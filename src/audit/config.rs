@@ -198,7 +198,16 @@ impl KeyColumns {
             return Ok(i);
         }
         if self.0.len() == MAX_KEYS {
-            bail!("at most {MAX_KEYS} distinct key columns can be used in one run");
+            let read: Vec<String> = self
+                .0
+                .iter()
+                .chain([&sel])
+                .map(|c| format!("'{c}'"))
+                .collect();
+            bail!(
+                "at most {MAX_KEYS} distinct log fields can be read as keys in one run (by --key-column, the policies' key=, the config's keys and routing and --verify-column); this run reads {}: audit the policies in two runs",
+                read.join(", ")
+            );
         }
         self.0.push(sel);
         Ok(self.0.len() - 1)

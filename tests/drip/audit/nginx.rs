@@ -1433,3 +1433,41 @@ fn a_disagreement_a_1_ms_move_removes_is_within_nginxs_clock() {
         out.stderr
     );
 }
+
+#[test]
+fn a_config_reading_six_log_fields_is_audited_and_verified() {
+    // Three servers on two ports, nested and exact locations, a key of two
+    // variables and one of an argument: client, user agent, URI, host,
+    // port and the verified status, six fields (past the four of before).
+    let conf = "http {
+  limit_req_zone $binary_remote_addr$http_user_agent zone=ua:1m rate=1r/m;
+  limit_req_zone $arg_k zone=k:1m rate=1r/m;
+  server { listen 80; server_name a.test; return 301 https://$host$request_uri; }
+  server { listen 443; server_name a.test;
+    location /api/ { limit_req zone=ua nodelay;
+      location /api/v2/ { limit_req zone=k nodelay; } }
+    location = /login { limit_req zone=ua nodelay; } }
+  server { listen 443; server_name b.test; location / { } }
+}
+";
+    let log = "\
+remote_addr,http_user_agent,uri,host,server_port,msec,limit_req_status
+1.1.1.1,curl,/api/x,a.test,443,1700000000.000,PASSED
+1.1.1.1,curl,/api/y,a.test,443,1700000000.100,REJECTED
+1.1.1.1,wget,/api/y,a.test,443,1700000000.200,PASSED
+1.1.1.1,curl,/api/x,a.test,80,1700000000.300,-
+2.2.2.2,curl,/api/v2/a?k=1,a.test,443,1700000000.400,PASSED
+2.2.2.2,wget,/api/v2/b?k=1,a.test,443,1700000000.500,REJECTED
+3.3.3.3,curl,/login,a.test,443,1700000000.600,PASSED
+3.3.3.3,curl,/login,a.test,443,1700000000.700,REJECTED
+3.3.3.3,curl,/login,b.test,443,1700000000.800,-
+";
+    let d = Scratch::new();
+    let (c, l) = setup(&d, conf, log);
+    let out = verify(&l, &c, &["--time-column", "msec", "-f", "json"]);
+    assert_eq!(out.code, 0, "{}\n{}", out.stdout, out.stderr);
+    let v = out.stdout_json();
+    let verify = &v["policies"][0]["nginx"]["verify"];
+    assert_eq!(verify["rows"], 9, "{verify}");
+    assert_eq!(verify["agreed"], 9, "{verify}");
+}

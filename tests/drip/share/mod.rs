@@ -1286,8 +1286,10 @@ fn a_server_that_never_answers_is_given_up_at_the_share_timeout() {
 /// Three processes sharing 10/s through one state file, each starting
 /// commands (mostly quick, some slow, -j 2: the cap stalls each now and
 /// then): no window of one second holds more than 10 starts of all three,
-/// as the commands logged them (a window of 1 s less 20 ms: a loaded host
-/// starts a shell some ms late).
+/// as the commands logged them. The window is 1 s less 100 ms: the shell
+/// logs its start after it is up, and a host loaded by the rest of the test
+/// suite starts one shell tens of ms later than the next (the slots
+/// themselves are reserved 100 ms apart; a burst would put several in one).
 #[test]
 fn commands_of_three_sharing_processes_keep_the_shared_window() {
     let tmp = Scratch::new();
@@ -1336,9 +1338,9 @@ fn commands_of_three_sharing_processes_keep_the_shared_window() {
         .map(|l| l.split(' ').nth(2).unwrap().parse::<f64>().unwrap() / 1e9)
         .collect();
     assert_eq!(starts.len(), 75);
-    let most = max_in_window(&mut starts, 0.98);
+    let most = max_in_window(&mut starts, 0.9);
     assert!(
         most <= 10,
-        "{most} starts of three processes within 980 ms at a shared 10/s"
+        "{most} starts of three processes within 900 ms at a shared 10/s"
     );
 }

@@ -13,7 +13,7 @@ use anyhow::{Result, anyhow, bail};
 use std::path::{Path, PathBuf};
 
 // The rows' types and the file names, where commands have always found them.
-pub use super::batch::{Batch, Event, MAX_KEYS};
+pub use super::batch::{Batch, Event, MAX_KEYS, first_key};
 pub use super::open::file_name;
 pub(crate) use crate::quote::shown;
 

@@ -374,7 +374,7 @@ mod tests {
             line: row + 1,
             file: 0,
             cost: 1,
-            keys: [0; 4],
+            keys: crate::ingest::input::first_key(0),
         }
     }
 

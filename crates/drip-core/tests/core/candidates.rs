@@ -51,7 +51,7 @@ fn generated(seed: u64, keys: u32, costs: bool) -> Log {
                 line: 0,
                 file: 0,
                 cost: if costs { 1 + rng.below(3) as u32 } else { 1 },
-                keys: [key, 0, 0, 0],
+                keys: drip_core::ingest::input::first_key(key),
             }
         })
         .collect();

@@ -4,7 +4,7 @@
 //! grouped by key, built on first use. Every replay of the sweep reads
 //! these columns instead of the file.
 
-use crate::ingest::input::{Batch, Event};
+use crate::ingest::input::{Batch, Event, first_key};
 use crate::ingest::keys::{EMPTY_KEY, Interner, KeyNames};
 use crate::ingest::stream::Sink;
 use anyhow::Result;
@@ -123,7 +123,7 @@ impl Log {
             line: 0,
             file: 0,
             cost: self.cost.as_ref().map_or(1, |c| c[i]),
-            keys: [self.key[i], 0, 0, 0],
+            keys: first_key(self.key[i]),
         }));
     }
 }

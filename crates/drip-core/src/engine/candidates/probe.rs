@@ -449,7 +449,7 @@ mod tests {
                 line: 0,
                 file: 0,
                 cost: c,
-                keys: [0; 4],
+                keys: crate::ingest::input::first_key(0),
             })
             .collect();
         l.take(&evs).unwrap();
@@ -481,7 +481,7 @@ mod tests {
                     line: 0,
                     file: 0,
                     cost: 1,
-                    keys: [key, 0, 0, 0],
+                    keys: crate::ingest::input::first_key(key),
                 }
             })
             .collect();
@@ -522,7 +522,7 @@ mod tests {
                     line: 0,
                     file: 0,
                     cost: 1,
-                    keys: [((seed >> 20) % 4) as u32, 0, 0, 0],
+                    keys: crate::ingest::input::first_key(((seed >> 20) % 4) as u32),
                 }
             })
             .collect();
