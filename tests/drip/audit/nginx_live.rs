@@ -471,6 +471,37 @@ fn a_snippet_included_under_two_names() {
     agrees(&log, &ng.main_conf(), &[], &["PASSED", "REJECTED"]);
 }
 
+#[test]
+fn a_directory_goes_to_its_index_and_that_locations_limits() {
+    // The common PHP shape: `index index.php` and the limit on `\.php$`.
+    // A location with a limit of its own keeps it (nginx applies limits
+    // once a request), and one that proxies has no index.
+    let ng = Nginx::start(
+        "limit_req_zone $binary_remote_addr zone=php:1m rate=1r/m;\n\
+         limit_req_zone $binary_remote_addr zone=own:1m rate=1r/m;\n\
+         server { listen 127.0.0.1:PORT; root ROOT; index index.php;\n\
+           location / { }\n\
+           location /own/ { limit_req zone=own burst=5 nodelay; }\n\
+           location ~ \\.php$ { limit_req zone=php burst=1 nodelay; empty_gif; } }\n",
+        &["index.php"],
+    );
+    std::fs::create_dir_all(ng.dir.join("root/own")).unwrap();
+    std::fs::write(ng.dir.join("root/own/index.php"), "x").unwrap();
+    let mut reqs = burst(4, "h", "/", "10.5.0.1");
+    reqs.extend(burst(2, "h", "/index.php", "10.5.0.1"));
+    reqs.extend(burst(3, "h", "/own/", "10.5.0.2"));
+    reqs.extend(burst(3, "h", "/?page=2", "10.5.0.3"));
+    let log = ng.send(&reqs);
+    let v = agrees(&log, &ng.main_conf(), &[], &["PASSED", "REJECTED"]);
+    let notes = v["policies"][0]["nginx"]["notes"].to_string();
+    assert!(
+        notes.contains(
+            "location /: a request for a directory (a URI ending in /) goes to its index index.php"
+        ),
+        "{notes}"
+    );
+}
+
 /// A free loopback port.
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

@@ -9,6 +9,25 @@ use super::rewrite::Step;
 use super::tree::{Directive, Pos};
 use super::{ConfError, Level, LimitLine, Listen, Location, NginxConf, Server};
 
+/// Directives that make a location answer requests with something other
+/// than its files: no `index` there (`try_files` runs its own list).
+const CONTENT: &[&str] = &[
+    "proxy_pass",
+    "fastcgi_pass",
+    "uwsgi_pass",
+    "scgi_pass",
+    "grpc_pass",
+    "memcached_pass",
+    "empty_gif",
+    "return",
+    "try_files",
+    "stub_status",
+    "perl",
+    "js_content",
+    "mp4",
+    "flv",
+];
+
 impl NginxConf {
     /// Reads the `http` block: its zones, maps, log formats and servers.
     pub(super) fn http(
@@ -115,6 +134,7 @@ impl NginxConf {
             steps: Vec::new(),
             twin: None,
             answered: None,
+            index: None,
         });
         self.locations.len() - 1
     }
@@ -237,6 +257,16 @@ impl NginxConf {
         let (steps, own_return) = self.rewrite_phase(&rewrites, matches!(how, Match::Named(_)));
         let returns = server_returns || own_return;
         let index = self.push_location(name, server, &level, returns);
+        // nginx's index module answers a directory only where nginx serves
+        // files itself.
+        if !block.iter().any(|x| CONTENT.contains(&x.name.as_str())) {
+            self.locations[index].index = Some(
+                level
+                    .index
+                    .clone()
+                    .unwrap_or_else(|| vec!["index.html".into()]),
+            );
+        }
         if !returns {
             self.locations[index].twin = self.answered_twin(index, &steps);
             self.locations[index].steps = steps;

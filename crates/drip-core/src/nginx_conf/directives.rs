@@ -22,6 +22,7 @@ impl NginxConf {
                 }
                 list.push(l);
             }
+            "index" => level.index = Some(d.args.clone()),
             "limit_req_dry_run" => {
                 level.dry_run = Some(match d.args.as_slice() {
                     [v] if v == "on" => true,

@@ -112,6 +112,11 @@ pub struct Location {
     /// For an entry of rows nginx answers before `limit_req` (not a
     /// location of the config): how, for the report.
     pub answered: Option<&'static str>,
+    /// Its `index` files (nginx's default `index.html`), when it serves
+    /// files itself (no `proxy_pass`, `fastcgi_pass`, `return`, …): a
+    /// request for a directory (a URI ending in `/`) is redirected to the
+    /// first.
+    pub index: Option<Vec<String>>,
 }
 
 /// One `server { }`.
@@ -229,6 +234,7 @@ struct Level {
     limits: Option<Vec<LimitLine>>,
     dry_run: Option<bool>,
     status: Option<u16>,
+    index: Option<Vec<String>>,
 }
 
 impl Level {
@@ -237,6 +243,7 @@ impl Level {
             limits: self.limits.clone().or_else(|| outer.limits.clone()),
             dry_run: self.dry_run.or(outer.dry_run),
             status: self.status.or(outer.status),
+            index: self.index.clone().or_else(|| outer.index.clone()),
         }
     }
 }
@@ -337,6 +344,7 @@ impl NginxConf {
             steps: Vec::new(),
             twin: None,
             answered: Some(how),
+            index: None,
         });
         self.locations.len() - 1
     }

@@ -216,6 +216,7 @@ impl NginxConf {
             steps: Vec::new(),
             twin: None,
             answered: Some("return or redirect (never limited)"),
+            index: None,
             ..l.clone()
         };
         self.locations.push(twin);

@@ -24,6 +24,11 @@ pub(super) struct Router {
     /// Per URI id, per server: the location (`u32::MAX`: not yet known),
     /// with [`FILE`] set when `--static` says the URI is a file.
     routes: Vec<Vec<u32>>,
+    /// Per server, per URI id: the location `index` redirects a request
+    /// for a directory to (`u32::MAX`: none).
+    indexed: Vec<Vec<u32>>,
+    /// (location, the one its `index` sent rows to), for the report.
+    pub(super) index_used: std::collections::BTreeSet<(usize, usize)>,
     /// Per location, the named location its `try_files` passes rows to
     /// (`u32::MAX`: none); empty when no location has one.
     tries: Vec<u32>,
@@ -153,6 +158,8 @@ impl Router {
             raw_target,
             servers,
             routes: vec![Vec::new(); conf.servers.len()],
+            indexed: vec![Vec::new(); conf.servers.len()],
+            index_used: Default::default(),
             static_files,
             rewrites: (routed && conf.answers.rewriting).then(|| RowRewrites {
                 table: Vec::new(),
@@ -162,9 +169,10 @@ impl Router {
         })
     }
 
-    /// The location entry of `conf` this row goes to, and the named
-    /// location its `try_files` passes it to (unless `--static` says the
-    /// file exists).
+    /// The location entry of `conf` this row goes to, and the one it is
+    /// passed to when none of its limits applies: the named location of its
+    /// `try_files` (unless `--static` says the file exists), or the location
+    /// of its `index` file for a directory.
     #[inline]
     pub(super) fn location(
         &mut self,
@@ -187,6 +195,7 @@ impl Router {
         let i = id as usize;
         if i >= routes.len() {
             routes.resize(i + 1, u32::MAX);
+            self.indexed[server].resize(i + 1, u32::MAX);
         }
         if routes[i] == u32::MAX {
             let target = names[self.uri_slot.unwrap_or_default()].get(id);
@@ -198,6 +207,7 @@ impl Router {
                 self.static_files.as_ref(),
             );
             routes[i] = r;
+            self.indexed[server][i] = indexed(conf, server, (r & !FILE) as usize, target);
             if let Some(rw) = &mut self.rewrites {
                 rw.record(server, i, rewritten);
             }
@@ -205,8 +215,13 @@ impl Router {
         if let Some(rw) = &mut self.rewrites {
             rw.row = rw.ids[server][i];
         }
-        let r = routes[i];
+        let r = self.routes[server][i];
         let l = (r & !FILE) as usize;
+        let to = self.indexed[server][i];
+        if to != u32::MAX {
+            self.index_used.insert((l, to as usize));
+            return (l, Some(to as usize));
+        }
         if self.tries.is_empty() {
             return (l, None);
         }
@@ -251,6 +266,31 @@ fn resolve(
     let l = l as u32;
     let file = static_files.is_some_and(|r| r.is_match(&uri));
     (if file { l | FILE } else { l }, rewritten)
+}
+
+/// The location nginx's `index` sends a request for `target` (a directory:
+/// its path ends in `/`) in location `l` to: that of the first index file,
+/// taken to exist (the log cannot say), or of an index given as a URI
+/// (`/index.php`); `u32::MAX` when none, or when it is `l` itself.
+#[cold]
+#[inline(never)]
+fn indexed(conf: &NginxConf, server: usize, l: usize, target: &[u8]) -> u32 {
+    let Some(first) = conf.locations[l].index.as_ref().and_then(|i| i.first()) else {
+        return u32::MAX;
+    };
+    let uri = normalize(&String::from_utf8_lossy(target));
+    if !uri.ends_with('/') {
+        return u32::MAX;
+    }
+    let file = if first.starts_with('/') {
+        first.clone()
+    } else {
+        format!("{uri}{first}")
+    };
+    match conf.route(server, &file) {
+        to if to == l => u32::MAX,
+        to => to as u32,
+    }
 }
 
 /// Set in a cached route when the URI is a file that exists (`--static`).

@@ -30,6 +30,7 @@ impl ConfExec {
         }
         if self.router.forced.is_none() {
             notes.extend(self.try_files_notes());
+            notes.extend(self.index_notes());
         }
         let limited = |i: usize| self.limited(i);
         let untested: Vec<String> = (0..self.locs.len())
@@ -83,6 +84,24 @@ impl ConfExec {
             ));
         }
         notes
+    }
+
+    /// What following `index` assumed, one line per location whose rows
+    /// it sent elsewhere.
+    fn index_notes(&self) -> Vec<String> {
+        let conf = &self.conf;
+        self.router
+            .index_used
+            .iter()
+            .map(|&(from, to)| {
+                let l = &conf.locations[from];
+                let first = l.index.as_ref().and_then(|i| i.first()).map_or("", String::as_str);
+                format!(
+                    "{}: a request for a directory (a URI ending in /) goes to its index {first}, taken to exist (the log cannot say), and is limited by {} when no limit of its own applied",
+                    l.name, conf.locations[to].name
+                )
+            })
+            .collect()
     }
 
     /// What routing through `try_files … @name` assumed, one line per
