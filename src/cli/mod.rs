@@ -334,8 +334,9 @@ pub struct AuditArgs {
     #[arg(long, value_name = "NAME=FIELD", requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
     pub nginx_var: Vec<String>,
     /// URIs (a regex on the path) of files that exist: `try_files … @name`
-    /// serves them itself. Other rows of such a location go to @name: the
-    /// log cannot say whether the file existed.
+    /// serves them itself. Other rows of such a location go to @name, and
+    /// those of a location with `error_page 404` to its page: the log
+    /// cannot say whether the file existed.
     #[arg(long = "static", value_name = "REGEX", requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
     pub static_files: Option<String>,
     /// Stop when an include of the nginx.conf names no file (by default

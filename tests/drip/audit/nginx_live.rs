@@ -502,6 +502,48 @@ fn a_directory_goes_to_its_index_and_that_locations_limits() {
     );
 }
 
+#[test]
+fn a_missing_file_goes_to_error_page_and_its_locations_limits() {
+    let ng = Nginx::start(
+        "limit_req_zone $binary_remote_addr zone=fb:1m rate=1r/m;\n\
+         server { listen 127.0.0.1:PORT; root ROOT;\n\
+           location / { error_page 404 = /fallback; }\n\
+           location = /fallback { limit_req zone=fb burst=1 nodelay; empty_gif; } }\n",
+        &["exists.txt"],
+    );
+    let mut reqs = burst(3, "h", "/exists.txt", "10.6.0.1");
+    reqs.extend(burst(3, "h", "/missing", "10.6.0.1"));
+    reqs.extend(burst(2, "h", "/gone?x=1", "10.6.0.2"));
+    let log = ng.send(&reqs);
+    let v = agrees(
+        &log,
+        &ng.main_conf(),
+        &["--static", "^/exists"],
+        &["PASSED", "REJECTED", "-"],
+    );
+    let notes = v["policies"][0]["nginx"]["notes"].to_string();
+    assert!(
+        notes.contains("location /: a request for a file --static does not name goes to its error_page 404, and is limited by location = /fallback"),
+        "{notes}"
+    );
+    // Without --static, every file is taken to exist, and the report says so.
+    let out = Drip::audit()
+        .args([
+            s(&log),
+            "--log-format",
+            LOG_FORMAT,
+            "--nginx-conf",
+            s(&ng.main_conf()),
+        ])
+        .args(["-q", "-f", "json"])
+        .run();
+    assert!(
+        out.stdout.contains("every row is taken as a file that exists (--static REGEX names the URIs of files that exist)"),
+        "{}",
+        out.stdout
+    );
+}
+
 /// A free loopback port.
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

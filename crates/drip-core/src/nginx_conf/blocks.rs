@@ -135,6 +135,7 @@ impl NginxConf {
             twin: None,
             answered: None,
             index: None,
+            missing_to: None,
         });
         self.locations.len() - 1
     }
@@ -260,12 +261,19 @@ impl NginxConf {
         // nginx's index module answers a directory only where nginx serves
         // files itself.
         if !block.iter().any(|x| CONTENT.contains(&x.name.as_str())) {
-            self.locations[index].index = Some(
+            let loc = &mut self.locations[index];
+            loc.index = Some(
                 level
                     .index
                     .clone()
                     .unwrap_or_else(|| vec!["index.html".into()]),
             );
+            loc.missing_to = level
+                .error_pages
+                .iter()
+                .flatten()
+                .find(|(codes, _)| codes.contains(&404))
+                .map(|(_, to)| to.clone());
         }
         if !returns {
             self.locations[index].twin = self.answered_twin(index, &steps);

@@ -23,6 +23,20 @@ impl NginxConf {
                 list.push(l);
             }
             "index" => level.index = Some(d.args.clone()),
+            "error_page" => {
+                let codes: Vec<u16> = d.args.iter().map_while(|a| a.parse().ok()).collect();
+                match d.args.last() {
+                    Some(to) if !codes.is_empty() && d.args.len() > codes.len() => level
+                        .error_pages
+                        .get_or_insert_with(Vec::new)
+                        .push((codes, to.clone())),
+                    _ => {
+                        return Err(d.pos.err(
+                            "error_page takes status codes, an optional =RESPONSE and a URI or @name",
+                        ));
+                    }
+                }
+            }
             "limit_req_dry_run" => {
                 level.dry_run = Some(match d.args.as_slice() {
                     [v] if v == "on" => true,

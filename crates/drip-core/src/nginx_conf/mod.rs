@@ -117,6 +117,9 @@ pub struct Location {
     /// request for a directory (a URI ending in `/`) is redirected to the
     /// first.
     pub index: Option<Vec<String>>,
+    /// Where its `error_page 404 …` sends a request for a file that does
+    /// not exist (a URI or `@name`), when it serves files itself.
+    pub missing_to: Option<String>,
 }
 
 /// One `server { }`.
@@ -235,6 +238,8 @@ struct Level {
     dry_run: Option<bool>,
     status: Option<u16>,
     index: Option<Vec<String>>,
+    /// `error_page` lines of this level: (codes, target).
+    error_pages: Option<Vec<(Vec<u16>, String)>>,
 }
 
 impl Level {
@@ -244,6 +249,10 @@ impl Level {
             dry_run: self.dry_run.or(outer.dry_run),
             status: self.status.or(outer.status),
             index: self.index.clone().or_else(|| outer.index.clone()),
+            error_pages: self
+                .error_pages
+                .clone()
+                .or_else(|| outer.error_pages.clone()),
         }
     }
 }
@@ -345,6 +354,7 @@ impl NginxConf {
             twin: None,
             answered: Some(how),
             index: None,
+            missing_to: None,
         });
         self.locations.len() - 1
     }

@@ -217,6 +217,7 @@ impl NginxConf {
             twin: None,
             answered: Some("return or redirect (never limited)"),
             index: None,
+            missing_to: None,
             ..l.clone()
         };
         self.locations.push(twin);

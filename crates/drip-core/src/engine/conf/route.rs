@@ -24,11 +24,13 @@ pub(super) struct Router {
     /// Per URI id, per server: the location (`u32::MAX`: not yet known),
     /// with [`FILE`] set when `--static` says the URI is a file.
     routes: Vec<Vec<u32>>,
-    /// Per server, per URI id: the location `index` redirects a request
-    /// for a directory to (`u32::MAX`: none).
+    /// Per server, per URI id: the location an internal redirect sends the
+    /// request to (`index` for a directory, `error_page 404` for a file
+    /// `--static` does not name; `u32::MAX`: none).
     indexed: Vec<Vec<u32>>,
-    /// (location, the one its `index` sent rows to), for the report.
-    pub(super) index_used: std::collections::BTreeSet<(usize, usize)>,
+    /// (location, the one its `index` or `error_page` sent rows to, and
+    /// which of the two), for the report.
+    pub(super) redirected: std::collections::BTreeSet<(usize, usize, Redirect)>,
     /// Per location, the named location its `try_files` passes rows to
     /// (`u32::MAX`: none); empty when no location has one.
     tries: Vec<u32>,
@@ -159,7 +161,7 @@ impl Router {
             servers,
             routes: vec![Vec::new(); conf.servers.len()],
             indexed: vec![Vec::new(); conf.servers.len()],
-            index_used: Default::default(),
+            redirected: Default::default(),
             static_files,
             rewrites: (routed && conf.answers.rewriting).then(|| RowRewrites {
                 table: Vec::new(),
@@ -207,7 +209,14 @@ impl Router {
                 self.static_files.as_ref(),
             );
             routes[i] = r;
-            self.indexed[server][i] = indexed(conf, server, (r & !FILE) as usize, target);
+            let l = (r & !FILE) as usize;
+            self.indexed[server][i] = match redirect(conf, server, l, target, &self.static_files) {
+                Some((to, how)) => {
+                    self.redirected.insert((l, to, how));
+                    to as u32
+                }
+                None => u32::MAX,
+            };
             if let Some(rw) = &mut self.rewrites {
                 rw.record(server, i, rewritten);
             }
@@ -219,7 +228,6 @@ impl Router {
         let l = (r & !FILE) as usize;
         let to = self.indexed[server][i];
         if to != u32::MAX {
-            self.index_used.insert((l, to as usize));
             return (l, Some(to as usize));
         }
         if self.tries.is_empty() {
@@ -268,29 +276,50 @@ fn resolve(
     (if file { l | FILE } else { l }, rewritten)
 }
 
-/// The location nginx's `index` sends a request for `target` (a directory:
-/// its path ends in `/`) in location `l` to: that of the first index file,
-/// taken to exist (the log cannot say), or of an index given as a URI
-/// (`/index.php`); `u32::MAX` when none, or when it is `l` itself.
+/// Which internal redirect sent a row on.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(super) enum Redirect {
+    Index,
+    /// `error_page 404` (a URI `--static` does not name).
+    Missing,
+}
+
+/// The location an internal redirect of nginx sends a request for
+/// `target` in location `l` to, when it serves files: for a directory
+/// (its path ends in `/`) its `index`, the first file taken to exist (the
+/// log cannot say) or an index given as a URI; for a file `--static` does
+/// not name, its `error_page 404` URI or `@name`. `None` when there is no
+/// redirect, or it comes back to `l`.
 #[cold]
 #[inline(never)]
-fn indexed(conf: &NginxConf, server: usize, l: usize, target: &[u8]) -> u32 {
-    let Some(first) = conf.locations[l].index.as_ref().and_then(|i| i.first()) else {
-        return u32::MAX;
-    };
+fn redirect(
+    conf: &NginxConf,
+    server: usize,
+    l: usize,
+    target: &[u8],
+    static_files: &Option<regex::Regex>,
+) -> Option<(usize, Redirect)> {
+    let loc = &conf.locations[l];
     let uri = normalize(&String::from_utf8_lossy(target));
-    if !uri.ends_with('/') {
-        return u32::MAX;
-    }
-    let file = if first.starts_with('/') {
-        first.clone()
+    let (to, how) = if uri.ends_with('/') {
+        let first = loc.index.as_ref()?.first()?;
+        let file = match first.starts_with('/') {
+            true => first.clone(),
+            false => format!("{uri}{first}"),
+        };
+        (conf.route(server, &file), Redirect::Index)
     } else {
-        format!("{uri}{first}")
+        let page = loc.missing_to.as_ref()?;
+        if static_files.as_ref().is_none_or(|r| r.is_match(&uri)) {
+            return None;
+        }
+        let to = match page.starts_with('@') {
+            true => conf.location_named(page)?,
+            false => conf.route(server, &normalize(page.split('?').next().unwrap_or(page))),
+        };
+        (to, Redirect::Missing)
     };
-    match conf.route(server, &file) {
-        to if to == l => u32::MAX,
-        to => to as u32,
-    }
+    (to != l).then_some((to, how))
 }
 
 /// Set in a cached route when the URI is a file that exists (`--static`).

@@ -30,7 +30,7 @@ impl ConfExec {
         }
         if self.router.forced.is_none() {
             notes.extend(self.try_files_notes());
-            notes.extend(self.index_notes());
+            notes.extend(self.redirect_notes());
         }
         let limited = |i: usize| self.limited(i);
         let untested: Vec<String> = (0..self.locs.len())
@@ -86,22 +86,44 @@ impl ConfExec {
         notes
     }
 
-    /// What following `index` assumed, one line per location whose rows
-    /// it sent elsewhere.
-    fn index_notes(&self) -> Vec<String> {
+    /// What following `index` and `error_page` assumed, one line per
+    /// location whose rows they sent elsewhere, and per location whose
+    /// `error_page 404` was taken never to apply (no `--static`).
+    fn redirect_notes(&self) -> Vec<String> {
+        use super::route::Redirect;
         let conf = &self.conf;
-        self.router
-            .index_used
+        let mut notes: Vec<String> = self
+            .router
+            .redirected
             .iter()
-            .map(|&(from, to)| {
+            .map(|&(from, to, how)| {
                 let l = &conf.locations[from];
-                let first = l.index.as_ref().and_then(|i| i.first()).map_or("", String::as_str);
-                format!(
-                    "{}: a request for a directory (a URI ending in /) goes to its index {first}, taken to exist (the log cannot say), and is limited by {} when no limit of its own applied",
-                    l.name, conf.locations[to].name
-                )
+                let to = &conf.locations[to].name;
+                match how {
+                    Redirect::Index => {
+                        let first = l.index.as_ref().and_then(|i| i.first()).map_or("", String::as_str);
+                        format!(
+                            "{}: a request for a directory (a URI ending in /) goes to its index {first}, taken to exist (the log cannot say), and is limited by {to} when no limit of its own applied",
+                            l.name
+                        )
+                    }
+                    Redirect::Missing => format!(
+                        "{}: a request for a file --static does not name goes to its error_page 404, and is limited by {to} when no limit of its own applied",
+                        l.name
+                    ),
+                }
             })
-            .collect()
+            .collect();
+        if self.router.static_files.is_none() {
+            notes.extend(conf.locations.iter().filter_map(|l| {
+                Some(format!(
+                    "{}: error_page 404 sends requests for files that do not exist to {}; the log cannot say which existed, so every row is taken as a file that exists (--static REGEX names the URIs of files that exist)",
+                    l.name,
+                    l.missing_to.as_ref()?
+                ))
+            }));
+        }
+        notes
     }
 
     /// What routing through `try_files … @name` assumed, one line per
