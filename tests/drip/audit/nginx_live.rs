@@ -544,6 +544,34 @@ fn a_missing_file_goes_to_error_page_and_its_locations_limits() {
     );
 }
 
+#[test]
+fn try_files_to_a_uri_is_limited_by_that_uris_location() {
+    // The front controller: a file that exists is served, the rest goes to
+    // /index.php, whose location limits.
+    let ng = Nginx::start(
+        "limit_req_zone $binary_remote_addr zone=app:1m rate=1r/m;\n\
+         server { listen 127.0.0.1:PORT; root ROOT;\n\
+           location / { try_files $uri /index.php?$args; }\n\
+           location ~ \\.php$ { limit_req zone=app burst=1 nodelay; empty_gif; } }\n",
+        &["style.css"],
+    );
+    let mut reqs = burst(3, "h", "/style.css", "10.7.0.1");
+    reqs.extend(burst(3, "h", "/users/7?tab=a", "10.7.0.1"));
+    reqs.extend(burst(2, "h", "/about", "10.7.0.2"));
+    let log = ng.send(&reqs);
+    let v = agrees(
+        &log,
+        &ng.main_conf(),
+        &["--static", "\\.css$"],
+        &["PASSED", "REJECTED", "-"],
+    );
+    let notes = v["policies"][0]["nginx"]["notes"].to_string();
+    assert!(
+        notes.contains("location /: try_files passes a request to /index.php?$args"),
+        "{notes}"
+    );
+}
+
 /// A free loopback port.
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

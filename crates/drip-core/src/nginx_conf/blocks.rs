@@ -136,6 +136,7 @@ impl NginxConf {
             answered: None,
             index: None,
             missing_to: None,
+            try_uri: None,
         });
         self.locations.len() - 1
     }
@@ -285,10 +286,17 @@ impl NginxConf {
                 Some(to) if to.starts_with('@') => {
                     self.try_pending.push((index, to.clone(), t.pos.clone()));
                 }
+                Some(to)
+                    if !to.starts_with('=')
+                        && !returns
+                        && !to.split('?').next().unwrap_or_default().contains('$') =>
+                {
+                    self.locations[index].try_uri = Some(to.clone());
+                }
                 Some(to) if !to.starts_with('=') && limits.is_empty() && !returns => self.note(
                     &t.pos,
                     "try_files",
-                    "requests it passes to another URI are limited by that URI's location in nginx, and not by drip",
+                    "requests it passes to a URI built from variables are limited by that URI's location in nginx, and not by drip",
                 ),
                 _ => {}
             }

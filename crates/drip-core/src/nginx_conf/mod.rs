@@ -120,6 +120,9 @@ pub struct Location {
     /// Where its `error_page 404 …` sends a request for a file that does
     /// not exist (a URI or `@name`), when it serves files itself.
     pub missing_to: Option<String>,
+    /// The URI its `try_files` ends in (`/index.php?$args`; none built
+    /// from variables): where a request goes when no file exists.
+    pub try_uri: Option<String>,
 }
 
 /// One `server { }`.
@@ -355,6 +358,7 @@ impl NginxConf {
             answered: Some(how),
             index: None,
             missing_to: None,
+            try_uri: None,
         });
         self.locations.len() - 1
     }

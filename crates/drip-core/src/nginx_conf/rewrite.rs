@@ -218,6 +218,7 @@ impl NginxConf {
             answered: Some("return or redirect (never limited)"),
             index: None,
             missing_to: None,
+            try_uri: None,
             ..l.clone()
         };
         self.locations.push(twin);

@@ -582,10 +582,22 @@ fn try_files_passes_to_its_named_location() {
     assert_eq!(names(&c, app), ["z rate=1r/s burst=2"]);
     // No URI reaches a named location by itself.
     assert_eq!(c.route(0, "/@app"), root);
-    // A URI fallback is a note; `=404` needs none.
+    // A URI fallback is followed; one built from variables is a note;
+    // `=404` needs none.
+    let php = c.route(0, "/php/x");
+    assert_eq!(
+        c.locations[php].try_uri.as_deref(),
+        Some("/index.php?$args")
+    );
+    assert!(c.notes.is_empty(), "{:?}", c.notes);
+    let c = conf(
+        "http { limit_req_zone $a zone=z:1m rate=1r/s;\n\
+         server {\n location / { try_files $uri /$host/index.php; } } }",
+    )
+    .unwrap();
     assert_eq!(c.notes.len(), 1, "{:?}", c.notes);
     assert!(
-        c.notes[0].contains("nginx.conf:4: 'try_files'"),
+        c.notes[0].contains("nginx.conf:3: 'try_files'"),
         "{}",
         c.notes[0]
     );

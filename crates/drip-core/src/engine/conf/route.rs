@@ -282,6 +282,8 @@ pub(super) enum Redirect {
     Index,
     /// `error_page 404` (a URI `--static` does not name).
     Missing,
+    /// `try_files … /uri` (a URI `--static` does not name).
+    TryFiles,
 }
 
 /// The location an internal redirect of nginx sends a request for
@@ -301,7 +303,14 @@ fn redirect(
 ) -> Option<(usize, Redirect)> {
     let loc = &conf.locations[l];
     let uri = normalize(&String::from_utf8_lossy(target));
-    let (to, how) = if uri.ends_with('/') {
+    let path = |page: &str| normalize(page.split('?').next().unwrap_or(page));
+    let exists = |uri: &str| static_files.as_ref().is_some_and(|r| r.is_match(uri));
+    let (to, how) = if let Some(page) = &loc.try_uri {
+        if exists(&uri) {
+            return None;
+        }
+        (conf.route(server, &path(page)), Redirect::TryFiles)
+    } else if uri.ends_with('/') {
         let first = loc.index.as_ref()?.first()?;
         let file = match first.starts_with('/') {
             true => first.clone(),
@@ -315,7 +324,7 @@ fn redirect(
         }
         let to = match page.starts_with('@') {
             true => conf.location_named(page)?,
-            false => conf.route(server, &normalize(page.split('?').next().unwrap_or(page))),
+            false => conf.route(server, &path(page)),
         };
         (to, Redirect::Missing)
     };

@@ -111,6 +111,15 @@ impl ConfExec {
                         "{}: a request for a file --static does not name goes to its error_page 404, and is limited by {to} when no limit of its own applied",
                         l.name
                     ),
+                    Redirect::TryFiles => format!(
+                        "{}: try_files passes a request to {} when no file exists; the log cannot say which existed, so its rows go there ({to}, whose limits apply when none of its own did), {}",
+                        l.name,
+                        l.try_uri.as_deref().unwrap_or_default(),
+                        match &self.router.static_files {
+                            Some(r) => format!("except those whose URI matches --static '{}'", r.as_str()),
+                            None => "all of them (--static REGEX names the URIs of files that exist)".into(),
+                        }
+                    ),
                 }
             })
             .collect();
