@@ -572,6 +572,40 @@ fn try_files_to_a_uri_is_limited_by_that_uris_location() {
     );
 }
 
+#[test]
+fn a_logged_uri_is_the_final_uri_and_rows_go_by_the_request() {
+    // The log holds $uri (nginx's URI after rewrites and internal
+    // redirects) beside $request: routing, the query and `$arg_*` keys
+    // come from the request's target.
+    let format = "$remote_addr $msec $request_time $host $uri \"$request\" $limit_req_status";
+    let ng = Nginx::start_logging(
+        "limit_req_zone $arg_x zone=byarg:1m rate=1r/m;\n\
+         limit_req_zone $binary_remote_addr zone=ip:1m rate=1r/m;\n\
+         server { listen 127.0.0.1:PORT; root ROOT;\n\
+           location /q/ { rewrite ^/q/(\\w+)$ /a/?x=$1 last; }\n\
+           location /d/ { rewrite ^/d/ /a/? last; }\n\
+           location /b/ { limit_req zone=ip burst=1 nodelay; rewrite ^/b/ /a/ break; empty_gif; }\n\
+           location /a/ { limit_req zone=byarg burst=1 nodelay; empty_gif; }\n\
+           location / { try_files $uri /index.php?$args; }\n\
+           location ~ \\.php$ { limit_req zone=ip burst=1 nodelay; empty_gif; } }\n",
+        &[],
+        format,
+    );
+    let mut reqs = burst(3, "h", "/q/a", "10.8.0.1");
+    reqs.extend(burst(2, "h", "/d/?x=a", "10.8.0.1"));
+    reqs.extend(burst(3, "h", "/a/?x=k", "10.8.0.1"));
+    reqs.extend(burst(3, "h", "/b/", "10.8.0.2"));
+    reqs.extend(burst(3, "h", "/page?x=1", "10.8.0.3"));
+    let log = ng.send(&reqs);
+    agrees_logged(
+        &log,
+        format,
+        &ng.main_conf(),
+        &[],
+        &["PASSED", "REJECTED", "-"],
+    );
+}
+
 /// A free loopback port.
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0")

@@ -313,7 +313,15 @@ fn logged_targets(overrides: &HashMap<String, String>, log: LogFields) -> HashMa
             out.insert(f.clone(), f.clone());
         }
     }
-    if log.derived_uri() {
+    // Variables of the request target are read off the target, not off a
+    // logged `$uri` (the final URI, without the query).
+    let target = crate::ingest::log::nginx::REQUEST_TARGET;
+    if log.named(target) && !out.contains_key("uri") && !out.contains_key("request_uri") {
+        // `$request_uri` is the target as sent; `$uri`, `$args` and
+        // `$arg_NAME` are worked out from it.
+        out.insert("request_uri".to_string(), target.to_string());
+    }
+    if log.derived_uri() || log.named(target) {
         for (var, part) in [
             ("request_method", "method"),
             ("server_protocol", "protocol"),

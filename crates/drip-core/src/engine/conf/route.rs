@@ -107,12 +107,17 @@ impl Router {
     ) -> Result<Router> {
         let tried =
             opts.static_files.is_some() && conf.locations.iter().any(|l| l.try_named.is_some());
-        let uri_field = opts
-            .overrides
-            .get("uri")
-            .cloned()
-            .unwrap_or_else(|| "uri".into());
-        let raw_target = uri_field == "request_uri" || (uri_field == "uri" && log.derived_uri());
+        // Rows are routed by the request's target: a logged `$uri` is
+        // nginx's final URI (after rewrites and internal redirects).
+        let target = crate::ingest::log::nginx::REQUEST_TARGET;
+        let uri_field = match opts.overrides.get("uri") {
+            Some(f) => f.clone(),
+            None if log.named(target) => target.into(),
+            None => "uri".into(),
+        };
+        let raw_target = uri_field == "request_uri"
+            || uri_field == target
+            || (uri_field == "uri" && log.derived_uri());
         // A config whose one `location /` takes every URI is not routed
         // (reading each row's URI costs): rows nginx would answer 400 are
         // then decided by that location.

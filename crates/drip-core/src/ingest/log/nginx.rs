@@ -14,6 +14,10 @@
 use super::{Fields, LineError, LineParser, Parsed, split_request};
 use anyhow::{Result, bail};
 
+/// The target of a logged `$request` when the format logs `$uri` too
+/// (then `uri` is nginx's final URI, not the target).
+pub const REQUEST_TARGET: &str = "request_target";
+
 #[derive(Debug, PartialEq, Eq)]
 enum Seg {
     Lit(Vec<u8>),
@@ -143,8 +147,12 @@ impl Nginx {
         let request = names.iter().position(|n| n == "request");
         if request.is_some() {
             for d in ["method", "uri", "protocol"] {
-                if !names.iter().any(|n| n == d) {
-                    names.push(d.to_string());
+                match names.iter().any(|n| n == d) {
+                    false => names.push(d.to_string()),
+                    // A logged `$uri` is the final URI, after rewrites and
+                    // internal redirects: the request's target is apart.
+                    true if d == "uri" => names.push(REQUEST_TARGET.to_string()),
+                    true => {}
                 }
             }
         }
@@ -283,7 +291,7 @@ impl LineParser for Nginx {
             let (m, u, p) = split_request(req);
             let derived = [m, u, p];
             for (d, v) in ["method", "uri", "protocol"].iter().zip(derived) {
-                if !self.names[..self.vars].iter().any(|n| n == d) {
+                if *d == "uri" || !self.names[..self.vars].iter().any(|n| n == d) {
                     out.push_sub(line, v);
                 }
             }
