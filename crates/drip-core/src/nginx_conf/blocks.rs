@@ -259,47 +259,14 @@ impl NginxConf {
         let (steps, own_return) = self.rewrite_phase(&rewrites, matches!(how, Match::Named(_)));
         let returns = server_returns || own_return;
         let index = self.push_location(name, server, &level, returns);
-        // nginx's index module answers a directory only where nginx serves
-        // files itself.
-        if !block.iter().any(|x| CONTENT.contains(&x.name.as_str())) {
-            let loc = &mut self.locations[index];
-            loc.index = Some(
-                level
-                    .index
-                    .clone()
-                    .unwrap_or_else(|| vec!["index.html".into()]),
-            );
-            loc.missing_to = level
-                .error_pages
-                .iter()
-                .flatten()
-                .find(|(codes, _)| codes.contains(&404))
-                .map(|(_, to)| to.clone());
-        }
+        self.internal_redirects(index, block, &level);
         if !returns {
             self.locations[index].twin = self.answered_twin(index, &steps);
             self.locations[index].steps = steps;
         }
         let limits = level.limits.clone().unwrap_or_default();
         if let Some(t) = try_files {
-            match t.args.last() {
-                Some(to) if to.starts_with('@') => {
-                    self.try_pending.push((index, to.clone(), t.pos.clone()));
-                }
-                Some(to)
-                    if !to.starts_with('=')
-                        && !returns
-                        && !to.split('?').next().unwrap_or_default().contains('$') =>
-                {
-                    self.locations[index].try_uri = Some(to.clone());
-                }
-                Some(to) if !to.starts_with('=') && limits.is_empty() && !returns => self.note(
-                    &t.pos,
-                    "try_files",
-                    "requests it passes to a URI built from variables are limited by that URI's location in nginx, and not by drip",
-                ),
-                _ => {}
-            }
+            self.try_files(index, t, returns, limits.is_empty());
         }
         pending.push((index, limits));
         let mut children = Vec::new();
@@ -312,6 +279,52 @@ impl NginxConf {
             index,
             children,
         })
+    }
+
+    /// Where location `index` sends a request nginx redirects inside:
+    /// its `index` files and `error_page 404`, when it serves files itself
+    /// (nginx's index module answers a directory only there).
+    fn internal_redirects(&mut self, index: usize, block: &[Directive], level: &Level) {
+        if block.iter().any(|x| CONTENT.contains(&x.name.as_str())) {
+            return;
+        }
+        let loc = &mut self.locations[index];
+        loc.index = Some(
+            level
+                .index
+                .clone()
+                .unwrap_or_else(|| vec!["index.html".into()]),
+        );
+        loc.missing_to = level
+            .error_pages
+            .iter()
+            .flatten()
+            .find(|(codes, _)| codes.contains(&404))
+            .map(|(_, to)| to.clone());
+    }
+
+    /// Where location `index`'s `try_files` `t` passes a request when no
+    /// file exists: a named location (resolved once the server is read), a
+    /// URI, or, for a URI built from variables, a note.
+    fn try_files(&mut self, index: usize, t: &Directive, returns: bool, unlimited: bool) {
+        match t.args.last() {
+            Some(to) if to.starts_with('@') => {
+                self.try_pending.push((index, to.clone(), t.pos.clone()));
+            }
+            Some(to)
+                if !to.starts_with('=')
+                    && !returns
+                    && !to.split('?').next().unwrap_or_default().contains('$') =>
+            {
+                self.locations[index].try_uri = Some(to.clone());
+            }
+            Some(to) if !to.starts_with('=') && unlimited && !returns => self.note(
+                &t.pos,
+                "try_files",
+                "requests it passes to a URI built from variables are limited by that URI's location in nginx, and not by drip",
+            ),
+            _ => {}
+        }
     }
 
     /// A block's rewrite-phase lines as steps run per URI, and whether a
