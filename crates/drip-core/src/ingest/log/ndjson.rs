@@ -332,8 +332,13 @@ fn plain_number(line: &[u8], i: usize, out: &mut Fields) {
     if s & SCRATCH != 0 || out.spans[i] == MISSING {
         return;
     }
+    // A string's span is inside its quotes: only a number can follow
+    // something else.
+    if s == 0 || line[s as usize - 1] == b'"' {
+        return;
+    }
     let v = &line[s as usize..e as usize];
-    if !matches!(v.first(), Some(b'-' | b'0'..=b'9')) || !v.iter().any(|&b| b | 0x20 == b'e') {
+    if !matches!(v.first(), Some(b'-' | b'0'..=b'9')) || memchr::memchr2(b'e', b'E', v).is_none() {
         return;
     }
     if let Some(plain) = bytes::plain_decimal(v) {
