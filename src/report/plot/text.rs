@@ -56,17 +56,13 @@ pub(super) fn shorten(s: &str, px: u32, room: f64) -> String {
     if width(s, px) <= room {
         return s.to_string();
     }
-    let room = room - width("…", px);
-    let mut used = 0.0;
-    let mut out = String::new();
-    for c in s.chars() {
-        used += width(c.encode_utf8(&mut [0; 4]), px);
-        if used > room {
-            break;
-        }
-        out.push(c);
-    }
-    let mut out = out.trim_end().to_string();
+    let chars: Vec<char> = s.chars().collect();
+    let kept = fitting(&chars, px, room - width("…", px));
+    let mut out = chars[..kept]
+        .iter()
+        .collect::<String>()
+        .trim_end()
+        .to_string();
     out.push('…');
     out
 }

@@ -21,18 +21,16 @@ fn log_of(line: impl Fn(&str, u32, u32) -> String) -> String {
 
 /// Audits `log` (format detected) keyed by `client`: the JSON report.
 fn audit(tmp: &Scratch, name: &str, log: &str) -> serde_json::Value {
-    let path = tmp.write(name, log);
+    json_of(s(&tmp.write(name, log)), "client")
+}
+
+/// The JSON report of one policy over the log at `path`, keyed by `key`.
+fn json_of(path: &str, key: &str) -> serde_json::Value {
     let out = Drip::audit()
-        .args([
-            s(&path),
-            "--key-column",
-            "client",
-            "-p",
-            "gcra:rate=1/s,burst=1",
-        ])
+        .args([path, "--key-column", key, "-p", "gcra:rate=1/s,burst=1"])
         .args(["--format", "json", "--quiet"])
         .run();
-    assert_eq!(out.code, 0, "{name}: {}", out.stderr);
+    assert_eq!(out.code, 0, "{path}: {}", out.stderr);
     out.stdout_json()
 }
 
@@ -71,16 +69,7 @@ fn ipv6_clients_logged_with_their_port_are_one_key_each() {
 fn haproxys_own_lines_are_counted_notices_not_bad_lines() {
     // lnav's HAProxy log: three `Proxy … started.` lines and an SSL
     // handshake failure between thirteen requests.
-    let out = Drip::audit()
-        .args([
-            "fixtures/formats/haproxy_lnav.log",
-            "--key-column",
-            "client",
-        ])
-        .args(["-p", "gcra:rate=1/s,burst=1", "--format", "json", "--quiet"])
-        .run();
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let j = out.stdout_json();
+    let j = json_of("fixtures/formats/haproxy_lnav.log", "client");
     assert_eq!(j["input"]["rows"], 13);
     assert_eq!(j["input"]["bad_rows_skipped"], 0);
     assert_eq!(j["input"]["notices"], 4);
@@ -124,30 +113,14 @@ fn common_lines_in_a_combined_log_are_read_and_counted() {
     }
     let tmp = Scratch::new();
     let path = tmp.write("mixed.log", &mixed);
-    let out = Drip::audit()
-        .args([
-            s(&path),
-            "--key-column",
-            "remote_addr",
-            "-p",
-            "gcra:rate=1/s,burst=1",
-        ])
-        .args(["--format", "json", "--quiet"])
-        .run();
-    assert_eq!(out.code, 0, "{}", out.stderr);
-    let j = out.stdout_json();
+    let j = json_of(s(&path), "remote_addr");
     assert_eq!(j["input"]["rows"], real.lines().count());
     assert_eq!(j["input"]["lines_read_as"]["common"], common);
     // The same requests all written Combined key and time alike.
-    let whole = Drip::audit()
-        .args([
-            "fixtures/logs/apache-elastic-examples-60.log",
-            "--key-column",
-            "remote_addr",
-        ])
-        .args(["-p", "gcra:rate=1/s,burst=1", "--format", "json", "--quiet"])
-        .run()
-        .stdout_json();
+    let whole = json_of(
+        "fixtures/logs/apache-elastic-examples-60.log",
+        "remote_addr",
+    );
     assert_eq!(j["policies"], whole["policies"]);
 }
 
