@@ -11,6 +11,7 @@ use crate::ingest::input::{ColSel, InputSpec, MAX_KEYS, file_name};
 use crate::nginx_conf::NginxConf;
 use crate::policy::{KeyChoice, Spec, parse_spec, parse_specs_file};
 use anyhow::{Context, Result, anyhow, bail};
+use drip_core::ingest::key_values::SPILL_AT;
 use std::collections::HashMap;
 use std::io::Write;
 use std::sync::Arc;
@@ -123,6 +124,7 @@ impl Config {
         let thresholds = Thresholds::from_args(&args, &policies.labels)?;
         let mut key_cols = KeyColumns::new(&args);
         let mut runs = spec_runs(&policies.specs, &mut key_cols)?;
+        let policy_cols = key_cols.0.len();
         // The reading options first: a config may tell how its log is written.
         let mut input = reading_options(&args, &policies.confs)?;
         conf_runs(
@@ -133,6 +135,7 @@ impl Config {
             &mut key_cols,
             &mut runs,
         )?;
+        key_cols.check(policy_cols)?;
         input.key_cols = key_cols.0;
         if let Some(path) = &args.plot {
             crate::clash::check_output("--plot", path, "svg")?;
@@ -197,20 +200,36 @@ impl KeyColumns {
         if let Some(i) = self.0.iter().position(|c| *c == sel) {
             return Ok(i);
         }
-        if self.0.len() == MAX_KEYS {
-            let read: Vec<String> = self
-                .0
-                .iter()
-                .chain([&sel])
-                .map(|c| format!("'{c}'"))
-                .collect();
-            bail!(
-                "at most {MAX_KEYS} distinct log fields can be read as keys in one run (by --key-column, the policies' key=, the config's keys and routing and --verify-column); this run reads {}: audit the policies in two runs",
-                read.join(", ")
-            );
-        }
         self.0.push(sel);
         Ok(self.0.len() - 1)
+    }
+
+    /// Checks that the policies count by few enough columns: a config's
+    /// keys and routing read any number of fields (the ids past an event's
+    /// room spill beside it), but the policies, which may be decided on
+    /// other threads, take theirs from the event: the first `policy_cols`
+    /// columns.
+    fn check(&self, policy_cols: usize) -> Result<()> {
+        let beside_conf = policy_cols < self.0.len();
+        let room = match beside_conf && self.0.len() > MAX_KEYS {
+            true => SPILL_AT,
+            false => MAX_KEYS,
+        };
+        if policy_cols <= room {
+            return Ok(());
+        }
+        let read: Vec<String> = self.0[..policy_cols]
+            .iter()
+            .map(|c| c.to_string())
+            .collect();
+        let beside = match beside_conf {
+            true => " beside an nginx.conf that reads more fields",
+            false => "",
+        };
+        bail!(
+            "the policies count by {policy_cols} distinct key columns ({}, by --key-column and their key=); at most {room} can be counted by in one run{beside}: audit the policies in two runs",
+            read.join(", ")
+        )
     }
 
     /// Where each member of `spec` takes its key from.

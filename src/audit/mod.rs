@@ -170,8 +170,9 @@ fn read_logs(
     let key_columns = config.input.key_cols.len();
     // Interning keys costs about as much as deciding one policy: with one
     // policy it balances the two threads on the replay's side, with more on
-    // the reader's.
-    let reader_interns = (config.specs > 1).then(|| {
+    // the reader's. Ids past an event's room are interned with the replay.
+    let spills = key_columns > drip_core::ingest::input::MAX_KEYS;
+    let reader_interns = (config.specs > 1 && !spills).then(|| {
         (0..key_columns)
             .map(|_| keys::Interner::default())
             .collect()

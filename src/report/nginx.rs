@@ -36,6 +36,7 @@ const VERIFY: &[Column<VerifyReport>] = &[
     Column::num("agreed", |v, _| v.agreed.to_string()),
     Column::num("disagreed", |v, _| v.disagreed.to_string()),
     Column::num("within_clock", |v, _| v.within_clock.to_string()),
+    Column::num("reordered", |v, _| v.reordered.to_string()),
     Column::num("agreement_pct", |v, _| v.agreement_pct.to_string()),
 ];
 
@@ -69,13 +70,19 @@ fn add_config(page: &mut Page, label: &str, n: &NginxReport) {
         return;
     };
     let mut heading = format!(
-        "{label}: $limit_req_status against column '{}': {} of {} rows agree ({}%), {} disagree",
+        "{label}: $limit_req_status against column '{}': {} of {} rows agree ({}%)",
         v.column,
         v.agreed,
         v.rows,
         pct(v.agreement_pct),
-        v.disagreed
     );
+    if v.reordered > 0 {
+        heading.push_str(&format!(
+            " ({} in another order of their millisecond: nginx logs a delayed request when it completes)",
+            v.reordered
+        ));
+    }
+    heading.push_str(&format!(", {} disagree", v.disagreed));
     if v.within_clock > 0 {
         heading.push_str(&format!(
             " ({} within nginx's clock granularity: a 1 ms move decides them as logged)",

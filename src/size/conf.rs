@@ -186,13 +186,6 @@ fn read(args: &SizeArgs, path: &std::path::Path) -> Result<(Arc<NginxConf>, Conf
             cols.len() - 1
         }))
     })?;
-    if cols.len() > crate::ingest::input::MAX_KEYS {
-        bail!(
-            "the config's keys and routing read {} log fields; at most {} can be read in one run",
-            cols.len(),
-            crate::ingest::input::MAX_KEYS
-        );
-    }
     let mut rows = Rows::new(cols.len());
     spec.key_cols = cols;
     let show = crate::progress::Wanted {

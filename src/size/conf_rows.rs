@@ -3,7 +3,8 @@
 //! whole rows.
 
 use crate::ingest::input::{Batch, Event};
-use crate::ingest::keys::{Interner, KeyNames};
+use crate::ingest::key_values::KeyValues;
+use crate::ingest::keys::Interner;
 use crate::ingest::stream::Sink;
 use crate::nginx_conf::NginxConf;
 use crate::nginx_conf::tree::Pos;
@@ -26,7 +27,7 @@ pub struct Unit {
 #[derive(Default)]
 pub struct Rows {
     pub events: Vec<Event>,
-    pub names: Vec<KeyNames>,
+    pub names: KeyValues,
     interners: Vec<Interner>,
 }
 
@@ -34,7 +35,7 @@ impl Rows {
     /// No rows yet, reading `cols` key columns.
     pub fn new(cols: usize) -> Rows {
         Rows {
-            names: (0..cols).map(|_| KeyNames::default()).collect(),
+            names: KeyValues::new(cols),
             interners: (0..cols).map(|_| Interner::default()).collect(),
             ..Rows::default()
         }
@@ -44,7 +45,7 @@ impl Rows {
 impl Sink for Rows {
     fn learn(&mut self, batch: &mut Batch) {
         if !batch.interned {
-            batch.intern(&mut self.interners);
+            batch.intern(&mut self.interners, &mut self.names.spill);
         }
         for &(c, start, end) in &batch.new_keys {
             self.names[c as usize].push(&batch.key_bytes[start as usize..end as usize]);

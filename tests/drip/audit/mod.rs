@@ -1502,3 +1502,39 @@ fn whole_second_times_are_noted() {
         .run();
     assert!(!quiet.stderr.contains(note), "{}", quiet.stderr);
 }
+
+#[test]
+fn policies_keyed_by_more_columns_than_a_row_holds_are_refused_in_one_line() {
+    let tmp = Scratch::new();
+    let cols: Vec<String> = (1..=9).map(|i| format!("c{i}")).collect();
+    let mut csv = format!("t,{}\n", cols.join(","));
+    for r in 0..4 {
+        let vals: Vec<String> = (1..=9).map(|i| format!("v{}", (r + i) % 3)).collect();
+        csv.push_str(&format!("2026-01-01T00:00:0{r}Z,{}\n", vals.join(",")));
+    }
+    let log = tmp.write("wide.csv", &csv);
+    let policy = |c: &str| format!("token-bucket:rate=1/s,burst=1,key={c}");
+    let eight: Vec<String> = cols[..8].iter().map(|c| policy(c)).collect();
+    let mut args = vec![s(&log).to_string(), "-q".into(), "-f".into(), "json".into()];
+    for p in &eight {
+        args.extend(["-p".to_string(), p.clone()]);
+    }
+    // Eight columns fit, and each policy counts by its own.
+    let v = Drip::audit().args(&args).json();
+    assert_eq!(v["policies"][7]["keys"], 3, "{v}");
+    args.extend(["-p".to_string(), policy("c9")]);
+    let out = Drip::audit().args(&args).run();
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert_eq!(out.stderr.lines().count(), 1, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("the policies count by 9 distinct key columns ('c1',"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr.contains("audit the policies in two runs"),
+        "{}",
+        out.stderr
+    );
+}

@@ -965,8 +965,9 @@ fn csv_carries_the_locations_verification_and_comparison() {
         "{o}"
     );
     assert!(
-        o.contains("\npolicy,verify_column,rows,agreed,disagreed,within_clock,agreement_pct\n")
-            && o.contains("\nnginx.conf,limit_req_status,3,3,0,0,100\n"),
+        o.contains(
+            "\npolicy,verify_column,rows,agreed,disagreed,within_clock,reordered,agreement_pct\n"
+        ) && o.contains("\nnginx.conf,limit_req_status,3,3,0,0,0,100\n"),
         "{o}"
     );
     assert!(

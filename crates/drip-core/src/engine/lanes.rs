@@ -5,7 +5,7 @@ use super::exec::Exec;
 use super::run::Run;
 use super::tally::{AUTO_BINS, AUTO_STEPS, Share};
 use crate::ingest::input::Event;
-use crate::ingest::keys::KeyNames;
+use crate::ingest::key_values::KeyValues;
 use crate::policy::Decision;
 use crate::policy::records::Records;
 use crate::time::Nanos;
@@ -104,7 +104,7 @@ impl Lane {
         &mut self,
         (first, last): (Nanos, Nanos),
         events: &[Event],
-        names: &[KeyNames],
+        names: &KeyValues,
         mut out: Option<&mut [Decision]>,
     ) -> Result<()> {
         if !self.started {
@@ -179,7 +179,7 @@ impl Worker {
                     std::mem::swap(&mut lane.mine, &mut part.mine);
                     let whole = part.whole.take();
                     let events = whole.as_deref().map_or(&[][..], Vec::as_slice);
-                    lane.decide_chunk(part.span, events, &[], None)?;
+                    lane.decide_chunk(part.span, events, &KeyValues::default(), None)?;
                     drop(whole);
                     // The rows just decided go back to be filled again
                     // (the replay may have finished with them already).

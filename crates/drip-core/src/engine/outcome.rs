@@ -119,6 +119,10 @@ pub struct VerifyReport {
     /// Of `disagreed`, the rows a 1 ms move would decide as logged: within
     /// nginx's clock granularity.
     pub within_clock: u64,
+    /// Of `agreed`, the rows of same-millisecond groups that agree only in
+    /// another order than the log's (a delayed row is logged when it
+    /// completes, after rows that came in after it).
+    pub reordered: u64,
     pub agreement_pct: f64,
     /// (drip's status, logged status, rows).
     pub confusion: Vec<(String, String, u64)>,

@@ -12,7 +12,8 @@ use super::merge::{Outcome, RunOutcome};
 pub use super::run::Run;
 use super::tally::{AUTO_STEPS, Share};
 use crate::engine::outcome::{PolicyReport, TimelineRow};
-use crate::ingest::input::{Event, MAX_KEYS};
+use crate::ingest::input::Event;
+use crate::ingest::key_values::KeyValues;
 use crate::ingest::keys::{EMPTY_KEY, Interner, KeyNames};
 use crate::policy::Decision;
 use crate::time::Nanos;
@@ -32,7 +33,7 @@ pub struct Replay {
     /// Labels of every run, in report order.
     pub(super) labels: Vec<String>,
     /// Key values per key column, by id.
-    pub(super) names: Vec<KeyNames>,
+    pub(super) names: KeyValues,
     pub(super) interners: Vec<Interner>,
     /// Requests per key, per key column.
     pub(super) requests_by_key: Vec<Vec<u64>>,
@@ -53,13 +54,12 @@ impl Replay {
         timeline: Option<Nanos>,
         top: usize,
     ) -> Result<Replay> {
-        assert!(key_columns <= MAX_KEYS);
         Ok(Replay {
             labels: runs.iter().map(|r| r.label.clone()).collect(),
             local: Lane::new(runs, None, timeline.map(|i| (i, 0)), false),
             workers: Vec::new(),
             handed: Vec::new(),
-            names: (0..key_columns).map(|_| KeyNames::default()).collect(),
+            names: KeyValues::new(key_columns),
             interners: (0..key_columns).map(|_| Interner::default()).collect(),
             requests_by_key: vec![Vec::new(); key_columns],
             decisions,
@@ -156,7 +156,7 @@ impl Replay {
     /// learns the values first seen in it.
     pub fn intern(&mut self, batch: &mut crate::ingest::input::Batch) {
         if !batch.interned {
-            batch.intern(&mut self.interners);
+            batch.intern(&mut self.interners, &mut self.names.spill);
         }
         for &(c, start, end) in &batch.new_keys {
             self.names[c as usize].push(&batch.key_bytes[start as usize..end as usize]);
@@ -480,6 +480,7 @@ pub(super) fn key_bytes<'a>(names: &'a [KeyNames], slot: Option<usize>, ev: &Eve
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ingest::input::MAX_KEYS;
     use crate::policy::parse_spec;
 
     /// Sorted arrival times over about `span` seconds, in bursts.

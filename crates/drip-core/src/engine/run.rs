@@ -7,7 +7,7 @@ use super::exec::Exec;
 use super::loops::Slot;
 use super::tally::Tally;
 use crate::ingest::input::Event;
-use crate::ingest::keys::KeyNames;
+use crate::ingest::key_values::KeyValues;
 use crate::policy::keyed::{KeyId, Levels};
 use crate::policy::records::Records;
 use crate::policy::{Decision, Spec};
@@ -39,7 +39,7 @@ impl Run {
     pub(super) fn decide_chunk(
         &mut self,
         events: &[Event],
-        names: &[KeyNames],
+        names: &KeyValues,
         timeline: Option<(Nanos, u64)>,
         records: Option<&mut Records>,
         out: Option<&mut [Decision]>,

@@ -6,6 +6,7 @@ pub mod batch;
 mod columns;
 pub mod csv_lines;
 pub mod input;
+pub mod key_values;
 pub mod keys;
 mod line_rows;
 pub mod lines;

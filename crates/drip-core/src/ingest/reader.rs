@@ -28,7 +28,8 @@ pub type Said = Arc<std::sync::Mutex<std::collections::HashSet<String>>>;
 /// Reads every file in order, calling `emit` with each batch; `emit`
 /// returns false to stop early (the replay has failed).
 /// With `interners`, key values are turned into ids here, on the reader's
-/// thread; without, the receiver does it.
+/// thread; without, the receiver does it (as it must when a run reads
+/// more than `MAX_KEYS` key columns: the spilled ids live with it).
 pub fn read_all(
     spec: &InputSpec,
     bytes: &Arc<AtomicU64>,
@@ -39,7 +40,11 @@ pub fn read_all(
 ) -> Result<InputSummary> {
     let emit = |mut b: Batch| {
         if let Some(i) = interners.as_mut() {
-            b.intern(i);
+            assert!(
+                i.len() <= MAX_KEYS,
+                "spilled ids are interned by the receiver"
+            );
+            b.intern(i, &mut Default::default());
         }
         emit(b)
     };

@@ -10,7 +10,7 @@
 //! across files (ties: file order, then line order) into batches numbered
 //! in merged order. Memory is a window of rows and a few batches per file.
 
-use super::batch::{BATCH, Batch, Event, InputSummary};
+use super::batch::{BATCH, Batch, Event, InputSummary, MAX_KEYS};
 use super::input::InputSpec;
 use super::keys::Interner;
 use super::open::file_name;
@@ -573,7 +573,11 @@ fn merge_files(
     let mut send = |out: &mut Batch| {
         let mut full = std::mem::take(out);
         if let Some(i) = interners.as_mut() {
-            full.intern(i);
+            assert!(
+                i.len() <= MAX_KEYS,
+                "spilled ids are interned by the receiver"
+            );
+            full.intern(i, &mut Default::default());
         }
         tx.send(full).is_ok()
     };

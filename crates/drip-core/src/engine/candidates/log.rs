@@ -134,7 +134,7 @@ impl Sink for Log {
             return;
         };
         if !batch.interned {
-            batch.intern(std::slice::from_mut(interner));
+            batch.intern(std::slice::from_mut(interner), &mut Default::default());
         }
         for &(_, start, end) in &batch.new_keys {
             self.names

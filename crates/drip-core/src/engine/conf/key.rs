@@ -4,6 +4,7 @@
 
 use super::LogFields;
 use crate::ingest::input::Event;
+use crate::ingest::key_values::KeyValues;
 use crate::ingest::keys::{EMPTY_KEY, Interner, KeyNames};
 use crate::nginx_conf::geo::Geo;
 use crate::nginx_conf::location::Target;
@@ -88,19 +89,14 @@ fn compile(
 
 /// Appends the value of `parts` for the row to `out`.
 #[inline]
-fn eval(
-    parts: &[CPart],
-    ev: &Event,
-    names: &[KeyNames],
-    rw: Option<&Rewritten>,
-    out: &mut Vec<u8>,
-) {
+fn eval(parts: &[CPart], ev: &Event, names: &KeyValues, rw: Option<&Rewritten>, out: &mut Vec<u8>) {
     for p in parts {
         match p {
             CPart::Lit(l) => out.extend_from_slice(l),
             CPart::Field(s) => {
-                if ev.keys[*s] != EMPTY_KEY {
-                    out.extend_from_slice(names[*s].get(ev.keys[*s]));
+                let id = names.id(ev, *s);
+                if id != EMPTY_KEY {
+                    out.extend_from_slice(names[*s].get(id));
                 }
             }
             CPart::Absent => {}
@@ -108,8 +104,9 @@ fn eval(
                 t.eval_rewritten(r.uri.as_bytes(), r.args.as_bytes(), out)
             }
             CPart::Target(t, s) => {
-                if ev.keys[*s] != EMPTY_KEY {
-                    t.eval(names[*s].get(ev.keys[*s]), out);
+                let id = names.id(ev, *s);
+                if id != EMPTY_KEY {
+                    t.eval(names[*s].get(id), out);
                 }
             }
             CPart::Geo(g) => {
@@ -265,12 +262,12 @@ impl Keys {
         z: usize,
         server: usize,
         ev: &Event,
-        names: &[KeyNames],
+        names: &KeyValues,
         rw: Option<&Rewritten>,
     ) -> Option<u32> {
         match self.zones[z].plan {
             KeyPlan::Field(slot) => {
-                let id = ev.keys[slot];
+                let id = names.id(ev, slot);
                 (id != EMPTY_KEY).then_some(id)
             }
             KeyPlan::Expr => {

@@ -14,6 +14,7 @@
 //! multiset (the same statuses in any order).
 
 mod key;
+mod reorder;
 mod route;
 mod server;
 mod summary;
@@ -21,13 +22,15 @@ mod tune;
 mod verify;
 
 use crate::ingest::input::Event;
-use crate::ingest::keys::{EMPTY_KEY, KeyNames};
+use crate::ingest::key_values::KeyValues;
+use crate::ingest::keys::EMPTY_KEY;
 use crate::nginx_conf::{NginxConf, Status};
 use crate::policy::nginx::NginxState;
 use crate::policy::{Decision, Listed, NginxLimitReq, Policy};
 use crate::time::Nanos;
 use anyhow::Result;
 use key::Keys;
+use reorder::Lim;
 use route::Router;
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -53,6 +56,8 @@ pub struct ConfExec {
     /// The limits of the row being decided that admit it: (index in its
     /// location's list, zone, key id).
     applied: Vec<(usize, usize, u32)>,
+    /// Room for the limits of a verified row.
+    lims: Vec<Lim>,
     max_level: u64,
     shapes: bool,
     /// Rows a limit applied to (any status but `-`), per key id of the
@@ -174,6 +179,7 @@ impl ConfExec {
             locs,
             verify,
             applied: Vec::new(),
+            lims: Vec::new(),
             max_level,
             shapes,
             limited_by_key: Vec::new(),
@@ -204,7 +210,7 @@ impl ConfExec {
     pub fn decide(
         &mut self,
         ev: &Event,
-        names: &[KeyNames],
+        names: &KeyValues,
         levels: bool,
     ) -> Result<(Decision, u64)> {
         let now = ev.at;
@@ -212,7 +218,13 @@ impl ConfExec {
         let cost = u64::from(ev.cost);
         let logged = match &mut self.verify {
             Some(v) => {
-                v.before.clear();
+                for ((z, k), st) in v.start(now_ms) {
+                    let states = &mut self.keys.zones[z as usize].states;
+                    if k as usize >= states.len() {
+                        states.resize(k as usize + 1, NginxState::default());
+                    }
+                    states[k as usize] = st;
+                }
                 Some(v.logged(ev, names)?)
             }
             None => None,
@@ -264,26 +276,82 @@ impl ConfExec {
         let level = if levels { self.level(l, now) } else { 0 };
         self.locs[l].counts[status as usize] += 1;
         if status != Status::None {
-            self.count_limited(ev);
+            self.count_limited(ev, names);
         }
         if let Some(logged) = logged {
-            let moved = if logged == status {
-                [status; 2]
-            } else {
-                let ms = Nanos::PER_MS;
-                let earlier = Nanos(now.0.saturating_sub(ms));
-                let later = Nanos(now.0 + ms);
-                [
-                    self.status_at(l, ev, names, earlier),
-                    self.status_at(l, ev, names, later),
-                ]
-            };
-            let v = self.verify.as_mut().expect("verifying");
-            let keys = self.applied.iter().map(|&(_, z, k)| (z as u32, k));
-            let refused_key = refused.map(|(_, key)| key);
-            v.record(ev, [status, logged], moved, keys.chain(refused_key), now_ms);
+            self.record(l, ev, names, [status, logged], refused.is_some());
         }
         Ok((decision, level))
+    }
+
+    /// Records a row of location `l` decided `status` against the `logged`
+    /// one, with the limits after one that `refused` it.
+    fn record(
+        &mut self,
+        l: usize,
+        ev: &Event,
+        names: &KeyValues,
+        [status, logged]: [Status; 2],
+        refused: bool,
+    ) {
+        let now = ev.at;
+        let moved = if logged == status {
+            [status; 2]
+        } else {
+            let ms = Nanos::PER_MS;
+            let earlier = Nanos(now.0.saturating_sub(ms));
+            let later = Nanos(now.0 + ms);
+            [
+                self.status_at(l, ev, names, earlier),
+                self.status_at(l, ev, names, later),
+            ]
+        };
+        let mut lims = std::mem::take(&mut self.lims);
+        lims.clear();
+        let limit = |i: usize| self.locs[l].limits[i].1;
+        lims.extend(self.applied.iter().map(|&(i, z, key)| Lim {
+            zone: z as u32,
+            key,
+            limit: limit(i),
+        }));
+        if refused {
+            self.limits_from(l, self.last.refused_index, ev, names, &mut lims);
+        }
+        let states = &self.keys.zones;
+        let state = |(z, k): (u32, u32)| {
+            let z = &states[z as usize].states;
+            z.get(k as usize).copied().unwrap_or_default()
+        };
+        let dry = self.locs[l].dry_run;
+        let v = self.verify.as_mut().expect("verifying");
+        let now_ms = (now.0 / Nanos::PER_MS) as i64;
+        v.record(ev, [status, logged], moved, (&lims, dry), now_ms, state);
+        self.lims = lims;
+    }
+
+    /// Location `l`'s limits from index `from` on that key the row, as
+    /// [`Lim`]s: the one that refused it and those nginx did not reach.
+    #[cold]
+    fn limits_from(
+        &mut self,
+        l: usize,
+        from: usize,
+        ev: &Event,
+        names: &KeyValues,
+        out: &mut Vec<Lim>,
+    ) {
+        let server = self.conf.locations[l].server;
+        for i in from..self.locs[l].limits.len() {
+            let (z, limit) = self.locs[l].limits[i];
+            let rw = self.router.rewritten();
+            if let Some(key) = self.keys.key(&self.conf, z, server, ev, names, rw) {
+                out.push(Lim {
+                    zone: z as u32,
+                    key,
+                    limit,
+                });
+            }
+        }
     }
 
     /// The status location `l`'s limits would give the row `ev` at `at`
@@ -291,7 +359,7 @@ impl ConfExec {
     /// of a disagreeing row within nginx's clock granularity would log.
     #[cold]
     #[inline(never)]
-    fn status_at(&mut self, l: usize, ev: &Event, names: &[KeyNames], at: Nanos) -> Status {
+    fn status_at(&mut self, l: usize, ev: &Event, names: &KeyValues, at: Nanos) -> Status {
         if self.locs[l].returns {
             return Status::None;
         }
@@ -329,8 +397,8 @@ impl ConfExec {
 
     /// Counts a row a limit applied to, for its key in the report column.
     #[inline]
-    fn count_limited(&mut self, ev: &Event) {
-        let Some(&id) = self.keys.report.and_then(|c| ev.keys.get(c)) else {
+    fn count_limited(&mut self, ev: &Event, names: &KeyValues) {
+        let Some(id) = self.keys.report.map(|c| names.id(ev, c)) else {
             return;
         };
         if id == EMPTY_KEY {
@@ -359,7 +427,7 @@ impl ConfExec {
         l: usize,
         n: usize,
         ev: &Event,
-        names: &[KeyNames],
+        names: &KeyValues,
         now_ms: i64,
         refused: &mut Option<(Decision, (u32, u32))>,
     ) -> usize {
@@ -380,7 +448,7 @@ impl ConfExec {
         &mut self,
         l: usize,
         ev: &Event,
-        names: &[KeyNames],
+        names: &KeyValues,
         now_ms: i64,
     ) -> Option<(Decision, (u32, u32))> {
         let server = self.conf.locations[l].server;

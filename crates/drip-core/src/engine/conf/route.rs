@@ -5,7 +5,8 @@
 use super::server::Servers;
 use super::{ConfOptions, LogFields};
 use crate::ingest::input::Event;
-use crate::ingest::keys::{EMPTY_KEY, KeyNames};
+use crate::ingest::key_values::KeyValues;
+use crate::ingest::keys::EMPTY_KEY;
 use crate::nginx_conf::NginxConf;
 use crate::nginx_conf::location::{Match, Node, Target, bad_request, normalize};
 use crate::nginx_conf::rewrite::Rewritten;
@@ -185,13 +186,13 @@ impl Router {
         &mut self,
         conf: &NginxConf,
         ev: &Event,
-        names: &[KeyNames],
+        names: &KeyValues,
     ) -> (usize, Option<usize>) {
         if let Some(l) = self.forced {
             return (l, None);
         }
         let server = self.servers.of(conf, ev, names);
-        let id = self.uri_slot.map_or(EMPTY_KEY, |u| ev.keys[u]);
+        let id = self.uri_slot.map_or(EMPTY_KEY, |u| names.id(ev, u));
         if id == EMPTY_KEY {
             if let Some(rw) = &mut self.rewrites {
                 rw.row = u32::MAX;

@@ -6,7 +6,8 @@
 
 use super::{ConfOptions, LogFields};
 use crate::ingest::input::Event;
-use crate::ingest::keys::{EMPTY_KEY, KeyNames};
+use crate::ingest::key_values::KeyValues;
+use crate::ingest::keys::EMPTY_KEY;
 use crate::nginx_conf::NginxConf;
 use crate::notes::Notes;
 use anyhow::Result;
@@ -80,8 +81,8 @@ impl Servers {
 
     /// The server of `conf` the row `ev` goes to.
     #[inline]
-    pub(super) fn of(&mut self, conf: &NginxConf, ev: &Event, names: &[KeyNames]) -> usize {
-        let id = |slot: Option<usize>| slot.map_or(EMPTY_KEY, |c| ev.keys[c]);
+    pub(super) fn of(&mut self, conf: &NginxConf, ev: &Event, names: &KeyValues) -> usize {
+        let id = |slot: Option<usize>| slot.map_or(EMPTY_KEY, |c| names.id(ev, c));
         let text = |slot: Option<usize>, id: u32| {
             let c = slot.filter(|_| id != EMPTY_KEY)?;
             Some(String::from_utf8_lossy(names[c].get(id)).into_owned())
@@ -101,7 +102,7 @@ impl Servers {
         let Some(h) = self.host else {
             return self.fixed.unwrap_or_else(|| conf.server_for(None));
         };
-        let hid = ev.keys[h];
+        let hid = names.id(ev, h);
         if hid == EMPTY_KEY {
             return conf.server_for(None);
         }

@@ -4,7 +4,7 @@
 
 use super::ConfExec;
 use super::key::{Activity, KeyPlan};
-use crate::ingest::keys::KeyNames;
+use crate::ingest::key_values::KeyValues;
 use crate::policy::NginxLimitReq;
 
 /// What the last row met.
@@ -83,7 +83,7 @@ impl ConfExec {
     }
 
     /// The text of key `id` in zone `z` (`names`: the log's key values).
-    pub fn key_name<'a>(&'a self, z: usize, id: u32, names: &'a [KeyNames]) -> &'a [u8] {
+    pub fn key_name<'a>(&'a self, z: usize, id: u32, names: &'a KeyValues) -> &'a [u8] {
         let run = &self.keys.zones[z];
         match run.plan {
             KeyPlan::Field(slot) => names[slot].get(id),
@@ -92,7 +92,7 @@ impl ConfExec {
     }
 
     /// What zone `z` held over the replay (`names`: the log's key values).
-    pub fn zone_use(&self, z: usize, names: &[KeyNames]) -> ZoneUse {
+    pub fn zone_use(&self, z: usize, names: &KeyValues) -> ZoneUse {
         let run = &self.keys.zones[z];
         let longest = match run.plan {
             KeyPlan::Field(slot) => (0..run.states.len() as u32)

@@ -4,25 +4,36 @@
 //! so such a group is compared as a multiset (the same statuses in any
 //! order).
 //!
+//! When the multiset differs, another order of the group may still give
+//! every row its logged status (see [`reorder`](super::reorder)): nginx
+//! logs a delayed request when it completes.
+//!
 //! nginx decides on its own millisecond clock, cached per event loop
 //! pass, and the log's `$msec` can be a millisecond off it. A disagreeing
 //! row that would get the logged status 1 ms earlier or later (from the
 //! same state) is within nginx's clock granularity: counted apart, and
 //! listed as such.
 
+use super::reorder::{self, Lim, Row, States};
 use crate::engine::outcome::{VerifyReport, VerifyRow};
 use crate::ingest::input::Event;
-use crate::ingest::keys::{EMPTY_KEY, KeyNames};
+use crate::ingest::key_values::KeyValues;
+use crate::ingest::keys::EMPTY_KEY;
 use crate::nginx_conf::Status;
+use crate::policy::nginx::NginxState;
+use crate::time::Nanos;
 use anyhow::{Result, bail};
 use std::collections::HashMap;
 
 /// A row waiting for its same-millisecond group to be complete.
 struct Pending {
-    /// The (zone, key id) pairs the row was counted against: `keys[from..to]`
-    /// of the verifier.
+    /// The limits of its location that key it: `lims[from..to]` of the
+    /// verifier (those past one that refused it too).
     from: u32,
     to: u32,
+    at: Nanos,
+    cost: u64,
+    dry: bool,
     emulated: Status,
     logged: Status,
     /// The row's status 1 ms earlier and 1 ms later (from the state before
@@ -38,12 +49,19 @@ pub(super) struct Verify {
     column: String,
     group_ms: i64,
     pending: Vec<Pending>,
-    /// The zone keys of the pending rows.
-    keys: Vec<(u32, u32)>,
+    /// The limits of the pending rows.
+    lims: Vec<Lim>,
+    /// The states of the pending rows' zone keys before their millisecond.
+    group_before: States,
+    /// The states after the groups that agree in another order, for the
+    /// replay to go on from.
+    write_back: Vec<((u32, u32), NginxState)>,
     rows: u64,
     agreed: u64,
     /// Disagreements a 1 ms move of the row removes.
     within_clock: u64,
+    /// Agreements in another order than the log's.
+    reordered: u64,
     confusion: HashMap<(Status, Status), u64>,
     first: Vec<VerifyRow>,
     files: Vec<String>,
@@ -64,10 +82,13 @@ impl Verify {
             column: column.to_string(),
             group_ms: i64::MIN,
             pending: Vec::new(),
-            keys: Vec::new(),
+            lims: Vec::new(),
+            group_before: HashMap::new(),
+            write_back: Vec::new(),
             rows: 0,
             agreed: 0,
             within_clock: 0,
+            reordered: 0,
             confusion: HashMap::new(),
             first: Vec::new(),
             files,
@@ -77,8 +98,8 @@ impl Verify {
 
     /// The status nginx logged for `ev`.
     #[inline]
-    pub(super) fn logged(&self, ev: &Event, names: &[KeyNames]) -> Result<Status> {
-        let id = ev.keys[self.slot];
+    pub(super) fn logged(&self, ev: &Event, names: &KeyValues) -> Result<Status> {
+        let id = names.id(ev, self.slot);
         let text = if id == EMPTY_KEY {
             &b""[..]
         } else {
@@ -96,40 +117,66 @@ impl Verify {
         Ok(logged)
     }
 
-    /// Queues the row `ev`, logged as `logged`, decided at `now_ms` as
-    /// `emulated` (and as `moved` 1 ms either side) against the zone keys
-    /// `keys`.
+    /// Starts deciding a row of `now_ms`: once a millisecond is over, its
+    /// groups are compared. The states to go on from, for groups that agree
+    /// in another order than the log's.
+    #[inline]
+    pub(super) fn start(&mut self, now_ms: i64) -> std::vec::Drain<'_, ((u32, u32), NginxState)> {
+        if now_ms != self.group_ms {
+            self.flush();
+            self.group_ms = now_ms;
+        }
+        self.before.clear();
+        self.write_back.drain(..)
+    }
+
+    /// Queues the row `ev` of a location in `dry` run or not, logged as
+    /// `logged`, decided at `now_ms` as `emulated` (and as `moved` 1 ms
+    /// either side) under `lims`, whose states before it are in `before`
+    /// or else `state`.
     #[inline]
     pub(super) fn record(
         &mut self,
         ev: &Event,
         [emulated, logged]: [Status; 2],
         moved: [Status; 2],
-        keys: impl Iterator<Item = (u32, u32)>,
+        (lims, dry): (&[Lim], bool),
         now_ms: i64,
+        state: impl Fn((u32, u32)) -> NginxState,
     ) {
+        for l in lims {
+            let zk = (l.zone, l.key);
+            if !self.group_before.contains_key(&zk) {
+                let s = self.before.iter().find(|(b, _)| (b.0 as u32, b.1) == zk);
+                let s = s.map_or_else(|| state(zk), |(_, s)| *s);
+                self.group_before.insert(zk, s);
+            }
+        }
         let p = Pending {
             from: 0,
             to: 0,
+            at: ev.at,
+            cost: u64::from(ev.cost),
+            dry,
             emulated,
             logged,
             moved,
             file: ev.file,
             line: ev.line,
         };
-        self.push(p, keys, now_ms);
+        self.push(p, lims.iter().copied(), now_ms);
     }
 
-    /// Queues a row decided at `now_ms` against the zone keys `keys`.
+    /// Queues a row decided at `now_ms` under `lims`.
     #[inline]
-    fn push(&mut self, mut p: Pending, keys: impl Iterator<Item = (u32, u32)>, now_ms: i64) {
+    fn push(&mut self, mut p: Pending, lims: impl Iterator<Item = Lim>, now_ms: i64) {
         if now_ms != self.group_ms {
             self.flush();
             self.group_ms = now_ms;
         }
-        p.from = self.keys.len() as u32;
-        self.keys.extend(keys);
-        p.to = self.keys.len() as u32;
+        p.from = self.lims.len() as u32;
+        self.lims.extend(lims);
+        p.to = self.lims.len() as u32;
         self.pending.push(p);
     }
 
@@ -139,7 +186,8 @@ impl Verify {
     /// disagreement is blamed on a row of the key drip decided that way.
     fn flush(&mut self) {
         let rows = std::mem::take(&mut self.pending);
-        let keys = std::mem::take(&mut self.keys);
+        let lims = std::mem::take(&mut self.lims);
+        let before = std::mem::take(&mut self.group_before);
         // Union-find over the rows: joined when they share a zone key.
         let mut parent: Vec<usize> = (0..rows.len()).collect();
         fn root(parent: &mut [usize], mut i: usize) -> usize {
@@ -151,8 +199,8 @@ impl Verify {
         }
         let mut owner: HashMap<(u32, u32), usize> = HashMap::new();
         for (i, p) in rows.iter().enumerate() {
-            for &(z, k) in &keys[p.from as usize..p.to as usize] {
-                match owner.entry((z, k)) {
+            for l in &lims[p.from as usize..p.to as usize] {
+                match owner.entry((l.zone, l.key)) {
                     std::collections::hash_map::Entry::Occupied(o) => {
                         let (a, b) = (root(&mut parent, *o.get()), root(&mut parent, i));
                         parent[a.max(b)] = a.min(b);
@@ -173,59 +221,107 @@ impl Verify {
         }
         for group in grouped.chunk_by(|a, b| a.0 == b.0) {
             let group: Vec<&Pending> = group.iter().map(|(_, p)| p).collect();
-            let n = group.len();
-            let mut emu: Vec<Status> = group.iter().map(|p| p.emulated).collect();
-            let mut log: Vec<(Status, usize)> = group
-                .iter()
-                .enumerate()
-                .map(|(i, p)| (p.logged, i))
-                .collect();
-            emu.sort();
-            log.sort();
-            // Match equal statuses; what is left on each side disagrees.
-            let (mut i, mut j) = (0, 0);
-            let mut left_e = Vec::new();
-            let mut left_l = Vec::new();
-            while i < n || j < n {
-                if i < n && j < n && emu[i] == log[j].0 {
-                    *self.confusion.entry((emu[i], emu[i])).or_default() += 1;
-                    self.agreed += 1;
-                    i += 1;
-                    j += 1;
-                } else if j >= n || (i < n && emu[i] < log[j].0) {
-                    left_e.push(emu[i]);
-                    i += 1;
-                } else {
-                    left_l.push(log[j]);
-                    j += 1;
-                }
-            }
-            for (e, (l, at)) in left_e.into_iter().zip(left_l) {
-                *self.confusion.entry((e, l)).or_default() += 1;
-                let p = group[at];
-                let clock = p.moved.contains(&l);
-                self.within_clock += u64::from(clock);
-                if self.first.len() < FIRST_DISAGREEMENTS {
-                    let mut emulated = e.text().to_string();
-                    if n > 1 {
-                        emulated.push_str(&format!(" (in a group of {n} same-ms rows)"));
-                    }
-                    if clock {
-                        let when = if p.moved[0] == l { "earlier" } else { "later" };
-                        emulated.push_str(&format!(
-                            " ({} 1 ms {when}: within nginx's clock granularity)",
-                            l.text()
-                        ));
-                    }
-                    self.first.push(VerifyRow {
-                        at: format!("{}:{}", self.files[p.file as usize], p.line),
-                        emulated,
-                        logged: l.text().to_string(),
-                    });
-                }
-            }
-            self.rows += n as u64;
+            self.compare(&group, &lims, &before);
         }
+    }
+
+    /// Compares one group: its statuses as a multiset, else in another
+    /// order of the group, else row by row what is left.
+    fn compare(&mut self, group: &[&Pending], lims: &[Lim], before: &States) {
+        let n = group.len();
+        self.rows += n as u64;
+        let mut emu: Vec<Status> = group.iter().map(|p| p.emulated).collect();
+        let mut log: Vec<(Status, usize)> = group
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p.logged, i))
+            .collect();
+        emu.sort();
+        log.sort();
+        // Match equal statuses; what is left on each side disagrees.
+        let (mut i, mut j) = (0, 0);
+        let mut matched = Vec::new();
+        let mut left_e = Vec::new();
+        let mut left_l = Vec::new();
+        while i < n || j < n {
+            if i < n && j < n && emu[i] == log[j].0 {
+                matched.push(emu[i]);
+                i += 1;
+                j += 1;
+            } else if j >= n || (i < n && emu[i] < log[j].0) {
+                left_e.push(emu[i]);
+                i += 1;
+            } else {
+                left_l.push(log[j]);
+                j += 1;
+            }
+        }
+        if !left_e.is_empty() && n > 1 && self.reorders(group, lims, before) {
+            return;
+        }
+        for s in matched {
+            *self.confusion.entry((s, s)).or_default() += 1;
+            self.agreed += 1;
+        }
+        for (e, (l, at)) in left_e.into_iter().zip(left_l) {
+            *self.confusion.entry((e, l)).or_default() += 1;
+            let p = group[at];
+            let clock = p.moved.contains(&l);
+            self.within_clock += u64::from(clock);
+            if self.first.len() < FIRST_DISAGREEMENTS {
+                self.list(p, e, l, n, clock);
+            }
+        }
+    }
+
+    /// Whether some order of `group` gives every row its logged status;
+    /// if so its rows agree, and the replay goes on from the states after.
+    #[cold]
+    fn reorders(&mut self, group: &[&Pending], lims: &[Lim], before: &States) -> bool {
+        let rows: Vec<Row> = group
+            .iter()
+            .map(|p| Row {
+                at: p.at,
+                cost: p.cost,
+                dry: p.dry,
+                lims: &lims[p.from as usize..p.to as usize],
+                logged: p.logged,
+            })
+            .collect();
+        let start: States = (rows.iter())
+            .flat_map(|r| r.lims.iter().map(|l| (l.zone, l.key)))
+            .map(|zk| (zk, before.get(&zk).copied().unwrap_or_default()))
+            .collect();
+        let Some((_, end)) = reorder::order(&rows, &start) else {
+            return false;
+        };
+        for p in group {
+            *self.confusion.entry((p.logged, p.logged)).or_default() += 1;
+        }
+        self.agreed += group.len() as u64;
+        self.reordered += group.len() as u64;
+        self.write_back.extend(end);
+        true
+    }
+
+    /// Lists a disagreement of row `p`, in a group of `n`.
+    fn list(&mut self, p: &Pending, e: Status, l: Status, n: usize, clock: bool) {
+        let mut emulated = e.text().to_string();
+        if n > 1 {
+            emulated.push_str(&format!(" (in a group of {n} same-ms rows)"));
+        }
+        if clock {
+            let when = if p.moved[0] == l { "earlier" } else { "later" };
+            emulated.push_str(&format!(
+                " ({} 1 ms {when}: within nginx's clock granularity)",
+                l.text()
+            ));
+        }
+        self.first.push(VerifyRow {
+            at: format!("{}:{}", self.files[p.file as usize], p.line),
+            emulated,
+            logged: l.text().to_string(),
+        });
     }
 
     /// What verification found, once every row is decided.
@@ -244,6 +340,7 @@ impl Verify {
             agreed: self.agreed,
             disagreed: self.rows - self.agreed,
             within_clock: self.within_clock,
+            reordered: self.reordered,
             agreement_pct: if self.rows == 0 {
                 100.0
             } else {
@@ -278,6 +375,9 @@ mod tests {
         Pending {
             from: 0,
             to: 0,
+            at: Nanos(0),
+            cost: 1,
+            dry: false,
             emulated,
             logged,
             moved: [emulated; 2],
@@ -286,10 +386,18 @@ mod tests {
         }
     }
 
+    /// A limit of `zone` and `key` that passes every row at once: no order
+    /// of a group gives a refused or delayed row its status.
+    fn lim(zone: u32, key: u32) -> Lim {
+        use crate::policy::nginx::{NginxLimitReq, NginxRate};
+        let limit = NginxLimitReq::new(NginxRate::PerSec(1000), 1000, None);
+        Lim { zone, key, limit }
+    }
+
     #[test]
     fn a_disagreement_a_1_ms_move_removes_is_counted_apart() {
         let mut v = Verify::new(0, "s", vec!["log".into()]);
-        let k = |z: u32, k: u32| std::iter::once((z, k));
+        let k = |zone: u32, key: u32| std::iter::once(lim(zone, key));
         use Status::*;
         let mut p = pending(Rejected, Passed, 1);
         p.moved = [Rejected, Passed];
@@ -309,7 +417,7 @@ mod tests {
     #[test]
     fn a_same_millisecond_group_is_compared_as_a_multiset() {
         let mut v = Verify::new(0, "s", vec!["log".into()]);
-        let k = |z: u32, k: u32| std::iter::once((z, k));
+        let k = |zone: u32, key: u32| std::iter::once(lim(zone, key));
         use Status::*;
         // Same statuses, another order: all agree.
         v.push(pending(Passed, Rejected, 1), k(0, 1), 5);
