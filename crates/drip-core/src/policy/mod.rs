@@ -12,6 +12,7 @@
 
 pub mod fixed_window;
 pub mod gcra;
+pub mod haproxy;
 pub mod keyed;
 pub mod leaky_bucket;
 mod meter;
@@ -24,6 +25,7 @@ pub mod sliding_window;
 pub mod spec;
 pub mod table;
 pub mod token_bucket;
+pub mod traefik;
 
 pub use nginx::NginxLimitReq;
 pub use rule::ParamError;

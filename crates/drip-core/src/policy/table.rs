@@ -20,6 +20,7 @@
 
 use super::fixed_window::FixedWindow;
 use super::gcra::Gcra;
+use super::haproxy::HaproxyRate;
 use super::leaky_bucket::LeakyBucket;
 use super::nginx::NginxLimitReq;
 use super::rule::{AxisPoint, ParamError, Params, Shared, Sizing};
@@ -28,6 +29,7 @@ use super::shaper::Shaper;
 use super::sliding_log::SlidingLog;
 use super::sliding_window::SlidingWindow;
 use super::token_bucket::TokenBucket;
+use super::traefik::TraefikRate;
 use crate::rate::Rate;
 use crate::time::Nanos;
 
@@ -177,4 +179,6 @@ policies! {
     SlidingWindow(SlidingWindow),
     SlidingLog(SlidingLog),
     Nginx(NginxLimitReq),
+    Haproxy(HaproxyRate),
+    Traefik(TraefikRate),
 }
