@@ -216,3 +216,46 @@ fn dense_sliding_logs_of_idle_keys_are_released() {
     }
     assert!(!lim.decide(3, Nanos(30_000 * MS + 50), 1).is_admit());
 }
+
+#[test]
+fn envoy_ratelimit_service_vectors() {
+    // envoyproxy/ratelimit: a limit's Redis key is the descriptor and the
+    // window start `(now / divider) · divider` in Unix seconds
+    // (`src/limiter/cache_key.go`); every hit is `INCRBY`'d, refused ones
+    // too, and a request is over the limit when the count after it is
+    // above `requests_per_unit` (`src/limiter/base_limiter.go`): that is
+    // `fixed-window` with epoch windows and `count=all`. The vectors are
+    // `test/redis/fixed_cache_impl_test.go`'s, at UnixNow() = 1234.
+    let spec = |t: &str| checked!(t, FixedWindow);
+    let at = |s: u64| s * S;
+    // 10/second, the count 5 after the hit: OK, 5 remaining.
+    let f = spec("fixed-window:limit=10,window=1s,count=all");
+    let mut st = Default::default();
+    for _ in 0..4 {
+        f.decide(&mut st, Nanos(at(1234)), 1);
+    }
+    assert_eq!(f.decide(&mut st, Nanos(at(1234)), 1), admit(at(1234)));
+    assert_eq!(10 - f.level(&st, Nanos(at(1234))), 5);
+    // 10/minute, the window keyed 1200, the count 11 after the hit:
+    // OVER_LIMIT, reset in 26 s (`CalculateReset`: 60 − 1234 mod 60).
+    let f = spec("fixed-window:limit=10,window=1m,count=all");
+    let mut st = Default::default();
+    for t in 1200..1210 {
+        assert!(f.decide(&mut st, Nanos(at(t)), 1).is_admit());
+    }
+    assert_eq!(f.decide(&mut st, Nanos(at(1234)), 1), refuse(at(1260)));
+    // The refused hit was counted, and the next window starts empty.
+    assert_eq!(f.level(&st, Nanos(at(1234))), 11);
+    assert!(f.decide(&mut st, Nanos(at(1260)), 1).is_admit());
+    // hitsAddend 3 on 20/second, the count 5 after: OK, 15 remaining; and
+    // hitsAddend 2 on 8/second, the count 7 after: OK, 1 remaining.
+    for (limit, cost, before, remaining) in [(20, 3, 2, 15), (8, 2, 5, 1)] {
+        let f = spec(&format!("fixed-window:limit={limit},window=1s,count=all"));
+        let mut st = Default::default();
+        for _ in 0..before {
+            f.decide(&mut st, Nanos(at(1234)), 1);
+        }
+        assert_eq!(f.decide(&mut st, Nanos(at(1234)), cost), admit(at(1234)));
+        assert_eq!(limit - f.level(&st, Nanos(at(1234))), remaining);
+    }
+}
