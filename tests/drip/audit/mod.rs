@@ -1539,3 +1539,40 @@ fn policies_keyed_by_more_columns_than_a_row_holds_are_refused_in_one_line() {
         out.stderr
     );
 }
+
+#[test]
+fn kong_periods_are_a_stack_of_epoch_windows_that_count_admitted_hits() {
+    // Kong's rate-limiting plugin (kong/plugins/rate-limiting/handler.lua):
+    // every configured period is checked (`remaining = limit − usage`, a
+    // stop when ≤ 0), a stopped request returns 429 before `increment`,
+    // and an admitted one increments every period; periods start on UTC
+    // seconds, minutes, hours and days (kong/tools/timestamp.lua). With
+    // `second: 2, minute: 3` that is the stack below.
+    let tmp = Scratch::new();
+    let times = [
+        "00:00.0", "00:00.5", "00:00.9", "00:01.0", "00:02.0", "00:59.9", "01:00.0",
+    ];
+    let mut csv = String::from("t,client\n");
+    for t in times {
+        csv.push_str(&format!("2026-01-01T00:{t}Z,k\n"));
+    }
+    let log = tmp.write("kong.csv", &csv);
+    let (_, decisions) = Drip::audit()
+        .args([s(&log), "--key-column", "client", "-q", "-f", "json"])
+        .args([
+            "-p",
+            "fixed-window:limit=2,window=1s+fixed-window:limit=3,window=1m",
+        ])
+        .run_with_decisions();
+    let admitted: Vec<bool> = (decisions.lines().skip(1))
+        .map(|l| l.rsplit(',').nth(2) == Some("1"))
+        .collect();
+    // Two in the first second, the third refused by the second's limit
+    // (and not counted), the fourth the minute's last, then refused by the
+    // minute until 01:00.
+    assert_eq!(
+        admitted,
+        [true, true, false, true, false, false, true],
+        "{decisions}"
+    );
+}

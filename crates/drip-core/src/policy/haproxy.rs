@@ -122,8 +122,8 @@ impl HaproxyRate {
         ((past * remain + curr * p) / p) as u64
     }
 
-    /// The first millisecond from `now` on at which `cost` hits read a rate
-    /// within the limit, if the entry is left as it is until then.
+    /// The first millisecond from `now` on at which `cost` more hits read
+    /// a rate within the limit, if the entry is left as it is until then.
     fn first_fit(&self, s: &HaproxyRateState, now: u64, cost: u64) -> Option<u64> {
         if cost > self.limit {
             return None;
@@ -212,6 +212,27 @@ impl Policy for HaproxyRate {
         }
         Decision::Refuse {
             retry_at: self.first_fit(s, ms, cost).map(|t| Nanos(t * MS).max(now)),
+        }
+    }
+
+    /// Counts the hit, then decides: a refusal's retry time is from the
+    /// entry with the refused hit in it, so a client that waits until then
+    /// is admitted.
+    #[inline(always)]
+    fn decide_retry<const RETRY: bool>(
+        &self,
+        s: &mut HaproxyRateState,
+        now: Nanos,
+        cost: u64,
+    ) -> Decision {
+        let ms = now.0 / MS;
+        *s = self.updated(s, ms, cost);
+        if self.rate(s, ms) <= self.limit {
+            return Decision::Admit { release: now };
+        }
+        let retry = RETRY.then(|| self.first_fit(s, ms, cost)).flatten();
+        Decision::Refuse {
+            retry_at: retry.map(|t| Nanos(t * MS).max(now)),
         }
     }
 
@@ -319,10 +340,20 @@ mod tests {
             panic!("refused with a retry time");
         };
         // Brute force over the milliseconds ahead.
-        let first = (30..5_000)
-            .find(|&t| matches!(p.check(&s, Nanos(t * MS), 1), Decision::Admit { .. }))
-            .unwrap();
-        assert_eq!(at, Nanos(first * MS));
+        let first_from = |s: &HaproxyRateState| {
+            (30..5_000)
+                .find(|&t| matches!(p.check(s, Nanos(t * MS), 1), Decision::Admit { .. }))
+                .unwrap()
+        };
+        assert_eq!(at, Nanos(first_from(&s) * MS));
+        // Deciding counts the refused hit: the retry is from the entry
+        // with it, later.
+        let before = s;
+        let Decision::Refuse { retry_at: Some(at) } = p.decide(&mut s, Nanos(30 * MS), 1) else {
+            panic!("refused with a retry time");
+        };
+        assert_eq!(at, Nanos(first_from(&s) * MS));
+        assert!(first_from(&s) > first_from(&before));
     }
 
     #[test]
