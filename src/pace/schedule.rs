@@ -287,7 +287,8 @@ impl<T> Schedule<T> {
         item: T,
     ) -> Offer<T> {
         let at = at.max(self.last);
-        let decision = self.stack.decide(keys, at, 1);
+        // A refused line is not sent: the API never counts it.
+        let decision = self.stack.offer(keys, at, 1);
         self.offer_decided(at, arrived, seq, item, decision)
     }
 

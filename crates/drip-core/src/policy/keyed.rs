@@ -457,6 +457,31 @@ impl Stack {
         Decision::Admit { release }
     }
 
+    /// Decides a request that is only sent if admitted (a pacer's): a
+    /// refusal is not a hit, so no member counts it (`fixed-window
+    /// count=all` and `haproxy` count the hits a log shows), and its retry
+    /// time is when every member would admit it.
+    pub fn offer(&mut self, keys: &[Option<KeyId>], now: Nanos, cost: u64) -> Decision {
+        let mut release = now;
+        for (i, m) in self.members.iter().enumerate() {
+            let Some(k) = keys[i] else { continue };
+            match m.check(k, now, cost) {
+                Decision::Admit { release: r } => release = release.max(r),
+                Decision::Refuse { .. } => {
+                    return Decision::Refuse {
+                        retry_at: self.retry_at(keys, now, cost),
+                    };
+                }
+            }
+        }
+        for (i, m) in self.members.iter_mut().enumerate() {
+            if let Some(k) = keys[i] {
+                m.admit(k, now, cost);
+            }
+        }
+        Decision::Admit { release }
+    }
+
     /// The first instant every member admits, if nothing else arrives.
     /// Every policy here only loosens as time passes, so it is the latest
     /// of the members' own answers.

@@ -259,3 +259,27 @@ fn envoy_ratelimit_service_vectors() {
         assert_eq!(limit - f.level(&st, Nanos(at(1234))), remaining);
     }
 }
+
+#[test]
+fn an_offer_refused_is_not_a_hit() {
+    // A pacer sends only what is admitted: HAProxy counts the 3 lines sent
+    // at 0 and nothing else, so the 4th fits 1 ms into the next period
+    // (1 + ⌊3·999/1000⌋ = 3); had the refused offer counted, only from
+    // 1251 ms (1 + ⌊4·749/1000⌋ = 3).
+    let mut stack = parse_spec("haproxy:limit=3,window=1s").unwrap().build();
+    let key = [Some(1)];
+    for _ in 0..3 {
+        assert!(stack.offer(&key, Nanos(0), 1).is_admit());
+    }
+    let ms = 1_000_000;
+    assert_eq!(stack.offer(&key, Nanos(0), 1), refuse(1_001 * ms));
+    assert_eq!(stack.offer(&key, Nanos(0), 1), refuse(1_001 * ms));
+    assert!(stack.offer(&key, Nanos(1_001 * ms), 1).is_admit());
+    // The same requests decided as a log's hits: the refusals count.
+    let mut stack = parse_spec("haproxy:limit=3,window=1s").unwrap().build();
+    for _ in 0..3 {
+        stack.decide(&key, Nanos(0), 1);
+    }
+    stack.decide(&key, Nanos(0), 1);
+    assert!(!stack.decide(&key, Nanos(1_001 * ms), 1).is_admit());
+}
