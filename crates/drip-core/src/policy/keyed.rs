@@ -436,25 +436,7 @@ impl Stack {
     }
 
     fn decide_many(&mut self, keys: &[Option<KeyId>], now: Nanos, cost: u64) -> Decision {
-        let mut release = now;
-        for (i, m) in self.members.iter_mut().enumerate() {
-            let Some(k) = keys[i] else { continue };
-            match m.check(k, now, cost) {
-                Decision::Admit { release: r } => release = release.max(r),
-                Decision::Refuse { .. } => {
-                    m.refuse(k, now, cost);
-                    return Decision::Refuse {
-                        retry_at: self.retry_at(keys, now, cost),
-                    };
-                }
-            }
-        }
-        for (i, m) in self.members.iter_mut().enumerate() {
-            if let Some(k) = keys[i] {
-                m.admit(k, now, cost);
-            }
-        }
-        Decision::Admit { release }
+        self.decide_counting(keys, now, cost, true)
     }
 
     /// Decides a request that is only sent if admitted (a pacer's): a
@@ -462,12 +444,28 @@ impl Stack {
     /// count=all` and `haproxy` count the hits a log shows), and its retry
     /// time is when every member would admit it.
     pub fn offer(&mut self, keys: &[Option<KeyId>], now: Nanos, cost: u64) -> Decision {
+        self.decide_counting(keys, now, cost, false)
+    }
+
+    /// Every member checks the request in order; the first refusal ends
+    /// it (recorded by that member when `count_refusal`), else every
+    /// member admits it.
+    fn decide_counting(
+        &mut self,
+        keys: &[Option<KeyId>],
+        now: Nanos,
+        cost: u64,
+        count_refusal: bool,
+    ) -> Decision {
         let mut release = now;
-        for (i, m) in self.members.iter().enumerate() {
+        for (i, m) in self.members.iter_mut().enumerate() {
             let Some(k) = keys[i] else { continue };
             match m.check(k, now, cost) {
                 Decision::Admit { release: r } => release = release.max(r),
                 Decision::Refuse { .. } => {
+                    if count_refusal {
+                        m.refuse(k, now, cost);
+                    }
                     return Decision::Refuse {
                         retry_at: self.retry_at(keys, now, cost),
                     };
