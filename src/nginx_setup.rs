@@ -1,5 +1,6 @@
-//! Loading the configs given with `--nginx-conf`, and reading the log
-//! with the `log_format` a config's `access_log` names.
+//! Loading the configs given with `--nginx-conf` and `--haproxy-cfg`, and
+//! reading the log with the `log_format` an nginx.conf's `access_log`
+//! names.
 
 use crate::ingest::input::{ColSel, InputSpec, file_name};
 use crate::ingest::log::nginx::Nginx;
@@ -7,6 +8,7 @@ use crate::ingest::log::{Fields, InputFormat, LineParser};
 use crate::ingest::peek::first_lines;
 use crate::nginx_conf::{AccessLog, NginxConf, Status};
 use anyhow::{Result, bail};
+use drip_core::haproxy_cfg::HaproxyCfg;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -27,30 +29,80 @@ pub fn load_confs(
                 crate::say!("drip: {n}");
             }
         }
-        let short = p.file_name().map_or_else(
-            || p.display().to_string(),
-            |n| n.to_string_lossy().into_owned(),
-        );
-        let clash = |l: &str| taken.iter().any(|t| t == l) || out.iter().any(|(t, _)| t == l);
-        let mut label = if clash(&short)
-            || paths
-                .iter()
-                .filter(|q| q.file_name() == p.file_name())
-                .count()
-                > 1
-        {
-            p.display().to_string()
-        } else {
-            short
-        };
-        let mut n = 2;
-        while clash(&label) {
-            label = format!("{}#{n}", p.display());
-            n += 1;
-        }
+        let label = label(p, paths, taken, out.iter().map(|(l, _)| l.as_str()));
         out.push((label, Arc::new(conf)));
     }
     Ok(out)
+}
+
+/// A config's label in the report: its file name, or its path when
+/// another config or a policy has that name.
+fn label<'a>(
+    p: &std::path::Path,
+    paths: &[std::path::PathBuf],
+    taken: &[String],
+    given: impl Iterator<Item = &'a str> + Clone,
+) -> String {
+    let short = p.file_name().map_or_else(
+        || p.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let clash = |l: &str| taken.iter().any(|t| t == l) || given.clone().any(|t| t == l);
+    let twins = paths
+        .iter()
+        .filter(|q| q.file_name() == p.file_name())
+        .count();
+    let mut label = match clash(&short) || twins > 1 {
+        true => p.display().to_string(),
+        false => short,
+    };
+    let mut n = 2;
+    while clash(&label) {
+        label = format!("{}#{n}", p.display());
+        n += 1;
+    }
+    label
+}
+
+/// Each `--haproxy-cfg`, loaded and labelled after the labels `taken`,
+/// its notes said unless `quiet`.
+pub fn load_haproxy(
+    paths: &[std::path::PathBuf],
+    taken: &[String],
+    quiet: bool,
+) -> Result<Vec<(String, Arc<HaproxyCfg>)>> {
+    let mut out: Vec<(String, Arc<HaproxyCfg>)> = Vec::new();
+    for p in paths {
+        let cfg = HaproxyCfg::load(p)?;
+        if !quiet {
+            for n in &cfg.notes {
+                crate::say!("drip: {}: {n}", p.display());
+            }
+        }
+        let label = label(p, paths, taken, out.iter().map(|(l, _)| l.as_str()));
+        out.push((label, Arc::new(cfg)));
+    }
+    Ok(out)
+}
+
+/// What a haproxy.cfg limits, for the report's spec column.
+pub fn describe_haproxy(cfg: &HaproxyCfg) -> String {
+    let refusing = (cfg.proxies.iter())
+        .filter(|p| {
+            p.rules.iter().any(|r| {
+                matches!(
+                    r.action,
+                    drip_core::haproxy_cfg::Action::Deny { .. }
+                        | drip_core::haproxy_cfg::Action::Tarpit { .. }
+                )
+            })
+        })
+        .count();
+    format!(
+        "{} stick-table(s), {} proxy(ies) that deny",
+        cfg.tables.len(),
+        refusing
+    )
 }
 
 /// `--nginx-var NAME=FIELD` pairs.

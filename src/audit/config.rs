@@ -5,8 +5,10 @@
 use super::judge::Thresholds;
 use crate::cli::{AuditArgs, Format};
 use crate::engine::conf as nginx;
+use crate::engine::haproxy::{HapExec, HapOptions};
 use crate::engine::replay::DecisionSink;
 use crate::engine::replay::{Run, Slot};
+use crate::haproxy_cfg::HaproxyCfg;
 use crate::ingest::input::{ColSel, InputSpec, MAX_KEYS, file_name};
 use crate::nginx_conf::NginxConf;
 use crate::policy::{KeyChoice, Spec, parse_spec, parse_specs_file};
@@ -31,9 +33,9 @@ fn load_specs(args: &AuditArgs) -> Result<Vec<Spec>> {
         }
         specs.extend(from_file);
     }
-    if specs.is_empty() && args.nginx_conf.is_empty() {
+    if specs.is_empty() && args.nginx_conf.is_empty() && args.haproxy_cfg.is_empty() {
         bail!(
-            "no policy given; add --policy SPEC (e.g. --policy gcra:rate=10/s,burst=20), --policies FILE or --nginx-conf FILE"
+            "no policy given; add --policy SPEC (e.g. --policy gcra:rate=10/s,burst=20), --policies FILE, --nginx-conf FILE or --haproxy-cfg FILE"
         );
     }
     let mut seen = std::collections::HashSet::new();
@@ -83,6 +85,8 @@ struct Policies {
     specs: Vec<Spec>,
     /// Each config with its label: one run each, after the specs.
     confs: Vec<(String, Arc<NginxConf>)>,
+    /// Each haproxy.cfg with its label: one run each, after the nginx.confs.
+    haproxy: Vec<(String, Arc<HaproxyCfg>)>,
     /// `--nginx-var NAME=FIELD`.
     nginx_vars: HashMap<String, String>,
     /// The specs' labels, then the configs'.
@@ -101,9 +105,12 @@ impl Policies {
             args.strict_includes,
         )?;
         labels.extend(confs.iter().map(|(l, _)| l.clone()));
+        let haproxy = crate::nginx_setup::load_haproxy(&args.haproxy_cfg, &labels, args.quiet)?;
+        labels.extend(haproxy.iter().map(|(l, _)| l.clone()));
         Ok(Policies {
             specs,
             confs,
+            haproxy,
             nginx_vars,
             labels,
         })
@@ -114,7 +121,13 @@ impl Config {
     /// Checks the outputs, loads the policies and thresholds, gives each
     /// run its key columns, and settles how the logs are read.
     pub(super) fn from_args(args: AuditArgs) -> Result<Config> {
-        check_outputs(&args, &args.nginx_conf)?;
+        let given: Vec<std::path::PathBuf> = args
+            .nginx_conf
+            .iter()
+            .chain(&args.haproxy_cfg)
+            .cloned()
+            .collect();
+        check_outputs(&args, &given)?;
         let policies = Policies::load(&args)?;
         // Again with the configs' includes, now that they are known.
         let included: Vec<std::path::PathBuf> = (policies.confs.iter())
@@ -127,14 +140,7 @@ impl Config {
         let policy_cols = key_cols.0.len();
         // The reading options first: a config may tell how its log is written.
         let mut input = reading_options(&args, &policies.confs)?;
-        conf_runs(
-            &args,
-            &policies.confs,
-            &input,
-            &policies.nginx_vars,
-            &mut key_cols,
-            &mut runs,
-        )?;
+        conf_runs(&args, &policies, &input, &mut key_cols, &mut runs)?;
         key_cols.check(policy_cols)?;
         input.key_cols = key_cols.0;
         if let Some(path) = &args.plot {
@@ -267,16 +273,16 @@ fn reading_options(args: &AuditArgs, confs: &[(String, Arc<NginxConf>)]) -> Resu
     Ok(input)
 }
 
-/// Adds a run per nginx.conf, after the specs' runs.
+/// Adds a run per nginx.conf, then per haproxy.cfg, after the specs' runs.
 fn conf_runs(
     args: &AuditArgs,
-    confs: &[(String, Arc<NginxConf>)],
+    policies: &Policies,
     input: &InputSpec,
-    nginx_vars: &HashMap<String, String>,
     key_cols: &mut KeyColumns,
     runs: &mut Vec<Run>,
 ) -> Result<()> {
-    let log_fields = if confs.is_empty() {
+    let (confs, nginx_vars) = (&policies.confs, &policies.nginx_vars);
+    let log_fields = if confs.is_empty() && policies.haproxy.is_empty() {
         None
     } else {
         crate::ingest::peek::log_fields(input)
@@ -319,6 +325,19 @@ fn conf_runs(
             crate::nginx_setup::describe(conf),
             order,
         ));
+    }
+    let opts = HapOptions {
+        log_fields: log_fields.as_deref(),
+        verify: args.verify_column.as_deref(),
+        files: conf_opts.files.clone(),
+    };
+    for (label, cfg) in &policies.haproxy {
+        let exec = HapExec::new(cfg.clone(), &opts, &mut |f| {
+            key_cols.slot(ColSel::Name(f.to_string()))
+        })?;
+        let spec = crate::nginx_setup::describe_haproxy(cfg);
+        let order = runs.len();
+        runs.push(Run::config(Box::new(exec), label.clone(), spec, order));
     }
     Ok(())
 }

@@ -218,7 +218,7 @@ fn untested(report: &Report) -> Vec<Crossing> {
         .policies
         .iter()
         .filter_map(|p| {
-            let n = p.nginx.as_ref()?;
+            let n = p.config()?;
             (!n.untested.is_empty()).then(|| Crossing {
                 policy: p.label.clone(),
                 threshold: "--fail-untested".into(),
@@ -276,7 +276,7 @@ fn disagreements(t: &Thresholds, report: &Report) -> Vec<Crossing> {
         .policies
         .iter()
         .filter_map(|p| {
-            let v = p.nginx.as_ref()?.verify.as_ref()?;
+            let v = p.config()?.verify.as_ref()?;
             let (counted, but) = match t.verify_strict {
                 true => (v.disagreed, String::new()),
                 false => (

@@ -50,6 +50,8 @@ impl clap::ValueEnum for LogFormat {
 pub mod heading {
     pub const POLICIES: &str = "Policies";
     pub const NGINX: &str = "nginx";
+    /// audit's gateway configs (nginx.conf, haproxy.cfg) and their options.
+    pub const GATEWAYS: &str = "Gateways";
     pub const THRESHOLDS: &str = "Thresholds";
     pub const TARGETS: &str = "Targets";
     pub const SIZING: &str = "Sizing";
@@ -302,6 +304,7 @@ impl ProgressArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("configs").args(["nginx_conf", "haproxy_cfg"]).multiple(true)))]
 pub struct AuditArgs {
     /// A policy spec: NAME[:PARAM=VALUE,...].
     ///
@@ -318,31 +321,39 @@ pub struct AuditArgs {
     ///
     /// Its limit_req_zone, limit_req, map and location blocks, each row
     /// routed by its URI. Repeatable: each config is one policy in the report.
-    #[arg(long, value_name = "FILE", help_heading = NGINX)]
+    #[arg(long, value_name = "FILE", help_heading = GATEWAYS)]
     pub nginx_conf: Vec<PathBuf>,
+    /// A haproxy.cfg, audited as HAProxy applies it.
+    ///
+    /// Its stick-tables, track-sc and deny/tarpit rules, ACLs and
+    /// use_backend, each row entering the frontend its httplog line names.
+    /// Repeatable: each config is one policy in the report.
+    #[arg(long, value_name = "FILE", help_heading = GATEWAYS)]
+    pub haproxy_cfg: Vec<PathBuf>,
     /// Check drip against the status logged in FIELD.
     ///
-    /// Compares each row's emulated $limit_req_status with the logged one.
-    #[arg(long, value_name = "FIELD", requires = "nginx_conf", help_heading = NGINX)]
+    /// Compares each row's emulated $limit_req_status with the logged one
+    /// (for a haproxy.cfg, its fate with the logged termination_state).
+    #[arg(long, value_name = "FIELD", requires = "configs", help_heading = GATEWAYS, hide_short_help = true)]
     pub verify_column: Option<String>,
     /// Send every row to this location of the config (e.g. '/api/', '= /login',
     /// '~* \.php$') instead of routing by URI.
-    #[arg(long, value_name = "PATH", requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
+    #[arg(long, value_name = "PATH", requires = "nginx_conf", help_heading = GATEWAYS, hide_short_help = true)]
     pub nginx_location: Option<String>,
     /// Read nginx variable NAME from log field FIELD (repeatable), e.g.
     /// remote_addr=client_ip or uri=path.
-    #[arg(long, value_name = "NAME=FIELD", requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
+    #[arg(long, value_name = "NAME=FIELD", requires = "nginx_conf", help_heading = GATEWAYS, hide_short_help = true)]
     pub nginx_var: Vec<String>,
     /// URIs (a regex on the path) of files that exist: `try_files … @name`
     /// serves them itself. Other rows of such a location go to @name, and
     /// those of a location with `error_page 404` to its page: the log
     /// cannot say whether the file existed.
-    #[arg(long = "static", value_name = "REGEX", requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
+    #[arg(long = "static", value_name = "REGEX", requires = "nginx_conf", help_heading = GATEWAYS, hide_short_help = true)]
     pub static_files: Option<String>,
     /// Stop when an include of the nginx.conf names no file (by default
     /// it is read as empty, and the report says so). A wildcard include
     /// matching nothing is empty, as for nginx, its folder missing too.
-    #[arg(long, requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
+    #[arg(long, requires = "nginx_conf", help_heading = GATEWAYS, hide_short_help = true)]
     pub strict_includes: bool,
     /// Fail (exit 1) above PCT % dropped (1 = 1 %).
     ///
@@ -376,7 +387,7 @@ pub struct AuditArgs {
     pub verify_strict: bool,
     /// Fail (exit 1) when a location with limit_req matched no row of the
     /// log: what was not tested is not passed.
-    #[arg(long, requires = "nginx_conf", help_heading = THRESHOLDS, hide_short_help = true)]
+    #[arg(long, requires = "configs", help_heading = THRESHOLDS, hide_short_help = true)]
     pub fail_untested: bool,
     /// With --compare: fail (exit 1) when a policy drops more than N rows
     /// (or PCT% of the rows) that the first policy admitted.

@@ -243,7 +243,7 @@ pub const PAGES: &[Page] = &[
         command: "audit",
         description: &[
             "Replays timestamped request logs (CSV, nginx and Apache access logs, JSON lines, ALB, ELB, CloudFront and IIS, HAProxy, S3, Squid, Traefik, Envoy; plain or gzip) through rate-limit policies, each row at its logged time, and reports per policy what was admitted, delayed and dropped, the waits, and the keys hurt most.",
-            "The policies are specs (-p, repeatable, or a --policies file), or the nginx.conf itself (--nginx-conf): its limit_req zones, maps and locations, each row routed by its URI, and --verify-column checks the emulation against the $limit_req_status nginx logged.",
+            "The policies are specs (-p, repeatable, or a --policies file), or the gateway's config itself: an nginx.conf (--nginx-conf: its limit_req zones, maps and locations, each row routed by its URI) or a haproxy.cfg (--haproxy-cfg: its stick-tables, track-sc and deny/tarpit rules, ACLs and use_backend, each row entering the frontend its log line names). --verify-column checks the emulation against what the gateway logged ($limit_req_status; HAProxy's termination_state).",
             "Thresholds (--max-drop-rate, --max-wait, ...) make the run fail with exit status 1, so an audit is a CI check of a limiter config against real traffic. Reports: a table, JSON, CSV, Markdown or one HTML file (--format), and timeline plots (--plot).",
         ],
         examples: &[
@@ -261,6 +261,11 @@ pub const PAGES: &[Page] = &[
                 what: "a CI check: exit 1 when more than 1 % is dropped",
                 run: "drip audit fixtures/small.csv -p gcra:rate=1/s --max-drop-rate 1",
                 status: 1,
+            },
+            Example {
+                what: "a haproxy.cfg against the log HAProxy wrote, each decision checked",
+                run: "drip audit fixtures/haproxy/access.log \\\n    --haproxy-cfg fixtures/haproxy/haproxy.cfg --verify-column termination_state",
+                status: 0,
             },
             Example {
                 what: "three limiter configs on a real access log, one bucket per client",
@@ -288,6 +293,10 @@ pub const PAGES: &[Page] = &[
             (
                 "--nginx-conf FILE",
                 "An nginx.conf read as nginx reads it: its includes, a conf.d fragment, server names, locations, maps and geo.",
+            ),
+            (
+                "--haproxy-cfg FILE",
+                "A haproxy.cfg read as HAProxy 2.6 reads it: its frontends, backends and listens, stick-tables, http-request and tcp-request rules, ACLs and backend switching.",
             ),
         ],
         see_also: SEE_ALSO,

@@ -1,7 +1,7 @@
-//! The nginx.conf sections of an audit's page: per config, its locations,
-//! then the verification against the logged `$limit_req_status`. Scripts
-//! get each kind of table once for every config, with a leading `policy`
-//! column.
+//! The config sections of an audit's page: per nginx.conf its locations
+//! (per haproxy.cfg its proxies), then the verification against the
+//! logged `$limit_req_status` (termination state). Scripts get each kind
+//! of table once for every config, with a leading `policy` column.
 
 use super::page::{Block, Page, Shown, Table};
 use super::{Column, Human, NginxLocationRow, NginxReport, Report, VerifyReport, VerifyRow, pct};
@@ -15,6 +15,43 @@ pub const LOCATIONS: &[Column<NginxLocationRow>] = &[
     Column::num("rejected", |r, _| r.rejected.to_string()),
     Column::num("no limit", |r, _| r.unlimited.to_string()),
 ];
+
+/// A haproxy.cfg's proxies: rows that entered each, and how they left it
+/// (passed on with a counter tracked, refused by deny or tarpit, passed on
+/// with none tracked).
+pub const PROXIES: &[Column<NginxLocationRow>] = &[
+    Column::text("proxy", |r, _| r.location.clone()),
+    Column::text("rules", |r, _| r.limits.clone()),
+    Column::num("requests", |r, _| r.requests.to_string()),
+    Column::num("passed", |r, _| r.passed.to_string()),
+    Column::num("refused", |r, _| r.rejected.to_string()),
+    Column::num("untracked", |r, _| r.unlimited.to_string()),
+];
+
+/// What a gateway's section calls its parts.
+struct Words {
+    scopes: &'static str,
+    columns: &'static [Column<NginxLocationRow>],
+    status: &'static str,
+    clock: &'static str,
+    reorder: &'static str,
+}
+
+const NGINX: Words = Words {
+    scopes: "locations",
+    columns: LOCATIONS,
+    status: "$limit_req_status",
+    clock: "nginx's clock granularity",
+    reorder: "nginx logs a delayed request when it completes",
+};
+
+const HAPROXY: Words = Words {
+    scopes: "proxies",
+    columns: PROXIES,
+    status: "termination state",
+    clock: "HAProxy's clock",
+    reorder: "HAProxy logs a request when it ends",
+};
 
 /// A confusion-table row: drip's status, the logged one, rows.
 pub const CONFUSION: &[Column<(String, String, u64)>] = &[
@@ -45,24 +82,34 @@ fn table<T>(cols: &[Column<T>], rows: &[T]) -> Block {
     Block::Table(Table::from_columns(cols, rows, Human::Yes))
 }
 
-/// Adds a section per nginx.conf audited, and the tables for scripts.
+/// Adds a section per config audited, and the tables for scripts.
 pub fn add(page: &mut Page, report: &Report) {
-    let configs: Vec<(&str, &NginxReport)> = report
-        .policies
-        .iter()
-        .filter_map(|p| p.nginx.as_ref().map(|n| (p.label.as_str(), n)))
-        .collect();
-    for (label, n) in &configs {
-        add_config(page, label, n);
+    let of = |haproxy: bool| -> Vec<(&str, &NginxReport)> {
+        (report.policies.iter())
+            .filter_map(|p| {
+                match haproxy {
+                    false => p.nginx.as_ref(),
+                    true => p.haproxy.as_ref(),
+                }
+                .map(|n| (p.label.as_str(), n))
+            })
+            .collect()
+    };
+    let (nginx, haproxy) = (of(false), of(true));
+    for (label, n) in &nginx {
+        add_config(page, label, n, &NGINX);
     }
-    add_data(page, &configs);
+    for (label, n) in &haproxy {
+        add_config(page, label, n, &HAPROXY);
+    }
+    add_data(page, &nginx, &haproxy);
 }
 
 /// One config's locations, notes and verification, for people.
-fn add_config(page: &mut Page, label: &str, n: &NginxReport) {
-    let heading = format!("{label}: locations of {}", n.config);
+fn add_config(page: &mut Page, label: &str, n: &NginxReport, w: &Words) {
+    let heading = format!("{label}: {} of {}", w.scopes, n.config);
     page.add(Shown::ALL, Block::Heading(heading));
-    page.add(Shown::ALL, table(LOCATIONS, &n.locations));
+    page.add(Shown::ALL, table(w.columns, &n.locations));
     for note in &n.notes {
         page.add(Shown::ALL, Block::Paragraph(format!("note: {note}")));
     }
@@ -70,7 +117,8 @@ fn add_config(page: &mut Page, label: &str, n: &NginxReport) {
         return;
     };
     let mut heading = format!(
-        "{label}: $limit_req_status against column '{}': {} of {} rows agree ({}%)",
+        "{label}: {} against column '{}': {} of {} rows agree ({}%)",
+        w.status,
         v.column,
         v.agreed,
         v.rows,
@@ -78,15 +126,15 @@ fn add_config(page: &mut Page, label: &str, n: &NginxReport) {
     );
     if v.reordered > 0 {
         heading.push_str(&format!(
-            " ({} in another order of their millisecond: nginx logs a delayed request when it completes)",
-            v.reordered
+            " ({} in another order of their millisecond: {})",
+            v.reordered, w.reorder
         ));
     }
     heading.push_str(&format!(", {} disagree", v.disagreed));
     if v.within_clock > 0 {
         heading.push_str(&format!(
-            " ({} within nginx's clock granularity: a 1 ms move decides them as logged)",
-            v.within_clock
+            " ({} within {}: a 1 ms move decides them as logged)",
+            v.within_clock, w.clock
         ));
     }
     page.add(Shown::ALL, Block::Heading(heading));
@@ -102,13 +150,18 @@ fn add_config(page: &mut Page, label: &str, n: &NginxReport) {
 
 /// Every config's locations, verifications, confusion tables and first
 /// disagreements, a table of each kind (when there are rows).
-fn add_data(page: &mut Page, configs: &[(&str, &NginxReport)]) {
+fn add_data(page: &mut Page, nginx: &[(&str, &NginxReport)], haproxy: &[(&str, &NginxReport)]) {
     let mut locations = Vec::new();
+    let mut proxies = Vec::new();
     let mut verify = Vec::new();
     let mut confusion = Vec::new();
     let mut first = Vec::new();
-    for &(label, n) in configs {
-        locations.extend(n.locations.iter().map(|r| (label, r)));
+    for &(label, n) in nginx.iter().chain(haproxy) {
+        let scopes = match nginx.iter().any(|c| std::ptr::eq(c.1, n)) {
+            true => &mut locations,
+            false => &mut proxies,
+        };
+        scopes.extend(n.locations.iter().map(|r| (label, r)));
         if let Some(v) = &n.verify {
             verify.push((label, v));
             confusion.extend(v.confusion.iter().map(|r| (label, r)));
@@ -117,6 +170,9 @@ fn add_data(page: &mut Page, configs: &[(&str, &NginxReport)]) {
     }
     if !locations.is_empty() {
         page.data.push(Table::tagged(LOCATIONS, &locations));
+    }
+    if !proxies.is_empty() {
+        page.data.push(Table::tagged(PROXIES, &proxies));
     }
     if !verify.is_empty() {
         page.data.push(Table::tagged(VERIFY, &verify));

@@ -25,7 +25,7 @@ const CRATES: &[(&str, &[&[&str]])] = &[
             &["time", "rate", "quote", "notes", "wait_stats", "testing"],
             &["policy"],
             &["ingest"],
-            &["nginx_conf"],
+            &["nginx_conf", "haproxy_cfg"],
             &["engine"],
         ],
     ),

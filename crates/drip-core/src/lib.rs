@@ -107,6 +107,7 @@
 //! ```
 
 pub mod engine;
+pub mod haproxy_cfg;
 pub mod ingest;
 pub mod nginx_conf;
 pub mod notes;

@@ -1,5 +1,6 @@
 //! `drip audit` end to end: the built binary on files, gz, stdin and pipes.
 
+mod haproxy_cfg;
 mod haproxy_live;
 mod nginx;
 mod nginx_live;

@@ -78,7 +78,7 @@ fn long_help_groups_options_under_headings_most_used_first() {
             &[
                 "Arguments",
                 "Policies",
-                "nginx",
+                "Gateways",
                 "Thresholds",
                 "Output",
                 "Input",

@@ -85,7 +85,7 @@ impl Outcome {
             .runs
             .iter()
             .chain(&other.runs)
-            .find(|r| r.report.nginx.is_some())
+            .find(|r| r.report.config().is_some())
         {
             return err(format!(
                 "the outcome of the nginx.conf run '{}' does not merge",

@@ -7,6 +7,7 @@ pub mod compare;
 pub mod conf;
 pub mod counts;
 pub mod exec;
+pub mod haproxy;
 mod hurt;
 mod lanes;
 pub mod loops;

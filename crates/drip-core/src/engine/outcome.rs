@@ -76,6 +76,23 @@ pub struct PolicyReport {
     /// For an nginx.conf: what each location did, and the verification.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub nginx: Option<NginxReport>,
+    /// For a haproxy.cfg: the same, per frontend and backend.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub haproxy: Option<NginxReport>,
+}
+
+impl PolicyReport {
+    /// The section of a config run (nginx.conf or haproxy.cfg), if it is one.
+    pub fn config(&self) -> Option<&NginxReport> {
+        self.nginx.as_ref().or(self.haproxy.as_ref())
+    }
+}
+
+/// Which gateway's config a run replays.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Gateway {
+    Nginx,
+    Haproxy,
 }
 
 /// What an nginx.conf did, location by location.

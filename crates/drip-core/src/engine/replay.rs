@@ -11,7 +11,7 @@ pub use super::loops::Slot;
 use super::merge::{Outcome, RunOutcome};
 pub use super::run::Run;
 use super::tally::{AUTO_STEPS, Share};
-use crate::engine::outcome::{PolicyReport, TimelineRow};
+use crate::engine::outcome::{Gateway, PolicyReport, TimelineRow};
 use crate::ingest::input::Event;
 use crate::ingest::key_values::KeyValues;
 use crate::ingest::keys::{EMPTY_KEY, Interner, KeyNames};
@@ -391,9 +391,14 @@ impl Replay {
     /// What `run` found: its counts, waits and the keys it hurt most.
     fn run_outcome(&self, run: &mut Run) -> RunOutcome {
         let shapes = run.exec.shapes();
-        let (nginx, limited) = match &mut run.exec {
-            Exec::Conf(c) => (Some(c.report()), Some(c.take_limited_by_key())),
+        let (section, limited) = match &mut run.exec {
+            Exec::Conf(c) => (Some(c.section()), Some(c.take_limited_by_key())),
             _ => (None, None),
+        };
+        let (nginx, haproxy) = match section {
+            Some((Gateway::Nginx, s)) => (Some(s), None),
+            Some((Gateway::Haproxy, s)) => (None, Some(s)),
+            None => (None, None),
         };
         let keys = run.tally.report_slot.map(|c| Keys {
             names: &self.names[c],
@@ -427,6 +432,7 @@ impl Replay {
             peak_kind: run.exec.level_kind().as_str(),
             bound: Some(run.exec.max_level()).filter(|&b| b != u64::MAX),
             nginx,
+            haproxy,
             ..counts.report(run.label.clone(), run.spec.clone())
         };
         RunOutcome {

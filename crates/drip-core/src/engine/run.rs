@@ -133,9 +133,20 @@ impl Run {
 
     /// An nginx.conf run: it keys and routes rows itself.
     pub fn nginx(conf: super::conf::ConfExec, label: String, spec: String, order: usize) -> Run {
+        Run::config(Box::new(conf), label, spec, order)
+    }
+
+    /// A gateway config's run (nginx.conf, haproxy.cfg): it keys and
+    /// routes rows itself.
+    pub fn config(
+        conf: Box<dyn super::exec::ConfigRun>,
+        label: String,
+        spec: String,
+        order: usize,
+    ) -> Run {
         let report_slot = conf.report_slot();
         Run::with_exec(
-            Exec::Conf(Box::new(conf)),
+            Exec::Conf(conf),
             label,
             spec,
             Vec::new(),

@@ -76,6 +76,27 @@ impl HaproxyRate {
         }
     }
 
+    /// A stick table's `http_req_rate(period)` counter alone (no limit),
+    /// its entries expiring after `expire` idle (milliseconds): what a
+    /// config's rules read and compare themselves.
+    pub fn counter(period_ms: u64, expire_ms: Option<u64>) -> Self {
+        HaproxyRate {
+            limit: u64::MAX,
+            period: period_ms.max(1),
+            expire: expire_ms.map_or(u64::MAX, |e| e.max(1)),
+        }
+    }
+
+    /// Counts one request of entry `s` at `now_ms`, as `track-sc` does.
+    pub fn hit(&self, s: &mut HaproxyRateState, now_ms: u64) {
+        *s = self.updated(s, now_ms, 1);
+    }
+
+    /// What `sc_http_req_rate` reads from entry `s` at `now_ms`.
+    pub fn read(&self, s: &HaproxyRateState, now_ms: u64) -> u64 {
+        self.rate(s, now_ms)
+    }
+
     /// The entry after `inc` hits at `now` (milliseconds).
     fn updated(&self, s: &HaproxyRateState, now: u64, inc: u64) -> HaproxyRateState {
         let fresh = HaproxyRateState {

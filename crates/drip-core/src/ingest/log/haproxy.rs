@@ -6,9 +6,12 @@
 //!
 //! Fields: `client:port`, `accept_date`, `frontend_name`, `backend_server`,
 //! `timers` (`Tq/Tw/Tc/Tr/Tt`, ms), `status_code`, `bytes_read`, `request`,
-//! then `client` (without its port), `method`, `uri` and `protocol`.
-//! Captured headers and fields a custom `log-format` adds between the
-//! server and the timers are skipped. HAProxy's own messages in the same
+//! `termination_state` (`PR--`: denied, `PT--`: tarpitted, `LR--`:
+//! answered by HAProxy), the captured request headers (the first `{…}`,
+//! as written: values joined by `|`, `#XX` escapes) and the captured
+//! response headers (the second), then `client` (without its port),
+//! `method`, `uri` and `protocol`. Fields a custom `log-format` adds
+//! between the server and the timers are skipped. HAProxy's own messages in the same
 //! log (`Proxy www started.`: a syslog prefix and no accept date) and the
 //! connections it logs as errors instead of requests (`www/https: SSL
 //! handshake failure` after the accept date) are notices: counted, not rows
@@ -18,10 +21,10 @@
 
 use super::fixed::{Fixed, Layout};
 use super::tokens::{Token, bracketed_time, tokens, wrapped};
-use super::{Fields, LineError, LineParser, Parsed};
+use super::{Fields, LineError, LineParser, MISSING, Parsed};
 
 /// The fields read, in this order, wherever they stand on the line.
-const NAMES: [&str; 8] = [
+const NAMES: [&str; 11] = [
     "client:port",
     "accept_date",
     "frontend_name",
@@ -30,6 +33,9 @@ const NAMES: [&str; 8] = [
     "status_code",
     "bytes_read",
     "request",
+    "termination_state",
+    "captured_request_headers",
+    "captured_response_headers",
 ];
 
 static HAPROXY: Layout = Layout::new("haproxy", &[&NAMES], 8, 1)
@@ -63,6 +69,28 @@ fn connection_error(line: &[u8], f: &Fields, accept: usize) -> bool {
         let t = f.in_line(line, accept + 1);
         t.len() > 2 && t.ends_with(b":") && t.contains(&b'/')
     }
+}
+
+/// The captured request and response headers: the `{…}` blocks between
+/// token `from` (the queues) and the request (token `request`), each
+/// without its braces (HAProxy escapes braces inside them).
+fn captures(line: &[u8], t: &Fields, from: usize, request: usize) -> [(u32, u32); 2] {
+    let mut out = [MISSING; 2];
+    if from >= request {
+        return out;
+    }
+    let (mut i, end) = (t.spans[from].1 as usize, t.spans[request].0 as usize);
+    for slot in &mut out {
+        let Some(open) = memchr::memchr(b'{', &line[i..end]).map(|o| i + o) else {
+            break;
+        };
+        let Some(close) = memchr::memchr(b'}', &line[open..end]).map(|c| open + c) else {
+            break;
+        };
+        *slot = (open as u32 + 1, close as u32);
+        i = close + 1;
+    }
+    out
 }
 
 /// Whether a tokenised line is an httplog line.
@@ -149,6 +177,15 @@ impl LineParser for Haproxy {
         for i in [a - 1, a, a + 1, a + 2, tm, tm + 1, tm + 2, n - 1] {
             self.picked.spans.push(t.spans[i]);
         }
+        let state = (tm + 5 < n - 1).then(|| t.spans[tm + 5]).filter(|&(s, e)| {
+            e - s == 4
+                && line[s as usize..e as usize]
+                    .iter()
+                    .all(|b| b.is_ascii_uppercase() || *b == b'-')
+        });
+        self.picked.spans.push(state.unwrap_or(MISSING));
+        let [req, resp] = captures(line, t, tm + 7, n - 1);
+        self.picked.spans.extend([req, resp]);
         self.fixed.lay_out(line, &self.picked, out)?;
         out.cut = cut;
         Ok(Parsed::Record)
@@ -186,6 +223,25 @@ mod tests {
         f.clear();
         p.parse(line.as_bytes(), &mut f).unwrap();
         assert_eq!(f.get(line.as_bytes(), 5).unwrap(), b"302");
+        assert_eq!(f.get(line.as_bytes(), 8).unwrap(), b"----");
+        assert_eq!(f.get(line.as_bytes(), 9), None, "no captures");
+        // A denial, with request captures holding spaces and escapes.
+        let line = r#"127.0.0.1:45892 [03/Dec/2026:18:59:20.297] fe api/<NOSRV> 0/-1/-1/-1/0 403 192 - - PR-- 4/1/0/0/0 0/0 {abc def|a#7Cb} {text/html} "GET /api/v HTTP/1.1""#;
+        f.clear();
+        p.parse(line.as_bytes(), &mut f).unwrap();
+        for (name, want) in [
+            ("termination_state", "PR--"),
+            ("captured_request_headers", "abc def|a#7Cb"),
+            ("captured_response_headers", "text/html"),
+            ("uri", "/api/v"),
+        ] {
+            let i = p.field(name).unwrap();
+            assert_eq!(
+                f.get(line.as_bytes(), i).unwrap(),
+                want.as_bytes(),
+                "{name}"
+            );
+        }
         let notice =
             b"Sep 20 15:42:59 h haproxy[1]: Connect from 1.1.1.1:4 to 1.1.1.1:5000 (main/HTTP)";
         assert!(matches!(p.parse(notice, &mut f), Ok(Parsed::Notice)));
