@@ -8,10 +8,12 @@ use crate::engine::conf as nginx;
 use crate::engine::haproxy::{HapExec, HapOptions};
 use crate::engine::replay::DecisionSink;
 use crate::engine::replay::{Run, Slot};
+use crate::engine::replicas::Balance;
 use crate::haproxy_cfg::HaproxyCfg;
 use crate::ingest::input::{ColSel, InputSpec, MAX_KEYS, file_name};
 use crate::nginx_conf::NginxConf;
 use crate::policy::{KeyChoice, Spec, parse_spec, parse_specs_file};
+use crate::time::Nanos;
 use anyhow::{Context, Result, anyhow, bail};
 use drip_core::ingest::key_values::SPILL_AT;
 use std::collections::HashMap;
@@ -136,7 +138,10 @@ impl Config {
         check_outputs(&args, &included)?;
         let thresholds = Thresholds::from_args(&args, &policies.labels)?;
         let mut key_cols = KeyColumns::new(&args);
-        let mut runs = spec_runs(&policies.specs, &mut key_cols)?;
+        let mut runs = match args.replicas {
+            Some(n) => replicated_runs(&args, &policies.specs, n, &mut key_cols)?,
+            None => spec_runs(&policies.specs, &mut key_cols)?,
+        };
         let policy_cols = key_cols.0.len();
         // The reading options first: a config may tell how its log is written.
         let mut input = reading_options(&args, &policies.confs)?;
@@ -258,6 +263,33 @@ fn spec_runs(specs: &[Spec], key_cols: &mut KeyColumns) -> Result<Vec<Run>> {
     let mut runs = Vec::new();
     for (i, s) in specs.iter().enumerate() {
         runs.push(Run::new(s, key_cols.slots(s)?, i));
+    }
+    Ok(runs)
+}
+
+/// `--replicas N`: a run per policy spec, each as N instances behind the
+/// `--balance` balancer.
+fn replicated_runs(
+    args: &AuditArgs,
+    specs: &[Spec],
+    n: u32,
+    key_cols: &mut KeyColumns,
+) -> Result<Vec<Run>> {
+    if !args.nginx_conf.is_empty() || !args.haproxy_cfg.is_empty() {
+        bail!(
+            "--replicas runs policy specs (-p, --policies) as N instances; a gateway config as replicas is not modelled yet: audit the config alone, or write its limits as specs"
+        );
+    }
+    if specs.is_empty() {
+        bail!("--replicas needs a policy to replicate: give -p SPEC or --policies FILE");
+    }
+    let text = args.balance.as_deref().unwrap_or("round-robin");
+    let balance = Balance::parse(text, |column| key_cols.slot(ColSel::parse(column)))?;
+    let window = args.edge_window.unwrap_or(Nanos::from_secs(1));
+    let mut runs = Vec::new();
+    for (i, s) in specs.iter().enumerate() {
+        let slots = key_cols.slots(s)?;
+        runs.push(Run::replicated(s, slots, i, (n, balance.clone(), window)));
     }
     Ok(runs)
 }

@@ -317,6 +317,23 @@ pub struct AuditArgs {
     /// '#' starts a comment.
     #[arg(long = "policies", value_name = "FILE", help_heading = POLICIES)]
     pub policies_file: Option<PathBuf>,
+    /// Run each policy as N independent instances behind a balancer.
+    ///
+    /// As local limits are (an nginx zone per instance, Envoy's local rate
+    /// limit, Traefik's middleware per pod): each row goes to one instance
+    /// (--balance), whose decision is the row's; the report says what the
+    /// clients got per --edge-window against the policy as written.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024), help_heading = POLICIES, hide_short_help = true)]
+    pub replicas: Option<u32>,
+    /// How rows are spread over the replicas: round-robin (default),
+    /// random[:SEED], or hash(COLUMN) (every row of one value to one
+    /// instance, as sticky sessions and `hash $remote_addr` do).
+    #[arg(long, value_name = "MODE", requires = "replicas", help_heading = POLICIES, hide_short_help = true)]
+    pub balance: Option<String>,
+    /// The span the replicas' report counts admitted requests over
+    /// (aligned to the epoch; default 1s).
+    #[arg(long, value_parser = positive_duration_arg, value_name = "DUR", requires = "replicas", help_heading = POLICIES, hide_short_help = true)]
+    pub edge_window: Option<Nanos>,
     /// An nginx.conf, audited as nginx applies it.
     ///
     /// Its limit_req_zone, limit_req, map and location blocks, each row
@@ -491,6 +508,20 @@ pub struct SizeArgs {
     /// the report, replayed, and left out of the targets.
     #[arg(long, help_heading = TARGETS, hide_short_help = true)]
     pub keep_outliers: bool,
+    /// Size a policy run as N replicas behind a balancer, for --total.
+    ///
+    /// The largest per-replica value such that no key (or, unkeyed, all
+    /// rows) gets more than --total through all N instances together.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024), help_heading = SIZING, hide_short_help = true)]
+    pub replicas: Option<u32>,
+    /// With --replicas: how rows are spread (round-robin, random[:SEED],
+    /// hash(KEY_COLUMN)).
+    #[arg(long, value_name = "MODE", requires = "replicas", help_heading = SIZING, hide_short_help = true)]
+    pub balance: Option<String>,
+    /// With --replicas: what one key should get through all replicas, per
+    /// the rate's period (10/s, 600/min).
+    #[arg(long, value_name = "RATE", requires = "replicas", help_heading = SIZING, hide_short_help = true)]
+    pub total: Option<String>,
     /// The config in force: audited next to the recommendation.
     #[arg(long, value_name = "SPEC", help_heading = POLICIES, hide_short_help = true)]
     pub current: Option<String>,

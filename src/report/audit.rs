@@ -26,6 +26,7 @@ pub fn page<'a>(report: &'a Report, plot: Option<&str>) -> Page<'a> {
     add_lead(&mut page, report);
     add_policies(&mut page, report);
     super::nginx::add(&mut page, report);
+    super::replicas::add(&mut page, report);
     super::compare::add(&mut page, report);
     add_timeline(&mut page, report, plot);
     // The terminal hears of crossings on stderr, from the audit itself;

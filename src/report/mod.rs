@@ -17,9 +17,11 @@ pub mod markdown;
 pub mod nginx;
 pub mod page;
 pub mod plot;
+pub mod replicas;
 pub mod size;
 pub mod size_conf;
 pub mod size_outliers;
+pub mod size_replicas;
 pub mod table;
 
 use crate::time::{Nanos, fmt_millis, human_wait, instant};

@@ -33,6 +33,20 @@ pub struct Goal {
 pub const DEFAULT_WAIT: Nanos = Nanos::from_secs(1);
 
 impl Goal {
+    /// No drop or wait target (`size --replicas`, whose target is the
+    /// total at the edge).
+    pub fn none() -> Goal {
+        Goal {
+            drop_rate: None,
+            drops: None,
+            keys_hurt: None,
+            max_wait: None,
+            wait_default: false,
+            requests: 0,
+            keys: 0,
+        }
+    }
+
     /// The targets of `args` (at least one drop target), counting nothing
     /// yet; `delays`: the swept policy delays requests, so waits are a
     /// target by default.

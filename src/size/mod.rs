@@ -31,6 +31,7 @@ pub mod patch;
 pub mod pick;
 pub mod read;
 pub mod recommend;
+pub mod replicas;
 mod resolution;
 pub mod shape;
 pub mod sweep;
@@ -55,6 +56,9 @@ use sweep::{KeyNeeds, Sweep};
 /// Runs `size`: read → sweep → recommend → report → render. Returns the
 /// exit status (1 when no limit meets the targets).
 pub fn run(args: SizeArgs) -> Result<u8> {
+    if args.replicas.is_some() {
+        return replicas::run(&args);
+    }
     if args.nginx_conf.is_some() {
         return conf::run(&args);
     }

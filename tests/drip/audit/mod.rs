@@ -4,6 +4,7 @@ mod haproxy_cfg;
 mod haproxy_live;
 mod nginx;
 mod nginx_live;
+mod replicas;
 
 use std::io::Write;
 use std::path::Path;

@@ -5,6 +5,7 @@
 mod conf;
 mod guard;
 mod plot;
+mod replicas;
 mod site;
 mod targets;
 

@@ -25,6 +25,8 @@ pub enum Exec {
     /// A gateway's config (an nginx.conf, a haproxy.cfg): each row routed
     /// and keyed by the config itself.
     Conf(Box<dyn ConfigRun>),
+    /// A policy as N instances behind a balancer (`--replicas`).
+    Replicas(Box<super::replicas::Replicas>),
 }
 
 /// A gateway's config replayed as one run: it routes and keys each row
@@ -127,6 +129,7 @@ impl Exec {
             Exec::One(one) => *one.info(),
             Exec::Member(m) => *m.info(),
             Exec::Stack(s) => s.info(),
+            Exec::Replicas(r) => r.info(),
             Exec::Conf(c) => return (c.shapes(), c.max_level(), LevelKind::Level),
         };
         (info.shapes, info.max_level, info.level_kind)

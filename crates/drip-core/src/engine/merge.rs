@@ -85,10 +85,14 @@ impl Outcome {
             .runs
             .iter()
             .chain(&other.runs)
-            .find(|r| r.report.config().is_some())
+            .find(|r| r.report.config().is_some() || r.report.replicas.is_some())
         {
+            let what = match r.report.replicas.is_some() {
+                true => "replicated",
+                false => "config",
+            };
             return err(format!(
-                "the outcome of the nginx.conf run '{}' does not merge",
+                "the outcome of the {what} run '{}' does not merge",
                 r.report.label
             ));
         }

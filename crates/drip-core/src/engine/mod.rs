@@ -15,5 +15,6 @@ pub mod merge;
 pub mod outcome;
 pub mod replay;
 pub mod replayer;
+pub mod replicas;
 pub mod run;
 pub mod tally;

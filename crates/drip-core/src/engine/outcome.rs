@@ -79,6 +79,36 @@ pub struct PolicyReport {
     /// For a haproxy.cfg: the same, per frontend and backend.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub haproxy: Option<NginxReport>,
+    /// With `--replicas`: what the instances together let through,
+    /// against the policy as written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub replicas: Option<ReplicaReport>,
+}
+
+/// A policy run as N instances behind a balancer, against one instance.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct ReplicaReport {
+    pub replicas: u64,
+    /// `round-robin`, `random:SEED`, `hash(COLUMN)`.
+    pub balance: String,
+    /// The span admitted requests are counted over (aligned to the epoch).
+    pub window_ns: u64,
+    /// The N instances behind the balancer.
+    pub replicated: EdgeFigures,
+    /// One instance seeing every row: the policy as written.
+    pub written: EdgeFigures,
+}
+
+/// Requests admitted, and the most admitted in one window.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct EdgeFigures {
+    pub admitted: u64,
+    /// The most one key (of the report's key column) got in one window.
+    pub peak_per_key: u64,
+    /// That key (none without a key column).
+    pub peak_key: Option<String>,
+    /// The most all rows together got in one window.
+    pub peak_all: u64,
 }
 
 impl PolicyReport {

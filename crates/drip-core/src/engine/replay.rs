@@ -433,6 +433,10 @@ impl Replay {
             bound: Some(run.exec.max_level()).filter(|&b| b != u64::MAX),
             nginx,
             haproxy,
+            replicas: match &run.exec {
+                Exec::Replicas(r) => Some(r.report(run.tally.report_slot.map(|c| &self.names[c]))),
+                _ => None,
+            },
             ..counts.report(run.label.clone(), run.spec.clone())
         };
         RunOutcome {

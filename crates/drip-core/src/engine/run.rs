@@ -8,6 +8,7 @@ use super::loops::Slot;
 use super::tally::Tally;
 use crate::ingest::input::Event;
 use crate::ingest::key_values::KeyValues;
+use crate::ingest::keys::EMPTY_KEY;
 use crate::policy::keyed::{KeyId, Levels};
 use crate::policy::records::Records;
 use crate::policy::{Decision, Spec};
@@ -69,6 +70,25 @@ impl Run {
             Exec::Conf(conf) => each_row(events, tally, timeline, out, |ev, levels| {
                 conf.decide(ev, names, !matches!(levels, Levels::None))
             })?,
+            // Balanced per row: the instance it goes to decides.
+            Exec::Replicas(r) => {
+                let report = tally.report_slot;
+                let hash = r.hash_slot();
+                each_row(events, tally, timeline, out, |ev, levels| {
+                    for (k, s) in keys.iter_mut().zip(slots.iter()) {
+                        *k = s.key(ev);
+                    }
+                    let key = report.map(|c| ev.keys[c]).filter(|&id| id != EMPTY_KEY);
+                    let value = match hash {
+                        Some(c) => match names.id(ev, c) {
+                            EMPTY_KEY => &b""[..],
+                            id => names[c].get(id),
+                        },
+                        None => &b""[..],
+                    };
+                    Ok(r.decide(keys, key, value, (ev.at, u64::from(ev.cost)), levels))
+                })?
+            }
         }
         tally.share_waits();
         Ok(())
@@ -125,6 +145,31 @@ impl Run {
         run
     }
 
+    /// `spec` as `n` instances behind `balance` (see
+    /// [`Replicas`](super::replicas::Replicas)), admitted requests counted
+    /// per `window`. Decided whole on one thread: a balancer spreads all
+    /// rows, not one key's.
+    pub fn replicated(
+        spec: &Spec,
+        slots: Vec<Slot>,
+        order: usize,
+        (n, balance, window): (u32, super::replicas::Balance, Nanos),
+    ) -> Run {
+        let report_slot = slots.iter().find_map(|s| match s {
+            Slot::Column(c) => Some(*c),
+            Slot::Global => None,
+        });
+        let exec = super::replicas::Replicas::new(spec, n, balance, window);
+        Run::with_exec(
+            Exec::Replicas(Box::new(exec)),
+            spec.label.clone(),
+            spec.text.clone(),
+            slots,
+            report_slot,
+            order,
+        )
+    }
+
     /// The same run with empty state.
     pub(super) fn fresh(&self) -> Option<Run> {
         let spec = self.source.as_ref()?;
@@ -157,7 +202,11 @@ impl Run {
 
     /// True for runs that need the key values (not only ids) of each row.
     pub fn reads_names(&self) -> bool {
-        matches!(self.exec, Exec::Conf(_))
+        match &self.exec {
+            Exec::Conf(_) => true,
+            Exec::Replicas(r) => r.hash_slot().is_some(),
+            _ => false,
+        }
     }
 
     pub(super) fn with_exec(
