@@ -226,11 +226,11 @@ pub fn report_outputs<'a>(flag: &str, path: Option<&'a Path>) -> Vec<Endpoint<'a
     }
 }
 
-/// The files of an nginx config (the one given and its includes), as
+/// The files of a gateway config (the one given and its includes), as
 /// inputs.
 pub fn conf_files(files: &[PathBuf]) -> Vec<Endpoint<'_>> {
     (files.iter())
-        .map(|f| Endpoint::new(named("the nginx config", f), Place::Path(f)))
+        .map(|f| Endpoint::new(named("the config", f), Place::Path(f)))
         .collect()
 }
 

@@ -49,8 +49,7 @@ impl clap::ValueEnum for LogFormat {
 /// `#[arg(...)]`; a heading's place in a command is where its first flag is.
 pub mod heading {
     pub const POLICIES: &str = "Policies";
-    pub const NGINX: &str = "nginx";
-    /// audit's gateway configs (nginx.conf, haproxy.cfg) and their options.
+    /// The gateway configs (nginx.conf, haproxy.cfg) and their options.
     pub const GATEWAYS: &str = "Gateways";
     pub const THRESHOLDS: &str = "Thresholds";
     pub const TARGETS: &str = "Targets";
@@ -467,13 +466,14 @@ pub struct AuditArgs {
 }
 
 #[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("size_configs").args(["nginx_conf", "haproxy_cfg"])))]
 pub struct SizeArgs {
     /// The policy: gcra, nginx, token-bucket, ...
     ///
     /// Its swept parameters left out: gcra, nginx:nodelay, shaper:key=none,
     /// fixed-window:align=first-hit,count=all, sliding-log.
     #[arg(long = "policy", short = 'p', value_name = "SPEC", help_heading = POLICIES,
-          required_unless_present = "nginx_conf")]
+          required_unless_present_any = ["nginx_conf", "haproxy_cfg"])]
     pub policy: Option<String>,
     /// Target: at most PCT % dropped (1 = 1 %).
     ///
@@ -547,23 +547,30 @@ pub struct SizeArgs {
     /// Each limit_req (zone x location, routed as audit --nginx-conf routes)
     /// is sized on the rows it sees; the answer is a patch that changes only
     /// rate=, burst= and the zone sizes.
-    #[arg(long, value_name = "FILE", help_heading = NGINX)]
+    #[arg(long, value_name = "FILE", conflicts_with = "haproxy_cfg", help_heading = GATEWAYS)]
     pub nginx_conf: Option<PathBuf>,
+    /// Size this haproxy.cfg's request-rate limits.
+    ///
+    /// Each rule refusing above sc_http_req_rate (deny, tarpit) is sized on
+    /// the rows it applies to; the answer is a patch of the numbers,
+    /// checked with haproxy -c.
+    #[arg(long, value_name = "FILE", help_heading = GATEWAYS, hide_short_help = true)]
+    pub haproxy_cfg: Option<PathBuf>,
     /// With --nginx-conf: read nginx variable NAME from log field FIELD.
-    #[arg(long, value_name = "NAME=FIELD", requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
+    #[arg(long, value_name = "NAME=FIELD", requires = "nginx_conf", help_heading = GATEWAYS, hide_short_help = true)]
     pub nginx_var: Vec<String>,
     /// With --nginx-conf: patch limits that meet the targets as written too.
     ///
     /// Without it, a limit whose lines meet the targets as written is left
     /// as written; the report shows the tightest that would still meet them.
-    #[arg(long, requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
+    #[arg(long, requires = "size_configs", help_heading = GATEWAYS, hide_short_help = true)]
     pub tighten: bool,
     /// With --nginx-conf: move no rate or burst more than F times (default 4).
     ///
     /// Either way: 4 allows 10r/s to become 2.5r/s or 40r/s. A limit whose
     /// sizing needs more is kept as written, and the report says what it
     /// would need and the F that allows it. `none`: any change.
-    #[arg(long, value_name = "F|none", value_parser = max_change_arg, requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
+    #[arg(long, value_name = "F|none", value_parser = max_change_arg, requires = "size_configs", help_heading = GATEWAYS, hide_short_help = true)]
     pub max_change: Option<MaxChange>,
     /// With --nginx-conf: targets of one zone, location or line of its own.
     ///
@@ -573,10 +580,10 @@ pub struct SizeArgs {
     /// or keep (left as written). Unnamed lines keep the global targets.
     /// Repeatable; a line's own value wins over its location's, that over
     /// its zone's.
-    #[arg(long, value_name = "SCOPE:TARGETS", requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
+    #[arg(long, value_name = "SCOPE:TARGETS", requires = "nginx_conf", help_heading = GATEWAYS, hide_short_help = true)]
     pub target: Vec<String>,
     /// With --nginx-conf: size only these zones (a,b); keep the others as written.
-    #[arg(long, value_name = "ZONES", requires = "nginx_conf", help_heading = NGINX, hide_short_help = true)]
+    #[arg(long, value_name = "ZONES", requires = "nginx_conf", help_heading = GATEWAYS, hide_short_help = true)]
     pub only_zones: Option<String>,
     /// Report: table (default), json, csv, markdown, html.
     ///
@@ -608,7 +615,7 @@ pub struct SizeArgs {
     /// Instead of printing it in the report ('-': the patch alone on
     /// stdout). The report prints the command that applies it: `cd` to the
     /// folder that holds every changed file, then `patch -p1 < FILE`.
-    #[arg(long, value_name = "FILE", requires = "nginx_conf", help_heading = OUTPUT, hide_short_help = true)]
+    #[arg(long, value_name = "FILE", requires = "size_configs", help_heading = OUTPUT, hide_short_help = true)]
     pub patch: Option<PathBuf>,
     /// No progress bar and no notes on stderr; errors only.
     #[arg(long, short, help_heading = OUTPUT, hide_short_help = true)]

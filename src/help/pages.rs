@@ -335,6 +335,7 @@ pub const PAGES: &[Page] = &[
             "Finds the smallest limit a log's real traffic needs: for the policy given (-p) it sweeps rates (or windows) and bursts over the log, finds the frontier of settings that meet the targets (--max-drop-rate, --max-drops, --max-keys-hurt, and for delaying policies --max-wait, 1 s unless given), and recommends the smallest, with the drops and waits it costs and the config to paste.",
             "Points the log is too short to test are marked and never picked; --per 1h makes the targets hold in every hour, --headroom 1.5 sizes for the same traffic arriving 1.5 times as fast, --current audits the config in force next to the recommendation.",
             "With --nginx-conf instead of -p, each limit_req of the config (zone x location, routed as audit --nginx-conf routes) is sized on the rows it sees, the other limits of the request held as written, and the answer is a table per limit and a unified diff of the config files (rate=, burst= and zone sizes only) that patch -p1 applies; --patch FILE writes it to FILE.",
+            "With --haproxy-cfg, each rule refusing above sc_http_req_rate is sized on the rows it applies to (frontends first, each on the rows the sized ones before it pass), outliers left out; the patch changes only the numbers and is checked with haproxy -c. With --replicas N --total RATE, -p's policy is sized per replica: the largest value for which N instances behind --balance let no key through more than RATE.",
         ],
         examples: &[
             Example {

@@ -20,6 +20,7 @@ pub mod plot;
 pub mod replicas;
 pub mod size;
 pub mod size_conf;
+pub mod size_haproxy;
 pub mod size_outliers;
 pub mod size_replicas;
 pub mod table;

@@ -139,7 +139,7 @@ fn refuse_mixed(args: &SizeArgs) -> Result<()> {
 /// error that is one of the logs, the --exclude-keys file or a file of the
 /// config (`confs`: the one given, then with its includes), and a
 /// `--patch` that is a folder.
-fn check_outputs(args: &SizeArgs, confs: &[std::path::PathBuf]) -> Result<()> {
+pub(super) fn check_outputs(args: &SizeArgs, confs: &[std::path::PathBuf]) -> Result<()> {
     use crate::clash::{check_distinct, report_inputs, report_outputs};
     let excluded = args.exclude_keys.as_deref().map(|p| ("--exclude-keys", p));
     let inputs = report_inputs(&args.input.files, excluded, confs)?;

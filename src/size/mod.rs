@@ -26,6 +26,7 @@ pub mod conf_rows;
 pub mod conf_targets;
 pub mod family;
 pub mod goal;
+pub mod haproxy;
 pub mod outliers;
 pub mod patch;
 pub mod pick;
@@ -61,6 +62,9 @@ pub fn run(args: SizeArgs) -> Result<u8> {
     }
     if args.nginx_conf.is_some() {
         return conf::run(&args);
+    }
+    if args.haproxy_cfg.is_some() {
+        return haproxy::run(&args);
     }
     let asked = Asked::of(&args)?;
     let mut goal = asked.goal.clone();

@@ -376,7 +376,7 @@ fn changes_of(text: &[u8], stmts: &[Statement], e: &Edit) -> Result<Vec<Change>,
 
 /// `old` -> `new` (the same number of lines) as a unified diff of `name`
 /// with three lines of context, byte for byte.
-fn unified(name: &Path, old: &[u8], new: &[u8]) -> Vec<u8> {
+pub fn unified(name: &Path, old: &[u8], new: &[u8]) -> Vec<u8> {
     let lines = |t: &[u8]| -> Vec<Vec<u8>> {
         t.split_inclusive(|&b| b == b'\n')
             .map(<[u8]>::to_vec)

@@ -80,16 +80,11 @@ fn a_report_onto_the_config_it_checks_is_refused() {
         &audit,
         &conf,
         false,
-        "standard output (the report) is the same file as the nginx config",
+        "standard output (the report) is the same file as the config",
     );
     refused(&audit, &conf, true, "");
     // An included file, known once the config is read.
-    refused(
-        &audit,
-        &limits,
-        false,
-        &format!("the nginx config '{limits}'"),
-    );
+    refused(&audit, &limits, false, &format!("the config '{limits}'"));
     refused(&audit, &limits, true, "");
     refused(&audit, &log, true, "");
     let size = [
@@ -108,7 +103,7 @@ fn a_report_onto_the_config_it_checks_is_refused() {
         &patch,
         &limits,
         false,
-        "standard output (--patch -) is the same file as the nginx config",
+        "standard output (--patch -) is the same file as the config",
     );
     refused(&size, &conf, true, "");
     refused(&size, &limits, true, "");

@@ -93,7 +93,7 @@ fn long_help_groups_options_under_headings_most_used_first() {
                 "Policies",
                 "Targets",
                 "Sizing",
-                "nginx",
+                "Gateways",
                 "Output",
                 "Input",
                 "Control",

@@ -292,7 +292,7 @@ fn the_patch_is_never_written_over_what_the_run_reads() {
     let log = tmp.join("access.log.gz");
     std::fs::copy(LOG, &log).unwrap();
     for (target, says) in [
-        (&included, "is the same file as the nginx config"),
+        (&included, "is the same file as the config"),
         (&dir.join("limits"), "is a folder"),
     ] {
         let out = size(&conf, &["--patch", s(target)]);

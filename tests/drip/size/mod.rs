@@ -4,6 +4,7 @@
 
 mod conf;
 mod guard;
+mod haproxy;
 mod plot;
 mod replicas;
 mod site;

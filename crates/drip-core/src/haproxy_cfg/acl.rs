@@ -145,6 +145,13 @@ pub struct Term {
     pub acl: Arc<Acl>,
 }
 
+impl Term {
+    /// True when the term's ACL matches `r` (before `!`).
+    pub fn matches(&self, r: &dyn Request) -> bool {
+        self.acl.matches(r)
+    }
+}
+
 /// `if|unless` alternatives (`||`) of terms that must all match.
 #[derive(Clone, Debug)]
 pub struct Cond {

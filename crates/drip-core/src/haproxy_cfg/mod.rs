@@ -115,6 +115,106 @@ impl Rule {
     pub fn applies(&self, r: &dyn acl::Request) -> bool {
         self.cond.as_ref().is_none_or(|c| c.holds(r))
     }
+
+    /// The rule as a sizable rate limit: a `deny` or `tarpit` `if` one
+    /// set of terms (no `||`), one of which is `sc_http_req_rate(N) gt|ge
+    /// LIMIT` alone, not negated (the others: what else must hold).
+    fn rate_limit(&self) -> Option<(usize, u8, acl::Cmp, u64)> {
+        if !matches!(self.action, Action::Deny { .. } | Action::Tarpit { .. }) {
+            return None;
+        }
+        let cond = self
+            .cond
+            .as_ref()
+            .filter(|c| !c.unless && c.any.len() == 1)?;
+        let mut found = None;
+        for (i, t) in cond.any[0].iter().enumerate() {
+            let rate = match t.acl.0.as_slice() {
+                [acl::Test::Rate { slot, cmp, value }] => Some((*slot, *cmp, *value)),
+                tests if tests.iter().any(|t| matches!(t, acl::Test::Rate { .. })) => return None,
+                _ => None,
+            };
+            match (rate, found) {
+                (Some((slot, cmp @ (acl::Cmp::Gt | acl::Cmp::Ge), value)), None) if !t.negate => {
+                    found = Some((i, slot, cmp, value));
+                }
+                (Some(_), _) => return None,
+                _ => {}
+            }
+        }
+        found
+    }
+
+    /// True when every term of the rule's condition but `skip` matches.
+    pub fn others_hold(&self, skip: usize, r: &dyn acl::Request) -> bool {
+        let Some(c) = &self.cond else { return true };
+        (c.any[0].iter().enumerate())
+            .filter(|(i, _)| *i != skip)
+            .all(|(_, t)| t.matches(r) != t.negate)
+    }
+}
+
+/// A rule that refuses above a request rate: what `size --haproxy-cfg`
+/// sizes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RateLimit {
+    pub proxy: usize,
+    /// The rule's index in the proxy's rules.
+    pub rule: usize,
+    pub line: usize,
+    /// The term of the condition that compares the rate.
+    pub term: usize,
+    pub slot: u8,
+    /// `gt` (refused above `value`) or `ge` (at `value` and above).
+    pub cmp: acl::Cmp,
+    pub value: u64,
+}
+
+impl HaproxyCfg {
+    /// The config with rate limit `l` refusing above `value` instead.
+    pub fn with_limit(&self, l: &RateLimit, value: u64) -> HaproxyCfg {
+        let mut cfg = self.clone();
+        let rule = &mut cfg.proxies[l.proxy].rules[l.rule];
+        if let Some(c) = &mut rule.cond {
+            let term = &mut c.any[0][l.term];
+            term.acl = std::sync::Arc::new(acl::Acl(vec![acl::Test::Rate {
+                slot: l.slot,
+                cmp: l.cmp,
+                value,
+            }]));
+        }
+        cfg
+    }
+
+    /// Every rule that refuses above a request rate, in the order a
+    /// request meets them: frontends' (and listens') rules before
+    /// backends', each proxy's in order.
+    pub fn in_flow_order(&self) -> Vec<RateLimit> {
+        let mut all = self.rate_limits();
+        all.sort_by_key(|l| (self.proxies[l.proxy].side == Side::Backend, l.proxy, l.rule));
+        all
+    }
+
+    /// Every rule that refuses above a request rate, in config order.
+    pub fn rate_limits(&self) -> Vec<RateLimit> {
+        let mut out = Vec::new();
+        for (p, proxy) in self.proxies.iter().enumerate() {
+            for (i, r) in proxy.rules.iter().enumerate() {
+                if let Some((term, slot, cmp, value)) = r.rate_limit() {
+                    out.push(RateLimit {
+                        proxy: p,
+                        rule: i,
+                        line: r.line,
+                        term,
+                        slot,
+                        cmp,
+                        value,
+                    });
+                }
+            }
+        }
+        out
+    }
 }
 
 /// A `frontend`, `backend` or `listen` section.

@@ -21,7 +21,7 @@ mod row;
 mod verify;
 
 use super::outcome::{NginxLocationRow, NginxReport};
-use crate::haproxy_cfg::{Action, HaproxyCfg, KeyType};
+use crate::haproxy_cfg::{Action, HaproxyCfg, KeyType, RateLimit, Rule};
 use crate::ingest::input::Event;
 use crate::ingest::key_values::KeyValues;
 use crate::ingest::keys::EMPTY_KEY;
@@ -82,6 +82,30 @@ pub struct HapExec {
     strangers: HashMap<String, u64>,
     verify: Option<Verify>,
     limited_by_key: Vec<u64>,
+    probe: Option<Probe>,
+}
+
+/// A row a rate limit saw: the counter's table and entry, when, the rate.
+#[derive(Clone, Copy, Debug)]
+pub struct Seen {
+    pub table: u32,
+    pub entry: u32,
+    pub ms: u64,
+    pub rate: u64,
+}
+
+/// `size --haproxy-cfg`'s view of a replay: for each rate limit of the
+/// config, every row that reached its rule with the rest of the condition
+/// holding, and the rate it read. HAProxy counts a request whether or not
+/// it is refused, so a row's rate does not depend on the limit: the rows
+/// above a candidate limit are exactly those it would refuse (the other
+/// rules held as written).
+pub struct Probe {
+    pub limits: Vec<RateLimit>,
+    /// Per limit, each row it saw.
+    pub seen: Vec<Vec<Seen>>,
+    /// Per stick-table, each entry's key as HAProxy shows it.
+    pub keys: Vec<Vec<Vec<u8>>>,
 }
 
 impl HapExec {
@@ -148,7 +172,29 @@ impl HapExec {
             strangers: HashMap::new(),
             verify,
             limited_by_key: Vec::new(),
+            probe: None,
         })
+    }
+
+    /// Records what each rate limit of the config sees (see [`Probe`]).
+    pub fn probe(&mut self) {
+        let limits = self.cfg.rate_limits();
+        self.probe = Some(Probe {
+            seen: vec![Vec::new(); limits.len()],
+            keys: vec![Vec::new(); self.cfg.tables.len()],
+            limits,
+        });
+    }
+
+    /// What the probe recorded, once every row is decided.
+    pub fn probed(&mut self) -> Option<Probe> {
+        self.probe.take()
+    }
+
+    /// Which rows proxy `p` saw, and how they left it: (entered, refused).
+    pub fn proxy_counts(&self, p: usize) -> (u64, u64) {
+        let e = self.ends[p];
+        (e.passed + e.refused + e.untracked + e.answered, e.refused)
     }
 
     /// The key column drops are counted by: the client.
@@ -273,11 +319,14 @@ impl HapExec {
     /// Runs proxy `p`'s rules: the fate if one ends the request there.
     fn run(&mut self, p: usize, row: &Row, slots: &mut Slots, ms: u64) -> Option<Fate> {
         let cfg = self.cfg.clone();
-        for rule in &cfg.proxies[p].rules {
+        for (i, rule) in cfg.proxies[p].rules.iter().enumerate() {
             let view = View {
                 row,
                 rates: self.rates(slots, ms),
             };
+            if let Some(probe) = &mut self.probe {
+                probe.see(p, i, rule, &view, slots, ms);
+            }
             if !rule.applies(&view) {
                 continue;
             }
@@ -297,6 +346,11 @@ impl HapExec {
                         continue;
                     };
                     let next = t.states.len() as u32;
+                    if let Some(probe) = &mut self.probe
+                        && !t.ids.contains_key(&key)
+                    {
+                        probe.keys[*table].push(row::key_text(t.key, &key));
+                    }
                     let id = *t.ids.entry(key).or_insert(next);
                     if id == next {
                         t.states.push(HaproxyRateState::default());
@@ -413,6 +467,30 @@ impl HapExec {
             verify: self.verify.as_mut().map(Verify::report),
             untested,
             unused_zones,
+        }
+    }
+}
+
+impl Probe {
+    /// Records rule `i` of proxy `p` when it is a rate limit whose other
+    /// terms hold for the row and whose counter is tracked.
+    fn see(&mut self, p: usize, i: usize, rule: &Rule, view: &View, slots: &Slots, ms: u64) {
+        let Some(u) = (self.limits.iter()).position(|l| l.proxy == p && l.rule == i) else {
+            return;
+        };
+        let l = &self.limits[u];
+        let (Some((table, entry)), Some(rate)) =
+            (slots[usize::from(l.slot)], view.rates[usize::from(l.slot)])
+        else {
+            return;
+        };
+        if rule.others_hold(l.term, view) {
+            self.seen[u].push(Seen {
+                table: table as u32,
+                entry,
+                ms,
+                rate,
+            });
         }
     }
 }

@@ -127,6 +127,21 @@ pub(super) fn table_key(key: KeyType, v: &[u8]) -> Option<Vec<u8>> {
     }
 }
 
+/// A table key as HAProxy shows it (`show table`): an address, a number,
+/// the string.
+pub(super) fn key_text(key: KeyType, k: &[u8]) -> Vec<u8> {
+    let text = match (key, k.len()) {
+        (KeyType::Ip, 4) => std::net::Ipv4Addr::new(k[0], k[1], k[2], k[3]).to_string(),
+        (KeyType::Ipv6, 16) => {
+            let a: [u8; 16] = k.try_into().expect("16 bytes");
+            std::net::Ipv6Addr::from(a).to_string()
+        }
+        (KeyType::Integer, 4) => i32::from_le_bytes(k.try_into().expect("4 bytes")).to_string(),
+        _ => return k.to_vec(),
+    };
+    text.into_bytes()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
