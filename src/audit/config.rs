@@ -5,10 +5,11 @@
 use super::judge::Thresholds;
 use crate::cli::{AuditArgs, Format};
 use crate::engine::conf as nginx;
+use crate::engine::exec::ConfigRun;
 use crate::engine::haproxy::{HapExec, HapOptions};
 use crate::engine::replay::DecisionSink;
 use crate::engine::replay::{Run, Slot};
-use crate::engine::replicas::Balance;
+use crate::engine::replicas::{Balance, Instances};
 use crate::haproxy_cfg::HaproxyCfg;
 use crate::ingest::input::{ColSel, InputSpec, MAX_KEYS, file_name};
 use crate::nginx_conf::NginxConf;
@@ -138,14 +139,19 @@ impl Config {
         check_outputs(&args, &included)?;
         let thresholds = Thresholds::from_args(&args, &policies.labels)?;
         let mut key_cols = KeyColumns::new(&args);
-        let mut runs = match args.replicas {
-            Some(n) => replicated_runs(&args, &policies.specs, n, &mut key_cols)?,
-            None => spec_runs(&policies.specs, &mut key_cols)?,
-        };
+        let replicas = replica_setup(&args, &policies, &mut key_cols)?;
+        let mut runs = spec_runs(&policies.specs, &mut key_cols, replicas.as_ref())?;
         let policy_cols = key_cols.0.len();
         // The reading options first: a config may tell how its log is written.
         let mut input = reading_options(&args, &policies.confs)?;
-        conf_runs(&args, &policies, &input, &mut key_cols, &mut runs)?;
+        conf_runs(
+            &args,
+            &policies,
+            &input,
+            &mut key_cols,
+            &mut runs,
+            replicas.as_ref(),
+        )?;
         key_cols.check(policy_cols)?;
         input.key_cols = key_cols.0;
         if let Some(path) = &args.plot {
@@ -259,39 +265,59 @@ impl KeyColumns {
 }
 
 /// A run per policy spec, in order, each member keyed by its column.
-fn spec_runs(specs: &[Spec], key_cols: &mut KeyColumns) -> Result<Vec<Run>> {
+fn spec_runs(
+    specs: &[Spec],
+    key_cols: &mut KeyColumns,
+    replicas: Option<&Replicas>,
+) -> Result<Vec<Run>> {
     let mut runs = Vec::new();
     for (i, s) in specs.iter().enumerate() {
-        runs.push(Run::new(s, key_cols.slots(s)?, i));
+        let slots = key_cols.slots(s)?;
+        runs.push(match replicas {
+            Some(&(n, ref balance, window)) => {
+                Run::replicated(s, slots, i, (n, balance.clone(), window))
+            }
+            None => Run::new(s, slots, i),
+        });
     }
     Ok(runs)
 }
 
-/// `--replicas N`: a run per policy spec, each as N instances behind the
-/// `--balance` balancer.
-fn replicated_runs(
+/// `--replicas N`: how many instances, behind which balancer, and the
+/// window the edge is counted over.
+type Replicas = (u32, Balance, Nanos);
+
+fn replica_setup(
     args: &AuditArgs,
-    specs: &[Spec],
-    n: u32,
+    policies: &Policies,
     key_cols: &mut KeyColumns,
-) -> Result<Vec<Run>> {
-    if !args.nginx_conf.is_empty() || !args.haproxy_cfg.is_empty() {
-        bail!(
-            "--replicas runs policy specs (-p, --policies) as N instances; a gateway config as replicas is not modelled yet: audit the config alone, or write its limits as specs"
-        );
+) -> Result<Option<Replicas>> {
+    let Some(n) = args.replicas else {
+        return Ok(None);
+    };
+    if policies.specs.is_empty() && policies.confs.is_empty() && policies.haproxy.is_empty() {
+        bail!("--replicas needs a policy to replicate: give -p SPEC, --policies FILE or a config");
     }
-    if specs.is_empty() {
-        bail!("--replicas needs a policy to replicate: give -p SPEC or --policies FILE");
+    if args.verify_column.is_some() {
+        bail!(
+            "--verify-column checks drip against the decisions one gateway logged; with --replicas the log says nothing of which instance took a row: audit without --replicas to verify"
+        );
     }
     let text = args.balance.as_deref().unwrap_or("round-robin");
     let balance = Balance::parse(text, |column| key_cols.slot(ColSel::parse(column)))?;
     let window = args.edge_window.unwrap_or(Nanos::from_secs(1));
-    let mut runs = Vec::new();
-    for (i, s) in specs.iter().enumerate() {
-        let slots = key_cols.slots(s)?;
-        runs.push(Run::replicated(s, slots, i, (n, balance.clone(), window)));
-    }
-    Ok(runs)
+    Ok(Some((n, balance, window)))
+}
+
+/// `n` + 1 instances of a config's run, made by `make` (`quiet`: the
+/// config's notes said already): N replicas and the config as written.
+fn instances(
+    n: u32,
+    mut make: impl FnMut(bool) -> Result<Box<dyn ConfigRun>>,
+) -> Result<Instances> {
+    let written = make(false)?;
+    let parts = (0..n).map(|_| make(true)).collect::<Result<Vec<_>>>()?;
+    Ok((parts, written))
 }
 
 /// How the logs are read: the options given, with the `log_format` of the
@@ -312,6 +338,7 @@ fn conf_runs(
     input: &InputSpec,
     key_cols: &mut KeyColumns,
     runs: &mut Vec<Run>,
+    replicas: Option<&Replicas>,
 ) -> Result<()> {
     let (confs, nginx_vars) = (&policies.confs, &policies.nginx_vars);
     let log_fields = if confs.is_empty() && policies.haproxy.is_empty() {
@@ -344,19 +371,25 @@ fn conf_runs(
         },
     };
     for (label, conf) in confs {
-        let exec = nginx::ConfExec::new(
-            conf.clone(),
-            &conf_opts,
-            &crate::notes(args.quiet),
-            &mut |f| key_cols.slot(ColSel::Name(f.to_string())),
-        )?;
+        let mut make = |quiet: bool| -> Result<Box<dyn ConfigRun>> {
+            let exec = nginx::ConfExec::new(
+                conf.clone(),
+                &conf_opts,
+                &crate::notes(args.quiet || quiet),
+                &mut |f| key_cols.slot(ColSel::Name(f.to_string())),
+            )?;
+            Ok(Box::new(exec))
+        };
         let order = runs.len();
-        runs.push(Run::nginx(
-            exec,
-            label.clone(),
-            crate::nginx_setup::describe(conf),
-            order,
-        ));
+        let spec = crate::nginx_setup::describe(conf);
+        runs.push(match replicas {
+            Some(&(n, ref balance, window)) => Run::replicated_config(
+                instances(n, make)?,
+                (label.clone(), spec, order),
+                (balance.clone(), window),
+            ),
+            None => Run::config(make(false)?, label.clone(), spec, order),
+        });
     }
     let opts = HapOptions {
         log_fields: log_fields.as_deref(),
@@ -364,12 +397,22 @@ fn conf_runs(
         files: conf_opts.files.clone(),
     };
     for (label, cfg) in &policies.haproxy {
-        let exec = HapExec::new(cfg.clone(), &opts, &mut |f| {
-            key_cols.slot(ColSel::Name(f.to_string()))
-        })?;
+        let mut make = |_quiet: bool| -> Result<Box<dyn ConfigRun>> {
+            let exec = HapExec::new(cfg.clone(), &opts, &mut |f| {
+                key_cols.slot(ColSel::Name(f.to_string()))
+            })?;
+            Ok(Box::new(exec))
+        };
         let spec = crate::nginx_setup::describe_haproxy(cfg);
         let order = runs.len();
-        runs.push(Run::config(Box::new(exec), label.clone(), spec, order));
+        runs.push(match replicas {
+            Some(&(n, ref balance, window)) => Run::replicated_config(
+                instances(n, make)?,
+                (label.clone(), spec, order),
+                (balance.clone(), window),
+            ),
+            None => Run::config(make(false)?, label.clone(), spec, order),
+        });
     }
     Ok(())
 }

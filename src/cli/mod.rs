@@ -316,7 +316,7 @@ pub struct AuditArgs {
     /// '#' starts a comment.
     #[arg(long = "policies", value_name = "FILE", help_heading = POLICIES)]
     pub policies_file: Option<PathBuf>,
-    /// Run each policy as N independent instances behind a balancer.
+    /// Run each policy or config as N instances behind a balancer.
     ///
     /// As local limits are (an nginx zone per instance, Envoy's local rate
     /// limit, Traefik's middleware per pod): each row goes to one instance

@@ -131,8 +131,10 @@ fn what_replicas_cannot_run_is_one_line_and_exit_2() {
                 "fixtures/haproxy/haproxy.cfg",
                 "--replicas",
                 "2",
+                "--verify-column",
+                "termination_state",
             ],
-            "a gateway config as replicas is not modelled yet",
+            "with --replicas the log says nothing of which instance took a row",
         ),
         (&["-p", "gcra:rate=1/s", "--replicas", "0"], "--replicas"),
     ];
@@ -142,4 +144,42 @@ fn what_replicas_cannot_run_is_one_line_and_exit_2() {
         assert!(out.stderr.contains(want), "{args:?}: {}", out.stderr);
         assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
     }
+}
+
+#[test]
+fn a_haproxy_cfg_as_three_replicas_adds_up_its_proxies_and_lets_the_bot_through() {
+    let r = Drip::audit()
+        .args([
+            "fixtures/haproxy/access.log",
+            "--haproxy-cfg",
+            "fixtures/haproxy/haproxy.cfg",
+        ])
+        .args([
+            "-q",
+            "-f",
+            "json",
+            "--replicas",
+            "3",
+            "--edge-window",
+            "10s",
+        ])
+        .json();
+    let p = &r["policies"][0];
+    let rep = &p["replicas"];
+    // The frontend's 40 per 10 s, counted in each of three instances: the
+    // bot gets 24 in 10 s through them, 15 through one (the api
+    // backend's key limit still holds it per instance).
+    assert_eq!(rep["written"]["peak_per_key"], 15, "{rep}");
+    assert_eq!(rep["replicated"]["peak_per_key"], 24, "{rep}");
+    assert_eq!(rep["replicated"]["peak_key"], "127.0.0.9");
+    // The section is the three instances' rows added up: every row enters
+    // the frontend once.
+    let proxies = p["haproxy"]["locations"].as_array().unwrap();
+    assert_eq!(proxies[0]["location"], "frontend www");
+    assert_eq!(proxies[0]["requests"], 417, "{proxies:?}");
+    let refused: u64 = proxies
+        .iter()
+        .map(|l| l["rejected"].as_u64().unwrap())
+        .sum();
+    assert_eq!(p["dropped"].as_u64(), Some(refused), "{p}");
 }

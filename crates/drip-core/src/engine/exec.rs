@@ -6,15 +6,11 @@
 //! `Records` as a [`MemberLoop`], its
 //! states in the same record as the other policies of the column.
 
+pub use super::config_run::ConfigRun;
 use super::loops::{MemberLoop, OneLoop};
-use super::outcome::{Gateway, NginxReport};
-use crate::ingest::input::Event;
-use crate::ingest::key_values::KeyValues;
-use crate::policy::Decision;
 use crate::policy::keyed::{Stack, Store};
 use crate::policy::records::Records;
 use crate::policy::{LevelKind, Listed, Spec, WithPolicy};
-use anyhow::Result;
 
 pub enum Exec {
     One(Box<dyn OneLoop>),
@@ -27,65 +23,6 @@ pub enum Exec {
     Conf(Box<dyn ConfigRun>),
     /// A policy as N instances behind a balancer (`--replicas`).
     Replicas(Box<super::replicas::Replicas>),
-}
-
-/// A gateway's config replayed as one run: it routes and keys each row
-/// itself, and adds its own section to the report.
-pub trait ConfigRun: Send {
-    /// Decides one row (`levels`: also its level).
-    fn decide(&mut self, ev: &Event, names: &KeyValues, levels: bool) -> Result<(Decision, u64)>;
-    /// The gateway and the report's section, once every row is decided.
-    fn section(&mut self) -> (Gateway, NginxReport);
-    /// Rows a limit applied to, per key id of the report's key column.
-    fn take_limited_by_key(&mut self) -> Vec<u64>;
-    /// True when admitted requests may be delayed.
-    fn shapes(&self) -> bool;
-    /// The highest level a row can reach (`u64::MAX`: no bound).
-    fn max_level(&self) -> u64;
-    /// The key column the report counts drops by.
-    fn report_slot(&self) -> Option<usize>;
-}
-
-impl ConfigRun for super::conf::ConfExec {
-    fn decide(&mut self, ev: &Event, names: &KeyValues, levels: bool) -> Result<(Decision, u64)> {
-        super::conf::ConfExec::decide(self, ev, names, levels)
-    }
-    fn section(&mut self) -> (Gateway, NginxReport) {
-        (Gateway::Nginx, self.report())
-    }
-    fn take_limited_by_key(&mut self) -> Vec<u64> {
-        super::conf::ConfExec::take_limited_by_key(self)
-    }
-    fn shapes(&self) -> bool {
-        super::conf::ConfExec::shapes(self)
-    }
-    fn max_level(&self) -> u64 {
-        super::conf::ConfExec::max_level(self)
-    }
-    fn report_slot(&self) -> Option<usize> {
-        super::conf::ConfExec::report_slot(self)
-    }
-}
-
-impl ConfigRun for super::haproxy::HapExec {
-    fn decide(&mut self, ev: &Event, names: &KeyValues, levels: bool) -> Result<(Decision, u64)> {
-        super::haproxy::HapExec::decide(self, ev, names, levels)
-    }
-    fn section(&mut self) -> (Gateway, NginxReport) {
-        (Gateway::Haproxy, self.report())
-    }
-    fn take_limited_by_key(&mut self) -> Vec<u64> {
-        super::haproxy::HapExec::take_limited_by_key(self)
-    }
-    fn shapes(&self) -> bool {
-        false
-    }
-    fn max_level(&self) -> u64 {
-        u64::MAX
-    }
-    fn report_slot(&self) -> Option<usize> {
-        super::haproxy::HapExec::report_slot(self)
-    }
 }
 
 /// A single policy's store, behind its replay loop.
@@ -129,7 +66,7 @@ impl Exec {
             Exec::One(one) => *one.info(),
             Exec::Member(m) => *m.info(),
             Exec::Stack(s) => s.info(),
-            Exec::Replicas(r) => r.info(),
+            Exec::Replicas(r) => return r.facts(),
             Exec::Conf(c) => return (c.shapes(), c.max_level(), LevelKind::Level),
         };
         (info.shapes, info.max_level, info.level_kind)

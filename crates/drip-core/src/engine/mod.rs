@@ -5,6 +5,7 @@
 pub mod candidates;
 pub mod compare;
 pub mod conf;
+pub mod config_run;
 pub mod counts;
 pub mod exec;
 pub mod haproxy;

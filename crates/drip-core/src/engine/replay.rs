@@ -393,6 +393,10 @@ impl Replay {
         let shapes = run.exec.shapes();
         let (section, limited) = match &mut run.exec {
             Exec::Conf(c) => (Some(c.section()), Some(c.take_limited_by_key())),
+            Exec::Replicas(r) => match r.section() {
+                Some((s, l)) => (Some(s), Some(l)),
+                None => (None, None),
+            },
             _ => (None, None),
         };
         let (nginx, haproxy) = match section {

@@ -10,13 +10,16 @@
 //! rows together, the most requests admitted in one window (aligned to
 //! the epoch, counted when each request is released to the upstream).
 
-use super::outcome::{EdgeFigures, ReplicaReport};
+use super::config_run::ConfigRun;
+use super::outcome::{EdgeFigures, Gateway, NginxReport, ReplicaReport};
+use crate::ingest::input::Event;
+use crate::ingest::key_values::KeyValues;
 use crate::ingest::keys::KeyNames;
-use crate::policy::Decision;
-use crate::policy::Spec;
 use crate::policy::keyed::{KeyId, Levels, Stack};
 use crate::policy::table::Info;
+use crate::policy::{Decision, LevelKind, Spec};
 use crate::time::Nanos;
+use anyhow::Result;
 use std::collections::VecDeque;
 use std::fmt;
 
@@ -168,10 +171,35 @@ impl Edge {
     }
 }
 
-/// A policy as N instances behind a balancer, and as written.
+/// A config's N instances behind the balancer, and one more seeing every
+/// row (the config as written).
+pub type Instances = (Vec<Box<dyn ConfigRun>>, Box<dyn ConfigRun>);
+
+/// One instance: a policy (or stack), or a gateway's config.
+enum Part {
+    Spec(Stack),
+    Conf(Box<dyn ConfigRun>),
+}
+
+impl Part {
+    fn decide(
+        &mut self,
+        keys: &[Option<KeyId>],
+        ev: &Event,
+        names: &KeyValues,
+        levels: Levels,
+    ) -> Result<(Decision, u64)> {
+        match self {
+            Part::Spec(s) => Ok(s.decide_level(keys, ev.at, u64::from(ev.cost), levels)),
+            Part::Conf(c) => c.decide(ev, names, !matches!(levels, Levels::None)),
+        }
+    }
+}
+
+/// A policy (or config) as N instances behind a balancer, and as written.
 pub struct Replicas {
-    parts: Vec<Stack>,
-    written: Stack,
+    parts: Vec<Part>,
+    written: Part,
     balance: Balance,
     /// Rows decided so far (round robin and the random draw use it).
     rows: u64,
@@ -184,8 +212,8 @@ impl Replicas {
     /// report counts admitted requests over.
     pub fn new(spec: &Spec, n: u32, balance: Balance, window: Nanos) -> Replicas {
         Replicas {
-            parts: (0..n).map(|_| spec.build()).collect(),
-            written: spec.build(),
+            parts: (0..n).map(|_| Part::Spec(spec.build())).collect(),
+            written: Part::Spec(spec.build()),
             balance,
             rows: 0,
             edge: Edge::new(window),
@@ -201,9 +229,64 @@ impl Replicas {
         }
     }
 
-    /// What reports need of the policy (each instance is one).
-    pub fn info(&self) -> Info {
-        self.written.info()
+    /// A gateway's config as the instances `parts` behind `balance`, and
+    /// `written` (one more instance) seeing every row.
+    pub fn of_config(
+        parts: Vec<Box<dyn ConfigRun>>,
+        written: Box<dyn ConfigRun>,
+        balance: Balance,
+        window: Nanos,
+    ) -> Replicas {
+        Replicas {
+            parts: parts.into_iter().map(Part::Conf).collect(),
+            written: Part::Conf(written),
+            balance,
+            rows: 0,
+            edge: Edge::new(window),
+            alone: Edge::new(window),
+        }
+    }
+
+    /// What reports need of the policy (each instance is one): whether it
+    /// delays, its highest level, what the level measures.
+    pub fn facts(&self) -> (bool, u64, LevelKind) {
+        match &self.written {
+            Part::Spec(s) => {
+                let i: Info = s.info();
+                (i.shapes, i.max_level, i.level_kind)
+            }
+            Part::Conf(c) => (c.shapes(), c.max_level(), LevelKind::Level),
+        }
+    }
+
+    /// The key column the report counts drops by, for a config.
+    pub fn config_slot(&self) -> Option<Option<usize>> {
+        match &self.written {
+            Part::Conf(c) => Some(c.report_slot()),
+            Part::Spec(_) => None,
+        }
+    }
+
+    /// For a config: the instances' sections as one (each location's or
+    /// proxy's rows added up), and the rows a limit applied to per key.
+    pub fn section(&mut self) -> Option<((Gateway, NginxReport), Vec<u64>)> {
+        let mut merged: Option<(Gateway, NginxReport)> = None;
+        let mut limited: Vec<u64> = Vec::new();
+        for p in &mut self.parts {
+            let Part::Conf(c) = p else { return None };
+            let (g, s) = c.section();
+            for (i, n) in c.take_limited_by_key().into_iter().enumerate() {
+                if limited.len() <= i {
+                    limited.resize(i + 1, 0);
+                }
+                limited[i] += n;
+            }
+            match &mut merged {
+                None => merged = Some((g, s)),
+                Some((_, m)) => add_section(m, s),
+            }
+        }
+        merged.map(|m| (m, limited))
     }
 
     /// The replica row `value` (the hash column's value) goes to.
@@ -217,23 +300,22 @@ impl Replicas {
         i as usize
     }
 
-    /// Decides one row: `keys` are the members' keys, `key` the report's
+    /// Decides row `ev`: `keys` are the members' keys, `key` the report's
     /// key id, `value` the hash column's value (empty without one).
     pub fn decide(
         &mut self,
         keys: &[Option<KeyId>],
-        key: Option<u32>,
-        value: &[u8],
-        (at, cost): (Nanos, u64),
+        (key, value): (Option<u32>, &[u8]),
+        (ev, names): (&Event, &KeyValues),
         levels: Levels,
-    ) -> (Decision, u64) {
+    ) -> Result<(Decision, u64)> {
         let i = self.pick(value);
         self.rows += 1;
-        let (d, level) = self.parts[i].decide_level(keys, at, cost, levels);
+        let (d, level) = self.parts[i].decide(keys, ev, names, levels)?;
         self.edge.count(d, key);
-        let (one, _) = self.written.decide_level(keys, at, cost, Levels::None);
+        let (one, _) = self.written.decide(keys, ev, names, Levels::None)?;
         self.alone.count(one, key);
-        (d, level)
+        Ok((d, level))
     }
 
     /// The report's section: the replicas against the policy as written.
@@ -244,6 +326,29 @@ impl Replicas {
             window_ns: self.edge.window.0,
             replicated: self.edge.figures(names),
             written: self.alone.figures(names),
+        }
+    }
+}
+
+/// Adds section `s` of one instance into `m`: a location's (proxy's) rows
+/// by name, untested only where no instance saw a row, notes once.
+fn add_section(m: &mut NginxReport, s: NginxReport) {
+    for row in s.locations {
+        match m.locations.iter_mut().find(|r| r.location == row.location) {
+            Some(r) => {
+                r.requests += row.requests;
+                r.passed += row.passed;
+                r.delayed += row.delayed;
+                r.rejected += row.rejected;
+                r.unlimited += row.unlimited;
+            }
+            None => m.locations.push(row),
+        }
+    }
+    m.untested.retain(|u| s.untested.contains(u));
+    for n in s.notes {
+        if !m.notes.contains(&n) {
+            m.notes.push(n);
         }
     }
 }
@@ -273,15 +378,20 @@ mod tests {
     fn replay(spec: &str, n: u32, balance: Balance, rows: &[(u64, u32)]) -> ReplicaReport {
         let spec = parse_spec(spec).unwrap();
         let mut r = Replicas::new(&spec, n, balance, Nanos(S));
+        let names = KeyValues::new(1);
         for &(at, key) in rows {
             let keys = [Some(KeyId::from(key))];
-            r.decide(
-                &keys,
-                Some(key),
-                &key.to_le_bytes(),
-                (Nanos(at), 1),
-                Levels::None,
-            );
+            let ev = Event {
+                at: Nanos(at),
+                row: 0,
+                line: 0,
+                file: 0,
+                cost: 1,
+                keys: [0; crate::ingest::input::MAX_KEYS],
+            };
+            let value = key.to_le_bytes();
+            r.decide(&keys, (Some(key), &value), (&ev, &names), Levels::None)
+                .unwrap();
         }
         r.report(None)
     }

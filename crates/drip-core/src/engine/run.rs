@@ -86,7 +86,7 @@ impl Run {
                         },
                         None => &b""[..],
                     };
-                    Ok(r.decide(keys, key, value, (ev.at, u64::from(ev.cost)), levels))
+                    r.decide(keys, (key, value), (ev, names), levels)
                 })?
             }
         }
@@ -170,6 +170,27 @@ impl Run {
         )
     }
 
+    /// A gateway config's run as `parts` behind `balance`, `written` one
+    /// more instance seeing every row (see [`Replicas::of_config`]).
+    ///
+    /// [`Replicas::of_config`]: super::replicas::Replicas::of_config
+    pub fn replicated_config(
+        (parts, written): super::replicas::Instances,
+        (label, spec, order): (String, String, usize),
+        (balance, window): (super::replicas::Balance, Nanos),
+    ) -> Run {
+        let report_slot = written.report_slot();
+        let exec = super::replicas::Replicas::of_config(parts, written, balance, window);
+        Run::with_exec(
+            Exec::Replicas(Box::new(exec)),
+            label,
+            spec,
+            Vec::new(),
+            report_slot,
+            order,
+        )
+    }
+
     /// The same run with empty state.
     pub(super) fn fresh(&self) -> Option<Run> {
         let spec = self.source.as_ref()?;
@@ -204,7 +225,7 @@ impl Run {
     pub fn reads_names(&self) -> bool {
         match &self.exec {
             Exec::Conf(_) => true,
-            Exec::Replicas(r) => r.hash_slot().is_some(),
+            Exec::Replicas(r) => r.hash_slot().is_some() || r.config_slot().is_some(),
             _ => false,
         }
     }
