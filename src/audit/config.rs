@@ -309,15 +309,24 @@ fn replica_setup(
     Ok(Some((n, balance, window)))
 }
 
-/// `n` + 1 instances of a config's run, made by `make` (`quiet`: the
-/// config's notes said already): N replicas and the config as written.
-fn instances(
-    n: u32,
+/// A config's run, its instances made by `make` (`quiet`: the config's
+/// notes said already): one, or with `--replicas` N and one as written.
+fn config_run(
     mut make: impl FnMut(bool) -> Result<Box<dyn ConfigRun>>,
-) -> Result<Instances> {
+    replicas: Option<&Replicas>,
+    (label, spec, order): (String, String, usize),
+) -> Result<Run> {
+    let Some(&(n, ref balance, window)) = replicas else {
+        return Ok(Run::config(make(false)?, label, spec, order));
+    };
     let written = make(false)?;
     let parts = (0..n).map(|_| make(true)).collect::<Result<Vec<_>>>()?;
-    Ok((parts, written))
+    let instances: Instances = (parts, written);
+    Ok(Run::replicated_config(
+        instances,
+        (label, spec, order),
+        (balance.clone(), window),
+    ))
 }
 
 /// How the logs are read: the options given, with the `log_format` of the
@@ -371,7 +380,7 @@ fn conf_runs(
         },
     };
     for (label, conf) in confs {
-        let mut make = |quiet: bool| -> Result<Box<dyn ConfigRun>> {
+        let make = |quiet: bool| -> Result<Box<dyn ConfigRun>> {
             let exec = nginx::ConfExec::new(
                 conf.clone(),
                 &conf_opts,
@@ -382,14 +391,7 @@ fn conf_runs(
         };
         let order = runs.len();
         let spec = crate::nginx_setup::describe(conf);
-        runs.push(match replicas {
-            Some(&(n, ref balance, window)) => Run::replicated_config(
-                instances(n, make)?,
-                (label.clone(), spec, order),
-                (balance.clone(), window),
-            ),
-            None => Run::config(make(false)?, label.clone(), spec, order),
-        });
+        runs.push(config_run(make, replicas, (label.clone(), spec, order))?);
     }
     let opts = HapOptions {
         log_fields: log_fields.as_deref(),
@@ -397,7 +399,7 @@ fn conf_runs(
         files: conf_opts.files.clone(),
     };
     for (label, cfg) in &policies.haproxy {
-        let mut make = |_quiet: bool| -> Result<Box<dyn ConfigRun>> {
+        let make = |_quiet: bool| -> Result<Box<dyn ConfigRun>> {
             let exec = HapExec::new(cfg.clone(), &opts, &mut |f| {
                 key_cols.slot(ColSel::Name(f.to_string()))
             })?;
@@ -405,14 +407,7 @@ fn conf_runs(
         };
         let spec = crate::nginx_setup::describe_haproxy(cfg);
         let order = runs.len();
-        runs.push(match replicas {
-            Some(&(n, ref balance, window)) => Run::replicated_config(
-                instances(n, make)?,
-                (label.clone(), spec, order),
-                (balance.clone(), window),
-            ),
-            None => Run::config(make(false)?, label.clone(), spec, order),
-        });
+        runs.push(config_run(make, replicas, (label.clone(), spec, order))?);
     }
     Ok(())
 }

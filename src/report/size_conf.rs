@@ -8,7 +8,6 @@ use super::page::{Block, Page, Shown, Table, Verdict};
 use super::size::Targets;
 use super::{Column, Human, pct, wait_cell};
 use serde::Serialize;
-use std::io::{self, Write};
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct SizeConfReport {
@@ -447,28 +446,4 @@ fn add_patch(page: &mut Page, r: &SizeConfReport) {
             Block::Pre(r.patch.lines().map(str::to_string).collect()),
         );
     }
-}
-
-pub fn render_table(
-    r: &SizeConfReport,
-    width: Option<usize>,
-    out: &mut dyn Write,
-) -> io::Result<()> {
-    super::table::write(&page(r), width, out)
-}
-
-pub fn render_markdown(r: &SizeConfReport, out: &mut dyn Write) -> io::Result<()> {
-    super::markdown::write(&page(r), out)
-}
-
-pub fn render_csv(r: &SizeConfReport, out: &mut dyn Write) -> io::Result<()> {
-    super::csv::write(&page(r), out)
-}
-
-pub fn render_json(r: &SizeConfReport, out: &mut dyn Write) -> io::Result<()> {
-    super::json::write(&page(r), out)
-}
-
-pub fn render_html(r: &SizeConfReport, out: &mut dyn Write) -> io::Result<()> {
-    super::html::write(&page(r), out)
 }

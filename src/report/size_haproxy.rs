@@ -4,7 +4,6 @@
 use super::page::{Block, Page, Shown, Table, Verdict};
 use super::{Column, Human, pct};
 use serde::Serialize;
-use std::io::{self, Write};
 
 /// What `size --haproxy-cfg` found.
 #[derive(Clone, Debug, Serialize)]
@@ -63,7 +62,8 @@ const LIMITS: &[Column<LimitRow>] = &[
     Column::text("meets", |r, _| if r.meets { "yes" } else { "no" }.into()),
 ];
 
-fn page(s: &SizedCfg) -> Page<'_> {
+/// The report as a page.
+pub fn page(s: &SizedCfg) -> Page<'_> {
     let mut page = Page::new(format!("drip size --haproxy-cfg {}", s.config), s);
     page.add(
         Shown::ALL,
@@ -110,24 +110,4 @@ fn page(s: &SizedCfg) -> Page<'_> {
         details: Vec::new(),
     });
     page
-}
-
-pub fn render_table(s: &SizedCfg, width: Option<usize>, out: &mut dyn Write) -> io::Result<()> {
-    super::table::write(&page(s), width, out)
-}
-
-pub fn render_markdown(s: &SizedCfg, out: &mut dyn Write) -> io::Result<()> {
-    super::markdown::write(&page(s), out)
-}
-
-pub fn render_csv(s: &SizedCfg, out: &mut dyn Write) -> io::Result<()> {
-    super::csv::write(&page(s), out)
-}
-
-pub fn render_json(s: &SizedCfg, out: &mut dyn Write) -> io::Result<()> {
-    super::json::write(&page(s), out)
-}
-
-pub fn render_html(s: &SizedCfg, out: &mut dyn Write) -> io::Result<()> {
-    super::html::write(&page(s), out)
 }

@@ -5,7 +5,6 @@ use super::page::{Block, Page, Shown, Table, Verdict};
 use super::{Column, Human, pct};
 use crate::time::human_wait;
 use serde::Serialize;
-use std::io::{self, Write};
 
 /// What `size --replicas N --total RATE` found.
 #[derive(Clone, Debug, Serialize)]
@@ -105,7 +104,8 @@ const CANDIDATES: &[Column<(String, Candidate)>] = &[
     }),
 ];
 
-fn page(s: &ReplicaSizing) -> Page<'_> {
+/// The report as a page.
+pub fn page(s: &ReplicaSizing) -> Page<'_> {
     let mut page = Page::new("drip size --replicas".into(), s);
     page.add(Shown::ALL, Block::Paragraph(s.lead()));
     let rows = s.rows();
@@ -127,28 +127,4 @@ fn page(s: &ReplicaSizing) -> Page<'_> {
         details: Vec::new(),
     });
     page
-}
-
-pub fn render_table(
-    s: &ReplicaSizing,
-    width: Option<usize>,
-    out: &mut dyn Write,
-) -> io::Result<()> {
-    super::table::write(&page(s), width, out)
-}
-
-pub fn render_markdown(s: &ReplicaSizing, out: &mut dyn Write) -> io::Result<()> {
-    super::markdown::write(&page(s), out)
-}
-
-pub fn render_csv(s: &ReplicaSizing, out: &mut dyn Write) -> io::Result<()> {
-    super::csv::write(&page(s), out)
-}
-
-pub fn render_json(s: &ReplicaSizing, out: &mut dyn Write) -> io::Result<()> {
-    super::json::write(&page(s), out)
-}
-
-pub fn render_html(s: &ReplicaSizing, out: &mut dyn Write) -> io::Result<()> {
-    super::html::write(&page(s), out)
 }

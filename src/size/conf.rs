@@ -22,7 +22,7 @@ use super::conf_targets::{self, PerLine};
 use super::goal::Goal;
 use super::outliers::Found;
 use super::patch;
-use crate::cli::{Format, MaxChange, SizeArgs};
+use crate::cli::{MaxChange, SizeArgs};
 use crate::engine::conf::{ConfExec, ConfOptions};
 use crate::ingest::input::{ColSel, file_name};
 use crate::ingest::stream::{self, Read};
@@ -494,19 +494,15 @@ fn render(args: &SizeArgs, report: &SizeConfReport) -> Result<u8> {
         std::fs::write(p, &report.patch_bytes)
             .with_context(|| format!("cannot write --patch file '{}'", p.display()))?;
     }
-    let stdout = std::io::stdout();
-    let mut out = std::io::BufWriter::new(stdout.lock());
-    use crate::report::size_conf as r;
-    match args.format {
-        _ if to_stdout => out.write_all(&report.patch_bytes),
-        Format::Table => r::render_table(report, crate::report::fit::width(args.wide), &mut out),
-        Format::Json => r::render_json(report, &mut out),
-        Format::Csv => r::render_csv(report, &mut out),
-        Format::Markdown => r::render_markdown(report, &mut out),
-        Format::Html => r::render_html(report, &mut out),
+    if to_stdout {
+        let stdout = std::io::stdout();
+        let mut out = stdout.lock();
+        out.write_all(&report.patch_bytes)
+            .and_then(|_| out.flush())
+            .context("cannot write the report")?;
+    } else {
+        super::write_page(args, &crate::report::size_conf::page(report))?;
     }
-    .and_then(|_| out.flush())
-    .context("cannot write the report")?;
     let missed = |guarded: bool| {
         (report.limits.iter())
             .filter(|l| l.missed.is_some() && l.change.kept.is_some() == guarded)

@@ -42,14 +42,20 @@ impl Rows {
     }
 }
 
+/// Interns `batch`'s keys (when the reader did not) and keeps the values
+/// new to `names`: what a sink that needs key values learns of a batch.
+pub fn learn_keys(names: &mut KeyValues, interners: &mut [Interner], batch: &mut Batch) {
+    if !batch.interned {
+        batch.intern(interners, &mut names.spill);
+    }
+    for &(c, start, end) in &batch.new_keys {
+        names[c as usize].push(&batch.key_bytes[start as usize..end as usize]);
+    }
+}
+
 impl Sink for Rows {
     fn learn(&mut self, batch: &mut Batch) {
-        if !batch.interned {
-            batch.intern(&mut self.interners, &mut self.names.spill);
-        }
-        for &(c, start, end) in &batch.new_keys {
-            self.names[c as usize].push(&batch.key_bytes[start as usize..end as usize]);
-        }
+        learn_keys(&mut self.names, &mut self.interners, batch);
     }
 
     fn take(&mut self, rows: &[Event]) -> Result<()> {

@@ -19,7 +19,7 @@
 
 use super::goal::Goal;
 use super::outliers::Found;
-use crate::cli::{Format, MaxChange, SizeArgs};
+use crate::cli::{MaxChange, SizeArgs};
 use crate::engine::candidates::per::PeriodCount;
 use crate::engine::haproxy::{HapExec, HapOptions, Probe};
 use crate::haproxy_cfg::{HaproxyCfg, RateLimit, acl::Cmp};
@@ -163,12 +163,7 @@ struct Decide {
 
 impl Sink for Decide {
     fn learn(&mut self, batch: &mut Batch) {
-        if !batch.interned {
-            batch.intern(&mut self.interners, &mut self.names.spill);
-        }
-        for &(c, start, end) in &batch.new_keys {
-            self.names[c as usize].push(&batch.key_bytes[start as usize..end as usize]);
-        }
+        super::conf_rows::learn_keys(&mut self.names, &mut self.interners, batch);
     }
 
     fn take(&mut self, rows: &[Event]) -> Result<()> {
@@ -513,11 +508,10 @@ fn haproxy_check(path: &Path, new: &[u8], quiet: bool) -> String {
 }
 
 fn render(args: &SizeArgs, s: &SizedCfg, patch: Option<&[u8]>) -> Result<()> {
-    use crate::report::size_haproxy as out;
-    let stdout = std::io::stdout();
-    let mut w = std::io::BufWriter::new(stdout.lock());
     if let (Some(p), Some(bytes)) = (&args.patch, patch) {
         if p.as_os_str() == "-" {
+            let stdout = std::io::stdout();
+            let mut w = stdout.lock();
             w.write_all(bytes)
                 .and_then(|_| w.flush())
                 .context("cannot write the patch")?;
@@ -526,15 +520,7 @@ fn render(args: &SizeArgs, s: &SizedCfg, patch: Option<&[u8]>) -> Result<()> {
         std::fs::write(p, bytes)
             .with_context(|| format!("cannot write --patch file '{}'", p.display()))?;
     }
-    match args.format {
-        Format::Table => out::render_table(s, crate::report::fit::width(args.wide), &mut w),
-        Format::Json => out::render_json(s, &mut w),
-        Format::Csv => out::render_csv(s, &mut w),
-        Format::Markdown => out::render_markdown(s, &mut w),
-        Format::Html => out::render_html(s, &mut w),
-    }
-    .and_then(|_| w.flush())
-    .context("cannot write the report")
+    super::write_page(args, &crate::report::size_haproxy::page(s))
 }
 
 #[cfg(test)]

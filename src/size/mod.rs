@@ -421,6 +421,22 @@ fn render(args: &SizeArgs, report: &SizeReport) -> Result<u8> {
     Ok(0)
 }
 
+/// Writes `page` on stdout in the `--format` asked.
+pub(crate) fn write_page(args: &SizeArgs, page: &crate::report::page::Page) -> Result<()> {
+    use crate::report::{csv, html, json, markdown, table};
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::new(stdout.lock());
+    match args.format {
+        Format::Table => table::write(page, crate::report::fit::width(args.wide), &mut out),
+        Format::Json => json::write(page, &mut out),
+        Format::Csv => csv::write(page, &mut out),
+        Format::Markdown => markdown::write(page, &mut out),
+        Format::Html => html::write(page, &mut out),
+    }
+    .and_then(|_| out.flush())
+    .context("cannot write the report")
+}
+
 /// Refuses, before anything is written, a report or plot that would land on
 /// one of the logs or the --exclude-keys file, or on each other.
 fn check_outputs(args: &SizeArgs) -> Result<()> {

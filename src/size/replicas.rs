@@ -13,7 +13,7 @@
 
 use super::family::Family;
 use super::goal::Goal;
-use crate::cli::{Format, SizeArgs};
+use crate::cli::SizeArgs;
 use crate::engine::candidates::{self, log::Log};
 use crate::engine::outcome::PolicyReport;
 use crate::engine::replicas::Balance;
@@ -22,7 +22,6 @@ use crate::rate::parse_rate;
 use crate::report::size_replicas::{Candidate, ReplicaSizing};
 use crate::time::{Nanos, human_wait};
 use anyhow::{Context, Result, bail};
-use std::io::Write;
 
 /// What the command line asks: the family, N, the balancer, the total.
 struct Asked {
@@ -201,16 +200,5 @@ fn candidate(spec: String, step: &str, r: &PolicyReport, keyed: bool) -> Candida
 }
 
 fn render(args: &SizeArgs, s: &ReplicaSizing) -> Result<()> {
-    use crate::report::size_replicas as out;
-    let stdout = std::io::stdout();
-    let mut w = std::io::BufWriter::new(stdout.lock());
-    match args.format {
-        Format::Table => out::render_table(s, crate::report::fit::width(args.wide), &mut w),
-        Format::Json => out::render_json(s, &mut w),
-        Format::Csv => out::render_csv(s, &mut w),
-        Format::Markdown => out::render_markdown(s, &mut w),
-        Format::Html => out::render_html(s, &mut w),
-    }
-    .and_then(|_| w.flush())
-    .context("cannot write the report")
+    super::write_page(args, &crate::report::size_replicas::page(s))
 }
