@@ -308,7 +308,10 @@ pub struct AuditArgs {
     /// A policy spec: NAME[:PARAM=VALUE,...].
     ///
     /// '+' joins a stack: admitted only if every member admits, delayed by
-    /// the largest member delay. label=NAME names it in reports.
+    /// the largest member delay; a refusal charges no member (charge=each:
+    /// those before it keep their charge, as Envoy's local rate limit).
+    /// block=DUR keeps a refused key refused that long; label=NAME names it
+    /// in reports.
     #[arg(long = "policy", short = 'p', value_name = "SPEC", help_heading = POLICIES)]
     pub policies: Vec<String>,
     /// A file of policy specs, one per line.

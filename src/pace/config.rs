@@ -120,6 +120,8 @@ impl Config {
                 text: target.clone(),
                 label: target.clone(),
                 members: Vec::new(),
+                charge_each: false,
+                block: None,
             },
             interval: None,
             target,
@@ -237,6 +239,16 @@ fn policy_of(args: &PaceArgs) -> anyhow::Result<(Spec, String)> {
     Ok(match (&args.policy, args.rate) {
         (Some(text), _) => {
             let spec = parse_spec(text).with_context(|| "--policy".to_string())?;
+            let calendar = |m: &crate::policy::Member| {
+                (m.text.split([',', ':']).map(str::trim))
+                    .any(|p| p == "window=month" || p == "window=year")
+            };
+            if spec.members.iter().any(calendar) {
+                bail!(
+                    "--policy '{}': window=month and window=year are UTC calendar windows of a log's times; pace's clock starts with the run: give a length (window=30d)",
+                    crate::quote::shown_str(text)
+                );
+            }
             if let Some((m, c)) = spec.members.iter().find_map(|m| match &m.key {
                 KeyChoice::Column(c) => Some((m, c)),
                 _ => None,
@@ -267,6 +279,8 @@ fn policy_of(args: &PaceArgs) -> anyhow::Result<(Spec, String)> {
                     key: KeyChoice::Default,
                     text,
                 }],
+                charge_each: false,
+                block: None,
             };
             (spec, rate.to_string())
         }

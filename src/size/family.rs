@@ -137,6 +137,14 @@ impl Family {
         };
         let flag = format!("--{}", axis.param());
         let flag = flag.as_str();
+        let calendar = |t: &str| matches!(t.trim(), "month" | "year");
+        if self.fixed.as_deref().is_some_and(calendar)
+            || given.is_some_and(|g| g.split(',').any(calendar))
+        {
+            bail!(
+                "size sweeps window lengths; a calendar window (month, year) is not one: size with window lengths (30d) or audit the calendar limit"
+            );
+        }
         if let Some(f) = &self.fixed {
             if given.is_some() {
                 bail!(

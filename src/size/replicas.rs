@@ -61,9 +61,9 @@ fn asked(args: &SizeArgs) -> Result<Asked> {
             "size --replicas {n} needs --total RATE: what one client should get through all {n} replicas together (e.g. --total 10/s)"
         );
     };
-    if args.nginx_conf.is_some() {
+    if args.nginx_conf.is_some() || args.haproxy_cfg.is_some() {
         bail!(
-            "size --replicas sizes a policy spec (-p); an nginx.conf as replicas is not modelled yet"
+            "size --replicas sizes a policy spec (-p); a config as replicas is audited by audit --replicas and not sized yet"
         );
     }
     let family = Family::parse(args.policy.as_deref().unwrap_or_default())?;

@@ -1578,3 +1578,126 @@ fn kong_periods_are_a_stack_of_epoch_windows_that_count_admitted_hits() {
         "{decisions}"
     );
 }
+
+#[test]
+fn a_stack_charging_each_member_refunds_none_before_a_refusal() {
+    // Envoy's local rate limit (LocalRateLimiterImpl::requestAllowed in
+    // source/extensions/filters/common/local_ratelimit/): a request's
+    // descriptors are consumed in order (fewest tokens a second first), a
+    // bucket out of tokens ends it, and the tokens taken before stay
+    // taken. Per client 2 a minute, all together 1 a second: the second
+    // request is refused by the global limit, and under charge=each it
+    // has used the client's second token, so the third, a second later,
+    // is refused by the client's limit; under the default it is admitted.
+    let tmp = Scratch::new();
+    let log = tmp.write(
+        "log.csv",
+        "t,client\n1700000000,y\n1700000000.2,y\n1700000001.5,y\n",
+    );
+    let stack = "fixed-window:limit=2,window=1m + fixed-window:limit=1,window=1s,key=none";
+    let run = |spec: &str| {
+        let (_, decisions) = Drip::audit()
+            .args([s(&log), "--key-column", "client", "-q", "-p", spec])
+            .run_with_decisions();
+        (decisions.lines().skip(1))
+            .map(|l| l.rsplit(',').nth(2) == Some("1"))
+            .collect::<Vec<bool>>()
+    };
+    assert_eq!(run(stack), [true, false, true]);
+    assert_eq!(run(&format!("{stack},charge=each")), [true, false, false]);
+    let bad = Drip::audit()
+        .args([s(&log), "-p", "gcra:rate=1/s,charge=each"])
+        .run();
+    assert_eq!(bad.code, 2);
+    assert!(
+        bad.stderr.contains("a single policy has one"),
+        "{}",
+        bad.stderr
+    );
+}
+
+#[test]
+fn kong_months_are_utc_calendar_months() {
+    // Kong's `month` period starts on the first of the UTC month
+    // (kong/tools/timestamp.lua): two a month, a third on January 31 is
+    // refused until February 1 00:00 UTC, whatever the month's length.
+    let tmp = Scratch::new();
+    let log = tmp.write(
+        "log.csv",
+        "t,client\n2026-01-01T00:00:00Z,k\n2026-01-31T23:59:59Z,k\n2026-01-31T23:59:59.900Z,k\n\
+         2026-02-01T00:00:00Z,k\n2026-02-28T12:00:00Z,k\n2026-02-28T23:00:00Z,k\n2026-03-01T00:00:00Z,k\n",
+    );
+    let (_, decisions) = Drip::audit()
+        .args([s(&log), "--key-column", "client", "-q"])
+        .args(["-p", "fixed-window:limit=2,window=month"])
+        .run_with_decisions();
+    let cells: Vec<(String, String)> = (decisions.lines().skip(1))
+        .map(|l| {
+            let c: Vec<&str> = l.split(',').collect();
+            (c[c.len() - 3].to_string(), c[c.len() - 1].to_string())
+        })
+        .collect();
+    let admitted: Vec<&str> = cells.iter().map(|c| c.0.as_str()).collect();
+    assert_eq!(admitted, ["1", "1", "0", "1", "1", "0", "1"], "{decisions}");
+    // The refused one may retry at February 1, 00:00 UTC: 100 ms later.
+    assert_eq!(cells[2].1, "100", "{decisions}");
+    let pace = Drip::pace()
+        .args(["-p", "fixed-window:limit=2,window=month"])
+        .stdin("a\n")
+        .run();
+    assert_eq!(pace.code, 2, "{}", pace.stderr);
+    assert!(
+        pace.stderr.contains("calendar windows of a log's times"),
+        "{}",
+        pace.stderr
+    );
+}
+
+#[test]
+fn a_block_refuses_a_refused_key_for_its_duration() {
+    // A penalty box (Cloudflare's mitigation timeout, fail2ban's ban): one
+    // a second, and a key refused once is refused for 10 s, though the
+    // bucket would admit it a second later; a blocked request charges
+    // nothing, so the first after the block is admitted.
+    let tmp = Scratch::new();
+    let log = tmp.write(
+        "log.csv",
+        "t,client\n1700000000,k\n1700000000.5,k\n1700000002,k\n1700000010.6,k\n1700000002,q\n",
+    );
+    let (_, decisions) = Drip::audit()
+        .args([
+            s(&log),
+            "--key-column",
+            "client",
+            "-q",
+            "--reorder-window",
+            "20s",
+        ])
+        .args(["-p", "gcra:rate=1/s,burst=1,block=10s"])
+        .run_with_decisions();
+    let rows: Vec<(String, String, String)> = (decisions.lines().skip(1))
+        .map(|l| {
+            // row,policy,key,cost,admit,wait_ms,retry_after_ms (the
+            // policy quoted, with commas): counted from the end.
+            let c: Vec<&str> = l.split(',').collect();
+            let n = c.len();
+            (
+                c[n - 5].to_string(),
+                c[n - 3].to_string(),
+                c[n - 1].to_string(),
+            )
+        })
+        .collect();
+    let k: Vec<(&str, &str)> = (rows.iter())
+        .filter(|r| r.0 == "k")
+        .map(|r| (r.1.as_str(), r.2.as_str()))
+        .collect();
+    // Refused at 0.5 s: blocked until 10.5 s (retry in 10 s); at 2 s still
+    // blocked (8.5 s to go); at 10.6 s admitted. Another key is not blocked.
+    assert_eq!(
+        k,
+        [("1", ""), ("0", "10000"), ("0", "8500"), ("1", "")],
+        "{decisions}"
+    );
+    assert!(rows.iter().any(|r| r.0 == "q" && r.1 == "1"), "{decisions}");
+}

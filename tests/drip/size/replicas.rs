@@ -98,6 +98,17 @@ fn a_total_no_replica_can_hold_exits_1_and_bad_totals_exit_2() {
             ][..],
             "give --key-column host",
         ),
+        (
+            &[
+                "--replicas",
+                "3",
+                "--total",
+                "10/s",
+                "--haproxy-cfg",
+                "fixtures/haproxy/haproxy.cfg",
+            ][..],
+            "a config as replicas is audited by audit --replicas and not sized yet",
+        ),
     ] {
         let out = Drip::size()
             .args([s(&log), "--key-column", "client", "-p", "fixed-window"])

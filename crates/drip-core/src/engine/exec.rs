@@ -48,7 +48,7 @@ impl WithPolicy for Joined<'_> {
 impl Exec {
     pub fn new(spec: &Spec) -> Exec {
         match spec.members.as_slice() {
-            [member] => Exec::One(member.config.with(Looped)),
+            [member] if spec.block.is_none() => Exec::One(member.config.with(Looped)),
             _ => Exec::Stack(spec.build()),
         }
     }

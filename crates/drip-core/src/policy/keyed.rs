@@ -385,14 +385,56 @@ impl PolicyConfig {
 /// any member except the refusing one's own flavour (fixed-window
 /// `count=all` counts the refused hit). A member whose key is `None` (an
 /// empty key) does not apply to the request.
+///
+/// [`Stack::charging_each`] makes a stack charge each member as it admits,
+/// in order, so a refusal refunds none of the members before it: Envoy's
+/// local rate limit consumes a request's descriptors' tokens so
+/// (`LocalRateLimiterImpl::requestAllowed`, its descriptors sorted by
+/// tokens a second, the fewest first).
+///
+/// [`Stack::blocking`] adds a penalty box: a member that refuses a key
+/// refuses it for a while after, whatever its own state says (Cloudflare's
+/// mitigation timeout, fail2ban's ban); a request refused by a block is
+/// charged to no member.
 pub struct Stack {
     members: Vec<Box<dyn Limiter>>,
+    /// Members admitting before a refusal keep their charge.
+    charge_each: bool,
+    /// How long a refusal blocks the refused key, and each member's
+    /// blocked keys with the end of their block.
+    block: Option<(Nanos, Vec<IdMap<Nanos>>)>,
 }
 
 impl Stack {
     /// The stack of `members`, evaluated in this order.
     pub fn new(members: Vec<Box<dyn Limiter>>) -> Stack {
-        Stack { members }
+        Stack {
+            members,
+            charge_each: false,
+            block: None,
+        }
+    }
+
+    /// The same stack blocking a key refused by a member for `block`.
+    pub fn blocking(mut self, block: Option<Nanos>) -> Stack {
+        let n = self.members.len();
+        self.block = block.map(|b| (b, (0..n).map(|_| IdMap::default()).collect()));
+        self
+    }
+
+    /// The latest end of a block on the request's keys, if one is on.
+    fn blocked(&self, keys: &[Option<KeyId>], now: Nanos) -> Option<Nanos> {
+        let (_, blocked) = self.block.as_ref()?;
+        (blocked.iter().zip(keys))
+            .filter_map(|(b, k)| b.get(&(*k)?).copied())
+            .filter(|&until| until > now)
+            .max()
+    }
+
+    /// The same stack charging each member as it admits (no refund).
+    pub fn charging_each(mut self, on: bool) -> Stack {
+        self.charge_each = on;
+        self
     }
 
     /// Replaces member `i` (a new policy, with empty state) and returns it.
@@ -425,7 +467,7 @@ impl Stack {
         cost: u64,
         levels: Levels,
     ) -> (Decision, u64) {
-        if let [only] = self.members.as_mut_slice() {
+        if let ([only], None) = (self.members.as_mut_slice(), &self.block) {
             return match keys[0] {
                 Some(k) => only.decide_level(k, now, cost, levels),
                 None => (Decision::Admit { release: now }, 0),
@@ -436,7 +478,52 @@ impl Stack {
     }
 
     fn decide_many(&mut self, keys: &[Option<KeyId>], now: Nanos, cost: u64) -> Decision {
-        self.decide_counting(keys, now, cost, true)
+        if let Some(until) = self.blocked(keys, now) {
+            return Decision::Refuse {
+                retry_at: Some(until),
+            };
+        }
+        let (d, refuser) = match self.charge_each {
+            true => self.decide_each(keys, now, cost),
+            false => self.decide_counting(keys, now, cost, true),
+        };
+        match (d, refuser, &mut self.block) {
+            (Decision::Refuse { retry_at }, Some(i), Some((b, blocked))) => {
+                let until = now.saturating_add(*b);
+                blocked[i].insert(keys[i].expect("a refusing member has a key"), until);
+                Decision::Refuse {
+                    retry_at: retry_at.map(|r| r.max(until)),
+                }
+            }
+            _ => d,
+        }
+    }
+
+    /// Each member in order admits and is charged at once, or refuses and
+    /// ends the request (the refusing member's index beside it); the
+    /// members before it keep their charge.
+    fn decide_each(
+        &mut self,
+        keys: &[Option<KeyId>],
+        now: Nanos,
+        cost: u64,
+    ) -> (Decision, Option<usize>) {
+        let mut release = now;
+        for (i, m) in self.members.iter_mut().enumerate() {
+            let Some(k) = keys[i] else { continue };
+            match m.check(k, now, cost) {
+                Decision::Admit { release: r } => {
+                    m.admit(k, now, cost);
+                    release = release.max(r);
+                }
+                Decision::Refuse { .. } => {
+                    m.refuse(k, now, cost);
+                    let retry_at = self.retry_at(keys, now, cost);
+                    return (Decision::Refuse { retry_at }, Some(i));
+                }
+            }
+        }
+        (Decision::Admit { release }, None)
     }
 
     /// Decides a request that is only sent if admitted (a pacer's): a
@@ -444,19 +531,19 @@ impl Stack {
     /// count=all` and `haproxy` count the hits a log shows), and its retry
     /// time is when every member would admit it.
     pub fn offer(&mut self, keys: &[Option<KeyId>], now: Nanos, cost: u64) -> Decision {
-        self.decide_counting(keys, now, cost, false)
+        self.decide_counting(keys, now, cost, false).0
     }
 
     /// Every member checks the request in order; the first refusal ends
-    /// it (recorded by that member when `count_refusal`), else every
-    /// member admits it.
+    /// it (recorded by that member when `count_refusal`; its index beside
+    /// it), else every member admits it.
     fn decide_counting(
         &mut self,
         keys: &[Option<KeyId>],
         now: Nanos,
         cost: u64,
         count_refusal: bool,
-    ) -> Decision {
+    ) -> (Decision, Option<usize>) {
         let mut release = now;
         for (i, m) in self.members.iter_mut().enumerate() {
             let Some(k) = keys[i] else { continue };
@@ -466,9 +553,8 @@ impl Stack {
                     if count_refusal {
                         m.refuse(k, now, cost);
                     }
-                    return Decision::Refuse {
-                        retry_at: self.retry_at(keys, now, cost),
-                    };
+                    let retry_at = self.retry_at(keys, now, cost);
+                    return (Decision::Refuse { retry_at }, Some(i));
                 }
             }
         }
@@ -477,7 +563,7 @@ impl Stack {
                 m.admit(k, now, cost);
             }
         }
-        Decision::Admit { release }
+        (Decision::Admit { release }, None)
     }
 
     /// The first instant every member admits, if nothing else arrives.

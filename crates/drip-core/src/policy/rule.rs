@@ -378,6 +378,11 @@ impl<'a> Params<'a> {
         Some(self.values.remove(i).1)
     }
 
+    /// The value of `key` if given, left to be taken.
+    pub fn get(&self, key: &str) -> Option<Option<&'a str>> {
+        self.values.iter().find(|(k, _)| *k == key).map(|(_, v)| *v)
+    }
+
     /// True when `key` is given (and not yet taken).
     pub fn has(&self, key: &str) -> bool {
         self.values.iter().any(|(k, _)| *k == key)

@@ -7,6 +7,7 @@ use super::keyed::Stack;
 use super::rule::ParamError;
 pub use super::rule::Params;
 use super::table::{POLICY_NAMES, PolicyConfig, params_of, parse_config};
+use crate::time::Nanos;
 use std::fmt;
 
 /// A spec error: which part of which spec, and what to do.
@@ -57,12 +58,20 @@ pub struct Spec {
     pub label: String,
     /// The `+`-separated members, in order (one without a `+`).
     pub members: Vec<Member>,
+    /// `charge=each`: each member is charged as it admits, and a refusal
+    /// refunds none before it (Envoy's local rate limit).
+    pub charge_each: bool,
+    /// `block=DURATION`: a key a member refuses is refused by it for this
+    /// long after (a penalty box).
+    pub block: Option<Nanos>,
 }
 
 impl Spec {
     /// The members with empty per-key state, as one stack.
     pub fn build(&self) -> Stack {
         Stack::new(self.members.iter().map(|m| m.config.build()).collect())
+            .charging_each(self.charge_each)
+            .blocking(self.block)
     }
 }
 
@@ -80,21 +89,42 @@ pub fn parse_spec(text: &str) -> Result<Spec, SpecError> {
         )));
     }
     let mut label = None;
+    let mut charge = None;
+    let mut block = None;
     let mut members = Vec::new();
     for part in text.split('+') {
-        let (member, l) = parse_member(part.trim()).map_err(|e| err(e.to_string()))?;
+        let (member, l, (c, b)) = parse_member(part.trim()).map_err(|e| err(e.to_string()))?;
+        if let Some(b) = b {
+            if block.is_some() {
+                return Err(err("block= is given twice; give it once per spec".into()));
+            }
+            block = Some(b);
+        }
         if let Some(l) = l {
             if label.is_some() {
                 return Err(err("label= is given twice; give one label per spec".into()));
             }
             label = Some(l);
         }
+        if let Some(c) = c {
+            if charge.is_some() {
+                return Err(err("charge= is given twice; give it once per stack".into()));
+            }
+            charge = Some(c);
+        }
         members.push(member);
+    }
+    if charge.is_some() && members.len() < 2 {
+        return Err(err(
+            "charge= says how a '+' stack charges its members; a single policy has one".into(),
+        ));
     }
     Ok(Spec {
         text: text.to_string(),
         label: label.unwrap_or_else(|| text.to_string()),
         members,
+        charge_each: charge == Some(true),
+        block,
     })
 }
 
@@ -128,7 +158,7 @@ pub fn parse_specs_file(contents: &str) -> Result<Vec<Spec>, (usize, SpecError)>
 fn finish(p: &Params<'_>) -> Result<(), ParamError> {
     if let Some(k) = p.leftover() {
         return Err(ParamError::new(format!(
-            "unknown parameter '{k}' for {}; valid: {}, label, key",
+            "unknown parameter '{k}' for {}; valid: {}, label, key, charge, block",
             p.name(),
             params_of(p.name()).join(", ")
         )));
@@ -136,7 +166,12 @@ fn finish(p: &Params<'_>) -> Result<(), ParamError> {
     Ok(())
 }
 
-fn parse_member(text: &str) -> Result<(Member, Option<String>), ParamError> {
+/// What one member says of its whole spec: `charge=` (true: `each`) and
+/// `block=`.
+type StackParams = (Option<bool>, Option<Nanos>);
+
+/// One member of a spec, its `label=`, and its `charge=` and `block=`.
+fn parse_member(text: &str) -> Result<(Member, Option<String>, StackParams), ParamError> {
     let (name, rest) = match text.split_once(':') {
         Some((n, r)) => (n.trim(), r),
         None => (text.trim(), ""),
@@ -164,6 +199,27 @@ fn parse_member(text: &str) -> Result<(Member, Option<String>), ParamError> {
     if label.as_deref() == Some("") {
         return Err(ParamError::new("label= needs a name"));
     }
+    let charge = match p.value("charge")? {
+        None => None,
+        Some("each") => Some(true),
+        Some("all") => Some(false),
+        Some(v) => {
+            return Err(ParamError::new(format!(
+                "charge={v}: give charge=all (the default: a refusal charges no member, as nginx) or charge=each (each member as it admits, none refunded, as Envoy's local rate limit)"
+            )));
+        }
+    };
+    let block = match p.value("block")? {
+        None => None,
+        Some(v) => match crate::rate::parse_duration(v) {
+            Ok(d) if d.0 > 0 => Some(d),
+            _ => {
+                return Err(ParamError::new(format!(
+                    "block={v}: give how long a refused key stays refused, e.g. block=60s"
+                )));
+            }
+        },
+    };
     let key = match p.value("key")? {
         None => KeyChoice::Default,
         Some("none") => KeyChoice::Global,
@@ -183,6 +239,7 @@ fn parse_member(text: &str) -> Result<(Member, Option<String>), ParamError> {
             text: text.to_string(),
         },
         label,
+        (charge, block),
     ))
 }
 
@@ -221,6 +278,31 @@ mod tests {
         ] {
             parse_spec(t).unwrap();
         }
+    }
+
+    #[test]
+    fn a_stack_charges_all_or_each() {
+        let stack = "gcra:rate=1/s + gcra:rate=9/s,key=none";
+        assert!(!parse_spec(stack).unwrap().charge_each);
+        assert!(
+            parse_spec(&format!("{stack},charge=each"))
+                .unwrap()
+                .charge_each
+        );
+        assert!(
+            !parse_spec(&format!("{stack},charge=all"))
+                .unwrap()
+                .charge_each
+        );
+        assert!(err(&format!("{stack},charge=some")).contains("give charge=all"));
+        assert!(
+            err("gcra:rate=1/s,charge=each + gcra:rate=9/s,charge=each").contains("given twice")
+        );
+        assert!(err("gcra:rate=1/s,charge=each").contains("a single policy has one"));
+        let b = parse_spec("gcra:rate=1/s,block=90s").unwrap();
+        assert_eq!(b.block, Some(Nanos::from_secs(90)));
+        assert!(err("gcra:rate=1/s,block=soon").contains("block=soon: give how long"));
+        assert!(err("gcra:rate=1/s,block=1s + gcra:rate=2/s,block=2s").contains("given twice"));
     }
 
     #[test]
