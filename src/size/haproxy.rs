@@ -67,7 +67,7 @@ pub fn run(args: &SizeArgs) -> Result<u8> {
         limits.push(row);
     }
     limits.sort_by_key(|r| r.line);
-    let (patch, checked) = patch(args, &cfg, &limits)?;
+    let (patch, checked) = patch(args, &cfg, &mut limits)?;
     let sized = SizedCfg {
         config: path.display().to_string(),
         limits,
@@ -390,7 +390,7 @@ fn who_is_refused(
 fn patch(
     args: &SizeArgs,
     cfg: &HaproxyCfg,
-    limits: &[LimitRow],
+    limits: &mut [LimitRow],
 ) -> Result<(Option<Vec<u8>>, String)> {
     let old = std::fs::read(&cfg.path)
         .with_context(|| format!("cannot read '{}' to patch it", cfg.path.display()))?;
@@ -399,17 +399,16 @@ fn patch(
         .map(<[u8]>::to_vec)
         .collect();
     let mut changed = false;
-    for l in limits.iter().filter(|l| l.sized != l.today) {
+    for l in limits.iter_mut().filter(|l| l.sized != l.today) {
         let Some(line) = lines.get_mut(l.line - 1) else {
             bail!("{}:{}: the line is gone", cfg.path.display(), l.line);
         };
         let Some(new) = retarget(line, l.today, l.sized) else {
-            bail!(
-                "{}:{}: cannot find 'http_req_rate(…) gt {}' on the line to patch it (a named ACL is sized but not patched yet)",
-                cfg.path.display(),
-                l.line,
-                l.today
-            );
+            l.notes.push(format!(
+                "the rate is compared in a named ACL, not on line {}: not in the patch; set {} there by hand",
+                l.line, l.sized
+            ));
+            continue;
         };
         *line = new;
         changed = true;

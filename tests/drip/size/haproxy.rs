@@ -281,3 +281,43 @@ fn a_bot_is_left_out_of_the_targets_and_named() {
         .json();
     assert!(kept["limits"][0]["sized"].as_u64().unwrap() > 150, "{kept}");
 }
+
+#[test]
+fn a_rate_in_a_named_acl_is_sized_and_left_out_of_the_patch() {
+    let tmp = Scratch::new();
+    let cfg = tmp.write(
+        "haproxy.cfg",
+        "frontend fe\n  bind :80\n  stick-table type ip size 1k store http_req_rate(10s)\n  \
+         http-request track-sc0 src\n  acl too_fast sc_http_req_rate(0) gt 1\n  \
+         http-request deny if too_fast\n  default_backend b\nbackend b\n  server s 127.0.0.1:1\n",
+    );
+    let log = tmp.write(
+        "log.csv",
+        "client,uri,t\n1.1.1.1,/,1700000000\n1.1.1.1,/,1700000001\n1.1.1.1,/,1700000002\n",
+    );
+    let v = Drip::size()
+        .args([
+            s(&log),
+            "--haproxy-cfg",
+            s(&cfg),
+            "--max-drops",
+            "0",
+            "-q",
+            "-f",
+            "json",
+        ])
+        .json();
+    let l = &v["limits"][0];
+    assert_eq!(
+        (l["today"].as_u64(), l["sized"].as_u64()),
+        (Some(1), Some(3)),
+        "{l}"
+    );
+    assert!(
+        l["notes"]
+            .to_string()
+            .contains("compared in a named ACL, not on line 6"),
+        "{l}"
+    );
+    assert!(v["patch"].is_null(), "{v}");
+}
