@@ -9,7 +9,8 @@
 //! a limit L refuses are exactly those above it, every candidate exact
 //! without replaying it. The limits are sized in the order a request meets
 //! them (frontends first), each on a replay with the ones before it sized:
-//! a raised frontend limit sends more rows to the backend's. The targets count the
+//! a raised frontend limit sends more rows to the backend's. The log is
+//! read once into memory and replayed from there. The targets count the
 //! rows the rule applies to (its other terms holding), without outliers
 //! (as `size` leaves them out: see `outliers.rs`) or `--exclude-keys`.
 //!
@@ -17,16 +18,15 @@
 //! to the smallest that does); a change beyond `--max-change` (4× by
 //! default) is not made, and the report says what it would take.
 
+use super::conf_rows::Rows;
 use super::goal::Goal;
 use super::outliers::Found;
 use crate::cli::{MaxChange, SizeArgs};
 use crate::engine::candidates::per::PeriodCount;
 use crate::engine::haproxy::{HapExec, HapOptions, Probe};
 use crate::haproxy_cfg::{HaproxyCfg, RateLimit, acl::Cmp};
-use crate::ingest::input::{Batch, ColSel, Event, file_name};
-use crate::ingest::key_values::KeyValues;
-use crate::ingest::keys::Interner;
-use crate::ingest::stream::{self, Sink};
+use crate::ingest::input::{ColSel, file_name};
+use crate::ingest::stream;
 use crate::report::size_haproxy::{LimitRow, SizedCfg};
 use anyhow::{Context, Result, bail};
 use std::collections::{HashMap, HashSet};
@@ -53,12 +53,11 @@ pub fn run(args: &SizeArgs) -> Result<u8> {
     // In the order a request meets them, each limit sized on the rows that
     // reach it once the limits before it are sized (a raised frontend
     // limit sends more rows to the backend's).
+    let mut log = read_log(args, &cfg)?;
     let mut current = (*cfg).clone();
     let mut limits = Vec::new();
-    for (k, l) in cfg.in_flow_order().into_iter().enumerate() {
-        // The reading notes once.
-        let quiet = args.quiet || k > 0;
-        let (probe, exec) = replay(args, Arc::new(current.clone()), quiet)?;
+    for l in cfg.in_flow_order() {
+        let (probe, exec) = replay(&mut log, Arc::new(current.clone()))?;
         let u = (probe.limits.iter())
             .position(|p| (p.proxy, p.rule) == (l.proxy, l.rule))
             .expect("the same rules");
@@ -108,22 +107,53 @@ fn excluded_keys(args: &SizeArgs) -> Result<HashSet<Vec<u8>>> {
         .collect())
 }
 
-/// Every row through the config as written, recording what each rate
-/// limit sees.
-fn replay(args: &SizeArgs, cfg: Arc<HaproxyCfg>, quiet: bool) -> Result<(Probe, HapExec)> {
-    let mut spec = args.input.spec(Vec::new(), quiet)?;
-    let log_fields = crate::ingest::peek::log_fields(&spec);
+/// The log in memory, read once (stdin too), with what the config's
+/// replays need to read it: the log's fields, its files' names, and the
+/// key columns the config's fields took, in order.
+struct Log {
+    rows: Rows,
+    fields: Option<Vec<String>>,
+    files: Vec<String>,
+    cols: Vec<ColSel>,
+}
+
+/// Reads the log, its key columns those `cfg` reads.
+fn read_log(args: &SizeArgs, cfg: &Arc<HaproxyCfg>) -> Result<Log> {
+    let mut spec = args.input.spec(Vec::new(), args.quiet)?;
     let files = match args.input.files.is_empty() {
         true => vec!["<stdin>".into()],
         false => args.input.files.iter().map(|f| file_name(f)).collect(),
     };
-    let opts = HapOptions {
-        log_fields: log_fields.as_deref(),
-        verify: None,
+    let mut log = Log {
+        rows: Rows::default(),
+        fields: crate::ingest::peek::log_fields(&spec),
         files,
+        cols: Vec::new(),
     };
-    let mut cols: Vec<ColSel> = Vec::new();
-    let mut exec = HapExec::new(cfg, &opts, &mut |f| {
+    // A first executor names the fields the config reads.
+    executor(&mut log, cfg.clone())?;
+    spec.key_cols = log.cols.clone();
+    log.rows = Rows::new(log.cols.len());
+    let bar = crate::progress::bytes_read(args.progress.wanted(args.quiet).show(), &spec.files);
+    let read = stream::read_ordered(&spec, args.input.reorder_window, None, &bar, &mut log.rows)?;
+    if read.summary.rows == 0 {
+        bail!(
+            "the input has no rows, so there is nothing to size a limit on; check the log's path and that it was written"
+        );
+    }
+    Ok(log)
+}
+
+/// An executor of `cfg` on the log's key columns (adding those it reads
+/// first).
+fn executor(log: &mut Log, cfg: Arc<HaproxyCfg>) -> Result<HapExec> {
+    let opts = HapOptions {
+        log_fields: log.fields.as_deref(),
+        verify: None,
+        files: log.files.clone(),
+    };
+    let cols = &mut log.cols;
+    HapExec::new(cfg, &opts, &mut |f| {
         let sel = ColSel::Name(f.to_string());
         Ok(match cols.iter().position(|c| *c == sel) {
             Some(i) => i,
@@ -132,46 +162,19 @@ fn replay(args: &SizeArgs, cfg: Arc<HaproxyCfg>, quiet: bool) -> Result<(Probe, 
                 cols.len() - 1
             }
         })
-    })?;
+    })
+}
+
+/// Every row of the log through `cfg`, recording what each rate limit
+/// sees.
+fn replay(log: &mut Log, cfg: Arc<HaproxyCfg>) -> Result<(Probe, HapExec)> {
+    let mut exec = executor(log, cfg)?;
     exec.probe();
-    spec.key_cols = cols;
-    let bar = crate::progress::bytes_read(args.progress.wanted(args.quiet).show(), &spec.files);
-    let mut sink = Decide {
-        names: KeyValues::new(spec.key_cols.len()),
-        interners: (0..spec.key_cols.len())
-            .map(|_| Interner::default())
-            .collect(),
-        exec,
-    };
-    let read = stream::read_ordered(&spec, args.input.reorder_window, None, &bar, &mut sink)?;
-    if read.summary.rows == 0 {
-        bail!(
-            "the input has no rows, so there is nothing to size a limit on; check the log's path and that it was written"
-        );
+    for ev in &log.rows.events {
+        exec.decide(ev, &log.rows.names, false)?;
     }
-    let mut exec = sink.exec;
     let probe = exec.probed().expect("the probe was set");
     Ok((probe, exec))
-}
-
-/// A sink deciding each row as it comes.
-struct Decide {
-    names: KeyValues,
-    interners: Vec<Interner>,
-    exec: HapExec,
-}
-
-impl Sink for Decide {
-    fn learn(&mut self, batch: &mut Batch) {
-        super::conf_rows::learn_keys(&mut self.names, &mut self.interners, batch);
-    }
-
-    fn take(&mut self, rows: &[Event]) -> Result<()> {
-        for ev in rows {
-            self.exec.decide(ev, &self.names, false)?;
-        }
-        Ok(())
-    }
 }
 
 /// What limit `u` refuses at `limit`: (rows refused, keys hurt), counted.

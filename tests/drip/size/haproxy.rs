@@ -321,3 +321,25 @@ fn a_rate_in_a_named_acl_is_sized_and_left_out_of_the_patch() {
     );
     assert!(v["patch"].is_null(), "{v}");
 }
+
+#[test]
+fn a_log_on_stdin_is_read_once_for_every_limit() {
+    // Each limit is sized on its own replay; the log is read once.
+    let v = Drip::size()
+        .args([
+            "-",
+            "--haproxy-cfg",
+            CFG,
+            "--max-drop-rate",
+            "1",
+            "--max-change",
+            "none",
+        ])
+        .args(["-q", "-f", "json"])
+        .stdin(std::fs::read(LOG).unwrap())
+        .json();
+    let sized: Vec<u64> = (v["limits"].as_array().unwrap().iter())
+        .map(|l| l["sized"].as_u64().unwrap())
+        .collect();
+    assert_eq!(sized, [79, 78, 20], "{v}");
+}

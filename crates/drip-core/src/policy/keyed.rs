@@ -483,10 +483,7 @@ impl Stack {
                 retry_at: Some(until),
             };
         }
-        let (d, refuser) = match self.charge_each {
-            true => self.decide_each(keys, now, cost),
-            false => self.decide_counting(keys, now, cost, true),
-        };
+        let (d, refuser) = self.decide_counting(keys, now, cost, true, self.charge_each);
         match (d, refuser, &mut self.block) {
             (Decision::Refuse { retry_at }, Some(i), Some((b, blocked))) => {
                 let until = now.saturating_add(*b);
@@ -499,56 +496,36 @@ impl Stack {
         }
     }
 
-    /// Each member in order admits and is charged at once, or refuses and
-    /// ends the request (the refusing member's index beside it); the
-    /// members before it keep their charge.
-    fn decide_each(
-        &mut self,
-        keys: &[Option<KeyId>],
-        now: Nanos,
-        cost: u64,
-    ) -> (Decision, Option<usize>) {
-        let mut release = now;
-        for (i, m) in self.members.iter_mut().enumerate() {
-            let Some(k) = keys[i] else { continue };
-            match m.check(k, now, cost) {
-                Decision::Admit { release: r } => {
-                    m.admit(k, now, cost);
-                    release = release.max(r);
-                }
-                Decision::Refuse { .. } => {
-                    m.refuse(k, now, cost);
-                    let retry_at = self.retry_at(keys, now, cost);
-                    return (Decision::Refuse { retry_at }, Some(i));
-                }
-            }
-        }
-        (Decision::Admit { release }, None)
-    }
-
     /// Decides a request that is only sent if admitted (a pacer's): a
     /// refusal is not a hit, so no member counts it (`fixed-window
     /// count=all` and `haproxy` count the hits a log shows), and its retry
     /// time is when every member would admit it.
     pub fn offer(&mut self, keys: &[Option<KeyId>], now: Nanos, cost: u64) -> Decision {
-        self.decide_counting(keys, now, cost, false).0
+        self.decide_counting(keys, now, cost, false, false).0
     }
 
     /// Every member checks the request in order; the first refusal ends
     /// it (recorded by that member when `count_refusal`; its index beside
-    /// it), else every member admits it.
+    /// it), else every member admits it. With `charge_each` a member is
+    /// charged as it admits, so those before a refusal keep their charge.
     fn decide_counting(
         &mut self,
         keys: &[Option<KeyId>],
         now: Nanos,
         cost: u64,
         count_refusal: bool,
+        charge_each: bool,
     ) -> (Decision, Option<usize>) {
         let mut release = now;
         for (i, m) in self.members.iter_mut().enumerate() {
             let Some(k) = keys[i] else { continue };
             match m.check(k, now, cost) {
-                Decision::Admit { release: r } => release = release.max(r),
+                Decision::Admit { release: r } => {
+                    if charge_each {
+                        m.admit(k, now, cost);
+                    }
+                    release = release.max(r);
+                }
                 Decision::Refuse { .. } => {
                     if count_refusal {
                         m.refuse(k, now, cost);
@@ -558,9 +535,11 @@ impl Stack {
                 }
             }
         }
-        for (i, m) in self.members.iter_mut().enumerate() {
-            if let Some(k) = keys[i] {
-                m.admit(k, now, cost);
+        if !charge_each {
+            for (i, m) in self.members.iter_mut().enumerate() {
+                if let Some(k) = keys[i] {
+                    m.admit(k, now, cost);
+                }
             }
         }
         (Decision::Admit { release }, None)
