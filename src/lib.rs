@@ -49,7 +49,9 @@ fn notes(quiet: bool) -> drip_core::notes::Notes {
 }
 
 // The core's layers, named as the commands' code names them.
-use drip_core::{engine, haproxy_cfg, ingest, nginx_conf, policy, quote, rate, time, wait_stats};
+use drip_core::{
+    engine, haproxy_cfg, ingest, nginx_conf, policy, quote, rate, time, traefik_cfg, wait_stats,
+};
 
 mod audit;
 mod clash;

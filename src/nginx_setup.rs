@@ -9,6 +9,7 @@ use crate::ingest::peek::first_lines;
 use crate::nginx_conf::{AccessLog, NginxConf, Status};
 use anyhow::{Result, bail};
 use drip_core::haproxy_cfg::HaproxyCfg;
+use drip_core::traefik_cfg::TraefikCfg;
 use std::collections::HashMap;
 use std::sync::Arc;
 
@@ -83,6 +84,36 @@ pub fn load_haproxy(
         out.push((label, Arc::new(cfg)));
     }
     Ok(out)
+}
+
+/// Each Traefik config, read, with its label.
+pub fn load_traefik(
+    paths: &[std::path::PathBuf],
+    taken: &[String],
+    quiet: bool,
+) -> Result<Vec<(String, Arc<TraefikCfg>)>> {
+    let mut out: Vec<(String, Arc<TraefikCfg>)> = Vec::new();
+    for p in paths {
+        let cfg = TraefikCfg::load(p)?;
+        if !quiet {
+            for n in &cfg.notes {
+                crate::say!("drip: {}: {n}", p.display());
+            }
+        }
+        let label = label(p, paths, taken, out.iter().map(|(l, _)| l.as_str()));
+        out.push((label, Arc::new(cfg)));
+    }
+    Ok(out)
+}
+
+/// What a Traefik config limits, for the report's spec column.
+pub fn describe_traefik(cfg: &TraefikCfg) -> String {
+    let limited = cfg.routers.iter().filter(|r| !r.limits.is_empty()).count();
+    format!(
+        "{} rateLimit middleware(s), {} router(s) that use them",
+        cfg.limits.len(),
+        limited
+    )
 }
 
 /// What a haproxy.cfg limits, for the report's spec column.

@@ -10,11 +10,13 @@ use crate::engine::haproxy::{HapExec, HapOptions};
 use crate::engine::replay::DecisionSink;
 use crate::engine::replay::{Run, Slot};
 use crate::engine::replicas::{Balance, Instances};
+use crate::engine::traefik::{TraefikExec, TraefikOptions};
 use crate::haproxy_cfg::HaproxyCfg;
 use crate::ingest::input::{ColSel, InputSpec, MAX_KEYS, file_name};
 use crate::nginx_conf::NginxConf;
 use crate::policy::{KeyChoice, Spec, parse_spec, parse_specs_file};
 use crate::time::Nanos;
+use crate::traefik_cfg::TraefikCfg;
 use anyhow::{Context, Result, anyhow, bail};
 use drip_core::ingest::key_values::SPILL_AT;
 use std::collections::HashMap;
@@ -36,9 +38,11 @@ fn load_specs(args: &AuditArgs) -> Result<Vec<Spec>> {
         }
         specs.extend(from_file);
     }
-    if specs.is_empty() && args.nginx_conf.is_empty() && args.haproxy_cfg.is_empty() {
+    let no_config =
+        args.nginx_conf.is_empty() && args.haproxy_cfg.is_empty() && args.traefik_config.is_empty();
+    if specs.is_empty() && no_config {
         bail!(
-            "no policy given; add --policy SPEC (e.g. --policy gcra:rate=10/s,burst=20), --policies FILE, --nginx-conf FILE or --haproxy-cfg FILE"
+            "no policy given; add --policy SPEC (e.g. --policy gcra:rate=10/s,burst=20), --policies FILE, --nginx-conf FILE, --haproxy-cfg FILE or --traefik-config FILE"
         );
     }
     let mut seen = std::collections::HashSet::new();
@@ -90,6 +94,8 @@ struct Policies {
     confs: Vec<(String, Arc<NginxConf>)>,
     /// Each haproxy.cfg with its label: one run each, after the nginx.confs.
     haproxy: Vec<(String, Arc<HaproxyCfg>)>,
+    /// Each Traefik config with its label: one run each, after those.
+    traefik: Vec<(String, Arc<TraefikCfg>)>,
     /// `--nginx-var NAME=FIELD`.
     nginx_vars: HashMap<String, String>,
     /// The specs' labels, then the configs'.
@@ -97,6 +103,11 @@ struct Policies {
 }
 
 impl Policies {
+    /// How many gateway configs were given.
+    fn configs(&self) -> usize {
+        self.confs.len() + self.haproxy.len() + self.traefik.len()
+    }
+
     fn load(args: &AuditArgs) -> Result<Policies> {
         let specs = load_specs(args)?;
         let mut labels: Vec<String> = specs.iter().map(|s| s.label.clone()).collect();
@@ -110,10 +121,13 @@ impl Policies {
         labels.extend(confs.iter().map(|(l, _)| l.clone()));
         let haproxy = crate::nginx_setup::load_haproxy(&args.haproxy_cfg, &labels, args.quiet)?;
         labels.extend(haproxy.iter().map(|(l, _)| l.clone()));
+        let traefik = crate::nginx_setup::load_traefik(&args.traefik_config, &labels, args.quiet)?;
+        labels.extend(traefik.iter().map(|(l, _)| l.clone()));
         Ok(Policies {
             specs,
             confs,
             haproxy,
+            traefik,
             nginx_vars,
             labels,
         })
@@ -128,6 +142,7 @@ impl Config {
             .nginx_conf
             .iter()
             .chain(&args.haproxy_cfg)
+            .chain(&args.traefik_config)
             .cloned()
             .collect();
         check_outputs(&args, &given)?;
@@ -295,7 +310,7 @@ fn replica_setup(
     let Some(n) = args.replicas else {
         return Ok(None);
     };
-    if policies.specs.is_empty() && policies.confs.is_empty() && policies.haproxy.is_empty() {
+    if policies.specs.is_empty() && policies.configs() == 0 {
         bail!("--replicas needs a policy to replicate: give -p SPEC, --policies FILE or a config");
     }
     if args.verify_column.is_some() {
@@ -350,7 +365,7 @@ fn conf_runs(
     replicas: Option<&Replicas>,
 ) -> Result<()> {
     let (confs, nginx_vars) = (&policies.confs, &policies.nginx_vars);
-    let log_fields = if confs.is_empty() && policies.haproxy.is_empty() {
+    let log_fields = if policies.configs() == 0 {
         None
     } else {
         crate::ingest::peek::log_fields(input)
@@ -406,6 +421,22 @@ fn conf_runs(
             Ok(Box::new(exec))
         };
         let spec = crate::nginx_setup::describe_haproxy(cfg);
+        let order = runs.len();
+        runs.push(config_run(make, replicas, (label.clone(), spec, order))?);
+    }
+    let opts = TraefikOptions {
+        log_fields: log_fields.as_deref(),
+        verify: args.verify_column.as_deref(),
+        files: conf_opts.files.clone(),
+    };
+    for (label, cfg) in &policies.traefik {
+        let make = |_quiet: bool| -> Result<Box<dyn ConfigRun>> {
+            let exec = TraefikExec::new(cfg.clone(), &opts, &mut |f| {
+                key_cols.slot(ColSel::Name(f.to_string()))
+            })?;
+            Ok(Box::new(exec))
+        };
+        let spec = crate::nginx_setup::describe_traefik(cfg);
         let order = runs.len();
         runs.push(config_run(make, replicas, (label.clone(), spec, order))?);
     }

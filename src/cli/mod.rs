@@ -303,7 +303,7 @@ impl ProgressArgs {
 }
 
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("configs").args(["nginx_conf", "haproxy_cfg"]).multiple(true)))]
+#[command(group(clap::ArgGroup::new("configs").args(["nginx_conf", "haproxy_cfg", "traefik_config"]).multiple(true)))]
 pub struct AuditArgs {
     /// A policy spec: NAME[:PARAM=VALUE,...].
     ///
@@ -349,10 +349,18 @@ pub struct AuditArgs {
     /// Repeatable: each config is one policy in the report.
     #[arg(long, value_name = "FILE", help_heading = GATEWAYS)]
     pub haproxy_cfg: Vec<PathBuf>,
+    /// A Traefik dynamic configuration, audited as Traefik applies it.
+    ///
+    /// The file provider's YAML or TOML, or Middleware and IngressRoute
+    /// resources: each row goes through the rateLimit middlewares of the
+    /// router its access log names. Repeatable: each config is one policy.
+    #[arg(long, value_name = "FILE", help_heading = GATEWAYS, hide_short_help = true)]
+    pub traefik_config: Vec<PathBuf>,
     /// Check drip against the status logged in FIELD.
     ///
     /// Compares each row's emulated $limit_req_status with the logged one
-    /// (for a haproxy.cfg, its fate with the logged termination_state).
+    /// (for a haproxy.cfg, its fate with the logged termination_state; for
+    /// a Traefik config, 429 in DownstreamStatus).
     #[arg(long, value_name = "FIELD", requires = "configs", help_heading = GATEWAYS, hide_short_help = true)]
     pub verify_column: Option<String>,
     /// Send every row to this location of the config (e.g. '/api/', '= /login',

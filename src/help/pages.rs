@@ -243,7 +243,7 @@ pub const PAGES: &[Page] = &[
         command: "audit",
         description: &[
             "Replays timestamped request logs (CSV, nginx and Apache access logs, JSON lines, ALB, ELB, CloudFront and IIS, HAProxy, S3, Squid, Traefik, Envoy; plain or gzip) through rate-limit policies, each row at its logged time, and reports per policy what was admitted, delayed and dropped, the waits, and the keys hurt most.",
-            "The policies are specs (-p, repeatable, or a --policies file), or the gateway's config itself: an nginx.conf (--nginx-conf: its limit_req zones, maps and locations, each row routed by its URI) or a haproxy.cfg (--haproxy-cfg: its stick-tables, track-sc and deny/tarpit rules, ACLs and use_backend, each row entering the frontend its log line names). --verify-column checks the emulation against what the gateway logged ($limit_req_status; HAProxy's termination_state).",
+            "The policies are specs (-p, repeatable, or a --policies file), or the gateway's config itself: an nginx.conf (--nginx-conf: its limit_req zones, maps and locations, each row routed by its URI), a haproxy.cfg (--haproxy-cfg: its stick-tables, track-sc and deny/tarpit rules, ACLs and use_backend, each row entering the frontend its log line names) or a Traefik dynamic configuration (--traefik-config: the rateLimit middlewares of the router each row's log line names). --verify-column checks the emulation against what the gateway logged ($limit_req_status; HAProxy's termination_state; Traefik's DownstreamStatus).",
             "Thresholds (--max-drop-rate, --max-wait, ...) make the run fail with exit status 1, so an audit is a CI check of a limiter config against real traffic. Reports: a table, JSON, CSV, Markdown or one HTML file (--format), and timeline plots (--plot).",
         ],
         examples: &[
@@ -297,6 +297,10 @@ pub const PAGES: &[Page] = &[
             (
                 "--haproxy-cfg FILE",
                 "A haproxy.cfg read as HAProxy 2.6 reads it: its frontends, backends and listens, stick-tables, http-request and tcp-request rules, ACLs and backend switching.",
+            ),
+            (
+                "--traefik-config FILE",
+                "A Traefik v3 dynamic configuration: the file provider's YAML or TOML, or Middleware and IngressRoute resources; routers, chains and rateLimit middlewares with their sourceCriterion.",
             ),
         ],
         see_also: SEE_ALSO,

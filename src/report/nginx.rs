@@ -1,10 +1,14 @@
 //! The config sections of an audit's page: per nginx.conf its locations
 //! (per haproxy.cfg its proxies), then the verification against the
-//! logged `$limit_req_status` (termination state). Scripts get each kind
+//! logged `$limit_req_status` (termination state; per Traefik config its
+//! routers, against `DownstreamStatus`). Scripts get each kind
 //! of table once for every config, with a leading `policy` column.
 
 use super::page::{Block, Page, Shown, Table};
-use super::{Column, Human, NginxLocationRow, NginxReport, Report, VerifyReport, VerifyRow, pct};
+use super::{
+    Column, Human, NginxLocationRow, NginxReport, PolicyReport, Report, VerifyReport, VerifyRow,
+    pct,
+};
 
 pub const LOCATIONS: &[Column<NginxLocationRow>] = &[
     Column::text("location", |r, _| r.location.clone()),
@@ -28,30 +32,56 @@ pub const PROXIES: &[Column<NginxLocationRow>] = &[
     Column::num("untracked", |r, _| r.unlimited.to_string()),
 ];
 
-/// What a gateway's section calls its parts.
+/// A Traefik config's routers: rows each received, served at once, served
+/// after a wait, refused with 429, or with no rate limit on the way.
+pub const ROUTERS: &[Column<NginxLocationRow>] = &[
+    Column::text("router", |r, _| r.location.clone()),
+    Column::text("rate limits", |r, _| r.limits.clone()),
+    Column::num("requests", |r, _| r.requests.to_string()),
+    Column::num("passed", |r, _| r.passed.to_string()),
+    Column::num("delayed", |r, _| r.delayed.to_string()),
+    Column::num("refused", |r, _| r.rejected.to_string()),
+    Column::num("no limit", |r, _| r.unlimited.to_string()),
+];
+
+/// What a gateway's section calls its parts, and where a policy's report
+/// keeps it.
 struct Words {
     scopes: &'static str,
     columns: &'static [Column<NginxLocationRow>],
     status: &'static str,
     clock: &'static str,
     reorder: &'static str,
+    of: fn(&PolicyReport) -> Option<&NginxReport>,
 }
 
-const NGINX: Words = Words {
-    scopes: "locations",
-    columns: LOCATIONS,
-    status: "$limit_req_status",
-    clock: "nginx's clock granularity",
-    reorder: "nginx logs a delayed request when it completes",
-};
-
-const HAPROXY: Words = Words {
-    scopes: "proxies",
-    columns: PROXIES,
-    status: "termination state",
-    clock: "HAProxy's clock",
-    reorder: "HAProxy logs a request when it ends",
-};
+/// The gateways, in the order their sections are shown.
+const GATEWAYS: &[Words] = &[
+    Words {
+        scopes: "locations",
+        columns: LOCATIONS,
+        status: "$limit_req_status",
+        clock: "nginx's clock granularity",
+        reorder: "nginx logs a delayed request when it completes",
+        of: |p| p.nginx.as_ref(),
+    },
+    Words {
+        scopes: "proxies",
+        columns: PROXIES,
+        status: "termination state",
+        clock: "HAProxy's clock",
+        reorder: "HAProxy logs a request when it ends",
+        of: |p| p.haproxy.as_ref(),
+    },
+    Words {
+        scopes: "routers",
+        columns: ROUTERS,
+        status: "DownstreamStatus",
+        clock: "Traefik's clock",
+        reorder: "Traefik logs a request when it ends",
+        of: |p| p.traefik.as_ref(),
+    },
+];
 
 /// A confusion-table row: drip's status, the logged one, rows.
 pub const CONFUSION: &[Column<(String, String, u64)>] = &[
@@ -84,25 +114,17 @@ fn table<T>(cols: &[Column<T>], rows: &[T]) -> Block {
 
 /// Adds a section per config audited, and the tables for scripts.
 pub fn add(page: &mut Page, report: &Report) {
-    let of = |haproxy: bool| -> Vec<(&str, &NginxReport)> {
-        (report.policies.iter())
-            .filter_map(|p| {
-                match haproxy {
-                    false => p.nginx.as_ref(),
-                    true => p.haproxy.as_ref(),
-                }
-                .map(|n| (p.label.as_str(), n))
-            })
-            .collect()
-    };
-    let (nginx, haproxy) = (of(false), of(true));
-    for (label, n) in &nginx {
-        add_config(page, label, n, &NGINX);
+    let mut data = Data::default();
+    for w in GATEWAYS {
+        let configs: Vec<(&str, &NginxReport)> = (report.policies.iter())
+            .filter_map(|p| (w.of)(p).map(|n| (p.label.as_str(), n)))
+            .collect();
+        for (label, n) in &configs {
+            add_config(page, label, n, w);
+        }
+        data.add(page, w, &configs);
     }
-    for (label, n) in &haproxy {
-        add_config(page, label, n, &HAPROXY);
-    }
-    add_data(page, &nginx, &haproxy);
+    data.push(page);
 }
 
 /// One config's locations, notes and verification, for people.
@@ -148,39 +170,44 @@ fn add_config(page: &mut Page, label: &str, n: &NginxReport, w: &Words) {
     }
 }
 
-/// Every config's locations, verifications, confusion tables and first
-/// disagreements, a table of each kind (when there are rows).
-fn add_data(page: &mut Page, nginx: &[(&str, &NginxReport)], haproxy: &[(&str, &NginxReport)]) {
-    let mut locations = Vec::new();
-    let mut proxies = Vec::new();
-    let mut verify = Vec::new();
-    let mut confusion = Vec::new();
-    let mut first = Vec::new();
-    for &(label, n) in nginx.iter().chain(haproxy) {
-        let scopes = match nginx.iter().any(|c| std::ptr::eq(c.1, n)) {
-            true => &mut locations,
-            false => &mut proxies,
-        };
-        scopes.extend(n.locations.iter().map(|r| (label, r)));
-        if let Some(v) = &n.verify {
-            verify.push((label, v));
-            confusion.extend(v.confusion.iter().map(|r| (label, r)));
-            first.extend(v.first_disagreements.iter().map(|r| (label, r)));
+/// Every config's verifications, confusion tables and first
+/// disagreements, for scripts.
+#[derive(Default)]
+struct Data<'a> {
+    verify: Vec<(&'a str, &'a VerifyReport)>,
+    confusion: Vec<(&'a str, &'a (String, String, u64))>,
+    first: Vec<(&'a str, &'a VerifyRow)>,
+}
+
+impl<'a> Data<'a> {
+    /// The configs of one gateway: their parts' table now (when there are
+    /// rows), their verifications for later.
+    fn add(&mut self, page: &mut Page, w: &Words, configs: &[(&'a str, &'a NginxReport)]) {
+        let mut scopes = Vec::new();
+        for &(label, n) in configs {
+            scopes.extend(n.locations.iter().map(|r| (label, r)));
+            if let Some(v) = &n.verify {
+                self.verify.push((label, v));
+                self.confusion
+                    .extend(v.confusion.iter().map(|r| (label, r)));
+                self.first
+                    .extend(v.first_disagreements.iter().map(|r| (label, r)));
+            }
+        }
+        if !scopes.is_empty() {
+            page.data.push(Table::tagged(w.columns, &scopes));
         }
     }
-    if !locations.is_empty() {
-        page.data.push(Table::tagged(LOCATIONS, &locations));
-    }
-    if !proxies.is_empty() {
-        page.data.push(Table::tagged(PROXIES, &proxies));
-    }
-    if !verify.is_empty() {
-        page.data.push(Table::tagged(VERIFY, &verify));
-    }
-    if !confusion.is_empty() {
-        page.data.push(Table::tagged(CONFUSION, &confusion));
-    }
-    if !first.is_empty() {
-        page.data.push(Table::tagged(DISAGREEMENTS, &first));
+
+    fn push(self, page: &mut Page) {
+        if !self.verify.is_empty() {
+            page.data.push(Table::tagged(VERIFY, &self.verify));
+        }
+        if !self.confusion.is_empty() {
+            page.data.push(Table::tagged(CONFUSION, &self.confusion));
+        }
+        if !self.first.is_empty() {
+            page.data.push(Table::tagged(DISAGREEMENTS, &self.first));
+        }
     }
 }

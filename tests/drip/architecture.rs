@@ -22,10 +22,18 @@ const CRATES: &[(&str, &[&[&str]])] = &[
     (
         "crates/drip-core/src",
         &[
-            &["time", "rate", "quote", "notes", "wait_stats", "testing"],
+            &[
+                "time",
+                "rate",
+                "quote",
+                "notes",
+                "wait_stats",
+                "testing",
+                "tree",
+            ],
             &["policy"],
             &["ingest"],
-            &["nginx_conf", "haproxy_cfg"],
+            &["nginx_conf", "haproxy_cfg", "traefik_cfg"],
             &["engine"],
         ],
     ),

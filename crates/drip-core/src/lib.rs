@@ -16,6 +16,9 @@
 //!   lines, ALB/ELB, W3C, HAProxy, …), with notes ([`notes`]) and progress
 //!   handed to the caller, never printed.
 //! - [`nginx_conf`]: an nginx.conf read as nginx reads it.
+//! - [`haproxy_cfg`], [`traefik_cfg`]: a haproxy.cfg and a Traefik dynamic
+//!   configuration read as their gateways read them (YAML and TOML through
+//!   [`tree`], whose nodes keep their lines).
 //! - [`engine`]: rows × policies → admits, drops, waits, who is hurt; every
 //!   decision to a [`engine::replay::DecisionSink`] if asked; outcomes that
 //!   merge across replays of disjoint keys ([`engine::merge::Outcome`]).
@@ -120,4 +123,6 @@ pub mod rate;
 pub mod testing;
 #[deny(missing_docs)]
 pub mod time;
+pub mod traefik_cfg;
+pub mod tree;
 pub mod wait_stats;

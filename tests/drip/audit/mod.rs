@@ -5,6 +5,7 @@ mod haproxy_live;
 mod nginx;
 mod nginx_live;
 mod replicas;
+mod traefik_cfg;
 
 use std::io::Write;
 use std::path::Path;

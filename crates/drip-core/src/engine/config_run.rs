@@ -1,5 +1,6 @@
 //! A gateway's config as one kind of run: the trait the executors of an
-//! nginx.conf (`conf`) and a haproxy.cfg (`haproxy`) implement, so the
+//! nginx.conf (`conf`), a haproxy.cfg (`haproxy`) and a Traefik config
+//! (`traefik`) implement, so the
 //! replay, its replicas and the report treat them alike.
 
 use super::outcome::{Gateway, NginxReport};
@@ -64,5 +65,26 @@ impl ConfigRun for super::haproxy::HapExec {
     }
     fn report_slot(&self) -> Option<usize> {
         super::haproxy::HapExec::report_slot(self)
+    }
+}
+
+impl ConfigRun for super::traefik::TraefikExec {
+    fn decide(&mut self, ev: &Event, names: &KeyValues, levels: bool) -> Result<(Decision, u64)> {
+        super::traefik::TraefikExec::decide(self, ev, names, levels)
+    }
+    fn section(&mut self) -> (Gateway, NginxReport) {
+        (Gateway::Traefik, self.report())
+    }
+    fn take_limited_by_key(&mut self) -> Vec<u64> {
+        super::traefik::TraefikExec::take_limited_by_key(self)
+    }
+    fn shapes(&self) -> bool {
+        super::traefik::TraefikExec::shapes(self)
+    }
+    fn max_level(&self) -> u64 {
+        u64::MAX
+    }
+    fn report_slot(&self) -> Option<usize> {
+        super::traefik::TraefikExec::report_slot(self)
     }
 }

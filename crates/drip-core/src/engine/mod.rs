@@ -19,3 +19,4 @@ pub mod replayer;
 pub mod replicas;
 pub mod run;
 pub mod tally;
+pub mod traefik;

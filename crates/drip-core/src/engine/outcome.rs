@@ -79,6 +79,9 @@ pub struct PolicyReport {
     /// For a haproxy.cfg: the same, per frontend and backend.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub haproxy: Option<NginxReport>,
+    /// For a Traefik config: the same, per router.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traefik: Option<NginxReport>,
     /// With `--replicas`: what the instances together let through,
     /// against the policy as written.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -123,6 +126,7 @@ impl PolicyReport {
 pub enum Gateway {
     Nginx,
     Haproxy,
+    Traefik,
 }
 
 /// What an nginx.conf did, location by location.

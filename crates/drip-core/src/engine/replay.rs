@@ -399,11 +399,13 @@ impl Replay {
             },
             _ => (None, None),
         };
-        let (nginx, haproxy) = match section {
-            Some((Gateway::Nginx, s)) => (Some(s), None),
-            Some((Gateway::Haproxy, s)) => (None, Some(s)),
-            None => (None, None),
-        };
+        let (mut nginx, mut haproxy, mut traefik) = (None, None, None);
+        match section {
+            Some((Gateway::Nginx, s)) => nginx = Some(s),
+            Some((Gateway::Haproxy, s)) => haproxy = Some(s),
+            Some((Gateway::Traefik, s)) => traefik = Some(s),
+            None => {}
+        }
         let keys = run.tally.report_slot.map(|c| Keys {
             names: &self.names[c],
             requests: &self.requests_by_key[c],
@@ -437,6 +439,7 @@ impl Replay {
             bound: Some(run.exec.max_level()).filter(|&b| b != u64::MAX),
             nginx,
             haproxy,
+            traefik,
             replicas: match &run.exec {
                 Exec::Replicas(r) => Some(r.report(run.tally.report_slot.map(|c| &self.names[c]))),
                 _ => None,

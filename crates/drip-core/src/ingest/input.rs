@@ -18,7 +18,7 @@ pub use super::open::file_name;
 pub(crate) use crate::quote::shown;
 
 /// Header names tried, in order, when no `--time-column` is given.
-const TIME_NAMES: [&str; 14] = [
+const TIME_NAMES: [&str; 15] = [
     "ts",
     "time",
     "timestamp",
@@ -29,6 +29,8 @@ const TIME_NAMES: [&str; 14] = [
     "time_iso8601",
     "start_time",
     "starttime",
+    // Traefik's JSON access log.
+    "StartUTC",
     // `msec` first: nginx's `request_time` is a duration.
     "msec",
     "request_time",
