@@ -11,6 +11,7 @@ use anyhow::{Result, bail};
 use drip_core::haproxy_cfg::HaproxyCfg;
 use drip_core::traefik_cfg::TraefikCfg;
 use std::collections::HashMap;
+use std::path::Path;
 use std::sync::Arc;
 
 /// The configs given with `--nginx-conf`, each with its report label (its
@@ -65,18 +66,20 @@ fn label<'a>(
     label
 }
 
-/// Each `--haproxy-cfg`, loaded and labelled after the labels `taken`,
-/// its notes said unless `quiet`.
-pub fn load_haproxy(
+/// Each config of one gateway (`--haproxy-cfg`, `--traefik-config`),
+/// loaded and labelled after the labels `taken`, its notes said unless
+/// `quiet`.
+pub fn load_configs<C>(
     paths: &[std::path::PathBuf],
     taken: &[String],
     quiet: bool,
-) -> Result<Vec<(String, Arc<HaproxyCfg>)>> {
-    let mut out: Vec<(String, Arc<HaproxyCfg>)> = Vec::new();
+    (load, notes): (impl Fn(&Path) -> Result<C>, fn(&C) -> &[String]),
+) -> Result<Vec<(String, Arc<C>)>> {
+    let mut out: Vec<(String, Arc<C>)> = Vec::new();
     for p in paths {
-        let cfg = HaproxyCfg::load(p)?;
+        let cfg = load(p)?;
         if !quiet {
-            for n in &cfg.notes {
+            for n in notes(&cfg) {
                 crate::say!("drip: {}: {n}", p.display());
             }
         }
@@ -86,24 +89,14 @@ pub fn load_haproxy(
     Ok(out)
 }
 
-/// Each Traefik config, read, with its label.
-pub fn load_traefik(
+/// Each `--haproxy-cfg` (see [`load_configs`]).
+pub fn load_haproxy(
     paths: &[std::path::PathBuf],
     taken: &[String],
     quiet: bool,
-) -> Result<Vec<(String, Arc<TraefikCfg>)>> {
-    let mut out: Vec<(String, Arc<TraefikCfg>)> = Vec::new();
-    for p in paths {
-        let cfg = TraefikCfg::load(p)?;
-        if !quiet {
-            for n in &cfg.notes {
-                crate::say!("drip: {}: {n}", p.display());
-            }
-        }
-        let label = label(p, paths, taken, out.iter().map(|(l, _)| l.as_str()));
-        out.push((label, Arc::new(cfg)));
-    }
-    Ok(out)
+) -> Result<Vec<(String, Arc<HaproxyCfg>)>> {
+    let load = |p: &Path| Ok(HaproxyCfg::load(p)?);
+    load_configs(paths, taken, quiet, (load, |c| &c.notes))
 }
 
 /// What a Traefik config limits, for the report's spec column.

@@ -5,12 +5,13 @@
 use super::judge::Thresholds;
 use crate::cli::{AuditArgs, Format};
 use crate::engine::conf as nginx;
+use crate::engine::config_run::ConfigOptions;
 use crate::engine::exec::ConfigRun;
-use crate::engine::haproxy::{HapExec, HapOptions};
+use crate::engine::haproxy::HapExec;
 use crate::engine::replay::DecisionSink;
 use crate::engine::replay::{Run, Slot};
 use crate::engine::replicas::{Balance, Instances};
-use crate::engine::traefik::{TraefikExec, TraefikOptions};
+use crate::engine::traefik::TraefikExec;
 use crate::haproxy_cfg::HaproxyCfg;
 use crate::ingest::input::{ColSel, InputSpec, MAX_KEYS, file_name};
 use crate::nginx_conf::NginxConf;
@@ -121,7 +122,12 @@ impl Policies {
         labels.extend(confs.iter().map(|(l, _)| l.clone()));
         let haproxy = crate::nginx_setup::load_haproxy(&args.haproxy_cfg, &labels, args.quiet)?;
         labels.extend(haproxy.iter().map(|(l, _)| l.clone()));
-        let traefik = crate::nginx_setup::load_traefik(&args.traefik_config, &labels, args.quiet)?;
+        let traefik = crate::nginx_setup::load_configs(
+            &args.traefik_config,
+            &labels,
+            args.quiet,
+            (TraefikCfg::load, |c| &c.notes),
+        )?;
         labels.extend(traefik.iter().map(|(l, _)| l.clone()));
         Ok(Policies {
             specs,
@@ -408,37 +414,57 @@ fn conf_runs(
         let spec = crate::nginx_setup::describe(conf);
         runs.push(config_run(make, replicas, (label.clone(), spec, order))?);
     }
-    let opts = HapOptions {
+    let opts = ConfigOptions {
         log_fields: log_fields.as_deref(),
         verify: args.verify_column.as_deref(),
         files: conf_opts.files.clone(),
     };
-    for (label, cfg) in &policies.haproxy {
-        let make = |_quiet: bool| -> Result<Box<dyn ConfigRun>> {
-            let exec = HapExec::new(cfg.clone(), &opts, &mut |f| {
-                key_cols.slot(ColSel::Name(f.to_string()))
-            })?;
-            Ok(Box::new(exec))
-        };
-        let spec = crate::nginx_setup::describe_haproxy(cfg);
-        let order = runs.len();
-        runs.push(config_run(make, replicas, (label.clone(), spec, order))?);
-    }
-    let opts = TraefikOptions {
-        log_fields: log_fields.as_deref(),
-        verify: args.verify_column.as_deref(),
-        files: conf_opts.files.clone(),
+    let mut gateway = Gateways {
+        key_cols,
+        runs,
+        replicas,
     };
-    for (label, cfg) in &policies.traefik {
-        let make = |_quiet: bool| -> Result<Box<dyn ConfigRun>> {
-            let exec = TraefikExec::new(cfg.clone(), &opts, &mut |f| {
-                key_cols.slot(ColSel::Name(f.to_string()))
-            })?;
-            Ok(Box::new(exec))
-        };
-        let spec = crate::nginx_setup::describe_traefik(cfg);
-        let order = runs.len();
-        runs.push(config_run(make, replicas, (label.clone(), spec, order))?);
-    }
+    gateway.add(
+        &policies.haproxy,
+        |cfg, slot| Ok(Box::new(HapExec::new(cfg, &opts, slot)?)),
+        crate::nginx_setup::describe_haproxy,
+    )?;
+    gateway.add(
+        &policies.traefik,
+        |cfg, slot| Ok(Box::new(TraefikExec::new(cfg, &opts, slot)?)),
+        crate::nginx_setup::describe_traefik,
+    )?;
     Ok(())
+}
+
+/// Where the runs of gateway configs go.
+struct Gateways<'a> {
+    key_cols: &'a mut KeyColumns,
+    runs: &'a mut Vec<Run>,
+    replicas: Option<&'a Replicas>,
+}
+
+impl Gateways<'_> {
+    /// A run per config of one gateway, after the runs so far: `exec`
+    /// makes its executor from the config and the key column of each log
+    /// field it reads, `describe` gives the report's spec column.
+    fn add<C>(
+        &mut self,
+        configs: &[(String, Arc<C>)],
+        exec: impl Fn(Arc<C>, &mut dyn FnMut(&str) -> Result<usize>) -> Result<Box<dyn ConfigRun>>,
+        describe: fn(&C) -> String,
+    ) -> Result<()> {
+        for (label, cfg) in configs {
+            let key_cols = &mut *self.key_cols;
+            let make = |_quiet: bool| {
+                exec(cfg.clone(), &mut |f| {
+                    key_cols.slot(ColSel::Name(f.to_string()))
+                })
+            };
+            let order = self.runs.len();
+            let run = config_run(make, self.replicas, (label.clone(), describe(cfg), order))?;
+            self.runs.push(run);
+        }
+        Ok(())
+    }
 }

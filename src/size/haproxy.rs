@@ -23,7 +23,8 @@ use super::goal::Goal;
 use super::outliers::Found;
 use crate::cli::{MaxChange, SizeArgs};
 use crate::engine::candidates::per::PeriodCount;
-use crate::engine::haproxy::{HapExec, HapOptions, Probe};
+use crate::engine::config_run::ConfigOptions;
+use crate::engine::haproxy::{HapExec, Probe};
 use crate::haproxy_cfg::{HaproxyCfg, RateLimit, acl::Cmp};
 use crate::ingest::input::{ColSel, file_name};
 use crate::ingest::stream;
@@ -147,7 +148,7 @@ fn read_log(args: &SizeArgs, cfg: &Arc<HaproxyCfg>) -> Result<Log> {
 /// An executor of `cfg` on the log's key columns (adding those it reads
 /// first).
 fn executor(log: &mut Log, cfg: Arc<HaproxyCfg>) -> Result<HapExec> {
-    let opts = HapOptions {
+    let opts = ConfigOptions {
         log_fields: log.fields.as_deref(),
         verify: None,
         files: log.files.clone(),

@@ -180,6 +180,36 @@ pub struct VerifyReport {
     pub first_disagreements: Vec<VerifyRow>,
 }
 
+/// Disagreements a verification lists in the report.
+pub const FIRST_DISAGREEMENTS: usize = 10;
+
+impl VerifyReport {
+    /// A verification of `rows`, `agreed` of them (`within_clock` of the
+    /// others a 1 ms move decides as logged, `reordered` of the agreed in
+    /// another order): the disagreements and the share derived.
+    pub fn new(
+        column: &str,
+        [rows, agreed, within_clock, reordered]: [u64; 4],
+        confusion: Vec<(String, String, u64)>,
+        first_disagreements: Vec<VerifyRow>,
+    ) -> VerifyReport {
+        VerifyReport {
+            column: column.to_string(),
+            rows,
+            agreed,
+            disagreed: rows - agreed,
+            within_clock,
+            reordered,
+            agreement_pct: match rows {
+                0 => 100.0,
+                n => agreed as f64 * 100.0 / n as f64,
+            },
+            confusion,
+            first_disagreements,
+        }
+    }
+}
+
 /// One disagreement: where, and both statuses.
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct VerifyRow {

@@ -79,13 +79,7 @@ impl Run {
                         *k = s.key(ev);
                     }
                     let key = report.map(|c| ev.keys[c]).filter(|&id| id != EMPTY_KEY);
-                    let value = match hash {
-                        Some(c) => match names.id(ev, c) {
-                            EMPTY_KEY => &b""[..],
-                            id => names[c].get(id),
-                        },
-                        None => &b""[..],
-                    };
+                    let value = hash.map_or(&b""[..], |c| names.value(ev, c));
                     r.decide(keys, (key, value), (ev, names), levels)
                 })?
             }

@@ -31,6 +31,15 @@ impl KeyValues {
     pub fn id(&self, ev: &Event, c: usize) -> u32 {
         self.spill.id(ev, c)
     }
+
+    /// The value of column `c` in `ev` (empty for none).
+    #[inline]
+    pub fn value(&self, ev: &Event, c: usize) -> &[u8] {
+        match self.id(ev, c) {
+            super::keys::EMPTY_KEY => b"",
+            id => self.names[c].get(id),
+        }
+    }
 }
 
 impl std::ops::Deref for KeyValues {

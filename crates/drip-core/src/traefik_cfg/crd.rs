@@ -2,7 +2,7 @@
 //! (`traefik.io/v1alpha1`, or the older `traefik.containo.us`), named as
 //! the CRD provider names them.
 
-use super::{Declared, middleware, qualified, sha256};
+use super::{Declared, DeclaredRouter, middleware, qualified, sha256};
 use crate::tree::Node;
 
 const PROVIDER: &str = "kubernetescrd";
@@ -43,7 +43,7 @@ fn reference(r: &Node, ns: &str) -> Option<String> {
 }
 
 pub(super) fn read(docs: &[Node]) -> Result<Declared, (u32, String)> {
-    let mut d = Declared::default();
+    let mut d = Declared::new(PROVIDER);
     for doc in docs {
         let kind = doc.get("kind").and_then(Node::str).unwrap_or("");
         let api = doc.get("apiVersion").and_then(Node::str).unwrap_or("");
@@ -58,36 +58,27 @@ pub(super) fn read(docs: &[Node]) -> Result<Declared, (u32, String)> {
             "Middleware" => {
                 let q = qualified(&normalize(&format!("{ns}-{name}")), PROVIDER);
                 let chain = |b: &Node| {
-                    (b.get_ci("middlewares")
-                        .map(Node::items)
-                        .unwrap_or(&[])
-                        .iter())
-                    .filter_map(|r| reference(r, &ns))
-                    .collect()
+                    (b.items_ci("middlewares").iter())
+                        .filter_map(|r| reference(r, &ns))
+                        .collect()
                 };
                 let mw = middleware(&q, spec, PROVIDER, chain)?;
                 // References to it are already qualified.
-                d.middlewares.insert(q, (mw, spec.line));
+                d.middlewares.insert(q, mw);
             }
             "IngressRoute" => {
-                for route in spec.get("routes").map(Node::items).unwrap_or(&[]) {
+                for route in spec.items_ci("routes") {
                     let rule = route.get("match").and_then(Node::str).unwrap_or("");
                     if rule.is_empty() {
                         continue;
                     }
-                    let mids = (route
-                        .get("middlewares")
-                        .map(Node::items)
-                        .unwrap_or(&[])
-                        .iter())
-                    .filter_map(|r| Some((reference(r, &ns)?, r.line)))
-                    .collect();
-                    d.routers.push((
-                        router_name(&ns, &name, rule),
-                        route.line,
-                        rule.to_string(),
-                        mids,
-                    ));
+                    d.routers.push(DeclaredRouter {
+                        name: router_name(&ns, &name, rule),
+                        line: route.line,
+                        middlewares: (route.items_ci("middlewares").iter())
+                            .filter_map(|r| Some((reference(r, &ns)?, r.line)))
+                            .collect(),
+                    });
                 }
             }
             _ => {}

@@ -187,6 +187,9 @@ pub(crate) fn go_duration(s: &str) -> Option<i64> {
         if whole.is_empty() && frac.is_empty() {
             return None;
         }
+        if !frac.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
         let w: i128 = if whole.is_empty() {
             0
         } else {
@@ -253,7 +256,7 @@ fn source(node: Option<&Node>) -> Result<Source, (u32, String)> {
             v6,
         });
     }
-    let excluded = ip.get_ci("excludedIPs").map(Node::items).unwrap_or(&[]);
+    let excluded = ip.items_ci("excludedIPs");
     if !excluded.is_empty() {
         let nets = excluded
             .iter()

@@ -30,7 +30,6 @@ pub struct Router {
     /// As the access log names it: `api@file`.
     pub name: String,
     pub line: u32,
-    pub rule: String,
     /// Indexes into [`TraefikCfg::limits`], in the chain's order.
     pub limits: Vec<usize>,
 }
@@ -55,15 +54,31 @@ pub(crate) enum Middleware {
     Other(String),
 }
 
-/// A router as declared: name, line, rule, and its middlewares' names
-/// with the lines that name them.
-pub(crate) type DeclaredRouter = (String, u32, String, Vec<(String, u32)>);
+/// A router as declared.
+pub(crate) struct DeclaredRouter {
+    pub(crate) name: String,
+    pub(crate) line: u32,
+    /// Its middlewares' names, with the lines that name them.
+    pub(crate) middlewares: Vec<(String, u32)>,
+}
 
-/// Routers and middlewares as declared, names qualified.
-#[derive(Default)]
+/// Routers and middlewares as one provider declares them, names
+/// qualified.
 pub(crate) struct Declared {
+    /// `file` or `kubernetescrd`.
+    pub(crate) provider: &'static str,
     pub(crate) routers: Vec<DeclaredRouter>,
-    pub(crate) middlewares: HashMap<String, (Middleware, u32)>,
+    pub(crate) middlewares: HashMap<String, Middleware>,
+}
+
+impl Declared {
+    pub(crate) fn new(provider: &'static str) -> Declared {
+        Declared {
+            provider,
+            routers: Vec::new(),
+            middlewares: HashMap::new(),
+        }
+    }
 }
 
 /// `name` with the provider's suffix unless it has one.
@@ -106,33 +121,26 @@ impl TraefikCfg {
         let mut limit_ids: HashMap<String, usize> = HashMap::new();
         let mut others: Vec<String> = Vec::new();
         let mut foreign: Vec<String> = Vec::new();
-        for (name, line, rule, mids) in d.routers {
+        for router in &d.routers {
             let mut limits = Vec::new();
-            for (m, l) in &mids {
-                open(
-                    &d.middlewares,
-                    m,
-                    *l,
-                    &mut Vec::new(),
-                    &mut |found| match found {
-                        Found::Limit(lim) => {
-                            let next = cfg.limits.len();
-                            let id = *limit_ids.entry(lim.name.clone()).or_insert(next);
-                            if id == next {
-                                cfg.limits.push(lim.clone());
-                            }
-                            limits.push(id);
+            for (m, l) in &router.middlewares {
+                open(&d, m, *l, &mut Vec::new(), &mut |found| match found {
+                    Found::Limit(lim) => {
+                        let next = cfg.limits.len();
+                        let id = *limit_ids.entry(lim.name.clone()).or_insert(next);
+                        if id == next {
+                            cfg.limits.push(lim.clone());
                         }
-                        Found::Other(kind) => others.push(kind.to_string()),
-                        Found::Foreign(n) => foreign.push(n.to_string()),
-                    },
-                )?;
+                        limits.push(id);
+                    }
+                    Found::Other(kind) => others.push(kind.to_string()),
+                    Found::Foreign(n) => foreign.push(n.to_string()),
+                })?;
             }
-            cfg.by_name.insert(name.clone(), cfg.routers.len());
+            cfg.by_name.insert(router.name.clone(), cfg.routers.len());
             cfg.routers.push(Router {
-                name,
-                line,
-                rule,
+                name: router.name.clone(),
+                line: router.line,
                 limits,
             });
         }
@@ -180,17 +188,18 @@ enum Found<'a> {
     Foreign(&'a str),
 }
 
-/// Calls `see` for each middleware `name` stands for, chains opened.
+/// Calls `see` for each middleware `name` stands for, chains opened. A
+/// name of `d`'s own provider that it lacks is an error; one of another
+/// provider is foreign.
 fn open<'a>(
-    all: &'a HashMap<String, (Middleware, u32)>,
+    d: &'a Declared,
     name: &'a str,
     line: u32,
     path: &mut Vec<&'a str>,
     see: &mut dyn FnMut(Found<'a>),
 ) -> Result<(), (u32, String)> {
-    let Some((m, _)) = all.get(name) else {
-        let provider = name.rsplit('@').next().unwrap_or("");
-        if matches!(provider, "file" | "kubernetescrd") {
+    let Some(m) = d.middlewares.get(name) else {
+        if name.rsplit('@').next() == Some(d.provider) {
             return Err((
                 line,
                 format!(
@@ -213,7 +222,7 @@ fn open<'a>(
         Middleware::Chain(names) => {
             path.push(name);
             for n in names {
-                open(all, n, line, path, see)?;
+                open(d, n, line, path, see)?;
             }
             path.pop();
         }
@@ -253,39 +262,30 @@ pub(crate) fn middleware(
 /// The file provider: `http.routers` and `http.middlewares` of every
 /// document.
 fn file_provider(docs: &[Node]) -> Result<Declared, (u32, String)> {
-    let mut d = Declared::default();
+    let mut d = Declared::new("file");
     for doc in docs {
         let Some(http) = doc.get_ci("http") else {
             continue;
         };
-        for (name, m) in http.get_ci("middlewares").map(Node::entries).unwrap_or(&[]) {
+        for (name, m) in http.get_ci("middlewares").map_or(&[][..], Node::entries) {
             let q = qualified(name, "file");
             let chain = |b: &Node| {
-                (b.get_ci("middlewares")
-                    .map(Node::items)
-                    .unwrap_or(&[])
-                    .iter())
-                .filter_map(|n| n.str().map(str::to_string))
-                .collect()
+                (b.items_ci("middlewares").iter())
+                    .filter_map(|n| n.str().map(str::to_string))
+                    .collect()
             };
             let mw = middleware(&q, m, "file", chain)?;
-            d.middlewares.insert(q, (mw, m.line));
+            d.middlewares.insert(q, mw);
         }
-        for (name, r) in http.get_ci("routers").map(Node::entries).unwrap_or(&[]) {
-            let rule = r
-                .get_ci("rule")
-                .and_then(Node::str)
-                .unwrap_or("")
-                .to_string();
-            let mids = (r
-                .get_ci("middlewares")
-                .map(Node::items)
-                .unwrap_or(&[])
-                .iter())
-            .filter_map(|n| Some((qualified(n.str()?, "file"), n.line)))
-            .collect();
-            d.routers
-                .push((qualified(name, "file"), r.line, rule, mids));
+        for (name, r) in http.get_ci("routers").map_or(&[][..], Node::entries) {
+            let names = r.items_ci("middlewares");
+            d.routers.push(DeclaredRouter {
+                name: qualified(name, "file"),
+                line: r.line,
+                middlewares: (names.iter())
+                    .filter_map(|n| Some((qualified(n.str()?, "file"), n.line)))
+                    .collect(),
+            });
         }
     }
     if d.routers.is_empty() && d.middlewares.is_empty() {

@@ -33,6 +33,7 @@ fn go_durations() {
     assert_eq!(go_duration("-2s"), Some(-2_000_000_000));
     assert_eq!(go_duration("5"), None);
     assert_eq!(go_duration("1d"), None);
+    assert_eq!(go_duration("1.5.5s"), None);
 }
 
 #[test]
@@ -162,4 +163,20 @@ spec:
     };
     assert!(nets[0].contains("10.1.2.3".parse().unwrap()));
     assert!(!nets[0].contains("11.1.2.3".parse().unwrap()));
+}
+
+#[test]
+fn a_middleware_of_another_provider_is_a_note_not_an_error() {
+    let cfg = load(
+        "other.yml",
+        "http:\n  routers:\n    a:\n      rule: Path(`/`)\n      middlewares: [auth@docker, lim@kubernetescrd]\n",
+    )
+    .unwrap();
+    assert!(cfg.routers[0].limits.is_empty());
+    let note = cfg
+        .notes
+        .iter()
+        .find(|n| n.contains("other providers"))
+        .unwrap();
+    assert!(note.contains("auth@docker, lim@kubernetescrd"), "{note}");
 }

@@ -50,7 +50,7 @@ pub fn parse_toml(text: &str) -> Result<Node, ParseError> {
 /// JSON file is YAML too); the errors name `file:line`.
 pub fn load(path: &Path) -> anyhow::Result<Vec<Node>> {
     let text = std::fs::read_to_string(path)
-        .map_err(|e| anyhow::anyhow!("cannot read '{}': {e}", path.display()))?;
+        .map_err(|e| anyhow::anyhow!("{}: cannot read the config: {e}", path.display()))?;
     let toml = path
         .extension()
         .is_some_and(|e| e.eq_ignore_ascii_case("toml"));
@@ -84,6 +84,12 @@ impl Node {
         (self.entries().iter())
             .find(|(k, _)| k.eq_ignore_ascii_case(key))
             .map(|(_, v)| v)
+    }
+
+    /// The items under `key` (compared as [`Node::get_ci`] compares):
+    /// none when it is absent.
+    pub fn items_ci(&self, key: &str) -> &[Node] {
+        self.get_ci(key).map_or(&[], Node::items)
     }
 
     /// A map's entries (none for anything else).

@@ -77,3 +77,16 @@ fn toml_errors_name_the_line() {
     let e = parse_toml("a = 1\nb = = 2\n").unwrap_err();
     assert_eq!(e.line, 2, "{e:?}");
 }
+
+#[test]
+fn aliases_cannot_blow_a_document_up() {
+    let mut text = String::from("a0: &a0 [x, x, x, x, x, x, x, x, x, x]\n");
+    for i in 1..9 {
+        let p = i - 1;
+        text.push_str(&format!(
+            "a{i}: &a{i} [*a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}, *a{p}]\n"
+        ));
+    }
+    let e = parse_yaml(&text).unwrap_err();
+    assert!(e.message.contains("million"), "{e:?}");
+}

@@ -42,6 +42,8 @@ struct Builder {
     anchors: HashMap<usize, Node>,
     /// The document has its node.
     filled: bool,
+    /// Nodes copied by aliases so far.
+    nodes: u64,
     error: Option<ParseError>,
 }
 
@@ -83,6 +85,18 @@ impl Builder {
                 },
             },
         }
+    }
+}
+
+/// The most nodes aliases may copy into one stream.
+const MAX_NODES: u64 = 1_000_000;
+
+/// The nodes in `n`, itself included.
+fn size(n: &Node) -> u64 {
+    1 + match &n.value {
+        Value::Map(m) => m.iter().map(|(_, v)| size(v)).sum(),
+        Value::List(l) => l.iter().map(size).sum(),
+        _ => 0,
     }
 }
 
@@ -131,6 +145,11 @@ impl<'i> SpannedEventReceiver<'i> for Builder {
             }
             Event::Alias(id) => match self.anchors.get(&id).cloned() {
                 Some(mut n) => {
+                    // Aliases of aliases can grow a document exponentially.
+                    self.nodes += size(&n);
+                    if self.nodes > MAX_NODES {
+                        return self.fail(line, "aliases expand the document past a million nodes");
+                    }
                     n.line = line;
                     self.done(n, 0);
                 }

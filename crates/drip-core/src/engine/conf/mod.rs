@@ -21,9 +21,10 @@ mod summary;
 mod tune;
 mod verify;
 
+use super::config_run::{ConfigRun, count_limited};
+use super::outcome::{Gateway, NginxReport};
 use crate::ingest::input::Event;
 use crate::ingest::key_values::KeyValues;
-use crate::ingest::keys::EMPTY_KEY;
 use crate::nginx_conf::{NginxConf, Status};
 use crate::policy::nginx::NginxState;
 use crate::policy::{Decision, Listed, NginxLimitReq, Policy};
@@ -398,17 +399,9 @@ impl ConfExec {
     /// Counts a row a limit applied to, for its key in the report column.
     #[inline]
     fn count_limited(&mut self, ev: &Event, names: &KeyValues) {
-        let Some(id) = self.keys.report.map(|c| names.id(ev, c)) else {
-            return;
-        };
-        if id == EMPTY_KEY {
-            return;
+        if let Some(c) = self.keys.report {
+            count_limited(&mut self.limited_by_key, names.id(ev, c));
         }
-        let i = id as usize;
-        if i >= self.limited_by_key.len() {
-            self.limited_by_key.resize(i + 1, 0);
-        }
-        self.limited_by_key[i] += 1;
     }
 
     /// The rows a limit applied to, per key id of the report's key column
@@ -510,5 +503,26 @@ impl ConfExec {
             })
             .max()
             .unwrap_or(0)
+    }
+}
+
+impl ConfigRun for ConfExec {
+    fn decide(&mut self, ev: &Event, names: &KeyValues, levels: bool) -> Result<(Decision, u64)> {
+        ConfExec::decide(self, ev, names, levels)
+    }
+    fn section(&mut self) -> (Gateway, NginxReport) {
+        (Gateway::Nginx, self.report())
+    }
+    fn take_limited_by_key(&mut self) -> Vec<u64> {
+        ConfExec::take_limited_by_key(self)
+    }
+    fn shapes(&self) -> bool {
+        ConfExec::shapes(self)
+    }
+    fn max_level(&self) -> u64 {
+        ConfExec::max_level(self)
+    }
+    fn report_slot(&self) -> Option<usize> {
+        ConfExec::report_slot(self)
     }
 }

@@ -15,7 +15,7 @@
 //! listed as such.
 
 use super::reorder::{self, Lim, Row, States};
-use crate::engine::outcome::{VerifyReport, VerifyRow};
+use crate::engine::outcome::{FIRST_DISAGREEMENTS, VerifyReport, VerifyRow};
 use crate::ingest::input::Event;
 use crate::ingest::key_values::KeyValues;
 use crate::ingest::keys::EMPTY_KEY;
@@ -69,9 +69,6 @@ pub(super) struct Verify {
     /// before it: what a move of the row is decided from.
     pub(super) before: Vec<((usize, u32), crate::policy::nginx::NginxState)>,
 }
-
-/// Disagreements listed in the report.
-const FIRST_DISAGREEMENTS: usize = 10;
 
 impl Verify {
     /// Compares the statuses in key column `slot` (the log's `column`);
@@ -334,21 +331,13 @@ impl Verify {
             .collect();
         let rank = |t: &str| Status::ALL.iter().position(|s| s.text() == t);
         confusion.sort_by_key(|(e, l, _)| (rank(e), rank(l)));
-        VerifyReport {
-            column: self.column.clone(),
-            rows: self.rows,
-            agreed: self.agreed,
-            disagreed: self.rows - self.agreed,
-            within_clock: self.within_clock,
-            reordered: self.reordered,
-            agreement_pct: if self.rows == 0 {
-                100.0
-            } else {
-                self.agreed as f64 * 100.0 / self.rows as f64
-            },
+        let counts = [self.rows, self.agreed, self.within_clock, self.reordered];
+        VerifyReport::new(
+            &self.column,
+            counts,
             confusion,
-            first_disagreements: std::mem::take(&mut self.first),
-        }
+            std::mem::take(&mut self.first),
+        )
     }
 }
 

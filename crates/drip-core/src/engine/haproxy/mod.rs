@@ -20,11 +20,11 @@
 mod row;
 mod verify;
 
-use super::outcome::{NginxLocationRow, NginxReport};
+use super::config_run::{ConfigOptions, ConfigRun, count_limited, section};
+use super::outcome::{Gateway, NginxLocationRow, NginxReport};
 use crate::haproxy_cfg::{Action, HaproxyCfg, KeyType, RateLimit, Rule};
 use crate::ingest::input::Event;
 use crate::ingest::key_values::KeyValues;
-use crate::ingest::keys::EMPTY_KEY;
 use crate::policy::Decision;
 use crate::policy::haproxy::{HaproxyRate, HaproxyRateState};
 use crate::time::Nanos;
@@ -33,14 +33,6 @@ use row::{Row, View};
 use std::collections::HashMap;
 use std::sync::Arc;
 use verify::{Fate, Verify};
-
-/// What a `HapExec` needs from the command line.
-pub struct HapOptions<'a> {
-    /// The log's field names, when they can be known before reading.
-    pub log_fields: Option<&'a [String]>,
-    pub verify: Option<&'a str>,
-    pub files: Vec<String>,
-}
 
 /// The key columns a config reads.
 struct Cols {
@@ -112,7 +104,7 @@ impl HapExec {
     /// The replay of `cfg`: `slot` gives the key column of a log field.
     pub fn new(
         cfg: Arc<HaproxyCfg>,
-        opts: &HapOptions,
+        opts: &ConfigOptions,
         slot: &mut dyn FnMut(&str) -> Result<usize>,
     ) -> Result<HapExec> {
         let reads = Reads::of(&cfg);
@@ -210,12 +202,7 @@ impl HapExec {
         levels: bool,
     ) -> Result<(Decision, u64)> {
         let ms = ev.at.0 / Nanos::PER_MS;
-        let value = |c: usize| -> &[u8] {
-            match names.id(ev, c) {
-                EMPTY_KEY => b"",
-                id => names[c].get(id),
-            }
-        };
+        let value = |c: usize| names.value(ev, c);
         let fe = match self.cols.frontend {
             None => self.cfg.frontends().next(),
             Some(c) => {
@@ -246,14 +233,7 @@ impl HapExec {
         let tracked = slots.iter().any(Option::is_some);
         self.end(last, fate, tracked);
         if tracked {
-            let id = names.id(ev, self.cols.client);
-            if id != EMPTY_KEY {
-                let i = id as usize;
-                if self.limited_by_key.len() <= i {
-                    self.limited_by_key.resize(i + 1, 0);
-                }
-                self.limited_by_key[i] += 1;
-            }
+            count_limited(&mut self.limited_by_key, names.id(ev, self.cols.client));
         }
         if let Some(v) = &mut self.verify {
             let logged = value(v.col);
@@ -438,9 +418,6 @@ impl HapExec {
                 unlimited: e.untracked + e.answered,
             });
         }
-        for u in &untested {
-            notes.push(format!("{u} refuses requests and no row of the log reached it: untested (--fail-untested makes this fail)"));
-        }
         let used: Vec<usize> = (cfg.proxies.iter())
             .flat_map(|p| &p.rules)
             .filter_map(|r| match r.action {
@@ -457,17 +434,18 @@ impl HapExec {
                 )
             })
             .collect();
-        for z in &unused_zones {
-            notes.push(format!("{z} is declared and no track-sc uses it"));
-        }
-        NginxReport {
+        let report = NginxReport {
             config: cfg.path.display().to_string(),
             locations,
             notes,
             verify: self.verify.as_mut().map(Verify::report),
-            untested,
-            unused_zones,
-        }
+            ..NginxReport::default()
+        };
+        section(
+            report,
+            (untested, "refuses requests"),
+            (unused_zones, "is declared and no track-sc uses it"),
+        )
     }
 }
 
@@ -535,5 +513,26 @@ impl Reads {
             }
         }
         r
+    }
+}
+
+impl ConfigRun for HapExec {
+    fn decide(&mut self, ev: &Event, names: &KeyValues, levels: bool) -> Result<(Decision, u64)> {
+        HapExec::decide(self, ev, names, levels)
+    }
+    fn section(&mut self) -> (Gateway, NginxReport) {
+        (Gateway::Haproxy, self.report())
+    }
+    fn take_limited_by_key(&mut self) -> Vec<u64> {
+        HapExec::take_limited_by_key(self)
+    }
+    fn shapes(&self) -> bool {
+        false
+    }
+    fn max_level(&self) -> u64 {
+        u64::MAX
+    }
+    fn report_slot(&self) -> Option<usize> {
+        HapExec::report_slot(self)
     }
 }

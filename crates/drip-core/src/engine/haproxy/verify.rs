@@ -5,10 +5,8 @@
 //! entry may be logged in another order than HAProxy took them: such a
 //! group agrees when it has the same fates in any order (`reordered`).
 
-use crate::engine::outcome::{VerifyReport, VerifyRow};
+use crate::engine::outcome::{FIRST_DISAGREEMENTS, VerifyReport, VerifyRow};
 use std::collections::BTreeMap;
-
-const FIRST_DISAGREEMENTS: usize = 10;
 
 /// What became of a request.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -144,22 +142,16 @@ impl Verify {
 
     pub(super) fn report(&mut self) -> VerifyReport {
         self.flush();
-        VerifyReport {
-            column: self.column.clone(),
-            rows: self.rows,
-            agreed: self.agreed,
-            disagreed: self.rows - self.agreed,
-            within_clock: 0,
-            reordered: self.reordered,
-            agreement_pct: match self.rows {
-                0 => 100.0,
-                n => self.agreed as f64 * 100.0 / n as f64,
-            },
-            confusion: (self.confusion.iter())
-                .map(|((d, l), n)| (d.text().to_string(), l.text().to_string(), *n))
-                .collect(),
-            first_disagreements: std::mem::take(&mut self.first),
-        }
+        let confusion = (self.confusion.iter())
+            .map(|((d, l), n)| (d.text().to_string(), l.text().to_string(), *n))
+            .collect();
+        let counts = [self.rows, self.agreed, 0, self.reordered];
+        VerifyReport::new(
+            &self.column,
+            counts,
+            confusion,
+            std::mem::take(&mut self.first),
+        )
     }
 }
 

@@ -7,57 +7,22 @@
 //! 429 and the request goes no further (the buckets it passed keep their
 //! tokens spent, as Traefik's do).
 
+mod source;
 mod verify;
 
-use super::outcome::{NginxLocationRow, NginxReport};
+use super::config_run::{ConfigOptions, ConfigRun, count_limited, section};
+use super::outcome::{Gateway, NginxLocationRow, NginxReport};
 use crate::ingest::input::Event;
 use crate::ingest::key_values::KeyValues;
-use crate::ingest::keys::EMPTY_KEY;
 use crate::policy::traefik::TraefikRateState;
 use crate::policy::{Decision, Policy};
-use crate::traefik_cfg::limit::v6_subnet;
+use crate::time::Nanos;
 use crate::traefik_cfg::{Source, TraefikCfg};
 use anyhow::{Result, bail};
+pub use source::header_field;
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::Arc;
 use verify::{Fate, Verify};
-
-/// What a `TraefikExec` needs from the command line.
-pub struct TraefikOptions<'a> {
-    /// The log's field names, when they can be known before reading.
-    pub log_fields: Option<&'a [String]>,
-    pub verify: Option<&'a str>,
-    pub files: Vec<String>,
-}
-
-/// The access log's field holding a request header, as Traefik names it:
-/// `request_` and the header in Go's canonical form (`X-Api-Key`).
-pub fn header_field(name: &str) -> String {
-    let mut out = String::from("request_");
-    let mut up = true;
-    for c in name.chars() {
-        out.push(if up {
-            c.to_ascii_uppercase()
-        } else {
-            c.to_ascii_lowercase()
-        });
-        up = c == '-';
-    }
-    out
-}
-
-/// A source criterion's key column: the field it reads (`clf`: in
-/// Traefik's Common Log Format, which has the client and no headers).
-fn source_field(s: &Source, clf: bool) -> String {
-    match s {
-        Source::Remote { .. } if clf => "remote_addr".into(),
-        Source::Remote { .. } => "ClientHost".into(),
-        Source::Depth { .. } | Source::Excluded(_) => header_field("X-Forwarded-For"),
-        Source::Header(h) => header_field(h),
-        Source::Host => "RequestHost".into(),
-    }
-}
 
 /// Rows that left a router: served at once, served after a wait,
 /// refused, or with no limit on the way.
@@ -76,20 +41,56 @@ struct Buckets {
     states: Vec<TraefikRateState>,
 }
 
+impl Buckets {
+    /// The bucket of `key`, new and full if the source was never seen.
+    fn of(&mut self, key: &[u8]) -> &mut TraefikRateState {
+        let id = match self.ids.get(key) {
+            Some(&id) => id,
+            None => {
+                let id = self.states.len() as u32;
+                self.ids.insert(key.to_vec(), id);
+                self.states.push(TraefikRateState::default());
+                id
+            }
+        };
+        &mut self.states[id as usize]
+    }
+}
+
+/// Where the rows of one value of the router column go.
+#[derive(Clone, Copy, PartialEq)]
+enum Route {
+    Unseen,
+    Router(u32),
+    /// A router the config does not have (or none).
+    Stranger,
+}
+
+/// A `rateLimit` of the config as the replay met it: rows reached it, and
+/// some had a value in the field its source reads.
+#[derive(Clone, Copy, Default, PartialEq)]
+struct Met {
+    reached: bool,
+    valued: bool,
+}
+
 /// One Traefik configuration being replayed.
 pub struct TraefikExec {
     cfg: Arc<TraefikCfg>,
     router_col: usize,
     client_col: usize,
-    /// Per limit of the config, the key column its source reads, and
-    /// (a row reached it, a row had a value in the column).
+    /// Per limit of the config, the key column its source reads.
     source_cols: Vec<usize>,
-    source_seen: Vec<(bool, bool)>,
+    met: Vec<Met>,
     /// Per router, per limit of its chain, the buckets.
     buckets: Vec<Vec<Buckets>>,
+    /// Per router: a limit with a rate is on its chain.
+    limited: Vec<bool>,
+    /// Per id of the router column, the router.
+    routes: Vec<Route>,
     ends: Vec<Ends>,
-    /// Rows naming routers the config does not have, by name.
-    strangers: HashMap<String, u64>,
+    /// Rows naming routers the config does not have, by id: the name, rows.
+    strangers: HashMap<u32, (String, u64)>,
     verify: Option<Verify>,
     limited_by_key: Vec<u64>,
 }
@@ -98,7 +99,7 @@ impl TraefikExec {
     /// The replay of `cfg`: `slot` gives the key column of a log field.
     pub fn new(
         cfg: Arc<TraefikCfg>,
-        opts: &TraefikOptions,
+        opts: &ConfigOptions,
         slot: &mut dyn FnMut(&str) -> Result<usize>,
     ) -> Result<TraefikExec> {
         let mut need = |f: &str, why: &str| -> Result<usize> {
@@ -129,7 +130,7 @@ impl TraefikExec {
         let client_col = need(client, "drops are counted by client")?;
         let mut source_cols = Vec::new();
         for l in &cfg.limits {
-            let field = source_field(&l.source, clf);
+            let field = source::field(&l.source, clf);
             let why = format!("{} groups requests by {field}", l.name);
             source_cols.push(need(&field, &why)?);
         }
@@ -140,141 +141,97 @@ impl TraefikExec {
         let buckets = (cfg.routers.iter())
             .map(|r| r.limits.iter().map(|_| Buckets::default()).collect())
             .collect();
+        let limited = (cfg.routers.iter())
+            .map(|r| r.limits.iter().any(|&l| cfg.limits[l].policy.is_some()))
+            .collect();
         Ok(TraefikExec {
             ends: vec![Ends::default(); cfg.routers.len()],
+            met: vec![Met::default(); source_cols.len()],
             buckets,
+            limited,
             cfg,
             router_col,
             client_col,
-            source_seen: vec![(false, false); source_cols.len()],
             source_cols,
+            routes: Vec::new(),
             strangers: HashMap::new(),
             verify,
             limited_by_key: Vec::new(),
         })
     }
 
-    /// The key column drops are counted by: the client.
-    pub fn report_slot(&self) -> Option<usize> {
-        Some(self.client_col)
+    /// The router a row's line names (looked up once per name).
+    fn route(&mut self, ev: &Event, names: &KeyValues) -> Option<usize> {
+        let id = names.id(ev, self.router_col);
+        let i = id as usize;
+        if self.routes.len() <= i {
+            self.routes.resize(i + 1, Route::Unseen);
+        }
+        if self.routes[i] == Route::Unseen {
+            let name = names.value(ev, self.router_col);
+            let found = std::str::from_utf8(name)
+                .ok()
+                .and_then(|n| self.cfg.router(n));
+            self.routes[i] = found.map_or(Route::Stranger, |r| Route::Router(r as u32));
+        }
+        match self.routes[i] {
+            Route::Router(r) => Some(r as usize),
+            _ => {
+                let name = names.value(ev, self.router_col);
+                if !name.is_empty() {
+                    let n = self.strangers.entry(id);
+                    n.or_insert_with(|| (String::from_utf8_lossy(name).into_owned(), 0))
+                        .1 += 1;
+                }
+                None
+            }
+        }
     }
 
-    /// Decides one row (`levels`: also the most tokens in use it met).
-    pub fn decide(
+    /// Runs router `r`'s chain from `ev.at`: when the row leaves it, the
+    /// most tokens in use it met (`levels`), and the refusal if one
+    /// refused it (with its retry time).
+    fn chain(
         &mut self,
+        r: usize,
         ev: &Event,
         names: &KeyValues,
         levels: bool,
-    ) -> Result<(Decision, u64)> {
-        let value = |c: usize| -> &[u8] {
-            match names.id(ev, c) {
-                EMPTY_KEY => b"",
-                id => names[c].get(id),
-            }
-        };
-        let name = value(self.router_col);
-        let router = std::str::from_utf8(name)
-            .ok()
-            .and_then(|n| self.cfg.router(n));
-        let Some(r) = router else {
-            if !name.is_empty() {
-                let n = String::from_utf8_lossy(name).into_owned();
-                *self.strangers.entry(n).or_default() += 1;
-            }
-            self.record(ev, names, Fate::Passed);
-            return Ok((Decision::Admit { release: ev.at }, 0));
-        };
-        let cfg = self.cfg.clone();
-        let mut at = ev.at;
-        let mut level = 0;
-        let mut refused = None;
+    ) -> (Nanos, u64, Option<Option<Nanos>>) {
+        let (mut at, mut level) = (ev.at, 0);
+        let cfg = &*self.cfg;
         for (k, &l) in cfg.routers[r].limits.iter().enumerate() {
             let limit = &cfg.limits[l];
             let Some(policy) = &limit.policy else {
                 continue;
             };
-            let field = value(self.source_cols[l]);
-            let seen = &mut self.source_seen[l];
-            *seen = (true, seen.1 || !field.is_empty());
-            let key = source_key(&limit.source, field);
-            let b = &mut self.buckets[r][k];
-            let next = b.states.len() as u32;
-            let id = *b.ids.entry(key).or_insert(next);
-            if id == next {
-                b.states.push(TraefikRateState::default());
-            }
-            let state = &mut b.states[id as usize];
+            let field = names.value(ev, self.source_cols[l]);
+            let met = &mut self.met[l];
+            *met = Met {
+                reached: true,
+                valued: met.valued || !field.is_empty(),
+            };
+            let state = self.buckets[r][k].of(&source::key(&limit.source, field));
             let d = policy.decide(state, at, 1);
             if levels {
                 level = level.max(policy.level(state, at));
             }
             match d {
                 Decision::Admit { release } => at = release,
-                Decision::Refuse { retry_at } => {
-                    refused = Some(retry_at);
-                    break;
-                }
+                Decision::Refuse { retry_at } => return (at, level, Some(retry_at)),
             }
         }
-        let limited = cfg.routers[r]
-            .limits
-            .iter()
-            .any(|&l| cfg.limits[l].policy.is_some());
-        let e = &mut self.ends[r];
-        let (fate, d) = match refused {
-            Some(retry_at) => {
-                e.refused += 1;
-                (Fate::Refused, Decision::Refuse { retry_at })
-            }
-            None if !limited => {
-                e.unlimited += 1;
-                (Fate::Passed, Decision::Admit { release: at })
-            }
-            None if at > ev.at => {
-                e.delayed += 1;
-                (Fate::Delayed, Decision::Admit { release: at })
-            }
-            None => {
-                e.passed += 1;
-                (Fate::Passed, Decision::Admit { release: at })
-            }
-        };
-        if limited {
-            let id = names.id(ev, self.client_col);
-            if id != EMPTY_KEY {
-                let i = id as usize;
-                if self.limited_by_key.len() <= i {
-                    self.limited_by_key.resize(i + 1, 0);
-                }
-                self.limited_by_key[i] += 1;
-            }
-        }
-        self.record(ev, names, fate);
-        Ok((d, level))
+        (at, level, None)
     }
 
     fn record(&mut self, ev: &Event, names: &KeyValues, fate: Fate) {
         if let Some(v) = &mut self.verify {
-            let logged = match names.id(ev, v.col) {
-                EMPTY_KEY => &b""[..],
-                id => names[v.col].get(id),
-            };
-            v.record(fate, logged, (ev.file, ev.line));
+            v.record(fate, names.value(ev, v.col), (ev.file, ev.line));
         }
     }
 
-    /// True when admitted requests may wait.
-    pub fn shapes(&self) -> bool {
-        self.cfg.limits.iter().any(|l| l.policy.is_some())
-    }
-
-    /// Rows a limit applied to, per client id.
-    pub fn take_limited_by_key(&mut self) -> Vec<u64> {
-        std::mem::take(&mut self.limited_by_key)
-    }
-
-    /// The report's section, once every row is decided.
-    pub fn report(&mut self) -> NginxReport {
+    /// The notes the replay adds to the config's.
+    fn notes(&self) -> Vec<String> {
         let cfg = &self.cfg;
         let mut notes = cfg.notes.clone();
         let most = self.buckets.iter().flatten().map(|b| b.states.len()).max();
@@ -283,11 +240,13 @@ impl TraefikExec {
                 "a middleware saw more than 65,536 sources: Traefik keeps that many and drops the one expiring first past that; drip keeps every source".into(),
             );
         }
-        for (l, limit) in cfg.limits.iter().enumerate() {
-            if self.source_seen[l] == (true, false)
-                && !matches!(limit.source, Source::Remote { .. })
-            {
-                let field = source_field(&limit.source, false);
+        let unvalued = Met {
+            reached: true,
+            valued: false,
+        };
+        for (limit, met) in cfg.limits.iter().zip(&self.met) {
+            if *met == unvalued && !matches!(limit.source, Source::Remote { .. }) {
+                let field = source::field(&limit.source, false);
                 let keep = match field.strip_prefix("request_") {
                     Some(h) => format!(" (accessLog.fields.headers.names.{h}: keep)"),
                     None => String::new(),
@@ -298,7 +257,7 @@ impl TraefikExec {
                 ));
             }
         }
-        let mut strangers: Vec<_> = self.strangers.iter().collect();
+        let mut strangers: Vec<_> = self.strangers.values().collect();
         strangers.sort();
         for (name, n) in strangers {
             notes.push(format!(
@@ -306,14 +265,17 @@ impl TraefikExec {
                 crate::quote::visible(name)
             ));
         }
+        notes
+    }
+
+    /// The report's section, once every row is decided.
+    pub fn report(&mut self) -> NginxReport {
+        let cfg = &self.cfg;
         let mut untested = Vec::new();
         let mut locations = Vec::new();
-        for (r, e) in self.ends.iter().enumerate() {
-            let router = &cfg.routers[r];
+        for (router, e) in cfg.routers.iter().zip(&self.ends) {
             let requests = e.passed + e.delayed + e.refused + e.unlimited;
-            let limits: Vec<String> = router
-                .limits
-                .iter()
+            let limits: Vec<String> = (router.limits.iter())
                 .map(|&l| cfg.limits[l].text())
                 .collect();
             if requests == 0 {
@@ -332,15 +294,10 @@ impl TraefikExec {
                 unlimited: e.unlimited,
             });
         }
-        for u in &untested {
-            notes.push(format!("{u} has a rate limit and no row of the log reached it: untested (--fail-untested makes this fail)"));
-        }
-        let used: Vec<usize> = cfg
-            .routers
-            .iter()
+        let used: Vec<usize> = (cfg.routers.iter())
             .flat_map(|r| r.limits.iter().copied())
             .collect();
-        let unused_zones: Vec<String> = (0..cfg.limits.len())
+        let unused = (0..cfg.limits.len())
             .filter(|l| !used.contains(l))
             .map(|l| {
                 format!(
@@ -349,88 +306,74 @@ impl TraefikExec {
                 )
             })
             .collect();
-        for z in &unused_zones {
-            notes.push(format!("{z} is a rate limit no router uses"));
-        }
-        NginxReport {
+        let report = NginxReport {
             config: cfg.path.display().to_string(),
             locations,
-            notes,
+            notes: self.notes(),
             verify: self.verify.as_mut().map(Verify::report),
-            untested,
-            unused_zones,
-        }
+            ..NginxReport::default()
+        };
+        section(
+            report,
+            (untested, "has a rate limit"),
+            (unused, "is a rate limit no router uses"),
+        )
     }
 }
 
-/// The bucket key a source criterion reads from its field.
-fn source_key(s: &Source, field: &[u8]) -> Vec<u8> {
-    let text = || String::from_utf8_lossy(field);
-    match s {
-        Source::Remote { v6: Some(bits) } => v6_subnet(&text(), *bits).into_bytes(),
-        Source::Remote { v6: None } | Source::Header(_) | Source::Host => field.to_vec(),
-        Source::Depth { depth, v6 } => {
-            let xff = text();
-            let parts: Vec<&str> = xff.split(',').collect();
-            if xff.is_empty() && *depth > 0 || parts.len() < *depth {
-                return Vec::new();
+impl ConfigRun for TraefikExec {
+    /// Decides one row (`levels`: also the most tokens in use it met).
+    fn decide(&mut self, ev: &Event, names: &KeyValues, levels: bool) -> Result<(Decision, u64)> {
+        let Some(r) = self.route(ev, names) else {
+            self.record(ev, names, Fate::Passed);
+            return Ok((Decision::Admit { release: ev.at }, 0));
+        };
+        let (at, level, refused) = self.chain(r, ev, names, levels);
+        let e = &mut self.ends[r];
+        let (fate, d) = match refused {
+            Some(retry_at) => {
+                e.refused += 1;
+                (Fate::Refused, Decision::Refuse { retry_at })
             }
-            let ip = parts[parts.len() - depth].trim();
-            match v6 {
-                Some(bits) => v6_subnet(ip, *bits).into_bytes(),
-                None => ip.as_bytes().to_vec(),
+            None if !self.limited[r] => {
+                e.unlimited += 1;
+                (Fate::Passed, Decision::Admit { release: at })
             }
+            None if at > ev.at => {
+                e.delayed += 1;
+                (Fate::Delayed, Decision::Admit { release: at })
+            }
+            None => {
+                e.passed += 1;
+                (Fate::Passed, Decision::Admit { release: at })
+            }
+        };
+        if self.limited[r] {
+            count_limited(&mut self.limited_by_key, names.id(ev, self.client_col));
         }
-        Source::Excluded(nets) => {
-            let xff = text();
-            for part in xff.split(',').rev() {
-                let p = part.trim();
-                if p.is_empty() {
-                    continue;
-                }
-                let inside = p
-                    .parse::<IpAddr>()
-                    .is_ok_and(|ip| nets.iter().any(|n| n.contains(ip)));
-                if !inside {
-                    return p.as_bytes().to_vec();
-                }
-            }
-            Vec::new()
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn header_fields_are_canonical() {
-        assert_eq!(header_field("x-api-key"), "request_X-Api-Key");
-        assert_eq!(header_field("X-FORWARDED-FOR"), "request_X-Forwarded-For");
+        self.record(ev, names, fate);
+        Ok((d, level))
     }
 
-    #[test]
-    fn sources_as_traefik_strategies_read_them() {
-        let depth = |d| Source::Depth { depth: d, v6: None };
-        // pkg/ip/strategy_test.go: depth 1 of "10.0.0.4,10.0.0.3,10.0.0.2,10.0.0.1" is 10.0.0.1.
-        let xff = b"10.0.0.4,10.0.0.3,10.0.0.2,10.0.0.1";
-        assert_eq!(source_key(&depth(1), xff), b"10.0.0.1");
-        assert_eq!(source_key(&depth(3), xff), b"10.0.0.3");
-        assert_eq!(source_key(&depth(5), xff), b"");
-        let nets = vec![crate::traefik_cfg::limit::Net {
-            addr: "10.0.0.0".parse().unwrap(),
-            bits: 8,
-        }];
-        assert_eq!(
-            source_key(
-                &Source::Excluded(nets.clone()),
-                b"1.2.3.4, 10.0.0.2, 10.0.0.1"
-            ),
-            b"1.2.3.4"
-        );
-        assert_eq!(source_key(&Source::Excluded(nets), b"10.0.0.1"), b"");
-        let v6 = Source::Remote { v6: Some(64) };
-        assert_eq!(source_key(&v6, b"2001:db8:1:2:3:4:5:6"), b"2001:db8:1:2::");
+    fn section(&mut self) -> (Gateway, NginxReport) {
+        (Gateway::Traefik, self.report())
+    }
+
+    fn take_limited_by_key(&mut self) -> Vec<u64> {
+        std::mem::take(&mut self.limited_by_key)
+    }
+
+    /// True when admitted requests may wait.
+    fn shapes(&self) -> bool {
+        self.cfg.limits.iter().any(|l| l.policy.is_some())
+    }
+
+    fn max_level(&self) -> u64 {
+        u64::MAX
+    }
+
+    /// The key column drops are counted by: the client.
+    fn report_slot(&self) -> Option<usize> {
+        Some(self.client_col)
     }
 }

@@ -2,10 +2,8 @@
 //! status Traefik logged (`DownstreamStatus`): 429 is a refusal, anything
 //! else a request the limits let through.
 
-use crate::engine::outcome::{VerifyReport, VerifyRow};
+use crate::engine::outcome::{FIRST_DISAGREEMENTS, VerifyReport, VerifyRow};
 use std::collections::BTreeMap;
-
-const FIRST_DISAGREEMENTS: usize = 10;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) enum Fate {
@@ -64,24 +62,18 @@ impl Verify {
     }
 
     pub(super) fn report(&mut self) -> VerifyReport {
-        VerifyReport {
-            column: self.column.clone(),
-            rows: self.rows,
-            agreed: self.agreed,
-            disagreed: self.rows - self.agreed,
-            within_clock: 0,
-            reordered: 0,
-            agreement_pct: match self.rows {
-                0 => 100.0,
-                n => self.agreed as f64 * 100.0 / n as f64,
-            },
-            confusion: (self.confusion.iter())
-                .map(|((d, r), n)| {
-                    let logged = if *r { "429" } else { "other" };
-                    (d.text().to_string(), logged.to_string(), *n)
-                })
-                .collect(),
-            first_disagreements: std::mem::take(&mut self.first),
-        }
+        let confusion = (self.confusion.iter())
+            .map(|((d, r), n)| {
+                let logged = if *r { "429" } else { "other" };
+                (d.text().to_string(), logged.to_string(), *n)
+            })
+            .collect();
+        let counts = [self.rows, self.agreed, 0, 0];
+        VerifyReport::new(
+            &self.column,
+            counts,
+            confusion,
+            std::mem::take(&mut self.first),
+        )
     }
 }
